@@ -1,0 +1,75 @@
+/**
+ * The audit journal. Events are queued and written in one transaction per tick, so a burst of requests costs
+ * one commit; `flush()` runs before anything reads the table through `database`.
+ */
+import type { AuditEventInput, AuditLog, SqlDatabase } from '@agent/sdk';
+import type { Journal } from '../store/journal.js';
+import { redactDeep } from '../plans/redact.js';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS audit_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  time TEXT NOT NULL,
+  time_ms INTEGER NOT NULL,
+  actor_type TEXT NOT NULL,
+  actor_id TEXT NOT NULL,
+  actor_name TEXT,
+  action TEXT NOT NULL,
+  resource_type TEXT NOT NULL,
+  resource_id TEXT,
+  deployment TEXT,
+  success INTEGER NOT NULL,
+  status INTEGER,
+  client_ip TEXT,
+  detail TEXT
+);
+CREATE INDEX IF NOT EXISTS audit_time ON audit_events(time_ms);
+CREATE INDEX IF NOT EXISTS audit_actor ON audit_events(actor_id, time_ms);
+CREATE INDEX IF NOT EXISTS audit_actor_type ON audit_events(actor_type, time_ms);
+CREATE INDEX IF NOT EXISTS audit_action ON audit_events(action, time_ms);
+CREATE INDEX IF NOT EXISTS audit_resource ON audit_events(resource_type, resource_id, time_ms);
+CREATE INDEX IF NOT EXISTS audit_deployment ON audit_events(deployment, time_ms);
+CREATE INDEX IF NOT EXISTS audit_ip ON audit_events(client_ip, time_ms);
+`;
+
+export class CoreAuditLog implements AuditLog {
+  private queue: unknown[][] = [];
+  private scheduled = false;
+  private readonly insert;
+  private readonly insertMany;
+
+  constructor(private readonly db: Journal) {
+    db.exec(SCHEMA);
+    this.insert = db.prepare(`INSERT INTO audit_events (time, time_ms, actor_type, actor_id, actor_name, action,
+      resource_type, resource_id, deployment, success, status, client_ip, detail) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`);
+    this.insertMany = db.transaction((rows: unknown[][]) => {
+      for (const row of rows) this.insert.run(...row);
+    });
+  }
+
+  get database(): SqlDatabase {
+    this.flush();
+    return this.db as unknown as SqlDatabase;
+  }
+
+  record(e: AuditEventInput): void {
+    const now = Date.now();
+    const detail = e.detail ? JSON.stringify(redactDeep(e.detail)) : null;
+    this.queue.push([
+      new Date(now).toISOString(), now, e.actor_type, e.actor_id, e.actor_name ?? null, e.action, e.resource_type,
+      e.resource_id ?? null, e.deployment ?? null, e.success ? 1 : 0, e.status ?? null, e.client_ip ?? null, detail,
+    ]);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    if (this.queue.length === 0) return;
+    const rows = this.queue;
+    this.queue = [];
+    this.insertMany(rows);
+  }
+}

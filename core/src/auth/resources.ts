@@ -1,0 +1,53 @@
+/** The permission catalogue: resources declared by the core and the plugins, and what each role preset gets. */
+import type { ResourcePolicy, Role } from '@agent/sdk';
+
+export class ResourceCatalog {
+  private readonly policies = new Map<string, ResourcePolicy>();
+  private cache = new Map<Role, string[]>();
+
+  declare(policy: ResourcePolicy): void {
+    if (!/^[a-z][a-z0-9-]*$/.test(policy.name)) throw new Error(`invalid resource name '${policy.name}'`);
+    const existing = this.policies.get(policy.name);
+    if (existing && existing.plugin !== policy.plugin) {
+      throw new Error(`resource '${policy.name}' is already declared by plugin '${existing.plugin}'`);
+    }
+    this.policies.set(policy.name, policy);
+    this.cache.clear();
+  }
+
+  /** Forgets the resources of a plugin whose setup failed. */
+  dropPlugin(plugin: string): void {
+    for (const [name, p] of this.policies) if (p.plugin === plugin) this.policies.delete(name);
+    this.cache.clear();
+  }
+
+  has(name: string): boolean {
+    return this.policies.has(name);
+  }
+
+  list(): ResourcePolicy[] {
+    return [...this.policies.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  rolePermissions(role: Role): string[] {
+    const cached = this.cache.get(role);
+    if (cached) return cached;
+    let perms: string[];
+    if (role === 'admin') perms = ['*:write'];
+    else {
+      perms = [];
+      for (const p of this.policies.values()) {
+        const level = role === 'operator' ? p.operator : p.viewer;
+        if (level === 'write') perms.push(`${p.name}:read`, `${p.name}:write`);
+        else if (level === 'read') perms.push(`${p.name}:read`);
+      }
+    }
+    this.cache.set(role, perms);
+    return perms;
+  }
+
+  isValidPermission(permission: string): boolean {
+    const m = /^([a-z][a-z0-9-]*|\*):(read|write)$/.exec(permission);
+    return !!m && (m[1] === '*' || this.policies.has(m[1]!));
+  }
+}

@@ -1,0 +1,50 @@
+/** Access tokens: HS256 JWTs (jose), issuer `agent`. Verified tokens are cached until they expire. */
+import { SignJWT, jwtVerify } from 'jose';
+
+export interface TokenClaims {
+  /** `u:<id>` for a user, `k:<id>` for an API key login. */
+  sub: string;
+  /** The user's token version at issue time: a password change bumps it and kills older tokens. */
+  tv: number;
+  exp: number;
+}
+
+export class TokenService {
+  private readonly cache = new Map<string, TokenClaims>();
+
+  constructor(private readonly key: Uint8Array, private readonly ttlSeconds: number) {}
+
+  async issue(sub: string, tokenVersion: number, maxExpiry?: number): Promise<{ token: string; expires_at: string }> {
+    let exp = Math.floor(Date.now() / 1000) + this.ttlSeconds;
+    if (maxExpiry !== undefined) exp = Math.min(exp, maxExpiry);
+    const token = await new SignJWT({ tv: tokenVersion })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setIssuer('agent')
+      .setSubject(sub)
+      .setIssuedAt()
+      .setExpirationTime(exp)
+      .sign(this.key);
+    return { token, expires_at: new Date(exp * 1000).toISOString() };
+  }
+
+  /** The claims of a valid token, or null. */
+  async verify(token: string): Promise<TokenClaims | null> {
+    const now = Date.now() / 1000;
+    const cached = this.cache.get(token);
+    if (cached) {
+      if (cached.exp > now) return cached;
+      this.cache.delete(token);
+      return null;
+    }
+    try {
+      const { payload } = await jwtVerify(token, this.key, { issuer: 'agent', algorithms: ['HS256'] });
+      if (typeof payload.sub !== 'string' || typeof payload.tv !== 'number' || typeof payload.exp !== 'number') return null;
+      const claims: TokenClaims = { sub: payload.sub, tv: payload.tv, exp: payload.exp };
+      if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(token, claims);
+      return claims;
+    } catch {
+      return null;
+    }
+  }
+}

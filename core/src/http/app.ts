@@ -1,0 +1,189 @@
+/**
+ * The koa application: error envelope, CORS, the router built from the registry (auth → body → pipeline →
+ * audit per route), the plugin proxy, and JSON 404/405 answers.
+ */
+import Koa from 'koa';
+import Router from '@koa/router';
+import { koaBody, HttpMethodEnum } from 'koa-body';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { errors, HttpError, type Principal } from '@agent/sdk';
+import type { CoreConfig } from '../config/config.js';
+import type { RootLogger } from '../log.js';
+import type { Identity } from '../auth/identity.js';
+import type { RouteRegistry, RegisteredRoute } from '../openapi/registry.js';
+import type { PlanEngine } from '../plans/engine.js';
+import type { CoreAuditLog } from '../audit/audit-log.js';
+import { execute } from './execute.js';
+import { toErrorAnswer } from './errors.js';
+
+export interface HttpDeps {
+  config: CoreConfig;
+  log: RootLogger;
+  identity: Identity;
+  registry: RouteRegistry;
+  plans: PlanEngine;
+  audit: CoreAuditLog;
+  /** Serves `/api/plugin/<name>/…`; resolves when the proxied answer is complete. */
+  proxy: (ctx: Koa.Context) => Promise<void>;
+  /** Development aid (tests): check `data` of successful answers against the route's response schema. */
+  validateResponses: boolean;
+}
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** The principal behind an `Authorization: Bearer …` header; throws 401. */
+export async function authenticateHeader(header: string | undefined, ip: string, identity: Identity): Promise<Principal> {
+  if (!header) throw errors.unauthorized('missing bearer token');
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!m) throw errors.unauthorized('the Authorization header must be "Bearer <token>"');
+  const principal = await identity.authenticate(m[1]!, ip);
+  if (!principal) throw errors.unauthorized('invalid, expired or revoked token', 'INVALID_TOKEN');
+  return principal;
+}
+
+/** The first literal path segment names the resource type in audit records. */
+export const resourceTypeOf = (path: string): string => path.split('/').find((s) => s && !s.startsWith(':')) ?? 'api';
+
+export function auditActor(principal: Principal): { actor_type: 'user' | 'api_key' | 'system'; actor_id: string; actor_name: string } {
+  return { actor_type: principal.type, actor_id: principal.id, actor_name: principal.name };
+}
+
+function makeResponseValidator(log: RootLogger) {
+  const ajv = new Ajv2020({ strict: false, allErrors: false });
+  const cache = new Map<RegisteredRoute, ReturnType<Ajv2020['compile']>>();
+  return (route: RegisteredRoute, data: unknown) => {
+    let fn = cache.get(route);
+    if (!fn) {
+      // Responses may carry more fields than documented; only the documented ones are checked.
+      fn = ajv.compile(JSON.parse(JSON.stringify(route.spec.response)));
+      cache.set(route, fn);
+    }
+    if (!fn(data)) {
+      const first = fn.errors![0]!;
+      log.error({ operation: route.operationId, error: first }, 'response does not match its schema');
+      throw errors.internal(`response of ${route.operationId} does not match its schema at '${first.instancePath}': ${first.message}`, 'RESPONSE_INVALID');
+    }
+  };
+}
+
+export function createHttpApp(deps: HttpDeps): Koa {
+  const { config, log, identity, registry, plans, audit } = deps;
+  const app = new Koa({ proxy: config.api.trust_proxy });
+  app.silent = true;
+  const validateResponse = deps.validateResponses ? makeResponseValidator(log) : undefined;
+  const allowedOrigins = new Set(config.api.allowed_origins);
+
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 405 && ctx.body === undefined) throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${ctx.method} is not allowed on ${ctx.path}`);
+      if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) throw errors.notFound(`no route ${ctx.method} ${ctx.path}`);
+    } catch (err) {
+      const answer = toErrorAnswer(err);
+      if (answer.internal) log.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
+      if (ctx.headerSent || !ctx.writable) return;
+      ctx.status = answer.status;
+      for (const [k, v] of Object.entries(answer.headers ?? {})) ctx.set(k, v);
+      ctx.body = answer.body;
+    }
+  });
+
+  if (config.api.enable_cors) {
+    app.use(async (ctx, next) => {
+      const origin = ctx.get('origin');
+      if (!origin) return next();
+      const allowed = allowedOrigins.has(origin);
+      ctx.vary('Origin');
+      if (ctx.method === 'OPTIONS' && ctx.get('access-control-request-method')) {
+        if (!allowed) throw errors.forbidden(`origin ${origin} is not allowed`, 'CORS_ORIGIN_DENIED');
+        ctx.set('Access-Control-Allow-Origin', origin);
+        ctx.set('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
+        ctx.set('Access-Control-Allow-Headers', ctx.get('access-control-request-headers') || 'Authorization, Content-Type');
+        ctx.set('Access-Control-Max-Age', '600');
+        ctx.status = 204;
+        return;
+      }
+      if (allowed) {
+        ctx.set('Access-Control-Allow-Origin', origin);
+        ctx.set('Access-Control-Expose-Headers', 'Content-Disposition, Retry-After');
+      }
+      return next();
+    });
+  }
+
+  app.use(async (ctx, next) => {
+    if (ctx.path.startsWith('/api/plugin/')) return deps.proxy(ctx);
+    return next();
+  });
+
+  const parseBody = koaBody({
+    json: true, text: false, urlencoded: false, multipart: false, jsonLimit: config.api.body_limit, jsonStrict: true,
+    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE], includeUnparsed: false, onError: (err) => {
+      throw err;
+    },
+  });
+
+  const router = new Router({ prefix: '/api' });
+  for (const route of registry.routes) {
+    router.register(route.path, [route.method], async (ctx) => {
+      const ip = ctx.ip;
+      let principal: Principal | null = null;
+      let status = 500;
+      let deployment: string | null = null;
+      let wantsPlan = false;
+      try {
+        if (route.permission !== null) principal = await authenticateHeader(ctx.get('authorization'), ip, identity);
+        if (route.validate.body && !route.spec.rawBody) {
+          const length = Number(ctx.get('content-length') || 0);
+          if ((length > 0 || ctx.get('transfer-encoding')) && !ctx.is('json')) {
+            throw errors.badRequest('the body must be JSON (Content-Type: application/json)', 'UNSUPPORTED_MEDIA_TYPE');
+          }
+          if (length > config.api.body_limit) throw errors.tooLarge(`request body larger than ${config.api.body_limit} bytes`);
+          await parseBody(ctx, async () => undefined);
+        }
+        const query: Record<string, unknown> = { ...ctx.query };
+        if ('plan' in query) {
+          if (query.plan !== 'true' && query.plan !== 'false') throw errors.badRequest('query.plan: must be true or false');
+          wantsPlan = query.plan === 'true';
+          delete query.plan;
+        }
+        const controller = new AbortController();
+        ctx.res.once('close', () => {
+          if (!ctx.res.writableFinished) controller.abort();
+        });
+        const result = await execute({
+          route, principal, params: { ...ctx.params }, query, body: ctx.request.body, ip, path: ctx.path,
+          headers: ctx.headers, signal: controller.signal, raw: { req: ctx.req, res: ctx.res }, wantsPlan,
+        }, plans, validateResponse);
+        deployment = result.deployment;
+        const reply = result.reply;
+        status = reply.status;
+        for (const [k, v] of Object.entries(reply.headers)) ctx.set(k, v);
+        ctx.status = reply.status;
+        if (reply.stream !== undefined) ctx.body = reply.stream;
+        else if (reply.body) ctx.body = reply.body;
+        else ctx.body = null;
+      } catch (err) {
+        status = toErrorAnswer(err).status;
+        throw err;
+      } finally {
+        if (principal && MUTATING.has(route.method) && route.spec.audit !== false) {
+          audit.record({
+            ...auditActor(principal),
+            action: wantsPlan ? `${route.operationId}.plan` : route.operationId,
+            resource_type: resourceTypeOf(route.path),
+            resource_id: Object.values(ctx.params ?? {})[0] ?? null,
+            deployment,
+            success: status < 400,
+            status,
+            client_ip: ip,
+            detail: wantsPlan ? { plan: true } : null,
+          });
+        }
+      }
+    });
+  }
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: false }));
+  return app;
+}

@@ -1,0 +1,94 @@
+/**
+ * The route pipeline after authentication: permission → validation → deployment access → plan or handler.
+ * HTTP requests and plan applies both go through it, so a plan runs exactly what a direct request would.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { errors, levelRank, Reply, type AccessLevel, type Principal, type RouteRequest } from '@agent/sdk';
+import type { RegisteredRoute } from '../openapi/registry.js';
+import type { PlanEngine } from '../plans/engine.js';
+
+export interface Invocation {
+  route: RegisteredRoute;
+  principal: Principal | null;
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  body: unknown;
+  ip: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  signal: AbortSignal;
+  raw: { req: IncomingMessage; res: ServerResponse };
+  /** `?plan=true` was given. */
+  wantsPlan: boolean;
+  /** Set when running through plan apply. */
+  planId?: string;
+}
+
+export interface ExecuteResult {
+  reply: Reply;
+  /** The deployment the request was about, when the route is deployment-scoped (for the audit record). */
+  deployment: string | null;
+}
+
+/** Checks the permission a route (or socket) declares; throws 403. */
+export function checkPermission(permission: string | null, principal: Principal | null): void {
+  if (permission === null) return;
+  if (!principal) throw errors.unauthorized();
+  if (permission === 'authenticated') return;
+  if (!principal.can(permission)) throw errors.forbidden(`permission '${permission}' required`);
+}
+
+/** Deployment-scoped access: 404 for a deployment the principal cannot see, 403 when its level is too low. */
+export function checkDeployment(principal: Principal, name: string, needed: AccessLevel): void {
+  const level = principal.deploymentLevel(name);
+  if (!level) throw errors.notFound(`deployment '${name}' not found`);
+  if (levelRank(level) < levelRank(needed)) throw errors.forbidden(`'${needed}' access to deployment '${name}' required`);
+}
+
+export function neededLevel(permission: string | null, declared: AccessLevel | undefined): AccessLevel {
+  return declared ?? (permission?.endsWith(':write') ? 'write' : 'read');
+}
+
+export async function execute(inv: Invocation, plans: PlanEngine, validateResponse?: (route: RegisteredRoute, data: unknown) => void): Promise<ExecuteResult> {
+  const { route } = inv;
+  const spec = route.spec;
+  checkPermission(route.permission, inv.principal);
+
+  const paramsError = route.validate.params(inv.params);
+  if (paramsError) throw paramsError;
+  const queryError = route.validate.query(inv.query);
+  if (queryError) throw queryError;
+  let body = inv.body;
+  if (route.validate.body) {
+    if (body === undefined || body === null) body = {};
+    const bodyError = route.validate.body(body);
+    if (bodyError) throw bodyError;
+  }
+
+  const req: RouteRequest<any, any, any> = {
+    params: inv.params, query: inv.query, body, principal: inv.principal!, ip: inv.ip, method: route.method, path: inv.path,
+    headers: inv.headers, signal: inv.signal, raw: inv.raw, ...(inv.planId ? { plan: { id: inv.planId } } : {}),
+  };
+
+  let deployment: string | null = null;
+  if (spec.deployment && inv.principal) {
+    const name = typeof spec.deployment === 'string' ? inv.params[spec.deployment] : spec.deployment(req);
+    if (name !== undefined && name !== null && name !== '') {
+      deployment = String(name);
+      checkDeployment(inv.principal, deployment, neededLevel(route.permission, spec.deploymentLevel));
+    }
+  }
+
+  if (inv.wantsPlan) {
+    if (!spec.plan) throw errors.badRequest(`${route.method} ${route.path} does not support plans`, 'PLAN_NOT_SUPPORTED');
+    const plan = await plans.create({ route, principal: inv.principal!, params: inv.params, query: inv.query, body, path: inv.path });
+    return { reply: new Reply(201, { data: plans.view(plan), message: 'plan created; nothing was changed' }), deployment };
+  }
+
+  const result = await spec.handler(req);
+  let reply: Reply;
+  if (result instanceof Reply) reply = result;
+  else reply = new Reply(spec.status ?? 200, { data: result === undefined ? null : result });
+  if (validateResponse && reply.body && reply.status < 300 && spec.response) validateResponse(route, reply.body.data);
+  return { reply, deployment };
+}

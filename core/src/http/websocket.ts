@@ -1,0 +1,101 @@
+/**
+ * Websocket endpoints declared with `ctx.websocket`. The client upgrades, then sends its token (JWT or API key) as
+ * the first text message; the same permission and deployment checks as HTTP apply, and a failure closes the
+ * socket with 1008 (policy violation) and the reason. On success the server sends `{"type":"ready"}`.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { isHttpError, type WebSocketConnection } from '@agent/sdk';
+import type { Identity } from '../auth/identity.js';
+import type { RouteRegistry, RegisteredSocket } from '../openapi/registry.js';
+import type { RootLogger } from '../log.js';
+import { checkDeployment, checkPermission, neededLevel } from './execute.js';
+
+const AUTH_TIMEOUT_MS = 10_000;
+
+const reason = (text: string) => Buffer.from(text).subarray(0, 120).toString();
+
+function connection(ws: WebSocket): WebSocketConnection {
+  const controller = new AbortController();
+  ws.once('close', () => controller.abort());
+  return {
+    signal: controller.signal,
+    send: (message) =>
+      new Promise<void>((resolve) => {
+        if (ws.readyState !== ws.OPEN) return resolve();
+        ws.send(typeof message === 'string' ? message : JSON.stringify(message), () => resolve());
+      }),
+    close: (code = 1000, text = '') => {
+      if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(code, reason(text));
+    },
+    onMessage: (listener) => {
+      ws.on('message', (data, isBinary) => {
+        if (!isBinary) listener(data.toString());
+      });
+    },
+  };
+}
+
+export function createSocketServer(registry: RouteRegistry, identity: Identity, log: RootLogger) {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+
+  const match = (pathname: string): { socket: RegisteredSocket; params: Record<string, string> } | null => {
+    const rel = pathname.slice('/api'.length);
+    for (const socket of registry.sockets) {
+      const params = socket.match(rel);
+      if (params) return { socket, params };
+    }
+    return null;
+  };
+
+  const serve = (ws: WebSocket, entry: RegisteredSocket, params: Record<string, string>, query: Record<string, unknown>, ip: string) => {
+    const timer = setTimeout(() => ws.close(1008, 'authentication timeout'), AUTH_TIMEOUT_MS);
+    ws.once('message', (data, isBinary) => {
+      clearTimeout(timer);
+      void (async () => {
+        try {
+          const token = isBinary ? '' : data.toString().trim().replace(/^Bearer\s+/i, '');
+          const principal = token ? await identity.authenticate(token, ip) : null;
+          if (!principal) return ws.close(1008, 'invalid, expired or revoked token');
+          checkPermission(entry.permission, principal);
+          const paramsError = entry.validate.params(params);
+          if (paramsError) throw paramsError;
+          const queryError = entry.validate.query(query);
+          if (queryError) throw queryError;
+          const spec = entry.spec;
+          if (spec.deployment) {
+            const name = typeof spec.deployment === 'string' ? params[spec.deployment] : spec.deployment({ params, query: query as never });
+            if (name) checkDeployment(principal, name, neededLevel(entry.permission, spec.deploymentLevel));
+          }
+          const conn = connection(ws);
+          await conn.send({ type: 'ready' });
+          await spec.handler(conn, { params, query: query as never, principal, ip });
+        } catch (err) {
+          if (isHttpError(err)) ws.close(err.status >= 500 ? 1011 : 1008, reason(`${err.code}: ${err.message}`));
+          else {
+            log.error({ err, path: entry.path }, 'websocket handler failed');
+            ws.close(1011, 'internal error');
+          }
+        }
+      })();
+    });
+  };
+
+  return {
+    /** Returns false when no websocket route matches the path. */
+    upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ip: string): boolean {
+      const url = new URL(req.url ?? '/', 'http://agent');
+      const found = match(url.pathname);
+      if (!found) return false;
+      const query: Record<string, unknown> = {};
+      for (const [k, v] of url.searchParams) query[k] = v;
+      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, found.socket, found.params, query, ip));
+      return true;
+    },
+    close(): void {
+      for (const client of wss.clients) client.close(1001, 'agent shutting down');
+      wss.close();
+    },
+  };
+}

@@ -1,0 +1,227 @@
+/**
+ * The route registry: every HTTP route, websocket and app route the enabled plugins declared, with compiled
+ * validators. It feeds the router, the plan engine and `/api/openapi.json`.
+ */
+import type { AppRouteSpec, HttpMethod, RouteSpec, WebSocketSpec } from '@agent/sdk';
+import { bodyValidator, paramsValidator, queryValidator, type Validator } from './validation.js';
+
+export interface RegisteredRoute {
+  kind: 'http';
+  plugin: string;
+  tag: string;
+  operationId: string;
+  method: HttpMethod;
+  /** Koa path below `/api`. */
+  path: string;
+  /** null for public routes. */
+  permission: string | null;
+  spec: RouteSpec<any, any, any>;
+  validate: { params: Validator; query: Validator; body: Validator | null };
+}
+
+export interface RegisteredSocket {
+  kind: 'websocket';
+  plugin: string;
+  tag: string;
+  operationId: string;
+  path: string;
+  permission: string;
+  spec: WebSocketSpec<any, any>;
+  validate: { params: Validator; query: Validator };
+  match: (path: string) => Record<string, string> | null;
+}
+
+export interface RegisteredAppRoute {
+  kind: 'app';
+  plugin: string;
+  tag: string;
+  operationId: string;
+  method: HttpMethod;
+  /** Path inside the app. */
+  path: string;
+  permission: string;
+  spec: AppRouteSpec;
+  validate: { params: Validator; query: Validator };
+  match: (path: string) => Record<string, string> | null;
+}
+
+const PARAM = /:([A-Za-z_][A-Za-z0-9_]*)/g;
+
+export const pathParams = (path: string): string[] => [...path.matchAll(PARAM)].map((m) => m[1]!);
+
+const camel = (parts: string[]): string =>
+  parts
+    .flatMap((p) => p.split(/[-_.]/))
+    .filter(Boolean)
+    .map((p, i) => (i === 0 ? p.toLowerCase() : p[0]!.toUpperCase() + p.slice(1).toLowerCase()))
+    .join('');
+
+/**
+ * `GET /deployments` → `list`, `GET /deployments/:name` → `get`, `POST /deployments/:name/start` → `start`,
+ * `GET /security/events/:id` → `securityEventsGet` (the tag's own first segment is dropped).
+ */
+export function deriveOperationName(tag: string, method: HttpMethod, path: string): string {
+  const segments = path.split('/').filter(Boolean);
+  const literals = segments.filter((s) => !s.startsWith(':'));
+  if (literals[0] === tag) literals.shift();
+  const endsWithParam = segments.length > 0 && segments[segments.length - 1]!.startsWith(':');
+  const lastIsAction = !endsWithParam && segments.length >= 2 && segments[segments.length - 2]!.startsWith(':');
+  let verb = '';
+  if (method === 'GET') verb = endsWithParam ? 'get' : literals.length === 0 ? 'list' : '';
+  else if (method === 'POST') verb = endsWithParam ? 'post' : lastIsAction || literals.length > 0 ? '' : 'create';
+  else if (method === 'PUT') verb = 'update';
+  else if (method === 'PATCH') verb = 'patch';
+  else if (method === 'DELETE') verb = 'delete';
+  return camel([...literals, verb]) || verb;
+}
+
+/** A path matcher for koa-style paths (`/metrics/:id`), used where the router is not (sockets, app routes). */
+export function pathMatcher(path: string): (candidate: string) => Record<string, string> | null {
+  const names: string[] = [];
+  const source = path
+    .split('/')
+    .map((seg) => {
+      if (seg.startsWith(':')) {
+        names.push(seg.slice(1));
+        return '([^/]+)';
+      }
+      return seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    })
+    .join('/');
+  const re = new RegExp(`^${source}/?$`);
+  return (candidate) => {
+    const m = re.exec(candidate);
+    if (!m) return null;
+    const out: Record<string, string> = {};
+    try {
+      names.forEach((n, i) => (out[n] = decodeURIComponent(m[i + 1]!)));
+    } catch {
+      return null;
+    }
+    return out;
+  };
+}
+
+function paramsSchemaFor(path: string, declared: unknown): unknown {
+  const names = pathParams(path);
+  if (declared) {
+    const props = (declared as { properties?: Record<string, unknown> }).properties ?? {};
+    for (const n of names) if (!(n in props)) throw new Error(`path param ':${n}' is missing from the params schema`);
+    return declared;
+  }
+  return {
+    type: 'object',
+    properties: Object.fromEntries(names.map((n) => [n, { type: 'string', minLength: 1, maxLength: 256 }])),
+    required: names,
+  };
+}
+
+/** Identity of an entry for duplicate detection: param names do not matter, `/a/:x` and `/a/:y` clash. */
+const entryKey = (e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute): string =>
+  e.kind === 'http' ? `http ${e.method} ${e.path.replace(PARAM, ':')}`
+    : e.kind === 'websocket' ? `ws ${e.path.replace(PARAM, ':')}`
+      : `app ${e.plugin} ${e.method} ${e.path.replace(PARAM, ':')}`;
+
+const emptyQuery = { type: 'object', properties: {} };
+
+function checkPath(path: string): void {
+  if (!/^(\/[A-Za-z0-9._:-]+)+\/?$|^\/$/.test(path)) throw new Error(`invalid route path '${path}'`);
+}
+
+export class RouteRegistry {
+  readonly routes: RegisteredRoute[] = [];
+  readonly sockets: RegisteredSocket[] = [];
+  readonly appRoutes: RegisteredAppRoute[] = [];
+  private readonly ids = new Map<string, string>();
+  private readonly keys = new Set<string>();
+
+  private claimId(operationId: string, plugin: string): void {
+    const owner = this.ids.get(operationId);
+    if (owner) throw new Error(`operationId '${operationId}' is already used by plugin '${owner}'`);
+  }
+
+  /** Compiles a route without registering it (plugins commit their routes only when setup succeeds). */
+  prepareRoute(plugin: string, spec: RouteSpec<any, any, any>): RegisteredRoute {
+    checkPath(spec.path);
+    const permission = spec.public === true ? null : spec.permission;
+    if (!spec.public && !permission) throw new Error(`route ${spec.method} ${spec.path} declares no permission (deny by default)`);
+    if (permission && permission !== 'authenticated' && !/^([a-z][a-z0-9-]*|\*):(read|write)$/.test(permission)) {
+      throw new Error(`route ${spec.method} ${spec.path}: invalid permission '${permission}'`);
+    }
+    if (spec.plan && spec.method === 'GET') throw new Error(`route GET ${spec.path}: a GET cannot be plannable`);
+    const tag = spec.tag ?? plugin;
+    const operationId = spec.operationId ?? `${tag}.${deriveOperationName(tag, spec.method, spec.path)}`;
+    const body = spec.body ? bodyValidator(spec.body) : null;
+    if (body && spec.method === 'GET') throw new Error(`route GET ${spec.path}: a GET has no body`);
+    return {
+      kind: 'http', plugin, tag, operationId, method: spec.method, path: spec.path, permission, spec,
+      validate: { params: paramsValidator(paramsSchemaFor(spec.path, spec.params)), query: queryValidator(spec.query ?? emptyQuery), body },
+    };
+  }
+
+  prepareSocket(plugin: string, spec: WebSocketSpec<any, any>): RegisteredSocket {
+    checkPath(spec.path);
+    if (!spec.permission) throw new Error(`websocket ${spec.path} declares no permission (deny by default)`);
+    const tag = spec.tag ?? plugin;
+    return {
+      kind: 'websocket', plugin, tag, path: spec.path, permission: spec.permission, spec,
+      operationId: spec.operationId ?? `${tag}.${deriveOperationName(tag, 'GET', spec.path)}`,
+      validate: { params: paramsValidator(paramsSchemaFor(spec.path, spec.params)), query: queryValidator(spec.query ?? emptyQuery) },
+      match: pathMatcher(spec.path),
+    };
+  }
+
+  prepareAppRoute(plugin: string, spec: AppRouteSpec): RegisteredAppRoute {
+    checkPath(spec.path);
+    if (!spec.permission) throw new Error(`app route ${spec.method} ${spec.path} declares no permission (deny by default)`);
+    return {
+      kind: 'app', plugin, tag: plugin, method: spec.method, path: spec.path, permission: spec.permission, spec,
+      operationId: spec.operationId ?? `${plugin}.${deriveOperationName(plugin, spec.method, spec.path)}`,
+      validate: { params: paramsValidator(paramsSchemaFor(spec.path, spec.params)), query: queryValidator(spec.query ?? emptyQuery) },
+      match: pathMatcher(spec.path),
+    };
+  }
+
+  /** Registers prepared entries atomically: all or none (duplicate ids or method+path refuse the batch). */
+  commit(entries: (RegisteredRoute | RegisteredSocket | RegisteredAppRoute)[]): void {
+    const seenIds = new Set<string>();
+    const seenKeys = new Set<string>();
+    for (const e of entries) {
+      this.claimId(e.operationId, e.plugin);
+      if (seenIds.has(e.operationId)) throw new Error(`operationId '${e.operationId}' is declared twice`);
+      seenIds.add(e.operationId);
+      const key = entryKey(e);
+      if (this.keys.has(key) || seenKeys.has(key)) throw new Error(`route ${key.slice(key.indexOf(' ') + 1)} is declared twice`);
+      seenKeys.add(key);
+    }
+    for (const e of entries) {
+      this.ids.set(e.operationId, e.plugin);
+      this.keys.add(entryKey(e));
+      if (e.kind === 'http') this.routes.push(e);
+      else if (e.kind === 'websocket') this.sockets.push(e);
+      else this.appRoutes.push(e);
+    }
+  }
+
+  /** Withdraws every entry of a plugin (one that failed to start). */
+  removePlugin(plugin: string): void {
+    for (const list of [this.routes, this.sockets, this.appRoutes] as { plugin: string }[][]) {
+      for (let i = list.length - 1; i >= 0; i--) if (list[i]!.plugin === plugin) list.splice(i, 1);
+    }
+    for (const [id, owner] of this.ids) if (owner === plugin) this.ids.delete(id);
+    this.keys.clear();
+    for (const e of [...this.routes, ...this.sockets, ...this.appRoutes]) this.keys.add(entryKey(e));
+  }
+
+  byOperationId(operationId: string): RegisteredRoute | undefined {
+    return this.routes.find((r) => r.operationId === operationId);
+  }
+
+  forPlugin(plugin: string) {
+    return {
+      routes: this.routes.filter((r) => r.plugin === plugin),
+      sockets: this.sockets.filter((s) => s.plugin === plugin),
+      appRoutes: this.appRoutes.filter((a) => a.plugin === plugin),
+    };
+  }
+}

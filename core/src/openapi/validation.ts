@@ -1,0 +1,91 @@
+/**
+ * Request validation with the route's own JSON Schemas (ajv, draft 2020-12). Bodies are strict (unknown fields
+ * rejected, no coercion); query strings and path params are coerced to the declared types.
+ */
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { errors, type HttpError } from '@agent/sdk';
+
+// ajv-formats is CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+
+const options = { allErrors: false, strict: false, useDefaults: true } as const;
+const bodyAjv = addFormats(new Ajv2020({ ...options, coerceTypes: false }));
+const queryAjv = addFormats(new Ajv2020({ ...options, coerceTypes: 'array' }));
+
+type Schema = Record<string, unknown>;
+
+/**
+ * A copy of `schema` in which every object that lists properties but says nothing about others refuses them.
+ * TypeBox's symbol keys are dropped by the copy, leaving plain JSON Schema.
+ */
+export function closeObjects(schema: unknown): Schema {
+  const walk = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (node === null || typeof node !== 'object') return node;
+    const out: Schema = {};
+    for (const [k, v] of Object.entries(node)) out[k] = walk(v);
+    if (out.type === 'object' && out.properties && out.additionalProperties === undefined && out.patternProperties === undefined) {
+      out.additionalProperties = false;
+    }
+    return out;
+  };
+  return walk(schema) as Schema;
+}
+
+/** `/env_vars/0/key` → `env_vars[0].key` */
+function fieldPath(instancePath: string, extra?: string): string {
+  const parts = [...instancePath.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~')), ...(extra ? [extra] : [])];
+  return parts.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
+}
+
+export function describeError(location: string, err: ErrorObject): string {
+  const at = (extra?: string) => {
+    const path = fieldPath(err.instancePath, extra);
+    return path ? `${location}.${path}` : location;
+  };
+  switch (err.keyword) {
+    case 'additionalProperties':
+      return `${at()}: unknown field '${String(err.params.additionalProperty)}'`;
+    case 'required':
+      return `${at(String(err.params.missingProperty))}: required field is missing`;
+    case 'enum':
+      return `${at()}: must be one of ${(err.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'pattern':
+      return `${at()}: does not match ${String(err.params.pattern)}`;
+    default:
+      return `${at()}: ${err.message ?? 'is invalid'}`;
+  }
+}
+
+export interface Validator {
+  (value: unknown): HttpError | null;
+  schema: Schema;
+}
+
+function make(ajv: Ajv2020, location: 'body' | 'query' | 'params', schema: unknown): Validator {
+  const closed = closeObjects(schema);
+  let fn: ValidateFunction;
+  try {
+    fn = ajv.compile(closed);
+  } catch (err) {
+    throw new Error(`invalid ${location} schema: ${(err as Error).message}`);
+  }
+  const validate = ((value: unknown) => {
+    if (fn(value)) return null;
+    const first = fn.errors![0]!;
+    return errors.badRequest(describeError(location, first), 'VALIDATION_FAILED', { field: fieldPath(first.instancePath, (first.params.missingProperty ?? first.params.additionalProperty) as string | undefined) || null });
+  }) as Validator;
+  validate.schema = closed;
+  return validate;
+}
+
+export const bodyValidator = (schema: unknown) => make(bodyAjv, 'body', schema);
+export const queryValidator = (schema: unknown) => make(queryAjv, 'query', schema);
+export const paramsValidator = (schema: unknown) => make(queryAjv, 'params', schema);
+
+/** Validates without the HTTP error wrapping (config sections, settings): `<prefix>.<field>: <problem>` or null. */
+export function compilePlain(schema: unknown): (value: unknown, prefix: string) => string | null {
+  const fn = bodyAjv.compile(closeObjects(schema));
+  return (value, prefix) => (fn(value) ? null : describeError(prefix, fn.errors![0]!));
+}

@@ -1,0 +1,148 @@
+/**
+ * Services the core itself provides. Any plugin may `get` them without listing them in `requires`.
+ * They expose the principals (users, API keys, deployment grants), the audit journal and the settings registry,
+ * so the plugins that serve their endpoints never touch core files.
+ */
+import type { TObject, Static } from '@sinclair/typebox';
+import { createServiceRef } from './services.js';
+import type { AccessLevel, Principal, PrincipalInfo, Role } from './principal.js';
+import type { SqlDatabase } from './store.js';
+
+export interface UserRecord {
+  id: number;
+  username: string;
+  email: string;
+  role: Role;
+  permissions: string[];
+  is_active: boolean;
+  created_at: string;
+  updated_at: string;
+  last_login_at: string | null;
+}
+
+export interface ApiKeyRecord {
+  id: number;
+  user_id: number;
+  name: string;
+  description: string;
+  role: Role;
+  permissions: string[];
+  deployments: string[];
+  key_prefix: string;
+  active: boolean;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+  last_used_ip: string | null;
+}
+
+export interface DeploymentGrant {
+  user_id: number;
+  deployment: string;
+  access_level: AccessLevel;
+  granted_at: string;
+}
+
+export interface ResourcePolicy {
+  name: string;
+  description: string;
+  /** What the `operator` and `viewer` presets get on this resource. */
+  operator: 'none' | 'read' | 'write';
+  viewer: 'none' | 'read';
+  plugin: string;
+}
+
+export interface IdentityService {
+  users: {
+    list(): UserRecord[];
+    get(id: number): UserRecord | undefined;
+    findByUsername(username: string): UserRecord | undefined;
+    create(input: { username: string; email: string; password: string; role: Role; permissions?: string[]; is_active?: boolean }): Promise<UserRecord>;
+    update(id: number, patch: Partial<Pick<UserRecord, 'email' | 'role' | 'permissions' | 'is_active'>>): Promise<UserRecord>;
+    delete(id: number): Promise<void>;
+    verifyPassword(id: number, password: string): Promise<boolean>;
+    /** Sets the password; all existing tokens of the user stop working unless `keepSessions`. */
+    setPassword(id: number, password: string, options?: { keepSessions?: boolean }): Promise<void>;
+    /** Why a password is too weak, or null. */
+    passwordProblem(password: string, username?: string): string | null;
+    /** Issues a fresh token for the user (after a password change, for the session that made it). */
+    issueToken(id: number): Promise<string>;
+  };
+  apiKeys: {
+    list(filter?: { user_id?: number }): ApiKeyRecord[];
+    get(id: number): ApiKeyRecord | undefined;
+    create(input: { user_id: number; name: string; description?: string; role: Role; permissions?: string[]; deployments?: string[]; expires_in?: number }): Promise<{ record: ApiKeyRecord; key: string }>;
+    revoke(id: number): Promise<ApiKeyRecord>;
+    delete(id: number): Promise<void>;
+  };
+  grants: {
+    list(filter?: { user_id?: number; deployment?: string }): DeploymentGrant[];
+    set(user_id: number, deployment: string, level: AccessLevel): Promise<DeploymentGrant>;
+    remove(user_id: number, deployment: string): Promise<boolean>;
+    /** Drops every grant on a deployment (when it is deleted). */
+    removeDeployment(deployment: string): Promise<void>;
+    /** Grants `admin` on a new deployment to whoever created it (the key's owner for an API key). */
+    grantCreator(principal: Principal, deployment: string): Promise<void>;
+  };
+  /** Resource policies every plugin declared: the complete permission catalogue. */
+  resources(): ResourcePolicy[];
+  /** Permissions a role preset grants, e.g. `deployments:write`. */
+  rolePermissions(role: Role): string[];
+  /** The principal of a user or key as the core would build it now (null when inactive/unknown). */
+  principalOf(subject: { user_id: number } | { api_key_id: number }): PrincipalInfo | null;
+  /** Every principal id currently able to authenticate (used by the authorization matrix). */
+  isValidPermission(permission: string): boolean;
+}
+
+export interface AuditEventInput {
+  actor_type: 'user' | 'api_key' | 'system';
+  actor_id: string;
+  actor_name?: string;
+  action: string;
+  resource_type: string;
+  resource_id?: string | null;
+  deployment?: string | null;
+  success: boolean;
+  status?: number | null;
+  client_ip?: string | null;
+  detail?: Record<string, unknown> | null;
+}
+
+/**
+ * The audit journal (table `audit_events`: id, time (ISO), time_ms, actor_type, actor_id, actor_name, action,
+ * resource_type, resource_id, deployment, success (0/1), status, client_ip, detail (JSON)).
+ */
+export interface AuditLog {
+  record(event: AuditEventInput): void;
+  readonly database: SqlDatabase;
+}
+
+export interface SettingDefinition {
+  plugin: string;
+  schema: TObject;
+  /** Keys that only take effect after a restart. */
+  restart: string[];
+  /** Keys whose values are secrets (masked on read). */
+  secret: string[];
+}
+
+export interface SettingsRegistry {
+  definitions(): SettingDefinition[];
+  /** Every plugin's settings, secrets masked. */
+  values(): Record<string, Record<string, unknown>>;
+  /** Validates and applies a partial update `{plugin: {key: value}}`; throws HttpError 400 on a bad key/value. */
+  update(patch: Record<string, Record<string, unknown>>): Promise<{ applied: string[]; restart_required: string[] }>;
+}
+
+export interface PluginSettings<T extends TObject> {
+  get(): Static<T>;
+  set(patch: Partial<Static<T>>): Promise<void>;
+  onChange(listener: (value: Static<T>) => void): () => void;
+}
+
+export const coreServices = {
+  identity: createServiceRef<IdentityService>('core.identity', 'users, API keys and deployment grants'),
+  audit: createServiceRef<AuditLog>('core.audit', 'the audit journal'),
+  settings: createServiceRef<SettingsRegistry>('core.settings', 'the agent settings registry'),
+} as const;

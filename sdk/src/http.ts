@@ -1,0 +1,174 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { Static, TSchema } from '@sinclair/typebox';
+import type { AccessLevel, Permission, Principal } from './principal.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** What a handler receives. Params, query and body are already validated against the route's schemas. */
+export interface RouteRequest<P = Record<string, string>, Q = Record<string, unknown>, B = unknown> {
+  params: P;
+  query: Q;
+  body: B;
+  principal: Principal;
+  /** Client IP (X-Forwarded-For only when `api.trust_proxy` is on). */
+  ip: string;
+  method: HttpMethod;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+  /** Set when the request runs through `POST /api/plans/:id/apply`. */
+  plan?: { id: string };
+  /** Raw Node objects, for routes declared with `rawBody: true` (streamed uploads). */
+  raw: { req: IncomingMessage; res: ServerResponse };
+}
+
+/** A response other than `200 {data}`: build it with `reply.*`. */
+export class Reply {
+  constructor(
+    readonly status: number,
+    readonly body?: { data?: unknown; message?: string; meta?: Record<string, unknown> },
+    readonly stream?: Readable | Buffer | string,
+    readonly headers: Record<string, string> = {},
+  ) {}
+}
+
+export interface StreamOptions {
+  contentType: string;
+  /** Content-Length when known, so clients can show progress. */
+  length?: number;
+  /** Sets Content-Disposition: attachment. */
+  filename?: string;
+  status?: number;
+}
+
+export const reply = {
+  ok: (data: unknown, message?: string, meta?: Record<string, unknown>) => new Reply(200, { data, message, meta }),
+  created: (data: unknown, message?: string) => new Reply(201, { data, message }),
+  accepted: (data: unknown, message?: string) => new Reply(202, { data, message }),
+  page: (data: unknown[], meta: { total: number; limit: number; offset: number }) =>
+    new Reply(200, { data, meta }),
+  stream: (body: Readable | Buffer | string, opts: StreamOptions) => {
+    const headers: Record<string, string> = { 'content-type': opts.contentType };
+    if (opts.length !== undefined) headers['content-length'] = String(opts.length);
+    if (opts.filename) headers['content-disposition'] = `attachment; filename="${opts.filename.replace(/["\\\r\n]/g, '_')}"`;
+    return new Reply(opts.status ?? 200, undefined, body, headers);
+  },
+};
+
+export type PlanAction = 'create' | 'update' | 'delete' | 'no-op';
+
+/** One resource a plan would touch. */
+export interface PlanChange {
+  type: string;
+  id: string;
+  actions: PlanAction[];
+  before?: unknown;
+  after?: unknown;
+  /** A unified diff of text content (compose files, proxy config, …) when that reads better than before/after. */
+  diff?: string;
+  /** When true, `before`/`after` are redacted whenever the plan is read. */
+  sensitive?: boolean;
+}
+
+export interface PlanPreview {
+  summary?: string;
+  changes: PlanChange[];
+}
+
+/** What a plan depends on; re-read at apply time: any difference refuses the apply with 409 PLAN_STALE. */
+export interface PlanSnapshot {
+  /** Absolute paths; the core stores their SHA-256 (or `absent`). */
+  files?: string[];
+  /** Named records; the core stores the SHA-256 of their JSON. */
+  records?: Record<string, unknown>;
+}
+
+export interface PlanSupport<R> {
+  /** The resource the plan is about; applying one plan obsoletes the others on the same resource. */
+  resource(req: R): { type: string; id: string };
+  preview(req: R): Promise<PlanPreview> | PlanPreview;
+  snapshot?(req: R): Promise<PlanSnapshot> | PlanSnapshot;
+}
+
+type StaticOr<T, D> = T extends TSchema ? Static<T> : D;
+
+export type RequestOf<P, Q, B> = RouteRequest<
+  StaticOr<P, Record<string, string>>,
+  StaticOr<Q, Record<string, never>>,
+  StaticOr<B, undefined>
+>;
+
+interface RouteBase<P, Q, B> {
+  method: HttpMethod;
+  /** Path below `/api`, koa style: `/deployments/:name`. */
+  path: string;
+  summary: string;
+  description?: string;
+  /** Stable operation id, `<tag>.<verb>`; derived from method and path when omitted. */
+  operationId?: string;
+  /** OpenAPI tag; defaults to the plugin name. */
+  tag?: string;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Schema of `data` in a successful answer (documentation; checked in tests). */
+  response?: TSchema;
+  /** Status of a success; 200 by default (201/202 when returning `reply.created/accepted`). */
+  status?: number;
+  /** Content type of a non-JSON success (downloads, exports). */
+  produces?: string;
+  /**
+   * The deployment this request is about: a param name (`'name'`), or a function reading it from the request.
+   * The core checks the principal's access to it before the handler runs (level from the permission, or
+   * `deploymentLevel`) and answers 404 for a deployment the principal may not see.
+   */
+  deployment?: string | ((req: RouteRequest<StaticOr<P, Record<string, string>>, StaticOr<Q, Record<string, never>>, StaticOr<B, undefined>>) => string | undefined);
+  deploymentLevel?: AccessLevel;
+  /** Preview support for `?plan=true`. */
+  plan?: PlanSupport<RequestOf<P, Q, B>>;
+  /** Skip JSON parsing: the handler reads `req.raw.req` itself (uploads). */
+  rawBody?: boolean;
+  /** Mutating requests are audited; set false for read-like POSTs (database queries, tests). */
+  audit?: boolean;
+  handler(req: RequestOf<P, Q, B>): unknown | Promise<unknown>;
+}
+
+/**
+ * Every route declares who may call it: a permission (`deployments:write`), `'authenticated'` (any valid
+ * principal, e.g. `/users/me`), or `public: true` (no authentication). A route with none is refused at registration.
+ */
+export type RouteSpec<P = unknown, Q = unknown, B = unknown> =
+  | (RouteBase<P, Q, B> & { permission: Permission | 'authenticated'; public?: false })
+  | (RouteBase<P, Q, B> & { public: true; permission?: undefined });
+
+/** A websocket endpoint; the client sends its token as the first message. */
+export interface WebSocketSpec<P = unknown, Q = unknown> {
+  path: string;
+  summary: string;
+  description?: string;
+  operationId?: string;
+  tag?: string;
+  permission: Permission | 'authenticated';
+  params?: P;
+  query?: Q;
+  deployment?: string | ((req: { params: StaticOr<P, Record<string, string>>; query: StaticOr<Q, Record<string, never>> }) => string | undefined);
+  deploymentLevel?: AccessLevel;
+  handler(conn: WebSocketConnection, req: {
+    params: StaticOr<P, Record<string, string>>;
+    query: StaticOr<Q, Record<string, never>>;
+    principal: Principal;
+    ip: string;
+  }): void | Promise<void>;
+}
+
+export interface WebSocketConnection {
+  /** Sends a string as is, anything else as JSON. Resolves when written (backpressure aware). */
+  send(message: unknown): Promise<void>;
+  /** Closes with a code (1000 normal, 1011 server error, …). */
+  close(code?: number, reason?: string): void;
+  /** Aborted when the peer leaves or the connection is closed. */
+  readonly signal: AbortSignal;
+  onMessage(listener: (text: string) => void): void;
+}

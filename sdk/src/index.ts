@@ -1,0 +1,23 @@
+export { definePlugin } from './plugin.js';
+export type {
+  PluginDefinition, PluginContext, Logger, ResourceDeclaration, AppDefinition, AppRouteSpec, AgentInfo,
+} from './plugin.js';
+export { Reply, reply } from './http.js';
+export type {
+  HttpMethod, RouteRequest, RouteSpec, RequestOf, StreamOptions, PlanAction, PlanChange, PlanPreview, PlanSnapshot,
+  PlanSupport, WebSocketSpec, WebSocketConnection,
+} from './http.js';
+export { HttpError, isHttpError, errors } from './errors.js';
+export { principalFrom, levelRank, lowerLevel, ROLES, ACCESS_LEVELS } from './principal.js';
+export type { Principal, PrincipalInfo, Permission, Access, AccessLevel, Role, PrincipalType } from './principal.js';
+export { createServiceRef } from './services.js';
+export type { ServiceRef, ServiceRegistry } from './services.js';
+export type { AgentEvents, EventName, EventBus } from './events.js';
+export type { Document, PluginStore, SqlDatabase, SqlStatement, Sealer } from './store.js';
+export type { JobSpec, JobHandle, JobExecution, JobRunContext, Scheduler } from './jobs.js';
+export { coreServices } from './core-services.js';
+export type {
+  IdentityService, UserRecord, ApiKeyRecord, DeploymentGrant, ResourcePolicy, AuditLog, AuditEventInput,
+  SettingsRegistry, SettingDefinition, PluginSettings,
+} from './core-services.js';
+export * from './schema.js';

@@ -1,0 +1,121 @@
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
+import type { EventBus } from './events.js';
+import type { RouteSpec, WebSocketSpec, HttpMethod } from './http.js';
+import type { JobHandle, JobSpec, Scheduler } from './jobs.js';
+import type { ServiceRef, ServiceRegistry } from './services.js';
+import type { PluginStore, Sealer } from './store.js';
+import type { AuditEventInput, PluginSettings } from './core-services.js';
+import type { Permission } from './principal.js';
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+/** A permission resource a plugin introduces, and what the role presets get on it. */
+export interface ResourceDeclaration {
+  description: string;
+  /** Default `write`. */
+  operator?: 'none' | 'read' | 'write';
+  /** Default `read`. */
+  viewer?: 'none' | 'read';
+}
+
+/** A route of an app plugin, served by its own process behind `/api/plugin/<name>/`. */
+export interface AppRouteSpec {
+  method: HttpMethod;
+  /** Path inside the app, e.g. `/metrics/latest`. */
+  path: string;
+  summary: string;
+  description?: string;
+  operationId?: string;
+  permission: Permission;
+  params?: TSchema;
+  query?: TSchema;
+  body?: TSchema;
+  response?: TSchema;
+  status?: number;
+  produces?: string;
+}
+
+export interface AppDefinition {
+  /** Script run with Node, relative to the plugin's package folder (e.g. `dist/app.js`). */
+  entry: string;
+  /** Every route the app serves; anything else is refused by the proxy (deny by default). */
+  routes: AppRouteSpec[];
+  /** Extra environment for the process. */
+  env?: Record<string, string>;
+}
+
+export interface AgentInfo {
+  version: string;
+  /** The agent's data folder (absolute). */
+  dataDir: string;
+  /** Base URL of the agent's API, e.g. `http://127.0.0.1:8090`. Known once listening. */
+  url(): string;
+}
+
+export interface PluginContext<C = Record<string, unknown>> {
+  readonly name: string;
+  /** The plugin's config sections, validated and with defaults applied. */
+  readonly config: C;
+  readonly log: Logger;
+  readonly events: EventBus;
+  readonly store: PluginStore;
+  readonly services: ServiceRegistry;
+  readonly scheduler: Scheduler;
+  readonly agent: AgentInfo;
+  /** The plugin's own data folder, `<data>/plugins/<name>` (created on first use). */
+  readonly dataDir: string;
+  /** The plugin's package folder (to find bundled files such as templates). */
+  readonly packageDir: string;
+  /** AES-256-GCM with the agent's data key. */
+  readonly sealer: Sealer;
+  route<P extends TSchema | undefined = undefined, Q extends TSchema | undefined = undefined, B extends TSchema | undefined = undefined>(
+    spec: RouteSpec<P, Q, B>,
+  ): void;
+  websocket<P extends TSchema | undefined = undefined, Q extends TSchema | undefined = undefined>(spec: WebSocketSpec<P, Q>): void;
+  /** Shorthand for `scheduler.job`. */
+  job(spec: JobSpec): JobHandle;
+  /** Records an audit event (background work; requests are audited by the core). */
+  audit(event: Omit<AuditEventInput, 'actor_type' | 'actor_id'> & Partial<Pick<AuditEventInput, 'actor_type' | 'actor_id'>>): void;
+  /** Runtime settings of this plugin, editable through `PUT /api/settings`. */
+  settings<T extends TObject>(schema: T, options?: { restart?: (keyof Static<T> & string)[]; secret?: (keyof Static<T> & string)[] }): PluginSettings<T>;
+  /** Called in reverse order at shutdown, after `stop`. */
+  onClose(fn: () => void | Promise<void>): void;
+}
+
+export interface PluginDefinition<C extends TObject | undefined = undefined> {
+  /** `[a-z][a-z0-9-]*`; also the default OpenAPI tag and the app proxy segment. */
+  name: string;
+  version: string;
+  description?: string;
+  /**
+   * Config sections the plugin owns: each top-level property is a top-level key of `agent.yaml`
+   * (e.g. `{ proxy: {...}, certificates: {...} }`). Validated at start; defaults applied.
+   */
+  config?: C;
+  /** Permission resources introduced by this plugin. */
+  resources?: Record<string, ResourceDeclaration>;
+  /** Services this plugin provides (it must `provide` each during setup). */
+  provides?: ServiceRef<unknown>[];
+  /** Services it cannot work without: it starts after their providers, or is disabled with a clear error. */
+  requires?: ServiceRef<unknown>[];
+  /** Services it uses when present. */
+  optional?: ServiceRef<unknown>[];
+  /** Registers routes, jobs, services. Must not do slow I/O: that belongs in `start`. */
+  setup(ctx: PluginContext<C extends TObject ? Static<C> : Record<string, never>>): void | Promise<void>;
+  /** Opens connections, begins background work. A plugin whose `start` throws is reported as failed. */
+  start?(): void | Promise<void>;
+  stop?(): void | Promise<void>;
+  /** Makes this plugin an app: a separate process the core runs and proxies to. */
+  app?: AppDefinition;
+}
+
+/** Declares a plugin. The identity function exists for type inference. */
+export function definePlugin<C extends TObject | undefined = undefined>(definition: PluginDefinition<C>): PluginDefinition<C> {
+  if (!/^[a-z][a-z0-9-]*$/.test(definition.name)) throw new Error(`invalid plugin name '${definition.name}'`);
+  return definition;
+}

@@ -1,0 +1,29 @@
+/**
+ * JSON Schema builders (TypeBox): one object validates the request (ajv), documents it in OpenAPI and types the
+ * handler. Plus the patterns every plugin validates names with.
+ */
+import { Type, type TSchema, type TString } from '@sinclair/typebox';
+
+export { Type } from '@sinclair/typebox';
+export type { Static, TSchema, TObject } from '@sinclair/typebox';
+
+/** Deployment names: `^[a-z0-9][a-z0-9_-]{0,62}$`. */
+export const DEPLOYMENT_NAME = '^[a-z0-9][a-z0-9_-]{0,62}$';
+export const deploymentName = (options: { description?: string } = {}): TString =>
+  Type.String({ pattern: DEPLOYMENT_NAME, description: options.description ?? 'deployment name' });
+
+/** A host name (RFC 1123, at least one dot unless `allowSingleLabel`), lower case. */
+export const HOSTNAME = '^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\\.(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?))*$';
+
+/** A nullable schema: `T | null`. */
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** A string that must be kept out of responses, plans, logs and audit details. */
+export const Secret = (options: { description?: string; minLength?: number; maxLength?: number } = {}) =>
+  Type.String({ ...options, writeOnly: true });
+
+/** Pagination query shared by list endpoints. */
+export const Pagination = (defaultLimit: number, maxLimit: number) => ({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: maxLimit, default: defaultLimit })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+});
