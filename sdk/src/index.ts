@@ -21,3 +21,4 @@ export type {
   SettingsRegistry, SettingDefinition, PluginSettings,
 } from './core-services.js';
 export * from './schema.js';
+export * from './services/index.js';

@@ -7,6 +7,8 @@ import { bodyValidator, paramsValidator, queryValidator, type Validator } from '
 
 export interface RegisteredRoute {
   kind: 'http';
+  /** The operationId was derived from method and path (not given by the plugin). */
+  derived?: boolean;
   plugin: string;
   tag: string;
   operationId: string;
@@ -154,7 +156,7 @@ export class RouteRegistry {
     const body = spec.body ? bodyValidator(spec.body) : null;
     if (body && spec.method === 'GET') throw new Error(`route GET ${spec.path}: a GET has no body`);
     return {
-      kind: 'http', plugin, tag, operationId, method: spec.method, path: spec.path, permission, spec,
+      kind: 'http', plugin, tag, operationId, derived: !spec.operationId, method: spec.method, path: spec.path, permission, spec,
       validate: { params: paramsValidator(paramsSchemaFor(spec.path, spec.params)), query: queryValidator(spec.query ?? emptyQuery), body },
     };
   }
@@ -187,6 +189,11 @@ export class RouteRegistry {
     const seenIds = new Set<string>();
     const seenKeys = new Set<string>();
     for (const e of entries) {
+      // A derived id that clashes (GET and POST on one collection) gets the method's verb appended.
+      if (e.kind === 'http' && e.derived && (this.ids.has(e.operationId) || seenIds.has(e.operationId))) {
+        const verb = { GET: 'List', POST: 'Create', PUT: 'Update', PATCH: 'Patch', DELETE: 'Delete' }[e.method];
+        e.operationId = `${e.operationId}${verb}`;
+      }
       this.claimId(e.operationId, e.plugin);
       if (seenIds.has(e.operationId)) throw new Error(`operationId '${e.operationId}' is declared twice`);
       seenIds.add(e.operationId);

@@ -1,0 +1,135 @@
+/**
+ * hello-plugin: what a third-party plugin looks like. Everything comes from `@agent/sdk`:
+ * routes with JSON Schemas (validated and documented), a plannable create/delete, a scheduled job, a typed event
+ * of its own, a lowdb document and a SQLite journal table, a runtime setting and a config section.
+ */
+import { definePlugin, errors, reply, Type, type Static } from '@agent/sdk';
+
+// Plugins add their own events to the bus by declaration merging.
+declare module '@agent/sdk' {
+  interface AgentEvents {
+    'hello.greeted': { id: number; name: string };
+  }
+}
+
+const Greeting = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  message: Type.String(),
+  created_at: Type.String({ format: 'date-time' }),
+});
+type Greeting = Static<typeof Greeting>;
+
+const NAME = '^[A-Za-z][A-Za-z0-9 _-]{0,39}$';
+
+export default definePlugin({
+  name: 'hello',
+  version: '1.0.0',
+  description: 'Greetings: an example third-party plugin',
+  config: Type.Object({
+    hello: Type.Object({ greeting: Type.String({ default: 'Hello', maxLength: 40 }) }, { default: {} }),
+  }),
+  resources: { greetings: { description: 'greetings kept by the hello plugin', operator: 'write', viewer: 'read' } },
+
+  async setup(ctx) {
+    const doc = await ctx.store.document({ next_id: 1, greetings: [] as Greeting[] });
+    const db = ctx.store.journal();
+    db.exec('CREATE TABLE IF NOT EXISTS ticks (id INTEGER PRIMARY KEY, at TEXT NOT NULL, greetings INTEGER NOT NULL)');
+    const settings = ctx.settings(Type.Object({ shout: Type.Boolean({ default: false, description: 'greet in capitals' }) }));
+    let eventsSeen = 0;
+    ctx.events.on('hello.greeted', () => {
+      eventsSeen++;
+    });
+
+    const compose = (name: string, message?: string) => {
+      const text = message ?? `${ctx.config.hello.greeting}, ${name}!`;
+      return settings.get().shout ? text.toUpperCase() : text;
+    };
+    const find = (id: number) => doc.data.greetings.find((g) => g.id === id);
+
+    ctx.route({
+      method: 'GET', path: '/hello/greetings', permission: 'greetings:read', operationId: 'hello.list',
+      summary: 'List greetings',
+      query: Type.Object({ name: Type.Optional(Type.String({ pattern: NAME, description: 'only greetings for this name' })) }),
+      response: Type.Array(Greeting),
+      handler: (req) => doc.data.greetings.filter((g) => !req.query.name || g.name === req.query.name),
+    });
+
+    ctx.route({
+      method: 'POST', path: '/hello/greetings', permission: 'greetings:write', operationId: 'hello.create', status: 201,
+      summary: 'Greet someone',
+      body: Type.Object({
+        name: Type.String({ pattern: NAME, description: 'who to greet' }),
+        message: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+      }),
+      response: Greeting,
+      plan: {
+        resource: (req) => ({ type: 'greeting', id: req.body.name }),
+        preview: (req) => ({
+          summary: `greet ${req.body.name}`,
+          changes: [{ type: 'greeting', id: `#${doc.data.next_id}`, actions: ['create'], after: { name: req.body.name, message: compose(req.body.name, req.body.message) } }],
+        }),
+        // The plan is stale if another greeting was created meanwhile (the id it would get changed).
+        snapshot: () => ({ records: { next_id: doc.data.next_id } }),
+      },
+      handler: async (req) => {
+        if (doc.data.greetings.some((g) => g.name === req.body.name)) throw errors.conflict(`'${req.body.name}' was already greeted`, 'GREETING_EXISTS');
+        const greeting = await doc.update((d) => {
+          const g: Greeting = { id: d.next_id++, name: req.body.name, message: compose(req.body.name, req.body.message), created_at: new Date().toISOString() };
+          d.greetings.push(g);
+          return g;
+        });
+        ctx.events.emit('hello.greeted', { id: greeting.id, name: greeting.name });
+        return greeting;
+      },
+    });
+
+    ctx.route({
+      method: 'DELETE', path: '/hello/greetings/:id', permission: 'greetings:write', operationId: 'hello.delete',
+      summary: 'Forget a greeting',
+      params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
+      plan: {
+        resource: (req) => ({ type: 'greeting', id: String(req.params.id) }),
+        preview: (req) => {
+          const g = find(req.params.id);
+          if (!g) throw errors.notFound(`greeting ${req.params.id} not found`);
+          return { changes: [{ type: 'greeting', id: `#${g.id}`, actions: ['delete'], before: g }] };
+        },
+        snapshot: (req) => ({ records: { greeting: find(req.params.id) } }),
+      },
+      handler: async (req) => {
+        if (!find(req.params.id)) throw errors.notFound(`greeting ${req.params.id} not found`);
+        await doc.update((d) => {
+          d.greetings = d.greetings.filter((g) => g.id !== req.params.id);
+        });
+        return reply.ok(null, `greeting ${req.params.id} deleted`);
+      },
+    });
+
+    const tick = ctx.job({
+      name: 'tick', cron: '*/5 * * * *', description: 'records how many greetings exist',
+      run: (run) => {
+        db.prepare('INSERT INTO ticks (at, greetings) VALUES (?, ?)').run(new Date().toISOString(), doc.data.greetings.length);
+        run.output(`${doc.data.greetings.length} greetings`);
+      },
+    });
+
+    ctx.route({
+      method: 'POST', path: '/hello/tick', permission: 'greetings:write', operationId: 'hello.tick',
+      summary: 'Run the tick job now',
+      handler: async () => tick.runNow(),
+    });
+
+    ctx.route({
+      method: 'GET', path: '/hello/stats', permission: 'greetings:read', operationId: 'hello.stats',
+      summary: 'Counters: greetings, recorded ticks, greeted events seen, next tick',
+      response: Type.Object({ greetings: Type.Integer(), ticks: Type.Integer(), events_seen: Type.Integer(), next_tick: Type.Union([Type.String(), Type.Null()]) }),
+      handler: () => ({
+        greetings: doc.data.greetings.length,
+        ticks: (db.prepare('SELECT COUNT(*) AS n FROM ticks').get() as { n: number }).n,
+        events_seen: eventsSeen,
+        next_tick: tick.nextRun()?.toISOString() ?? null,
+      }),
+    });
+  },
+});

@@ -1,0 +1,4 @@
+import { build, ensureDeps } from './lib.mjs';
+
+ensureDeps();
+build();

@@ -1,0 +1,54 @@
+// Shared by the npm scripts: dependency install and build, so `npm start` / `npm test` work on a fresh clone.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+export function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { stdio: 'inherit', cwd: ROOT, ...opts });
+  if (r.error) throw r.error;
+  return r.status ?? 1;
+}
+
+export function must(cmd, args, opts) {
+  const code = run(cmd, args, opts);
+  if (code !== 0) {
+    console.error(`\n${cmd} ${args.join(' ')} failed (exit ${code})`);
+    process.exit(code);
+  }
+}
+
+/** Installs dependencies when node_modules is missing or older than package-lock.json. */
+export function ensureDeps() {
+  const marker = join(ROOT, 'node_modules', '.package-lock.json');
+  const lock = join(ROOT, 'package-lock.json');
+  const stale = !existsSync(marker) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(marker).mtimeMs + 1000);
+  if (!stale) return;
+  console.log('> installing dependencies');
+  must('npm', existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']);
+}
+
+/** Every workspace folder with a tsconfig.json: sdk first, then core, then plugins and examples. */
+export function workspaceProjects() {
+  const out = ['sdk', 'core'];
+  for (const group of ['plugins', 'examples']) {
+    const dir = join(ROOT, group);
+    if (!existsSync(dir)) continue;
+    for (const name of readdirSync(dir).sort()) {
+      if (existsSync(join(dir, name, 'tsconfig.json'))) out.push(`${group}/${name}`);
+    }
+  }
+  return out;
+}
+
+/** Regenerates the solution tsconfig from the workspaces and runs `tsc -b`. */
+export function build() {
+  const references = workspaceProjects().map((path) => ({ path }));
+  const next = JSON.stringify({ files: [], references }, null, 2) + '\n';
+  const path = join(ROOT, 'tsconfig.json');
+  if (!existsSync(path) || readFileSync(path, 'utf8') !== next) writeFileSync(path, next);
+  console.log('> building');
+  must(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-b']);
+}

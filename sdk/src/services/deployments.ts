@@ -1,0 +1,57 @@
+/**
+ * The `deployments` service: compose deployments as other plugins see them (provided by the deployments plugin).
+ * Names are validated by the provider; unknown names throw HttpError 404.
+ */
+import { createServiceRef } from '../services.js';
+import type { ContainerHealth, ContainerSummary } from './docker.js';
+import type { Principal } from '../principal.js';
+
+export type DeploymentStatus = 'running' | 'stopped' | 'partial' | 'failed' | 'unknown';
+
+export interface DeploymentServiceState {
+  name: string;
+  /** running, exited, created, … or `missing` when the service has no container. */
+  status: string;
+  health: ContainerHealth;
+  container_id: string | null;
+  container_name: string | null;
+  image: string | null;
+}
+
+export interface DeploymentInfo {
+  name: string;
+  /** Absolute folder of the deployment. */
+  path: string;
+  status: DeploymentStatus;
+  created_at: string;
+  services: DeploymentServiceState[];
+  /** Absolute paths of the compose file and the `.env` file. */
+  compose_file: string;
+  env_file: string;
+}
+
+export interface DeploymentsService {
+  /** Every deployment, from the state cache (no engine call). */
+  list(): DeploymentInfo[];
+  get(name: string): DeploymentInfo | undefined;
+  /** The folder where deployments live. */
+  root(): string;
+  /** The parsed compose file (`services`, `volumes`, `networks`, …). */
+  compose(name: string): Promise<{ content: string; parsed: Record<string, any> }>;
+  /** Values of the deployment's `.env` (secrets in clear: never return them to clients). */
+  env(name: string): Promise<Record<string, string>>;
+  /** Sets (string) or removes (null) `.env` variables; recreates running services when `recreate`. */
+  setEnv(name: string, vars: Record<string, string | null>, options?: { recreate?: boolean }): Promise<void>;
+  /** The container of one compose service (null when it has none). */
+  serviceContainer(name: string, service: string): Promise<ContainerSummary | null>;
+  create(input: { name: string; compose_content: string; env_vars?: { key: string; value: string }[]; auto_start?: boolean }, principal: Principal | null): Promise<DeploymentInfo>;
+  start(name: string): Promise<void>;
+  stop(name: string): Promise<void>;
+  restart(name: string): Promise<void>;
+  /** Removes the deployment (compose down); the folder is deleted only with `remove_files`. */
+  remove(name: string, options?: { remove_files?: boolean }): Promise<void>;
+  /** Re-reads the folder (after files were replaced, e.g. by a restore) and refreshes the state cache. */
+  refresh(name: string): Promise<void>;
+}
+
+export const deploymentsService = createServiceRef<DeploymentsService>('deployments', 'compose deployments');

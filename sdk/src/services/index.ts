@@ -1,0 +1,3 @@
+export * from './docker.js';
+export * from './deployments.js';
+export * from './credentials.js';

@@ -1,0 +1,152 @@
+/**
+ * Starts the real agent (core/dist/main.js) in a child process on a free loopback port with a temporary data
+ * folder, and drives it over HTTP. Used by every test suite.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { stringify } from 'yaml';
+
+export const REPO_ROOT = resolve(import.meta.dirname, '../..');
+export const ADMIN_PASSWORD = 'Admin-Test-Pass-1';
+
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  text: string;
+  headers: Headers;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Bearer token; defaults to the admin's. `null` sends none. */
+  token?: string | null;
+  headers?: Record<string, string>;
+  query?: Record<string, string | number | boolean | undefined>;
+  /** Raw body (sent as is, with the given content type). */
+  raw?: string | Buffer;
+}
+
+export interface TestAgent {
+  url: string;
+  dataDir: string;
+  workDir: string;
+  /** Token of the bootstrap admin. */
+  token: string;
+  /** Everything the agent printed (stdout and stderr). */
+  output: () => string;
+  api<T = any>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
+  login(username: string, password: string): Promise<string>;
+  /** Creates a user (via the core identity API) and returns a token; needs a users plugin or uses the admin API. */
+  stop(): Promise<number | null>;
+  /** Sends SIGKILL (crash) instead of a graceful stop. */
+  kill(): Promise<void>;
+  process: ChildProcess;
+}
+
+export interface StartOptions {
+  /** `plugins.enabled`; default: none (core only). */
+  plugins?: string[];
+  /** Extra config merged into agent.yaml. */
+  config?: Record<string, unknown>;
+  env?: Record<string, string>;
+  /** Reuse a data folder (restart tests). */
+  dataDir?: string;
+  /** Keep the work folder after stop. */
+  keep?: boolean;
+  /** Listen address (default 127.0.0.1:0). */
+  listen?: string;
+}
+
+export async function request<T = any>(baseUrl: string, method: string, path: string, options: RequestOptions & { defaultToken?: string } = {}): Promise<ApiResponse<T>> {
+  const url = new URL(path.startsWith('/api') ? path : `/api${path}`, baseUrl);
+  for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  const token = options.token === undefined ? options.defaultToken : options.token;
+  if (token) headers.authorization = `Bearer ${token}`;
+  let body: string | Buffer | undefined;
+  if (options.raw !== undefined) body = options.raw;
+  else if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(url, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = text;
+  }
+  return { status: res.status, body: parsed as T, text, headers: res.headers };
+}
+
+export async function startAgent(options: StartOptions = {}): Promise<TestAgent> {
+  const workDir = mkdtempSync(join(tmpdir(), 'agent-test-'));
+  const dataDir = options.dataDir ?? join(workDir, 'data');
+  const config = {
+    listen: options.listen ?? '127.0.0.1:0',
+    data_dir: dataDir,
+    log: { level: 'info' },
+    plugins: { enabled: options.plugins ?? [] },
+    ...(options.config ?? {}),
+  };
+  const configPath = join(workDir, 'agent.yaml');
+  writeFileSync(configPath, stringify(config));
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'core/dist/main.js'), '--config', configPath], {
+    cwd: workDir,
+    env: { ...process.env, AGENT_ADMIN_PASSWORD: ADMIN_PASSWORD, AGENT_VALIDATE_RESPONSES: '1', ...(options.env ?? {}) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => reject(new Error(`agent did not become ready in 20 s:\n${output}`)), 20_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const m = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"agent ready"/.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        resolveUrl(m[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`agent exited with ${code} before it was ready:\n${output}`));
+    });
+  });
+  const login = async (username: string, password: string) => {
+    const res = await request(url, 'POST', '/auth/login', { body: { username, password } });
+    if (res.status !== 200) throw new Error(`login of ${username} failed: ${res.status} ${res.text}`);
+    return res.body.data.token as string;
+  };
+  const token = await login('admin', ADMIN_PASSWORD);
+  let exited: Promise<number | null> | null = null;
+  const waitExit = () =>
+    (exited ??= new Promise((done) => {
+      if (child.exitCode !== null || child.signalCode !== null) return done(child.exitCode);
+      child.once('exit', (code) => done(code));
+    }));
+  const cleanup = () => {
+    if (!options.keep) rmSync(workDir, { recursive: true, force: true });
+  };
+  return {
+    url, dataDir, workDir, token, process: child,
+    output: () => output,
+    api: (method, path, opts = {}) => request(url, method, path, { ...opts, defaultToken: token }),
+    login,
+    stop: async () => {
+      child.kill('SIGTERM');
+      const code = await waitExit();
+      cleanup();
+      return code;
+    },
+    kill: async () => {
+      child.kill('SIGKILL');
+      await waitExit();
+      cleanup();
+    },
+  };
+}
