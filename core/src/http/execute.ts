@@ -56,6 +56,16 @@ export async function execute(inv: Invocation, plans: PlanEngine, validateRespon
 
   const paramsError = route.validate.params(inv.params);
   if (paramsError) throw paramsError;
+  // A deployment named in the path is checked before the query and body: a principal without access gets the
+  // same 404 whatever it sends, so validation errors cannot be used to probe deployments it may not see.
+  let deployment: string | null = null;
+  if (typeof spec.deployment === 'string' && inv.principal) {
+    const name = inv.params[spec.deployment];
+    if (name !== undefined && name !== '') {
+      deployment = String(name);
+      checkDeployment(inv.principal, deployment, neededLevel(route.permission, spec.deploymentLevel));
+    }
+  }
   const queryError = route.validate.query(inv.query);
   if (queryError) throw queryError;
   let body = inv.body;
@@ -70,9 +80,8 @@ export async function execute(inv: Invocation, plans: PlanEngine, validateRespon
     headers: inv.headers, signal: inv.signal, raw: inv.raw, ...(inv.planId ? { plan: { id: inv.planId } } : {}),
   };
 
-  let deployment: string | null = null;
-  if (spec.deployment && inv.principal) {
-    const name = typeof spec.deployment === 'string' ? inv.params[spec.deployment] : spec.deployment(req);
+  if (typeof spec.deployment === 'function' && inv.principal) {
+    const name = spec.deployment(req);
     if (name !== undefined && name !== null && name !== '') {
       deployment = String(name);
       checkDeployment(inv.principal, deployment, neededLevel(route.permission, spec.deploymentLevel));

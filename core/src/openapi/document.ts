@@ -70,6 +70,7 @@ function httpOperation(route: RegisteredRoute, plans: boolean): Json {
     'x-plan': !!spec.plan,
     'x-plugin': route.plugin,
     ...(spec.deployment ? { 'x-deployment-scoped': true } : {}),
+    ...(typeof spec.deployment === 'string' ? { 'x-deployment-param': spec.deployment } : {}),
     parameters: params,
     responses,
   };
@@ -93,6 +94,7 @@ function socketOperation(s: RegisteredSocket): Json {
     'x-plugin': s.plugin,
     'x-websocket': true,
     ...(s.spec.deployment ? { 'x-deployment-scoped': true } : {}),
+    ...(typeof s.spec.deployment === 'string' ? { 'x-deployment-param': s.spec.deployment } : {}),
     parameters: parameters(s.validate.params.schema, s.validate.query.schema),
     responses: { '101': { description: 'switching protocols' }, '401': errorResponse('bad token (closes with 1008)') },
   };
