@@ -137,11 +137,13 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     (stopping ??= (async () => {
       root.info('shutting down');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
       sockets.close();
-      // In-flight requests get 10 s to finish.
+      // Keep-alive connections are closed as soon as their in-flight request is answered; 10 s at most.
+      const idle = setInterval(() => server.closeIdleConnections(), 50);
+      server.closeIdleConnections();
       const force = setTimeout(() => server.closeAllConnections(), 10_000);
       await closed;
+      clearInterval(idle);
       clearTimeout(force);
       proxy.close();
       await apps.stopAll();

@@ -122,7 +122,9 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
     if (res.status !== 200) throw new Error(`login of ${username} failed: ${res.status} ${res.text}`);
     return res.body.data.token as string;
   };
-  const token = await login('admin', ADMIN_PASSWORD);
+  // The bootstrap password is ours, unless the agent generated one (AGENT_ADMIN_PASSWORD empty).
+  const generated = /created user "admin" with password: (\S+)/.exec(output)?.[1];
+  const token = await login('admin', generated ?? ADMIN_PASSWORD);
   let exited: Promise<number | null> | null = null;
   const waitExit = () =>
     (exited ??= new Promise((done) => {

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { startAgent } from '../../test/helpers/agent.js';
+import { FIXTURE } from './helpers/fixture.js';
+
+describe('graceful shutdown', () => {
+  it('finishes in-flight requests on SIGTERM, then exits 0', async () => {
+    const agent = await startAgent({ plugins: [FIXTURE] });
+    const pending = agent.api('GET', '/fixture/slow', { query: { ms: 800 } });
+    await new Promise((r) => setTimeout(r, 200));
+    const code = agent.stop();
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ waited: 800 });
+    expect(await code).toBe(0);
+    expect(agent.output()).toContain('"msg":"stopped"');
+  });
+
+  it('stops accepting new connections once shutting down', async () => {
+    const agent = await startAgent({ plugins: [FIXTURE] });
+    const pending = agent.api('GET', '/fixture/slow', { query: { ms: 600 } });
+    await new Promise((r) => setTimeout(r, 100));
+    const stopped = agent.stop();
+    await new Promise((r) => setTimeout(r, 100));
+    await expect(fetch(`${agent.url}/api/health`)).rejects.toThrow();
+    expect((await pending).status).toBe(200);
+    await stopped;
+  });
+});

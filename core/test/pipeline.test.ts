@@ -1,0 +1,151 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgent, request, type TestAgent } from '../../test/helpers/agent.js';
+import { FIXTURE, makeUser } from './helpers/fixture.js';
+
+describe('request pipeline', () => {
+  let agent: TestAgent;
+  beforeAll(async () => {
+    agent = await startAgent({ plugins: [FIXTURE], config: { api: { body_limit: '2kb' } } });
+  });
+  afterAll(async () => {
+    await agent?.stop();
+  });
+
+  it('rejects invalid JSON with 400 INVALID_JSON', async () => {
+    const res = await agent.api('PUT', '/fixture/deployments/d1/widget', { raw: '{"color":', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('INVALID_JSON');
+  });
+
+  it('names the field on schema violations', async () => {
+    const bad = await agent.api('PUT', '/fixture/deployments/d1/widget', { body: { color: 'green' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ code: 'VALIDATION_FAILED', error: expect.stringContaining('body.color') });
+    const unknown = await agent.api('PUT', '/fixture/deployments/d1/widget', { body: { color: 'red', colour: 'red' } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toContain("unknown field 'colour'");
+    const missing = await agent.api('PUT', '/fixture/deployments/d1/widget', { body: {} });
+    expect(missing.body.error).toContain('body.color');
+  });
+
+  it('coerces and validates query parameters, rejecting unknown ones', async () => {
+    const ok = await agent.api('GET', '/fixture/widgets', { query: { limit: '3', flag: 'true' } });
+    expect(ok.status).toBe(200);
+    expect(ok.body.data.query).toEqual({ limit: 3, flag: true });
+    const tooBig = await agent.api('GET', '/fixture/widgets', { query: { limit: 50 } });
+    expect(tooBig.status).toBe(400);
+    expect(tooBig.body.error).toContain('query.limit');
+    const unknown = await agent.api('GET', '/fixture/widgets', { query: { nope: 1 } });
+    expect(unknown.status).toBe(400);
+  });
+
+  it('answers 413 for bodies over the limit and 400 for non-JSON bodies', async () => {
+    const big = await agent.api('PUT', '/fixture/deployments/d1/widget', { raw: JSON.stringify({ color: 'red', pad: 'x'.repeat(5000) }), headers: { 'content-type': 'application/json' } });
+    expect(big.status).toBe(413);
+    expect(big.body.code).toBe('PAYLOAD_TOO_LARGE');
+    const text = await agent.api('PUT', '/fixture/deployments/d1/widget', { raw: 'color=red', headers: { 'content-type': 'text/plain' } });
+    expect(text.status).toBe(400);
+    expect(text.body.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('hides internal errors behind a 500 without details', async () => {
+    const res = await agent.api('GET', '/fixture/boom');
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ error: 'internal error', code: 'INTERNAL_ERROR' });
+    expect(res.text).not.toContain('secret internal detail');
+    expect(res.text).not.toContain('at ');
+  });
+
+  it('checks responses against their schema in test mode', async () => {
+    const res = await agent.api('GET', '/fixture/bad-response');
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe('RESPONSE_INVALID');
+  });
+
+  it('streams downloads with their content type', async () => {
+    const res = await agent.api('GET', '/fixture/download');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/plain');
+    expect(res.headers.get('content-disposition')).toContain('x.txt');
+    expect(res.text).toBe('hello file\n');
+  });
+
+  it('enforces permissions (403) and deployment access (404/403)', async () => {
+    const viewer = await makeUser(agent, 'viewer');
+    expect((await agent.api('GET', '/fixture/widgets', { token: viewer.token })).status).toBe(200);
+    const denied = await agent.api('POST', '/fixture/jobs/count', { token: viewer.token });
+    expect(denied.status).toBe(403);
+    expect(denied.body.code).toBe('FORBIDDEN');
+    // admin-only resource: operator has none
+    const operator = await makeUser(agent, 'operator', { grants: { mine: 'write', peek: 'read' } });
+    expect((await agent.api('GET', '/fixture/audit', { token: operator.token })).status).toBe(403);
+    // deployment-scoped: write on own, read-only on peek, nothing elsewhere
+    expect((await agent.api('PUT', '/fixture/deployments/mine/widget', { token: operator.token, body: { color: 'red' } })).status).toBe(200);
+    const readOnly = await agent.api('PUT', '/fixture/deployments/peek/widget', { token: operator.token, body: { color: 'red' } });
+    expect(readOnly.status).toBe(403);
+    const hidden = await agent.api('PUT', '/fixture/deployments/other/widget', { token: operator.token, body: { color: 'red' } });
+    expect(hidden.status).toBe(404);
+    // list filtering by deployment access
+    await agent.api('PUT', '/fixture/deployments/other/widget', { body: { color: 'blue' } });
+    const seen = await agent.api('GET', '/fixture/widgets', { token: operator.token });
+    expect(seen.body.data.items.map((w: { deployment: string }) => w.deployment)).toEqual(['mine']);
+  });
+
+  it('records an audit event for every mutating request', async () => {
+    await agent.api('PUT', '/fixture/deployments/audited/widget', { body: { color: 'blue', token: 'super-secret-value' } });
+    await agent.api('PUT', '/fixture/deployments/audited/widget', { body: { color: 'nope' } });
+    const rows = (await agent.api('GET', '/fixture/audit')).body.data as Record<string, unknown>[];
+    const mine = rows.filter((r) => r.resource_id === 'audited');
+    expect(mine).toHaveLength(2);
+    expect(mine[0]).toMatchObject({ actor_type: 'user', actor_id: 'user:1', action: 'fixture.putWidget', resource_type: 'fixture', success: 1, status: 200, client_ip: expect.stringContaining('127.0.0.1'), deployment: 'audited' });
+    expect(mine[1]).toMatchObject({ success: 0, status: 400 });
+    expect(JSON.stringify(rows)).not.toContain('super-secret-value');
+    // reads are not audited
+    expect(rows.some((r) => String(r.action).startsWith('fixture.widgets'))).toBe(false);
+  });
+
+  it('serves websockets with the token as first message', async () => {
+    const { WebSocket } = await import('ws');
+    const open = (path: string) => new WebSocket(agent.url.replace('http', 'ws') + path);
+    const messages: unknown[] = [];
+    const ws = open('/api/fixture/deployments/d9/echo');
+    const closed = new Promise<{ code: number; reason: string }>((done) => ws.on('close', (code, reason) => done({ code, reason: reason.toString() })));
+    ws.on('open', () => ws.send(agent.token));
+    ws.on('message', (data) => {
+      const m = JSON.parse(data.toString());
+      messages.push(m);
+      if (m.hello) ws.send('ping');
+      if (m.echo) ws.send('bye');
+    });
+    expect(await closed).toEqual({ code: 1000, reason: 'bye' });
+    expect(messages).toEqual([{ type: 'ready' }, { hello: 'admin', deployment: 'd9' }, { echo: 'ping' }]);
+
+    const bad = open('/api/fixture/deployments/d9/echo');
+    const badClose = new Promise<number>((done) => bad.on('close', (code) => done(code)));
+    bad.on('open', () => bad.send('not-a-token'));
+    expect(await badClose).toBe(1008);
+
+    const viewer = await makeUser(agent, 'viewer', { grants: { d1: 'read' } });
+    const hidden = open('/api/fixture/deployments/d9/echo');
+    const hiddenClose = new Promise<{ code: number; reason: string }>((done) => hidden.on('close', (code, reason) => done({ code, reason: reason.toString() })));
+    hidden.on('open', () => hidden.send(viewer.token));
+    expect(await hiddenClose).toMatchObject({ code: 1008, reason: expect.stringContaining('NOT_FOUND') });
+  });
+
+  it('runs jobs on demand and records executions', async () => {
+    const res = await agent.api('POST', '/fixture/jobs/count');
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ job: 'count', plugin: 'fixture', status: 'succeeded', trigger: 'manual', output: 'counted\n' });
+  });
+
+  it('applies config sections with defaults and exposes settings', async () => {
+    expect((await agent.api('GET', '/fixture/config')).body.data).toEqual({ fixture: { label: 'fx', level: 1 } });
+    expect((await agent.api('GET', '/fixture/settings')).body.data).toEqual({ threshold: 5, api_secret: '' });
+  });
+
+  it('does not need auth for public routes but does for everything else', async () => {
+    expect((await request(agent.url, 'GET', '/fixture/widgets')).status).toBe(401);
+    expect((await request(agent.url, 'GET', '/fixture/widgets', { token: 'garbage' })).status).toBe(401);
+    expect((await request(agent.url, 'GET', '/fixture/widgets', { headers: { authorization: 'Basic abc' } })).body.code).toBe('UNAUTHORIZED');
+  });
+});
