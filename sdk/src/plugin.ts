@@ -31,7 +31,7 @@ export interface AppRouteSpec {
   summary: string;
   description?: string;
   operationId?: string;
-  permission: Permission;
+  permission: Permission | 'authenticated';
   params?: TSchema;
   query?: TSchema;
   body?: TSchema;
