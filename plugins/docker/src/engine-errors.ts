@@ -1,0 +1,32 @@
+/** Turns dockerode failures into the agent's HTTP errors. */
+import { errors, HttpError, isHttpError } from '@agent/sdk';
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTSOCK']);
+
+export const isConnectionError = (err: unknown): boolean =>
+  typeof err === 'object' && err !== null && CONNECTION_CODES.has(String((err as { code?: unknown }).code));
+
+export const unavailable = () => errors.unavailable('the Docker engine does not answer', 'DOCKER_UNAVAILABLE');
+
+/** The message the engine gave (`json.message`), without the HTTP preamble dockerode adds. */
+export function engineMessage(err: unknown): string {
+  const e = err as { json?: { message?: string } | null; reason?: string; message?: string };
+  return e?.json?.message ?? e?.reason ?? e?.message ?? String(err);
+}
+
+export function statusOf(err: unknown): number | null {
+  const s = (err as { statusCode?: unknown })?.statusCode;
+  return typeof s === 'number' ? s : null;
+}
+
+/** Maps an engine error; `what` names the object for 404s ("container abc"). */
+export function toHttpError(err: unknown, what: string): HttpError | Error {
+  if (isHttpError(err)) return err;
+  if (isConnectionError(err)) return unavailable();
+  const status = statusOf(err);
+  if (status === 404) return errors.notFound(`${what} not found`);
+  if (status === 409) return errors.conflict(`${what}: ${engineMessage(err)}`, 'CONFLICT');
+  if (status === 400) return errors.badRequest(`${what}: ${engineMessage(err)}`, 'ENGINE_REJECTED');
+  if (status === 403) return errors.forbidden(`${what}: ${engineMessage(err)}`, 'ENGINE_FORBIDDEN');
+  return err instanceof Error ? err : new Error(String(err));
+}

@@ -1,0 +1,417 @@
+/** The `docker` service: one dockerode client, a background availability check and one shared event stream. */
+import { PassThrough, type Readable } from 'node:stream';
+import Docker from 'dockerode';
+import {
+  errors,
+  type ContainerDetails, type ContainerStats, type ContainerSummary, type DockerEvent, type DockerService, type EventBus,
+  type ExecResult, type ExecStream, type LogLine, type Logger,
+} from '@agent/sdk';
+import { detailsFromInspect, PROJECT_LABEL, SERVICE_LABEL, statsFrom, summaryFromList } from './mapping.js';
+import { LogLineSplitter } from './log-frames.js';
+import { isConnectionError, toHttpError, unavailable } from './engine-errors.js';
+import { runCompose, type ComposeRunOptions } from './compose.js';
+
+const EXEC_OUTPUT_LIMIT = 1024 * 1024;
+const STDERR_LIMIT = 64 * 1024;
+
+export interface EngineOptions {
+  docker: Docker;
+  dockerHost: string | null;
+  log: Logger;
+  events: EventBus;
+  checkIntervalMs: number;
+}
+
+/** Appends to a bounded buffer, keeping the beginning (truncation is marked). */
+function bounded(limit: number) {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let truncated = false;
+  return {
+    push(chunk: Buffer) {
+      if (size >= limit) {
+        truncated = true;
+        return;
+      }
+      const part = chunk.subarray(0, limit - size);
+      if (part.length < chunk.length) truncated = true;
+      chunks.push(part);
+      size += part.length;
+    },
+    text: () => Buffer.concat(chunks).toString('utf8') + (truncated ? '\n[output truncated]' : ''),
+  };
+}
+
+export class DockerEngine implements DockerService {
+  private up = false;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private composeCommand: string[] | null = null;
+  private readonly listeners = new Set<(e: DockerEvent) => void>();
+  private eventStream: (NodeJS.ReadableStream & { destroy?: () => void }) | null = null;
+  private eventsSince = Math.floor(Date.now() / 1000);
+
+
+  constructor(private readonly opts: EngineOptions) {}
+
+  get client(): Docker {
+    return this.opts.docker;
+  }
+
+  // ---- availability -------------------------------------------------------------------------------------------
+
+  async start(composeCommand: string[] | null): Promise<void> {
+    this.composeCommand = composeCommand;
+    await this.check();
+    const tick = () => {
+      this.timer = setTimeout(() => void this.check().finally(() => !this.stopped && tick()), this.opts.checkIntervalMs);
+      this.timer.unref();
+    };
+    tick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.closeEvents();
+  }
+
+  /** Pings the engine (2 s budget) and (re)opens the event stream when it comes back. */
+  async check(): Promise<boolean> {
+    let ok = false;
+    try {
+      await Promise.race([
+        this.opts.docker.ping(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('ping timeout')), 2000).unref()),
+      ]);
+      ok = true;
+    } catch {
+      ok = false;
+    }
+    if (ok !== this.up) this.opts.log[ok ? 'info' : 'warn'](ok ? 'Docker engine available' : 'Docker engine does not answer');
+    this.up = ok;
+    if (ok && !this.eventStream && !this.stopped) void this.openEvents();
+    if (!ok) this.closeEvents();
+    return ok;
+  }
+
+  available(): boolean {
+    return this.up;
+  }
+
+  assertAvailable(): void {
+    if (!this.up) throw unavailable();
+  }
+
+  /** Runs an engine call, mapping its errors; a connection failure marks the engine unavailable. */
+  async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    this.assertAvailable();
+    try {
+      return await fn();
+    } catch (err) {
+      if (isConnectionError(err)) {
+        this.up = false;
+        void this.check();
+      }
+      throw toHttpError(err, what);
+    }
+  }
+
+  async info() {
+    return this.call('engine', async () => {
+      const [version, info] = await Promise.all([this.opts.docker.version(), this.opts.docker.info()]);
+      return { version: version.Version, api_version: version.ApiVersion, containers: info.Containers as number, images: info.Images as number };
+    });
+  }
+
+  // ---- containers ---------------------------------------------------------------------------------------------
+
+  async listContainers(filter: { all?: boolean; deployment?: string; labels?: Record<string, string> } = {}): Promise<ContainerSummary[]> {
+    const labels: string[] = [];
+    if (filter.deployment) labels.push(`${PROJECT_LABEL}=${filter.deployment}`);
+    for (const [k, v] of Object.entries(filter.labels ?? {})) labels.push(v === '' ? k : `${k}=${v}`);
+    const list = await this.call('containers', () =>
+      this.opts.docker.listContainers({ all: filter.all ?? true, ...(labels.length ? { filters: JSON.stringify({ label: labels }) } : {}) }),
+    );
+    return list.map(summaryFromList);
+  }
+
+  async inspectContainer(idOrName: string): Promise<ContainerDetails> {
+    return detailsFromInspect(await this.call(`container '${idOrName}'`, () => this.opts.docker.getContainer(idOrName).inspect()));
+  }
+
+  async startContainer(id: string): Promise<void> {
+    await this.call(`container '${id}'`, () => this.opts.docker.getContainer(id).start().catch(ignoreNotModified));
+  }
+
+  async stopContainer(id: string, options: { timeout?: number } = {}): Promise<void> {
+    await this.call(`container '${id}'`, () => this.opts.docker.getContainer(id).stop({ t: options.timeout ?? 10 }).catch(ignoreNotModified));
+  }
+
+  async restartContainer(id: string, options: { timeout?: number } = {}): Promise<void> {
+    await this.call(`container '${id}'`, () => this.opts.docker.getContainer(id).restart({ t: options.timeout ?? 10 }));
+  }
+
+  async removeContainer(id: string, options: { force?: boolean; volumes?: boolean } = {}): Promise<void> {
+    await this.call(`container '${id}'`, () => this.opts.docker.getContainer(id).remove({ force: options.force ?? false, v: options.volumes ?? false }));
+  }
+
+  containerLogs(id: string, options: { tail?: number; since?: number; follow?: boolean; timestamps?: boolean; signal?: AbortSignal } = {}): AsyncIterable<LogLine> {
+    const self = this;
+    return {
+      async *[Symbol.asyncIterator]() {
+        const container = self.opts.docker.getContainer(id);
+        const info = await self.call(`container '${id}'`, () => container.inspect());
+        const splitter = new LogLineSplitter(!info.Config.Tty, options.timestamps ?? false);
+        const params = {
+          stdout: true, stderr: true,
+          timestamps: options.timestamps ?? false,
+          tail: options.tail === undefined || options.tail === 0 ? 'all' : options.tail,
+          ...(options.since ? { since: options.since } : {}),
+        };
+        if (!options.follow) {
+          const buf = (await self.call(`container '${id}'`, () => container.logs({ ...params, follow: false } as Docker.ContainerLogsOptions & { follow: false }))) as unknown as Buffer;
+          yield* splitter.push(Buffer.isBuffer(buf) ? buf : Buffer.from(String(buf)));
+          yield* splitter.flush();
+          return;
+        }
+        if (options.signal?.aborted) return;
+        const stream = (await self.call(`container '${id}'`, () => container.logs({ ...params, follow: true } as Docker.ContainerLogsOptions & { follow: true }))) as unknown as Readable;
+        const onAbort = () => stream.destroy();
+        options.signal?.addEventListener('abort', onAbort, { once: true });
+        try {
+          for await (const chunk of stream) {
+            const lines = splitter.push(chunk as Buffer);
+            if (lines.length) yield* lines;
+          }
+          yield* splitter.flush();
+        } catch (err) {
+          if (!options.signal?.aborted) throw toHttpError(err, `container '${id}'`);
+        } finally {
+          options.signal?.removeEventListener('abort', onAbort);
+          stream.destroy();
+        }
+      },
+    };
+  }
+
+  async stats(id: string): Promise<ContainerStats> {
+    const container = this.opts.docker.getContainer(id);
+    const [info, raw] = await Promise.all([
+      this.call(`container '${id}'`, () => container.inspect()),
+      this.call(`container '${id}'`, () => container.stats({ stream: false }) as Promise<unknown>),
+    ]);
+    const labels = info.Config?.Labels ?? {};
+    return statsFrom({ id: info.Id, name: info.Name.replace(/^\//, ''), deployment: labels[PROJECT_LABEL] ?? null, service: labels[SERVICE_LABEL] ?? null }, raw as never);
+  }
+
+  // ---- exec ---------------------------------------------------------------------------------------------------
+
+  private async startExec(id: string, argv: string[], options: { env?: string[]; user?: string; workdir?: string; stdin?: boolean }) {
+    if (!Array.isArray(argv) || argv.length === 0) throw errors.badRequest('exec needs a non-empty argv');
+    const container = this.opts.docker.getContainer(id);
+    const exec = await this.call(`container '${id}'`, () => container.exec({
+      Cmd: argv, AttachStdout: true, AttachStderr: true, AttachStdin: options.stdin ?? false,
+      ...(options.env ? { Env: options.env } : {}), ...(options.user ? { User: options.user } : {}), ...(options.workdir ? { WorkingDir: options.workdir } : {}),
+    }));
+    const stream = (await this.call(`container '${id}'`, () => exec.start({ hijack: true, stdin: options.stdin ?? false }))) as unknown as import('node:stream').Duplex;
+    return { exec, stream };
+  }
+
+  async exec(id: string, argv: string[], options: { env?: string[]; user?: string; workdir?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
+    const { exec, stream } = await this.startExec(id, argv, options);
+    const out = bounded(EXEC_OUTPUT_LIMIT);
+    const err = bounded(EXEC_OUTPUT_LIMIT);
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    stdout.on('data', (c: Buffer) => out.push(c));
+    stderr.on('data', (c: Buffer) => err.push(c));
+    this.opts.docker.modem.demuxStream(stream, stdout, stderr);
+    await new Promise<void>((resolve, reject) => {
+      const timer = options.timeoutMs ? setTimeout(() => {
+        stream.destroy();
+        reject(errors.unavailable(`command did not finish within ${options.timeoutMs} ms`, 'EXEC_TIMEOUT'));
+      }, options.timeoutMs) : null;
+      const done = () => {
+        if (timer) clearTimeout(timer);
+        resolve();
+      };
+      stream.once('end', done);
+      stream.once('close', done);
+      stream.once('error', (e) => {
+        if (timer) clearTimeout(timer);
+        reject(toHttpError(e, `exec in '${id}'`));
+      });
+    });
+    const inspected = await this.call(`exec in '${id}'`, () => exec.inspect());
+    return { exit_code: inspected.ExitCode ?? -1, stdout: out.text(), stderr: err.text() };
+  }
+
+  async execStream(id: string, argv: string[], options: { env?: string[]; user?: string; workdir?: string; stdin?: boolean; signal?: AbortSignal } = {}): Promise<ExecStream> {
+    const { exec, stream } = await this.startExec(id, argv, options);
+    const stdout = new PassThrough({ highWaterMark: 1024 * 1024 });
+    const stderrSink = new PassThrough();
+    const err = bounded(STDERR_LIMIT);
+    stderrSink.on('data', (c: Buffer) => err.push(c));
+    // The engine multiplexes both streams on one socket: demux by hand, honouring stdout backpressure.
+    let pending: Buffer = Buffer.alloc(0);
+    stream.on('data', (chunk: Buffer) => {
+      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+      while (pending.length >= 8) {
+        const size = pending.readUInt32BE(4);
+        if (pending.length < 8 + size) break;
+        const payload = pending.subarray(8, 8 + size);
+        if (pending[0] === 2) stderrSink.write(payload);
+        else if (!stdout.write(payload)) {
+          stream.pause();
+          stdout.once('drain', () => stream.resume());
+        }
+        pending = pending.subarray(8 + size);
+      }
+    });
+    const ended = new Promise<void>((resolve) => {
+      stream.once('end', resolve);
+      stream.once('close', resolve);
+      stream.once('error', () => resolve());
+    }).then(() => stdout.end());
+    const onAbort = () => {
+      stream.destroy();
+      stdout.destroy();
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const stdin = options.stdin ? stream : null;
+    return {
+      stdout,
+      stderr: () => err.text(),
+      stdin: stdin as never,
+      wait: async () => {
+        await ended;
+        await new Promise<void>((resolve) => (stdout.readableEnded || stdout.destroyed ? resolve() : stdout.once('close', () => resolve())));
+        options.signal?.removeEventListener('abort', onAbort);
+        const inspected = await this.call(`exec in '${id}'`, () => exec.inspect());
+        return inspected.ExitCode ?? -1;
+      },
+    };
+  }
+
+  // ---- events -------------------------------------------------------------------------------------------------
+
+  onEvent(listener: (event: DockerEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private closeEvents(): void {
+    const s = this.eventStream;
+    this.eventStream = null;
+    s?.destroy?.();
+  }
+
+  private async openEvents(): Promise<void> {
+    try {
+      const stream = (await this.opts.docker.getEvents({
+        since: this.eventsSince,
+        filters: { type: ['container', 'image', 'network', 'volume'] },
+      } as Docker.GetEventsOptions)) as unknown as NodeJS.ReadableStream & { destroy(): void };
+      if (this.stopped) return stream.destroy();
+      this.eventStream = stream;
+      let partial = '';
+      stream.on('data', (chunk: Buffer) => {
+        const lines = (partial + chunk.toString('utf8')).split('\n');
+        partial = lines.pop()!;
+        for (const line of lines) if (line.trim()) this.dispatch(line);
+      });
+      const ended = () => {
+        if (this.eventStream !== stream) return;
+        this.eventStream = null;
+        // Reopen from where we were when the engine is still there; the periodic check covers restarts.
+        if (!this.stopped) setTimeout(() => void this.check(), 500).unref();
+      };
+      stream.once('end', ended);
+      stream.once('error', ended);
+      stream.once('close', ended);
+    } catch (err) {
+      this.opts.log.warn('cannot open the Docker event stream', { error: String(err) });
+    }
+  }
+
+  private dispatch(line: string): void {
+    let raw: { Type?: string; Action?: string; Actor?: { ID?: string; Attributes?: Record<string, string> }; time?: number; timeNano?: number };
+    try {
+      raw = JSON.parse(line);
+    } catch {
+      return;
+    }
+    if (raw.time) this.eventsSince = raw.time;
+    const type = raw.Type as DockerEvent['type'];
+    if (!['container', 'image', 'network', 'volume'].includes(type)) return;
+    const attributes = raw.Actor?.Attributes ?? {};
+    const event: DockerEvent = {
+      type,
+      action: raw.Action ?? '',
+      id: raw.Actor?.ID ?? '',
+      name: attributes.name ?? null,
+      deployment: attributes[PROJECT_LABEL] ?? null,
+      service: attributes[SERVICE_LABEL] ?? null,
+      time: raw.timeNano ? Math.floor(raw.timeNano / 1e6) : (raw.time ?? 0) * 1000,
+      attributes,
+    };
+    for (const l of this.listeners) {
+      try {
+        l(event);
+      } catch (err) {
+        this.opts.log.error('docker event listener failed', { error: String(err) });
+      }
+    }
+    if (type === 'container' && !event.action.startsWith('exec_')) {
+      this.opts.events.emit('container.state', { id: event.id, name: event.name ?? event.id, deployment: event.deployment, service: event.service, action: event.action });
+    }
+  }
+
+  // ---- networks and compose ------------------------------------------------------------------------------------
+
+  readonly networks = {
+    ensure: async (name: string, options: { internal?: boolean; labels?: Record<string, string> } = {}): Promise<void> => {
+      const existing = await this.call('networks', () => this.opts.docker.listNetworks({ filters: JSON.stringify({ name: [name] }) }));
+      if (existing.some((n) => n.Name === name)) return;
+      try {
+        await this.call(`network '${name}'`, () => this.opts.docker.createNetwork({ Name: name, Driver: 'bridge', Internal: options.internal ?? false, Labels: options.labels ?? {}, CheckDuplicate: true }));
+      } catch (err) {
+        if ((err as { status?: number }).status !== 409) throw err;
+      }
+    },
+    connect: async (network: string, container: string, options: { aliases?: string[] } = {}): Promise<void> => {
+      try {
+        await this.call(`network '${network}'`, () => this.opts.docker.getNetwork(network).connect({ Container: container, ...(options.aliases ? { EndpointConfig: { Aliases: options.aliases } } : {}) }));
+      } catch (err) {
+        // Already connected: the engine answers 403 "endpoint with name … already exists".
+        if (!/already exists/i.test((err as Error).message)) throw err;
+      }
+    },
+    disconnect: async (network: string, container: string): Promise<void> => {
+      try {
+        await this.call(`network '${network}'`, () => this.opts.docker.getNetwork(network).disconnect({ Container: container }));
+      } catch (err) {
+        if (!/is not connected/i.test((err as Error).message)) throw err;
+      }
+    },
+  };
+
+  readonly compose = {
+    command: (): string[] => {
+      if (!this.composeCommand) throw errors.unavailable('neither `docker compose` nor `docker-compose` is installed', 'COMPOSE_UNAVAILABLE');
+      return [...this.composeCommand];
+    },
+    run: async (project: string, dir: string, args: string[], options: ComposeRunOptions = {}) => {
+      this.assertAvailable();
+      if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(project)) throw errors.badRequest(`invalid compose project name '${project}'`);
+      return runCompose(this.compose.command(), this.opts.dockerHost, project, dir, args, options);
+    },
+  };
+}
+
+/** The engine answers 304 when a container already is in the wanted state. */
+function ignoreNotModified(err: unknown): void {
+  if ((err as { statusCode?: number }).statusCode === 304) return;
+  throw err;
+}

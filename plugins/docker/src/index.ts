@@ -1,0 +1,61 @@
+/**
+ * docker: provides the `docker` service (the engine through dockerode, compose through its CLI) and the routes of
+ * containers, images, volumes and networks. When no engine answers, the agent still starts: the service reports
+ * unavailable and Docker-backed routes answer 503 DOCKER_UNAVAILABLE until a background check sees it again.
+ */
+import { credentialsService, definePlugin, dockerService, Type } from '@agent/sdk';
+import { connect } from './connection.js';
+import { DockerEngine } from './engine.js';
+import { detectCompose, type ComposeChoice } from './compose.js';
+import { PullJobs } from './pull-jobs.js';
+import { containerRoutes } from './routes/containers.js';
+import { imageRoutes } from './routes/images.js';
+import { networkRoutes, volumeRoutes } from './routes/volumes-networks.js';
+
+export { DockerEngine } from './engine.js';
+
+let engine: DockerEngine | null = null;
+let composeChoice: ComposeChoice = 'auto';
+
+export default definePlugin({
+  name: 'docker',
+  version: '0.1.0',
+  description: 'Docker engine and compose as a service; containers, images, volumes, networks',
+  config: Type.Object({
+    docker: Type.Object({
+      host: Type.String({ default: '', description: 'engine address (unix:///path or tcp://host:port); empty: DOCKER_HOST, else /var/run/docker.sock' }),
+      compose: Type.Union([Type.Literal('auto'), Type.Literal('docker compose'), Type.Literal('docker-compose')], { default: 'auto', description: 'compose CLI; auto tries v2 then v1' }),
+      check_interval: Type.Integer({ minimum: 1, maximum: 3600, default: 5, description: 'seconds between engine availability checks' }),
+    }, { default: {} }),
+  }),
+  resources: {
+    containers: { description: 'Docker containers', operator: 'write', viewer: 'read' },
+    images: { description: 'Docker images', operator: 'write', viewer: 'read' },
+    volumes: { description: 'Docker volumes', operator: 'write', viewer: 'read' },
+    networks: { description: 'Docker networks', operator: 'write', viewer: 'read' },
+  },
+  provides: [dockerService],
+  optional: [credentialsService],
+
+  setup(ctx) {
+    const { docker, endpoint } = connect(ctx.config.docker.host);
+    composeChoice = ctx.config.docker.compose;
+    engine = new DockerEngine({ docker, dockerHost: endpoint.dockerHost, log: ctx.log, events: ctx.events, checkIntervalMs: ctx.config.docker.check_interval * 1000 });
+    ctx.services.provide(dockerService, engine);
+    const pulls = new PullJobs(engine, () => ctx.services.optional(credentialsService), ctx.log);
+    containerRoutes(ctx, engine);
+    imageRoutes(ctx, engine, pulls);
+    volumeRoutes(ctx, engine);
+    networkRoutes(ctx, engine);
+    ctx.log.info('docker engine endpoint', { endpoint: endpoint.describe });
+  },
+
+  async start() {
+    const compose = await detectCompose(composeChoice);
+    await engine!.start(compose);
+  },
+
+  stop() {
+    engine?.stop();
+  },
+});
