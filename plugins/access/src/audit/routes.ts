@@ -1,0 +1,197 @@
+/** `/api/audit/*` (spec 2.13, 4.14) and the retention job over the core's audit journal. */
+import {
+  errors, reply, Type,
+  type AuditLog, type IdentityService, type PluginContext, type Static,
+} from '@agent/sdk';
+import { AuditEventView } from '../schemas.js';
+import { exportStream } from './export.js';
+import { buildWhere, COLUMNS, StatementCache, toView, visibility, type AuditFilter, type AuditRow } from './query.js';
+
+const ActorType = Type.Union([Type.Literal('user'), Type.Literal('api_key'), Type.Literal('system')]);
+const Text = (description: string) => Type.Optional(Type.String({ minLength: 1, maxLength: 256, description }));
+const Time = (description: string) => Type.Optional(Type.String({ format: 'date-time', description }));
+
+const filterFields = {
+  actor_id: Text('e.g. `user:3`, `api_key:5`, `system:backups`'),
+  actor_type: Type.Optional(ActorType),
+  action: Text('operation id, e.g. `deployments.create`'),
+  resource_type: Text('e.g. `deployments`'),
+  resource_id: Text('e.g. a deployment name or an id'),
+  deployment: Text('events about this deployment'),
+  success: Type.Optional(Type.Boolean()),
+  client_ip: Text('client IP address'),
+  start_time: Time('from this time (RFC 3339, inclusive)'),
+  end_time: Time('up to this time (RFC 3339, inclusive)'),
+};
+const FilterQuery = Type.Object({
+  ...filterFields,
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+});
+
+const Count = Type.Integer({ minimum: 0 });
+const StatsView = Type.Object({
+  total: Count,
+  succeeded: Count,
+  failed: Count,
+  by_action: Type.Array(Type.Object({ action: Type.String(), count: Count, failed: Count })),
+  by_actor: Type.Array(Type.Object({ actor_id: Type.String(), actor_type: Type.String(), actor_name: Type.Union([Type.String(), Type.Null()]), count: Count })),
+  by_resource: Type.Array(Type.Object({ resource_type: Type.String(), count: Count })),
+  by_success: Type.Array(Type.Object({ success: Type.Boolean(), count: Count })),
+  per_day: Type.Array(Type.Object({ day: Type.String(), count: Count, failed: Count })),
+});
+
+export const AuditSettings = Type.Object({
+  retention_days: Type.Integer({ minimum: 0, maximum: 36500, default: 365, description: 'audit events older than this are deleted daily; 0 keeps them forever' }),
+});
+
+const DAY_MS = 86_400_000;
+
+export function registerAuditRoutes(ctx: PluginContext, identity: IdentityService, audit: AuditLog): void {
+  // Reading `database` flushes the events queued by the core, so a read sees every earlier request.
+  const db = () => audit.database;
+  const statements = new StatementCache(db);
+  const settings = ctx.settings(AuditSettings);
+
+  const checkRange = (f: AuditFilter) => {
+    if (f.start_time && f.end_time && Date.parse(f.start_time) > Date.parse(f.end_time)) {
+      throw errors.badRequest('query.start_time: must not be after end_time', 'VALIDATION_FAILED', { field: 'start_time' });
+    }
+  };
+
+  ctx.route({
+    method: 'GET', path: '/audit/events', permission: 'audit:read', tag: 'audit', operationId: 'audit.list',
+    summary: 'Audit events, newest first, with the filters of the spec (limit default 50, max 1000)',
+    description: 'Non-admins see the events of deployments they can access and their own actions.',
+    query: FilterQuery,
+    response: Type.Array(AuditEventView),
+    handler: (req) => {
+      const { limit = 50, offset = 0, ...filter } = req.query;
+      checkRange(filter);
+      db();
+      const where = buildWhere(filter, visibility(req.principal, identity));
+      const rows = statements.get(`SELECT ${COLUMNS} FROM audit_events ${where.sql} ORDER BY id DESC LIMIT ? OFFSET ?`)
+        .all(...where.params, limit, offset) as AuditRow[];
+      const total = (statements.get(`SELECT COUNT(*) AS n FROM audit_events ${where.sql}`).get(...where.params) as { n: number }).n;
+      return reply.page(rows.map(toView), { total, limit, offset });
+    },
+  });
+
+  ctx.route({
+    method: 'GET', path: '/audit/events/:id', permission: 'audit:read', tag: 'audit', operationId: 'audit.get',
+    summary: 'One audit event',
+    params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
+    response: AuditEventView,
+    handler: (req) => {
+      db();
+      const where = buildWhere({}, visibility(req.principal, identity));
+      const row = statements.get(`SELECT ${COLUMNS} FROM audit_events ${where.sql ? `${where.sql} AND` : 'WHERE'} id = ?`)
+        .get(...where.params, req.params.id) as AuditRow | undefined;
+      if (!row) throw errors.notFound(`audit event ${req.params.id} not found`);
+      return toView(row);
+    },
+  });
+
+  ctx.route({
+    method: 'GET', path: '/audit/stats', permission: 'audit:read', tag: 'audit', operationId: 'audit.stats',
+    summary: 'Audit statistics: totals, by action, actor, resource, success, and per day (UTC)',
+    query: Type.Object({
+      ...filterFields,
+      top: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'entries per ranking' })),
+    }),
+    response: StatsView,
+    handler: (req) => {
+      const { top = 20, ...filter } = req.query;
+      checkRange(filter);
+      db();
+      const w = buildWhere(filter, visibility(req.principal, identity));
+      const q = (sql: string, ...extra: unknown[]) => statements.get(sql).all(...w.params, ...extra) as Record<string, unknown>[];
+      const totals = statements.get(`SELECT COUNT(*) AS total, COALESCE(SUM(success), 0) AS ok FROM audit_events ${w.sql}`).get(...w.params) as { total: number; ok: number };
+      return {
+        total: totals.total,
+        succeeded: totals.ok,
+        failed: totals.total - totals.ok,
+        by_action: q(`SELECT action, COUNT(*) AS count, SUM(1 - success) AS failed FROM audit_events ${w.sql} GROUP BY action ORDER BY count DESC, action LIMIT ?`, top) as never,
+        by_actor: q(`SELECT actor_id, actor_type, MAX(actor_name) AS actor_name, COUNT(*) AS count FROM audit_events ${w.sql} GROUP BY actor_id, actor_type ORDER BY count DESC, actor_id LIMIT ?`, top) as never,
+        by_resource: q(`SELECT resource_type, COUNT(*) AS count FROM audit_events ${w.sql} GROUP BY resource_type ORDER BY count DESC, resource_type LIMIT ?`, top) as never,
+        by_success: q(`SELECT success, COUNT(*) AS count FROM audit_events ${w.sql} GROUP BY success ORDER BY success DESC`).map((r) => ({ success: r.success === 1, count: r.count as number })),
+        per_day: q(`SELECT strftime('%Y-%m-%d', time_ms / 1000, 'unixepoch') AS day, COUNT(*) AS count, SUM(1 - success) AS failed FROM audit_events ${w.sql} GROUP BY day ORDER BY day DESC LIMIT 366`) as never,
+      };
+    },
+  });
+
+  ctx.route({
+    method: 'POST', path: '/audit/export', permission: 'audit:read', tag: 'audit', operationId: 'audit.export',
+    summary: 'Export audit events as CSV (RFC 4180) or a JSON array, streamed, oldest first',
+    description: 'CSV cells that a spreadsheet would evaluate (starting with `=`, `+`, `-`, `@`, tab, CR) are prefixed with an apostrophe. `format: json` answers `application/json`.',
+    produces: 'text/csv',
+    body: Type.Object({
+      format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')], { default: 'json' })),
+      ...filterFields,
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, default: 100_000 })),
+    }),
+    handler: (req) => {
+      const { format = 'json', limit = 100_000, ...filter } = req.body;
+      checkRange(filter);
+      db();
+      const where = buildWhere(filter, visibility(req.principal, identity));
+      const batch = statements.get(`SELECT ${COLUMNS} FROM audit_events ${where.sql ? `${where.sql} AND` : 'WHERE'} id > ? ORDER BY id LIMIT ?`);
+      const stamp = new Date().toISOString().replace(/[-:]/g, '').slice(0, 15);
+      return reply.stream(exportStream(format, { batch, params: where.params, limit }, req.signal), {
+        contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8',
+        filename: `audit-${stamp}.${format}`,
+      });
+    },
+  });
+
+  /** Deletes events older than `cutoffMs` in slices, so the writer is never blocked for long. */
+  const deleteOlderThan = (cutoffMs: number): number => {
+    const slice = statements.get('DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE time_ms < ? ORDER BY time_ms LIMIT 20000)');
+    let deleted = 0;
+    for (;;) {
+      const n = slice.run(cutoffMs).changes;
+      deleted += n;
+      if (n < 20000) return deleted;
+    }
+  };
+
+  ctx.route({
+    method: 'DELETE', path: '/audit/cleanup', permission: 'audit:write', tag: 'audit', operationId: 'audit.cleanup',
+    summary: 'Delete audit events older than `older_than` seconds',
+    query: Type.Object({ older_than: Type.Integer({ minimum: 1, description: 'seconds' }) }),
+    response: Type.Object({ events_deleted: Count, older_than: Type.String() }),
+    handler: (req) => {
+      db();
+      const cutoff = Date.now() - req.query.older_than * 1000;
+      const deleted = deleteOlderThan(cutoff);
+      return reply.ok({ events_deleted: deleted, older_than: new Date(cutoff).toISOString() }, `${deleted} audit events deleted`);
+    },
+  });
+
+  const retention = ctx.job({
+    name: 'audit-retention', cron: '23 3 * * *', description: 'deletes audit events older than the retention setting',
+    run: (run) => {
+      const days = settings.get().retention_days;
+      if (days === 0) {
+        run.output('retention is 0: events are kept forever');
+        return;
+      }
+      db();
+      const deleted = deleteOlderThan(Date.now() - days * DAY_MS);
+      run.output(`${deleted} events older than ${days} days deleted`);
+      ctx.audit({ action: 'audit.retention', resource_type: 'audit', success: true, detail: { events_deleted: deleted, retention_days: days } });
+    },
+  });
+
+  ctx.route({
+    method: 'POST', path: '/audit/retention/run', permission: 'audit:write', tag: 'audit', operationId: 'audit.retentionRun',
+    summary: 'Apply the retention setting now (the daily job, run at once)',
+    response: Type.Object({ status: Type.String(), output: Type.String(), error: Type.Union([Type.String(), Type.Null()]) }),
+    handler: async () => {
+      const execution = await retention.runNow();
+      return { status: execution.status, output: execution.output, error: execution.error };
+    },
+  });
+}
+
+export type AuditSettingsValue = Static<typeof AuditSettings>;
