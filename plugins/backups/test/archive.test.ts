@@ -1,0 +1,128 @@
+/** The archive layer on its own: round trips, exclude globs, dumps in parts, corruption and unsafe paths. */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync, statSync, lstatSync, readlinkSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync, gunzipSync } from 'node:zlib';
+import { afterAll, describe, expect, it } from 'vitest';
+import { databaseDump, verifyArchive, writeBackupArchive, ArchiveError, DUMP_PART_SIZE, type DumpSource } from '../src/archive/backup-archive.js';
+import { excludeMatcher, invalidExcludePattern } from '../src/archive/paths.js';
+import { encodeHeader } from '../src/archive/tar-format.js';
+
+const work = mkdtempSync(join(tmpdir(), 'backups-archive-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** path → sha256 of every regular file, plus symlink targets, below a folder. */
+function tree(root: string, rel = ''): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(join(root, rel)).sort()) {
+    const r = rel ? `${rel}/${name}` : name;
+    const st = lstatSync(join(root, r));
+    if (st.isDirectory()) Object.assign(out, { [`${r}/`]: 'dir' }, tree(root, r));
+    else if (st.isSymbolicLink()) out[r] = `-> ${readlinkSync(join(root, r))}`;
+    else out[r] = createHash('sha256').update(readFileSync(join(root, r))).digest('hex');
+  }
+  return out;
+}
+
+const meta = (id: string) => ({ id, deployment: 'app', created_at: new Date().toISOString(), description: '', compose_file: 'docker-compose.yml', env_file: '.env' });
+
+const dumpOf = (data: Buffer, service = 'db'): DumpSource => ({
+  service, engine: 'postgres', databases: ['app'],
+  open: async () => ({
+    stdout: (async function* () {
+      for (let i = 0; i < data.length; i += 100_000) yield data.subarray(i, i + 100_000);
+    })(),
+    finish: async () => undefined,
+  }),
+});
+
+describe('backup archive', () => {
+  const src = join(work, 'src');
+  mkdirSync(join(src, 'data/cache'), { recursive: true });
+  mkdirSync(join(src, 'logs'), { recursive: true });
+  writeFileSync(join(src, 'docker-compose.yml'), 'services: {}\n');
+  writeFileSync(join(src, '.env'), 'A=1\n');
+  writeFileSync(join(src, 'data/big.bin'), randomBytes(3 * 1024 * 1024 + 17));
+  writeFileSync(join(src, 'data/cache/tmp.bin'), 'cache');
+  writeFileSync(join(src, 'logs/app.log'), 'log');
+  writeFileSync(join(src, 'data/keep.log'), 'kept? no: *.log excludes at any depth');
+  writeFileSync(join(src, `${'n'.repeat(120)}.txt`), 'long name');
+  mkdirSync(join(src, 'deep/'.repeat(30)), { recursive: true });
+  writeFileSync(join(src, 'deep/'.repeat(30), 'x.txt'), 'deep');
+  writeFileSync(join(src, 'empty'), '');
+  symlinkSync('data/big.bin', join(src, 'link-in'));
+  symlinkSync('/etc/passwd', join(src, 'link-out'));
+
+  it('round-trips files and a dump in parts, byte for byte, honouring exclude globs', async () => {
+    const dump = randomBytes(DUMP_PART_SIZE * 2 + 1234);
+    const out = join(work, 'a.tar.gz');
+    const written = await writeBackupArchive({ folder: src, includeFiles: true, exclude: ['*.log', 'data/cache'], dumps: [dumpOf(dump)], meta: meta('a'), output: out });
+    expect(existsSync(`${out}.partial`)).toBe(false);
+    expect(statSync(out).size).toBe(written.size);
+    const db = written.manifest.components.find((c) => c.type === 'database')!;
+    expect(db).toMatchObject({ parts: 2, size: dump.length, sha256: createHash('sha256').update(dump).digest('hex') });
+
+    const dest = join(work, 'restored');
+    const manifest = await verifyArchive(out, { extractTo: dest });
+    const expected = tree(src);
+    for (const k of Object.keys(expected)) if (k.endsWith('.log') || k.startsWith('data/cache')) delete expected[k];
+    delete expected['link-out'];
+    expect(tree(dest)).toEqual(expected);
+    expect(manifest.warnings.join()).toContain('link-out');
+
+    const chunks: Buffer[] = [];
+    for await (const c of databaseDump(out, db as never)) chunks.push(c);
+    expect(Buffer.concat(chunks).equals(dump)).toBe(true);
+  });
+
+  it('rejects a corrupted archive before extracting anything usable', async () => {
+    const out = join(work, 'b.tar.gz');
+    await writeBackupArchive({ folder: src, includeFiles: true, exclude: [], dumps: [], meta: meta('b'), output: out });
+    const bytes = readFileSync(out);
+    bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
+    writeFileSync(out, bytes);
+    await expect(verifyArchive(out)).rejects.toBeInstanceOf(ArchiveError);
+    // A truncated archive too.
+    writeFileSync(out, bytes.subarray(0, bytes.length - 100));
+    await expect(verifyArchive(out)).rejects.toBeInstanceOf(ArchiveError);
+  });
+
+  it('detects a changed component even when the gzip stream is valid', async () => {
+    const out = join(work, 'c.tar.gz');
+    await writeBackupArchive({ folder: src, includeFiles: true, exclude: [], dumps: [], meta: meta('c'), output: out });
+    const tar = gunzipSync(readFileSync(out));
+    const at = tar.indexOf('long name');
+    tar.write('LONG NAME', at);
+    writeFileSync(out, gzipSync(tar));
+    await expect(verifyArchive(out)).rejects.toThrow(/checksum mismatch in component files/);
+  });
+
+  it('refuses entries that climb out of the folder', async () => {
+    const evil = Buffer.concat([encodeHeader({ path: 'files/../../etc/evil', type: 'file', size: 0, mode: 0o644, mtime: 0, linkname: '' }), Buffer.alloc(1024)]);
+    const out = join(work, 'evil.tar.gz');
+    writeFileSync(out, gzipSync(evil));
+    await expect(verifyArchive(out, { extractTo: join(work, 'evil') })).rejects.toThrow(/unsafe path/);
+  });
+
+  it('a failed dump leaves no archive behind', async () => {
+    const out = join(work, 'd.tar.gz');
+    const failing: DumpSource = { ...dumpOf(Buffer.from('x')), open: async () => ({ stdout: (async function* () { yield Buffer.from('partial'); })(), finish: async () => { throw new Error('pg_dump exited with 1'); } }) };
+    await expect(writeBackupArchive({ folder: src, includeFiles: true, exclude: [], dumps: [failing], meta: meta('d'), output: out })).rejects.toThrow(/pg_dump/);
+    expect(existsSync(out) || existsSync(`${out}.partial`)).toBe(false);
+  });
+
+  it('validates exclude patterns', () => {
+    expect(invalidExcludePattern('../x')).toMatch(/\.\./);
+    expect(invalidExcludePattern('/etc')).toMatch(/relative/);
+    expect(invalidExcludePattern('a/../../b')).toMatch(/\.\./);
+    expect(invalidExcludePattern('*.log')).toBeNull();
+    expect(invalidExcludePattern('./')).toMatch(/whole/);
+    const m = excludeMatcher(['*.log', 'data/cache', 'build/**']);
+    expect(m('a/b/c.log')).toBe(true);
+    expect(m('data/cache')).toBe(true);
+    expect(m('x/data/cache')).toBe(false);
+    expect(m('build/out/x.js')).toBe(true);
+    expect(m('src/x.js')).toBe(false);
+  });
+});
