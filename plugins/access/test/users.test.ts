@@ -83,7 +83,7 @@ describe('users and per-deployment access', () => {
     expect((await agent.api('GET', '/users/me', { token: second })).status).toBe(401);
     await agent.login('bob', 'An0ther-Strong-One');
     // The new password never shows up in the audit journal.
-    const events = await agent.api('GET', '/audit/events', { query: { action: 'users.changePassword' } });
+    const events = await agent.api('GET', '/api/audit/events', { query: { action: 'users.changePassword' } });
     expect(events.body.data.length).toBeGreaterThan(0);
     expect(JSON.stringify(events.body)).not.toContain('An0ther-Strong-One');
   });
