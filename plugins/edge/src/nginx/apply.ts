@@ -1,0 +1,130 @@
+/**
+ * Applies a rendered configuration to the proxy: changed files are written to temp files and renamed into place,
+ * `nginx -t` checks the whole configuration, a failure restores the previous files (nothing else changes) and
+ * answers with nginx's message; success reloads nginx. Applies are serialised.
+ */
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
+import { createTwoFilesPatch } from 'diff';
+import { execa } from 'execa';
+import { HttpError, type Logger } from '@agent/sdk';
+
+export interface ApplyResult {
+  changed: string[];
+  removed: string[];
+  reloaded: boolean;
+}
+
+/** Folders below the config folder whose content the agent owns entirely. */
+const OWNED_DIRS = ['sites', 'security'];
+const OWNED_FILES = ['agent.conf', 'default.conf'];
+
+export class NginxApplier {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly configDir: string,
+    private readonly testCommand: string[],
+    private readonly reloadCommand: string[],
+    private readonly log: Logger,
+  ) {}
+
+  /** Runs `fn` alone: no other apply interleaves (state read → render → apply → commit stays consistent). */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** The generated files currently on disk (relative path → content). */
+  async current(): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (const f of OWNED_FILES) {
+      const text = await readFile(join(this.configDir, f), 'utf8').catch(() => null);
+      if (text !== null) out.set(f, text);
+    }
+    for (const dir of OWNED_DIRS) {
+      const entries = await readdir(join(this.configDir, dir), { recursive: true, withFileTypes: true }).catch(() => []);
+      for (const e of entries) {
+        if (!e.isFile() || e.name.endsWith('.agent-tmp')) continue;
+        const abs = join(e.parentPath, e.name);
+        out.set(relative(this.configDir, abs), await readFile(abs, 'utf8'));
+      }
+    }
+    return out;
+  }
+
+  /** Unified diff between what is on disk and `desired`. */
+  async diff(desired: Map<string, string>): Promise<{ diff: string; changed: string[]; removed: string[] }> {
+    const current = await this.current();
+    const { changed, removed } = compare(current, desired);
+    const parts = [...changed, ...removed].sort().map((f) =>
+      createTwoFilesPatch(current.has(f) ? `a/${f}` : '/dev/null', desired.has(f) ? `b/${f}` : '/dev/null', current.get(f) ?? '', desired.get(f) ?? '', '', '', { context: 3 }),
+    );
+    return { diff: parts.join(''), changed, removed };
+  }
+
+  /** Writes `desired`, tests, reloads; restores the previous files when the test or the reload fails. */
+  async apply(desired: Map<string, string>, options: { force?: boolean } = {}): Promise<ApplyResult> {
+    const current = await this.current();
+    const { changed, removed } = compare(current, desired);
+    if (changed.length === 0 && removed.length === 0 && !options.force) return { changed, removed, reloaded: false };
+    // Write every new content to a temp file first, then swap them in with renames.
+    for (const f of changed) {
+      const abs = join(this.configDir, f);
+      await mkdir(dirname(abs), { recursive: true, mode: 0o755 });
+      await writeFile(`${abs}.agent-tmp`, desired.get(f)!, { mode: f.includes('htpasswd') ? 0o640 : 0o644 });
+    }
+    for (const f of changed) await rename(join(this.configDir, `${f}.agent-tmp`), join(this.configDir, f));
+    for (const f of removed) await rm(join(this.configDir, f), { force: true });
+
+    const restore = async () => {
+      for (const f of changed) {
+        const abs = join(this.configDir, f);
+        if (current.has(f)) await writeFile(abs, current.get(f)!);
+        else await rm(abs, { force: true });
+      }
+      for (const f of removed) {
+        const abs = join(this.configDir, f);
+        await mkdir(dirname(abs), { recursive: true });
+        await writeFile(abs, current.get(f)!);
+      }
+    };
+
+    const test = await execa(this.testCommand[0]!, this.testCommand.slice(1), { reject: false, all: true, timeout: 30_000 });
+    if (test.exitCode !== 0) {
+      await restore();
+      const message = nginxMessage(test.all ?? '');
+      this.log.warn('proxy configuration rejected by nginx; previous files restored', { error: message });
+      throw new HttpError(400, 'PROXY_CONFIG_INVALID', `nginx rejected the configuration: ${message}`);
+    }
+    const reload = await execa(this.reloadCommand[0]!, this.reloadCommand.slice(1), { reject: false, all: true, timeout: 30_000 });
+    if (reload.exitCode !== 0) {
+      await restore();
+      const message = nginxMessage(reload.all ?? '');
+      this.log.error('proxy reload failed; previous files restored', { error: message });
+      throw new HttpError(502, 'PROXY_RELOAD_FAILED', `reloading the proxy failed: ${message}`);
+    }
+    this.log.info('proxy configuration applied', { changed: changed.length, removed: removed.length });
+    return { changed, removed, reloaded: true };
+  }
+
+  /** Runs the test command alone (status endpoints). */
+  async test(): Promise<{ ok: boolean; message: string }> {
+    const r = await execa(this.testCommand[0]!, this.testCommand.slice(1), { reject: false, all: true, timeout: 30_000 });
+    return { ok: r.exitCode === 0, message: nginxMessage(r.all ?? '') };
+  }
+}
+
+function compare(current: Map<string, string>, desired: Map<string, string>) {
+  const changed = [...desired.keys()].filter((f) => current.get(f) !== desired.get(f)).sort();
+  const removed = [...current.keys()].filter((f) => !desired.has(f)).sort();
+  return { changed, removed };
+}
+
+/** The useful lines of nginx's output (the `[emerg]` ones), bounded. */
+function nginxMessage(output: string): string {
+  const lines = output.split('\n').map((l) => l.trim()).filter(Boolean);
+  const important = lines.filter((l) => /\[(emerg|alert|crit|error)\]/.test(l));
+  return (important.length ? important : lines).join('; ').replace(/^nginx: /, '').slice(0, 1000) || 'no output';
+}
