@@ -75,7 +75,9 @@ function httpOperation(route: RegisteredRoute, plans: boolean): Json {
     responses,
   };
   if (route.validate.body) {
-    op.requestBody = { required: true, content: { 'application/json': { schema: route.validate.body.schema } } };
+    // Read from the spec when the document is built (not at registration), like `response`: a plugin may
+    // complete the documented schema in `start`, once every plugin is set up (the settings of all plugins).
+    op.requestBody = { required: true, content: { 'application/json': { schema: closeObjects(spec.body) } } };
   } else if (spec.rawBody) {
     op.requestBody = { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } };
   }
