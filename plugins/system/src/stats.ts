@@ -1,0 +1,81 @@
+/**
+ * `GET /api/stats`: host, deployments, Docker objects and the agent process. The deployment and Docker parts come
+ * from the optional `deployments` and `docker` services and are null when those are absent. Non-admins only count
+ * the deployments (and their containers) they can access.
+ */
+import { isHttpError, Nullable, Type, type DeploymentsService, type DockerService, type PluginContext, type Principal } from '@agent/sdk';
+import { CpuSampler, hostMetrics } from './host-metrics.js';
+
+const Num = Type.Number();
+const Int = Type.Integer({ minimum: 0 });
+
+const StatsView = Type.Object({
+  host: Type.Object({
+    hostname: Type.String(), platform: Type.String(), arch: Type.String(), kernel: Type.String(), uptime_seconds: Int,
+    load: Type.Object({ '1m': Num, '5m': Num, '15m': Num }),
+    cpu: Type.Object({ count: Int, model: Type.String(), usage_percent: Num }),
+    memory: Type.Object({ total_bytes: Int, available_bytes: Int, used_bytes: Int, usage_percent: Num }),
+    disk: Type.Object({ path: Type.String(), total_bytes: Int, free_bytes: Int, used_bytes: Int, usage_percent: Num }),
+  }),
+  deployments: Nullable(Type.Object({ total: Int, by_status: Type.Record(Type.String(), Int) }, { description: 'null without the deployments plugin' })),
+  docker: Nullable(Type.Object({
+    available: Type.Boolean(),
+    version: Nullable(Type.String()),
+    containers: Nullable(Type.Object({ total: Int, running: Int, stopped: Int })),
+    images: Nullable(Int),
+    volumes: Nullable(Type.Integer({ minimum: 0, description: 'null when the docker service does not report it' })),
+  }, { description: 'null without the docker plugin' })),
+  agent: Type.Object({
+    version: Type.String(), pid: Int, node_version: Type.String(), uptime_seconds: Int, rss_bytes: Int, heap_used_bytes: Int,
+  }),
+});
+
+async function dockerFigures(docker: DockerService, principal: Principal) {
+  if (!docker.available()) return { available: false, version: null, containers: null, images: null, volumes: null };
+  try {
+    const [info, containers] = await Promise.all([docker.info(), docker.listContainers({ all: true })]);
+    // Containers outside deployments are host-level: only admins count them; others count their deployments'.
+    const visible = principal.isAdmin ? containers : containers.filter((c) => c.deployment !== null && principal.canAccessDeployment(c.deployment));
+    const running = visible.filter((c) => c.state === 'running').length;
+    const volumes = (info as { volumes?: unknown }).volumes;
+    return {
+      available: true, version: info.version,
+      containers: { total: visible.length, running, stopped: visible.length - running },
+      images: info.images,
+      volumes: typeof volumes === 'number' ? volumes : null,
+    };
+  } catch (err) {
+    if (isHttpError(err) && err.status === 503) return { available: false, version: null, containers: null, images: null, volumes: null };
+    throw err;
+  }
+}
+
+export function registerStatsRoute(ctx: PluginContext, services: { docker(): DockerService | undefined; deployments(): DeploymentsService | undefined }): void {
+  const sampler = new CpuSampler();
+  ctx.route({
+    method: 'GET', path: '/stats', permission: 'stats:read', tag: 'system', operationId: 'system.stats',
+    summary: 'System statistics: host CPU, memory, disk, load, uptime; deployments by status; containers, images, volumes; agent version and memory',
+    response: StatsView,
+    handler: async (req) => {
+      const deployments = services.deployments();
+      const docker = services.docker();
+      let deploymentCounts: { total: number; by_status: Record<string, number> } | null = null;
+      if (deployments) {
+        const list = deployments.list().filter((d) => req.principal.canAccessDeployment(d.name));
+        const byStatus: Record<string, number> = {};
+        for (const d of list) byStatus[d.status] = (byStatus[d.status] ?? 0) + 1;
+        deploymentCounts = { total: list.length, by_status: byStatus };
+      }
+      const mem = process.memoryUsage();
+      return {
+        host: await hostMetrics(sampler, ctx.agent.dataDir),
+        deployments: deploymentCounts,
+        docker: docker ? await dockerFigures(docker, req.principal) : null,
+        agent: {
+          version: ctx.agent.version, pid: process.pid, node_version: process.version, uptime_seconds: Math.round(process.uptime()),
+          rss_bytes: mem.rss, heap_used_bytes: mem.heapUsed,
+        },
+      };
+    },
+  });
+}
