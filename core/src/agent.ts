@@ -22,6 +22,7 @@ import { Identity, emptyIdentity, type IdentityDoc } from './auth/identity.js';
 import { LoginLimiter } from './auth/login-limiter.js';
 import { RouteRegistry } from './openapi/registry.js';
 import { buildOpenApi } from './openapi/document.js';
+import { warmUp } from './openapi/validation.js';
 import { PlanEngine, type PlansDoc } from './plans/engine.js';
 import { CoreScheduler } from './scheduler/scheduler.js';
 import { SettingsStore, type SettingsDoc } from './settings/registry.js';
@@ -131,6 +132,8 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     url, version: VERSION, ms: Date.now() - startedAt,
     plugins: host.running().map((p) => p.name), failed: host.plugins.filter((p) => p.status === 'failed').map((p) => p.name),
   }, 'agent ready');
+
+  warmUp((err) => log.error('a route schema does not compile', { error: err.message }));
 
   let stopping: Promise<void> | null = null;
   const stop = () =>

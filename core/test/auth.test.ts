@@ -103,11 +103,13 @@ describe('authentication', () => {
 
 describe('token lifetime', () => {
   it('rejects expired tokens', async () => {
-    const agent = await startAgent({ config: { auth: { token_ttl: '1s' } } });
+    const agent = await startAgent({ config: { auth: { token_ttl: '3s' } } });
     try {
-      expect((await request(agent.url, 'GET', '/auth/validate', { token: agent.token })).status).toBe(200);
-      await new Promise((r) => setTimeout(r, 2100));
-      const res = await request(agent.url, 'GET', '/auth/validate', { token: agent.token });
+      const token = await agent.login('admin', ADMIN_PASSWORD);
+      const issued = Date.now();
+      expect((await request(agent.url, 'GET', '/auth/validate', { token })).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 4100 - (Date.now() - issued)));
+      const res = await request(agent.url, 'GET', '/auth/validate', { token });
       expect(res.status).toBe(401);
       expect(res.body.code).toBe('INVALID_TOKEN');
     } finally {

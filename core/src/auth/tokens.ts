@@ -1,5 +1,7 @@
 /** Access tokens: HS256 JWTs (jose), issuer `agent`. Verified tokens are cached until they expire. */
-import { SignJWT, jwtVerify } from 'jose';
+// jose is loaded on first use: it is a large module graph that the start-up path does not need.
+let jose: Promise<typeof import('jose')> | null = null;
+const loadJose = () => (jose ??= import('jose'));
 
 export interface TokenClaims {
   /** `u:<id>` for a user, `k:<id>` for an API key login. */
@@ -17,6 +19,7 @@ export class TokenService {
   async issue(sub: string, tokenVersion: number, maxExpiry?: number): Promise<{ token: string; expires_at: string }> {
     let exp = Math.floor(Date.now() / 1000) + this.ttlSeconds;
     if (maxExpiry !== undefined) exp = Math.min(exp, maxExpiry);
+    const { SignJWT } = await loadJose();
     const token = await new SignJWT({ tv: tokenVersion })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setIssuer('agent')
@@ -37,6 +40,7 @@ export class TokenService {
       return null;
     }
     try {
+      const { jwtVerify } = await loadJose();
       const { payload } = await jwtVerify(token, this.key, { issuer: 'agent', algorithms: ['HS256'] });
       if (typeof payload.sub !== 'string' || typeof payload.tv !== 'number' || typeof payload.exp !== 'number') return null;
       const claims: TokenClaims = { sub: payload.sub, tv: payload.tv, exp: payload.exp };

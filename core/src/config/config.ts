@@ -7,9 +7,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse as parseYaml, YAMLParseError } from 'yaml';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import { createRequire } from 'node:module';
 import { parseDuration, parseSize } from './units.js';
+import { compilePlain } from '../openapi/validation.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -92,20 +92,12 @@ const coreSchema = {
   },
 } as const;
 
+// yaml is only loaded when there is YAML to read (a config file or AGENT__ overrides).
+const loadYaml = (): typeof import('yaml') => createRequire(import.meta.url)('yaml') as typeof import('yaml');
+
 const CORE_KEYS = new Set(Object.keys(coreSchema.properties));
 
-const ajv = new Ajv2020({ allErrors: false, useDefaults: true, strict: false });
-const validateCore = ajv.compile(coreSchema);
-
-/** `/api/enable_cors` → `api.enable_cors` */
-export const keyOf = (instancePath: string, extra?: string): string =>
-  [...instancePath.split('/').filter(Boolean), ...(extra ? [extra] : [])].join('.') || '(root)';
-
-export function describeAjvError(prefix: string, err: { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> }): string {
-  if (err.keyword === 'additionalProperties') return `${prefix}${keyOf(err.instancePath, String(err.params.additionalProperty))}: unknown key`;
-  if (err.keyword === 'required') return `${prefix}${keyOf(err.instancePath, String(err.params.missingProperty))}: required`;
-  return `${prefix}${keyOf(err.instancePath)}: ${err.message ?? 'invalid'}`;
-}
+const validateCore = compilePlain(coreSchema);
 
 function parseListen(text: string): CoreConfig['listen'] {
   const m = /^(?:\[([0-9a-fA-F:]+)\]|([^:\s]+)):(\d{1,5})$/.exec(text.trim());
@@ -141,7 +133,7 @@ function envOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): voi
     if (path.some((p) => !/^[a-z0-9_]+$/.test(p))) throw new ConfigError(`environment ${name}: not a config key path`);
     let parsed: unknown = value;
     try {
-      parsed = parseYaml(value);
+      parsed = loadYaml().parse(value);
     } catch {
       parsed = value;
     }
@@ -168,10 +160,11 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
   if (existsSync(path)) {
     file = path;
     let parsed: unknown;
+    const yaml = loadYaml();
     try {
-      parsed = parseYaml(readFileSync(path, 'utf8'));
+      parsed = yaml.parse(readFileSync(path, 'utf8'));
     } catch (err) {
-      if (err instanceof YAMLParseError) {
+      if (err instanceof yaml.YAMLParseError) {
         const pos = err.linePos?.[0];
         throw new ConfigError(`config ${path}${pos ? `:${pos.line}:${pos.col}` : ''}: ${err.message.split('\n')[0]}`);
       }
@@ -185,7 +178,8 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     throw new ConfigError(`config file ${path} does not exist`);
   }
   envOverrides(raw, env);
-  if (!validateCore(raw)) throw new ConfigError(describeAjvError('config ', validateCore.errors![0]!));
+  const problem = validateCore(raw, 'config');
+  if (problem) throw new ConfigError(problem);
   const baseDir = file ? dirname(file) : process.cwd();
   const r = raw as Record<string, any>;
   const dur = (key: string, value: unknown): number => {

@@ -4,7 +4,6 @@
  */
 import Koa from 'koa';
 import Router from '@koa/router';
-import { koaBody, HttpMethodEnum } from 'koa-body';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { errors, HttpError, type Principal } from '@agent/sdk';
 import type { CoreConfig } from '../config/config.js';
@@ -116,12 +115,18 @@ export function createHttpApp(deps: HttpDeps): Koa {
     return next();
   });
 
-  const parseBody = koaBody({
-    json: true, text: false, urlencoded: false, multipart: false, jsonLimit: config.api.body_limit, jsonStrict: true,
-    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE], includeUnparsed: false, onError: (err) => {
-      throw err;
-    },
-  });
+  // koa-body (and the multipart stack it pulls in) is loaded with the first request that has a body.
+  let bodyParser: Promise<Koa.Middleware> | null = null;
+  const parseBody = async (ctx: Koa.Context) => {
+    bodyParser ??= import('koa-body').then(({ koaBody, HttpMethodEnum }) => koaBody({
+      json: true, text: false, urlencoded: false, multipart: false, jsonLimit: config.api.body_limit, jsonStrict: true,
+      parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE], includeUnparsed: false,
+      onError: (err) => {
+        throw err;
+      },
+    }) as unknown as Koa.Middleware);
+    await (await bodyParser)(ctx, async () => undefined);
+  };
 
   const router = new Router({ prefix: '/api' });
   for (const route of registry.routes) {
@@ -139,7 +144,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
             throw errors.badRequest('the body must be JSON (Content-Type: application/json)', 'UNSUPPORTED_MEDIA_TYPE');
           }
           if (length > config.api.body_limit) throw errors.tooLarge(`request body larger than ${config.api.body_limit} bytes`);
-          await parseBody(ctx, async () => undefined);
+          await parseBody(ctx);
         }
         const query: Record<string, unknown> = { ...ctx.query };
         if ('plan' in query) {

@@ -6,7 +6,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
-import { SignJWT } from 'jose';
 import type Koa from 'koa';
 import { errors, HttpError, type Principal } from '@agent/sdk';
 import { PRINCIPAL_HEADER } from '@agent/sdk/app';
@@ -81,8 +80,8 @@ export function createPluginProxy(deps: {
     throw errors.notFound(`app plugin '${name}' has no route ${method} ${rest}`);
   };
 
-  const sign = (principal: Principal, r: Resolved) =>
-    new SignJWT({ principal: principal.toJSON() })
+  const sign = async (principal: Principal, r: Resolved) =>
+    new (await import('jose')).SignJWT({ principal: principal.toJSON() })
       .setProtectedHeader({ alg: 'HS256' })
       .setIssuer('agent')
       .setAudience(`app:${r.name}`)
