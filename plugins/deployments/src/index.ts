@@ -1,0 +1,71 @@
+/**
+ * deployments: compose deployments in `<deployments.path>/<name>/`: lifecycle through the `docker` service,
+ * plannable mutations, logs (HTTP and websocket), log sources, stats, the host-safety policy and templates.
+ * Provides the `deployments` service for the other plugins.
+ */
+import { isAbsolute, join, resolve } from 'node:path';
+import { coreServices, definePlugin, deploymentsService, dockerService, Type } from '@agent/sdk';
+import { DeploymentManager } from './manager.js';
+import { StateCache } from './state.js';
+import { deploymentRoutes } from './routes/deployments.js';
+
+let manager: DeploymentManager | null = null;
+let cache: StateCache | null = null;
+const starters: (() => Promise<void>)[] = [];
+
+export default definePlugin({
+  name: 'deployments',
+  version: '0.1.0',
+  description: 'Compose deployments: lifecycle, plans, logs, stats, host-safety policy, templates',
+  config: Type.Object({
+    deployments: Type.Object({
+      path: Type.String({ default: '', description: 'folder of the deployments; empty: <data_dir>/deployments' }),
+      reconcile_interval: Type.Integer({ minimum: 1, maximum: 3600, default: 30, description: 'seconds between full state reconciliations (events keep it current in between)' }),
+    }, { default: {} }),
+    templates: Type.Object({
+      path: Type.String({ default: '', description: 'templates folder; empty: the one shipped with the plugin' }),
+    }, { default: {} }),
+  }),
+  resources: {
+    deployments: { description: 'compose deployments, their logs and stats', operator: 'write', viewer: 'read' },
+    templates: { description: 'deployment templates', operator: 'write', viewer: 'read' },
+  },
+  provides: [deploymentsService],
+  requires: [dockerService],
+
+  setup(ctx) {
+    const docker = ctx.services.get(dockerService);
+    const configured = ctx.config.deployments.path;
+    const root = configured ? (isAbsolute(configured) ? configured : resolve(configured)) : join(ctx.agent.dataDir, 'deployments');
+    const settings = ctx.settings(Type.Object({
+      host_safety: Type.Boolean({
+        default: true,
+        description: 'refuse privileged containers, host namespaces, root-equivalent capabilities, the Docker socket and host paths outside the deployment folder',
+      }),
+    }));
+    cache = new StateCache(docker, ctx.log, ctx.config.deployments.reconcile_interval * 1000);
+    manager = new DeploymentManager({
+      root, docker, cache, events: ctx.events, log: ctx.log,
+      identity: () => ctx.services.optional(coreServices.identity),
+      hostSafety: () => settings.get().host_safety,
+    });
+    ctx.services.provide(deploymentsService, manager);
+    deploymentRoutes(ctx, manager);
+    const m = manager;
+    const c = cache;
+    starters.push(async () => {
+      await m.discover();
+      c.start();
+      await c.reconcile();
+      ctx.log.info('deployments discovered', { root, count: m.entries.size });
+    });
+  },
+
+  async start() {
+    for (const s of starters.splice(0)) await s();
+  },
+
+  stop() {
+    cache?.stop();
+  },
+});

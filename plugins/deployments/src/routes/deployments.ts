@@ -1,0 +1,163 @@
+/** 4.2 deployments: list, details, create, update, delete, start, stop, restart (mutations are plannable). */
+import { join } from 'node:path';
+import { errors, reply, Type, type PluginContext } from '@agent/sdk';
+import type { DeploymentManager, Entry } from '../manager.js';
+import { Deployment, DeploymentDetails, EnvVars, NameParams, Status } from '../schemas.js';
+import { DEFAULT_COMPOSE, ENV_FILE, readText } from '../files.js';
+import { parseEnv, redactEnv } from '../env-file.js';
+import { previewCreate, previewDelete, previewLifecycle, previewUpdate } from '../plans.js';
+
+const COMPOSE_CONTENT = Type.String({ minLength: 1, maxLength: 1024 * 1024, description: 'full text of the compose file (YAML)' });
+const TEMPLATE_ID = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'template the deployment comes from (its kind: built-in log sources)' });
+
+export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentManager): void {
+  const snapshotOf = (entry: Entry | undefined, name: string) => {
+    const dir = entry?.dir ?? join(manager.root(), name);
+    return { files: [join(dir, entry?.composeFile ?? DEFAULT_COMPOSE), join(dir, ENV_FILE)] };
+  };
+
+  /** The current status, straight from the engine (mutations must not act on a stale cache). */
+  const currentStatus = async (entry: Entry) => {
+    manager.opts.docker.assertAvailable();
+    await manager.cache.reconcile();
+    return manager.info(entry).status;
+  };
+  const assertCanStart = async (entry: Entry) => {
+    const status = await currentStatus(entry);
+    if (status === 'running') throw errors.conflict(`deployment '${entry.name}' is already running`, 'DEPLOYMENT_RUNNING', { status });
+  };
+  const assertCanStop = async (entry: Entry) => {
+    const status = await currentStatus(entry);
+    if (status === 'stopped' || status === 'failed') throw errors.conflict(`deployment '${entry.name}' is not running (${status})`, 'DEPLOYMENT_NOT_RUNNING', { status });
+  };
+
+  ctx.route({
+    method: 'GET', path: '/deployments', permission: 'deployments:read', operationId: 'deployments.list', tag: 'deployments',
+    summary: 'List deployments',
+    description: 'From the state cache (fed by engine events, reconciled periodically): no engine call per request.',
+    query: Type.Object({ status: Type.Optional(Status) }),
+    response: Type.Array(Deployment),
+    handler: (req) => manager.list().filter((d) => req.principal.canAccessDeployment(d.name) && (!req.query.status || d.status === req.query.status)),
+  });
+
+  ctx.route({
+    method: 'GET', path: '/deployments/:name', permission: 'deployments:read', operationId: 'deployments.get', tag: 'deployments',
+    summary: 'One deployment: services, compose content, env (secrets redacted), containers and ports',
+    params: NameParams, deployment: 'name',
+    response: DeploymentDetails,
+    handler: async (req) => {
+      const entry = manager.require(req.params.name);
+      const p = manager.paths(entry);
+      const [compose, env] = await Promise.all([readText(p.compose), readText(p.env)]);
+      const containers = manager.cache.containers(entry.name);
+      return {
+        ...manager.info(entry),
+        compose_content: compose ?? '',
+        env: redactEnv(parseEnv(env ?? '')),
+        containers: containers.map((c) => ({ id: c.id, name: c.name, service: c.service, image: c.image, state: c.state, status: c.status, health: c.health, created_at: c.created_at })),
+        ports: containers.flatMap((c) => c.ports.map((port) => ({ service: c.service, container: c.name, container_port: port.private, host_port: port.public, host_ip: port.ip, protocol: port.protocol }))),
+        template: entry.meta.template,
+      };
+    },
+  });
+
+  ctx.route({
+    method: 'POST', path: '/deployments', permission: 'deployments:write', operationId: 'deployments.create', tag: 'deployments', status: 201,
+    summary: 'Create a deployment',
+    description: 'Validates the YAML (400 `INVALID_YAML` with line and column) and the compose structure (400 `INVALID_COMPOSE`), applies the host-safety policy (400 `HOST_SAFETY`), writes the files atomically, grants the creator admin access, and starts it when `auto_start`. 409 `DEPLOYMENT_EXISTS` when the name is taken. If starting fails the deployment is kept and `start_error` says why.',
+    body: Type.Object({
+      name: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'deployment name' }),
+      compose_content: COMPOSE_CONTENT,
+      env_vars: Type.Optional(EnvVars),
+      auto_start: Type.Optional(Type.Boolean({ default: false, description: 'start after creation' })),
+      template: Type.Optional(TEMPLATE_ID),
+    }),
+    response: Type.Intersect([Deployment, Type.Object({ start_error: Type.Union([Type.String(), Type.Null()]) })]),
+    plan: {
+      resource: (req) => ({ type: 'deployment', id: req.body.name }),
+      preview: (req) => {
+        if (manager.entries.has(req.body.name)) throw errors.conflict(`deployment '${req.body.name}' already exists`, 'DEPLOYMENT_EXISTS');
+        return previewCreate(manager, req.body, join(manager.root(), req.body.name));
+      },
+      snapshot: (req) => snapshotOf(manager.entries.get(req.body.name), req.body.name),
+    },
+    handler: async (req) => {
+      const result = await manager.createWithResult({ ...req.body, template: req.body.template ?? null }, req.principal);
+      return reply.created({ ...result.info, start_error: result.start_error },
+        result.start_error ? `deployment ${req.body.name} created, but starting it failed` : `deployment ${req.body.name} created${req.body.auto_start ? ' and started' : ''}`);
+    },
+  });
+
+  ctx.route({
+    method: 'PUT', path: '/deployments/:name', permission: 'deployments:write', operationId: 'deployments.update', tag: 'deployments',
+    summary: 'Update the compose file and/or the environment',
+    description: '`env_vars` replaces the whole `.env`. When the deployment runs, services whose configuration changed are recreated (`up -d`).',
+    params: NameParams, deployment: 'name',
+    body: Type.Object({ compose_content: Type.Optional(COMPOSE_CONTENT), env_vars: Type.Optional(EnvVars) }, { minProperties: 1 }),
+    response: Type.Intersect([Deployment, Type.Object({ recreated: Type.Boolean({ description: 'running services were brought up to date' }) })]),
+    plan: {
+      resource: (req) => ({ type: 'deployment', id: req.params.name }),
+      preview: async (req) => {
+        const entry = manager.require(req.params.name);
+        await manager.cache.reconcile();
+        return previewUpdate(manager, entry, req.body);
+      },
+      snapshot: (req) => snapshotOf(manager.entries.get(req.params.name), req.params.name),
+    },
+    handler: async (req) => {
+      const { info, recreated } = await manager.update(req.params.name, req.body);
+      return reply.ok({ ...info, recreated }, `deployment ${req.params.name} updated${recreated ? ' and its services brought up to date' : ''}`);
+    },
+  });
+
+  ctx.route({
+    method: 'DELETE', path: '/deployments/:name', permission: 'deployments:write', operationId: 'deployments.delete', tag: 'deployments',
+    deploymentLevel: 'admin',
+    summary: 'Delete a deployment',
+    description: 'Compose down (containers and networks). The folder is kept unless `remove_files=true`; named volumes are kept unless `remove_volumes=true`. A kept folder is not rediscovered and can be reused by creating the same name.',
+    params: NameParams, deployment: 'name',
+    query: Type.Object({
+      remove_files: Type.Optional(Type.Boolean({ default: false, description: 'delete the deployment folder' })),
+      remove_volumes: Type.Optional(Type.Boolean({ default: false, description: 'delete the named volumes of the compose file' })),
+    }),
+    response: Type.Object({ name: Type.String(), removed_files: Type.Boolean(), removed_volumes: Type.Boolean() }),
+    plan: {
+      resource: (req) => ({ type: 'deployment', id: req.params.name }),
+      preview: (req) => previewDelete(manager, manager.require(req.params.name), req.query.remove_files ?? false, req.query.remove_volumes ?? false),
+      snapshot: (req) => snapshotOf(manager.entries.get(req.params.name), req.params.name),
+    },
+    handler: async (req) => {
+      await manager.remove(req.params.name, { remove_files: req.query.remove_files ?? false, remove_volumes: req.query.remove_volumes ?? false });
+      return reply.ok({ name: req.params.name, removed_files: req.query.remove_files ?? false, removed_volumes: req.query.remove_volumes ?? false }, `deployment ${req.params.name} deleted`);
+    },
+  });
+
+  const lifecycle = [
+    { action: 'start', check: assertCanStart, run: (n: string) => manager.start(n), done: 'started', describe: 'Start a deployment (409 `DEPLOYMENT_RUNNING` when it already runs)' },
+    { action: 'stop', check: assertCanStop, run: (n: string) => manager.stop(n), done: 'stopped', describe: 'Stop a deployment (409 `DEPLOYMENT_NOT_RUNNING` when it does not run)' },
+    { action: 'restart', check: async (e: Entry) => void (await currentStatus(e)), run: (n: string) => manager.restart(n), done: 'restarted', describe: 'Restart a deployment (starts what is not running)' },
+  ] as const;
+  for (const op of lifecycle) {
+    ctx.route({
+      method: 'POST', path: `/deployments/:name/${op.action}`, permission: 'deployments:write', operationId: `deployments.${op.action}`, tag: 'deployments',
+      summary: op.describe,
+      params: NameParams, deployment: 'name',
+      response: Deployment,
+      plan: {
+        resource: (req) => ({ type: 'deployment', id: req.params.name }),
+        preview: async (req) => {
+          const entry = manager.require(req.params.name);
+          await op.check(entry);
+          return previewLifecycle(manager, entry, op.action);
+        },
+        snapshot: (req) => snapshotOf(manager.entries.get(req.params.name), req.params.name),
+      },
+      handler: async (req) => {
+        const entry = manager.require(req.params.name);
+        await op.check(entry);
+        await op.run(entry.name);
+        return reply.ok(manager.info(entry), `deployment ${entry.name} ${op.done}`);
+      },
+    });
+  }
+}

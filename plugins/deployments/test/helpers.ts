@@ -1,0 +1,46 @@
+import { randomBytes } from 'node:crypto';
+import { execa } from 'execa';
+
+export const runId = randomBytes(3).toString('hex');
+/** Unique deployment names per run (other suites and helpers share the engine). */
+export const uniqueName = (what: string) => `t${runId}-${what}`;
+
+export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000, stepMs = 150): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
+
+/** Removes every container and network of the test projects of this run. */
+export async function cleanupDocker(prefix = `t${runId}-`): Promise<void> {
+  const { stdout } = await execa('docker', ['ps', '-aq', '--filter', 'label=agent.test=1', '--filter', `label=com.docker.compose.project`, '--format', '{{.ID}} {{.Label "com.docker.compose.project"}}']);
+  const ids = stdout.split('\n').filter((l) => l.split(' ')[1]?.startsWith(prefix)).map((l) => l.split(' ')[0]!);
+  if (ids.length) await execa('docker', ['rm', '-f', ...ids], { reject: false });
+  const nets = await execa('docker', ['network', 'ls', '--format', '{{.Name}}']);
+  const mine = nets.stdout.split('\n').filter((n) => n.startsWith(prefix));
+  if (mine.length) await execa('docker', ['network', 'rm', ...mine], { reject: false });
+  const vols = await execa('docker', ['volume', 'ls', '--format', '{{.Name}}']);
+  const myVols = vols.stdout.split('\n').filter((n) => n.startsWith(prefix));
+  if (myVols.length) await execa('docker', ['volume', 'rm', '-f', ...myVols], { reject: false });
+}
+
+/** A two-service compose file: a web server on a random loopback port and a worker that logs every 200 ms. */
+export const webCompose = (marker = 'v1') => `services:
+  web:
+    image: agent-test/busybox:latest
+    command: ["sh", "-c", "echo web-started-${marker}; exec httpd -f -v -p 80 -h /www"]
+    ports:
+      - "127.0.0.1::80"
+    stop_signal: SIGKILL
+    labels:
+      agent.test: "1"
+  worker:
+    image: agent-test/busybox:latest
+    command: ["sh", "-c", "i=0; while true; do echo tick-${marker}-$$i; i=$$((i+1)); sleep 0.2; done"]
+    stop_signal: SIGKILL
+    labels:
+      agent.test: "1"
+`;
