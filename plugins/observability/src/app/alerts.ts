@@ -1,0 +1,173 @@
+/**
+ * Alert rules and their evaluation after every collection round. Per rule and container (or the host):
+ * inactive → pending (breached) → firing (breached for `for_seconds`) → resolved (no longer breached).
+ * Firing and resolving notify the rule's targets; `action: restart` restarts the container when it fires.
+ * States are persisted so an app restart neither forgets a firing alert nor notifies it twice.
+ */
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import type { NotificationMessage } from '@agent/sdk';
+import { HOST_METRIC_NAMES, type RuleInput } from '../api.js';
+import type { Collector } from './collector.js';
+import { readJson, writeJson } from './files.js';
+import type { Journal } from './journal.js';
+import type { Logger } from './log.js';
+
+export interface Rule {
+  id: string;
+  name: string;
+  deployment: string | null;
+  metric: string;
+  comparison: 'above' | 'below';
+  threshold: number;
+  for_seconds: number;
+  enabled: boolean;
+  targets: string[];
+  action: '' | 'restart';
+}
+
+export interface AlertState {
+  key: string;
+  rule_id: string;
+  container: string | null;
+  container_id: string | null;
+  deployment: string | null;
+  state: 'pending' | 'firing';
+  since: number;
+  value: number;
+}
+
+export interface AlertActions {
+  notify(m: NotificationMessage): Promise<void>;
+  restart(containerId: string, containerName: string, deployment: string | null, reason: string): Promise<void>;
+}
+
+export const normalizeRule = (r: RuleInput, id?: string): Rule => ({
+  id: id ?? r.id ?? randomUUID().slice(0, 8),
+  name: r.name,
+  deployment: r.deployment ?? null,
+  metric: r.metric,
+  comparison: r.comparison,
+  threshold: r.threshold,
+  for_seconds: r.for_seconds,
+  enabled: r.enabled ?? true,
+  targets: r.targets ?? [],
+  action: r.action ?? '',
+});
+
+const fmt = (metric: string, v: number): string => {
+  if (metric.endsWith('.utilization')) return `${(v * 100).toFixed(1)}%`;
+  if (metric === 'container.cpu.usage') return `${v.toFixed(3)} CPU`;
+  if (Math.abs(v) >= 1024 * 1024) return `${(v / 1024 / 1024).toFixed(1)} MiB${metric.includes('network') ? '/s' : ''}`;
+  return `${Number(v.toFixed(3))}${metric.includes('network') ? ' B/s' : ''}`;
+};
+
+export class AlertEngine {
+  private readonly file: string;
+  rules: Rule[];
+  private readonly states = new Map<string, AlertState>();
+
+  constructor(dataDir: string, private readonly journal: Journal, private readonly actions: AlertActions, private readonly log: Logger) {
+    this.file = join(dataDir, 'rules.json');
+    this.rules = readJson<Rule[]>(this.file, []);
+    for (const s of journal.loadStates<AlertState>()) this.states.set(s.key, s);
+  }
+
+  setRules(rules: Rule[]): void {
+    this.rules = rules;
+    writeJson(this.file, rules);
+  }
+
+  firing(): (AlertState & { rule: Rule })[] {
+    return [...this.states.values()].flatMap((s) => {
+      const rule = this.rules.find((r) => r.id === s.rule_id);
+      return rule ? [{ ...s, rule }] : [];
+    });
+  }
+
+  /** Runs after each collection round. */
+  evaluate(collector: Collector, now = Date.now()): void {
+    const touched = new Set<string>();
+    const running = new Set(collector.containers.map((c) => c.name));
+    for (const rule of this.rules) {
+      if (!rule.enabled) continue;
+      const subjects: { container: string | null; id: string | null; deployment: string | null; value: number | undefined }[] = [];
+      if (HOST_METRIC_NAMES.includes(rule.metric)) {
+        subjects.push({ container: null, id: null, deployment: null, value: collector.host.metrics[rule.metric] });
+      } else {
+        for (const r of collector.latest.values()) {
+          if (rule.deployment !== null && r.info.deployment !== rule.deployment) continue;
+          subjects.push({ container: r.info.name, id: r.info.id, deployment: r.info.deployment, value: r.metrics[rule.metric] });
+        }
+      }
+      for (const subject of subjects) {
+        const key = `${rule.id}|${subject.container ?? '@host'}`;
+        touched.add(key);
+        // No value this round (first sample after a start): keep the state as it is.
+        if (subject.value === undefined) continue;
+        const breached = rule.comparison === 'above' ? subject.value > rule.threshold : subject.value < rule.threshold;
+        const state = this.states.get(key);
+        if (!breached) {
+          if (state?.state === 'firing') this.resolve(rule, state, subject.value, 'back within the threshold');
+          this.states.delete(key);
+          continue;
+        }
+        if (!state) {
+          const fresh: AlertState = {
+            key, rule_id: rule.id, container: subject.container, container_id: subject.id, deployment: subject.deployment,
+            state: 'pending', since: now, value: subject.value,
+          };
+          this.states.set(key, fresh);
+          this.record(rule, fresh, 'pending', `${this.describe(rule, fresh)} is ${fmt(rule.metric, subject.value)}, ${rule.comparison} ${fmt(rule.metric, rule.threshold)}`);
+          if (rule.for_seconds === 0) this.fire(rule, fresh, now);
+          continue;
+        }
+        state.value = subject.value;
+        state.container_id = subject.id ?? state.container_id;
+        if (state.state === 'pending' && now - state.since >= rule.for_seconds * 1000) this.fire(rule, state, now);
+      }
+    }
+    // States no round touched: the rule was removed or disabled, or the container is gone.
+    for (const [key, state] of this.states) {
+      if (touched.has(key)) continue;
+      const rule = this.rules.find((r) => r.id === state.rule_id);
+      if (state.container !== null && running.has(state.container) && rule?.enabled) continue;
+      if (state.state === 'firing' && rule) {
+        this.resolve(rule, state, null, !rule.enabled ? 'the rule was disabled' : 'the container is no longer running');
+      }
+      this.states.delete(key);
+    }
+    this.journal.saveStates([...this.states.values()].map((s) => ({ key: s.key, value: s })));
+  }
+
+  private describe(rule: Rule, s: AlertState): string {
+    return s.container === null ? `host ${rule.metric}` : `${rule.metric} of ${s.container}${s.deployment ? ` (deployment ${s.deployment})` : ''}`;
+  }
+
+  private record(rule: Rule, s: AlertState, state: 'pending' | 'firing' | 'resolved', message: string, value: number | null = s.value): void {
+    this.journal.addAlertEvent({
+      rule_id: rule.id, rule_name: rule.name, deployment: s.deployment, container: s.container, metric: rule.metric,
+      value, threshold: rule.threshold, state, message,
+    });
+  }
+
+  private fire(rule: Rule, s: AlertState, now: number): void {
+    s.state = 'firing';
+    const held = Math.round((now - s.since) / 1000);
+    const message = `${this.describe(rule, s)} is ${fmt(rule.metric, s.value)}, ${rule.comparison} ${fmt(rule.metric, rule.threshold)} for ${held} s` +
+      (rule.action === 'restart' && s.container_id ? '; restarting the container' : '');
+    this.record(rule, s, 'firing', message);
+    this.log.info('alert firing', { rule: rule.name, container: s.container, value: s.value });
+    void this.actions.notify({ event: 'alert.fired', severity: 'warning', title: `Alert firing: ${rule.name}`, message, deployment: s.deployment, targets: rule.targets });
+    if (rule.action === 'restart' && s.container_id && s.container) {
+      void this.actions.restart(s.container_id, s.container, s.deployment, `alert rule '${rule.name}' fired`);
+    }
+  }
+
+  private resolve(rule: Rule, s: AlertState, value: number | null, why: string): void {
+    const message = `${this.describe(rule, s)}: ${why}${value === null ? '' : ` (${fmt(rule.metric, value)})`}`;
+    this.record(rule, s, 'resolved', message, value);
+    this.log.info('alert resolved', { rule: rule.name, container: s.container });
+    void this.actions.notify({ event: 'alert.resolved', severity: 'info', title: `Alert resolved: ${rule.name}`, message, deployment: s.deployment, targets: rule.targets });
+  }
+}

@@ -1,0 +1,189 @@
+/** The app's route handlers, keyed by operationId. Everything is filtered by the caller's deployment grants. */
+import { HOST_METRIC_NAMES, type ConfigPatch, type RuleInput } from '../api.js';
+import { canSeeContainer, canUseRuleScope } from './access.js';
+import { normalizeRule, type AlertEngine, type Rule } from './alerts.js';
+import type { Collector, ContainerReading } from './collector.js';
+import type { HealthWatcher } from './health-watcher.js';
+import type { Journal } from './journal.js';
+import { exposition } from './prometheus.js';
+import { AppError, badRequest, type Handler, type Request } from './server.js';
+import type { QueryResult, SeriesStore } from './series-store.js';
+import type { Settings } from './settings.js';
+
+interface Deps {
+  collector: Collector;
+  store: SeriesStore;
+  alerts: AlertEngine;
+  journal: Journal;
+  watcher: HealthWatcher;
+  settings: Settings;
+}
+
+const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
+
+/** `15m` → seconds since the epoch, 15 minutes ago; an RFC 3339 time as is. */
+export function parseSince(text: string | null, now = Date.now()): number {
+  const value = text ?? '1h';
+  const m = /^(\d{1,6})(s|m|h|d)$/.exec(value);
+  if (m) return now / 1000 - Number(m[1]) * UNITS[m[2]!]!;
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw badRequest(`query.since: '${value}' is neither a duration (15m, 6h, 7d) nor an RFC 3339 time`);
+  return t / 1000;
+}
+
+const notFound = (what: string) => new AppError(404, 'NOT_FOUND', `${what} not found`);
+const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
+
+const seriesAnswer = (r: QueryResult) => ({
+  since: iso(r.since), until: iso(r.until), step: r.step,
+  series: r.series.map((s) => ({ container: s.key.container, metric: s.key.metric, points: s.points })),
+});
+
+export function createHandlers(d: Deps): Record<string, Handler> {
+  const cfg = () => d.settings.get();
+  const visibleReadings = (req: Request): ContainerReading[] =>
+    [...d.collector.latest.values()].filter((r) => canSeeContainer(req.principal, r.info.deployment));
+  /** A deployment named in the query must be one the caller can see (404 otherwise, like the core). */
+  const deploymentParam = (req: Request, required: boolean): string | undefined => {
+    const name = req.query.get('deployment') ?? undefined;
+    if (name === undefined) {
+      if (required) throw badRequest('query.deployment: required field is missing');
+      return undefined;
+    }
+    if (!req.principal.canAccessDeployment(name)) throw notFound(`deployment '${name}'`);
+    return name;
+  };
+  const sinceOf = (req: Request) => Math.max(parseSince(req.query.get('since')), Date.now() / 1000 - cfg().rollup_retention);
+  const limitOf = (req: Request) => Math.min(1000, Math.max(1, Number(req.query.get('limit') ?? 100) || 100));
+  const ruleView = (r: Rule) => r;
+
+  return {
+    'observability.metricsLatest': (req) => {
+      const only = deploymentParam(req, false);
+      const groups = new Map<string | null, ContainerReading[]>();
+      for (const r of visibleReadings(req)) {
+        if (only !== undefined && r.info.deployment !== only) continue;
+        const list = groups.get(r.info.deployment) ?? [];
+        list.push(r);
+        groups.set(r.info.deployment, list);
+      }
+      return [...groups.entries()]
+        .sort(([a], [b]) => (a ?? '\uffff').localeCompare(b ?? '\uffff'))
+        .map(([deployment, list]) => ({
+          deployment,
+          containers: list.sort((a, b) => a.info.name.localeCompare(b.info.name)).map((r) => ({
+            container: r.info.name, id: r.info.id, metrics: r.metrics, updated: new Date(r.updated).toISOString(),
+          })),
+        }));
+    },
+
+    'observability.metricsTimeseries': (req) => {
+      const deployment = deploymentParam(req, true)!;
+      const rows = d.store.series({ deployment });
+      return seriesAnswer(d.store.query(rows, sinceOf(req), cfg().sample_interval, cfg().raw_retention));
+    },
+
+    'observability.metricsSeries': (req) => {
+      const deployment = deploymentParam(req, false);
+      const container = req.query.get('container') ?? '';
+      const metric = req.query.get('metric') ?? '';
+      const row = d.store.series({ container, metric })[0];
+      if (!row || !canSeeContainer(req.principal, row.deployment) || (deployment !== undefined && row.deployment !== deployment)) {
+        throw notFound(`series ${metric} of container '${container}'`);
+      }
+      return seriesAnswer(d.store.query([row], sinceOf(req), cfg().sample_interval, cfg().raw_retention));
+    },
+
+    'observability.metricsHost': (req) => {
+      const rows = d.store.series({ host: true });
+      const r = d.store.query(rows, sinceOf(req), cfg().sample_interval, cfg().raw_retention);
+      const host = d.collector.host;
+      return {
+        since: iso(r.since), until: iso(r.until), step: r.step, latest: host.metrics,
+        updated: host.updated ? new Date(host.updated).toISOString() : null,
+        series: r.series.map((s) => ({ metric: s.key.metric, points: s.points })),
+      };
+    },
+
+    'observability.metricsPrometheus': (req) => ({
+      text: exposition(visibleReadings(req), d.collector.host),
+      contentType: 'text/plain; version=0.0.4; charset=utf-8',
+    }),
+
+    'observability.health': (req) => {
+      const only = deploymentParam(req, false);
+      return d.collector.containers
+        .filter((c) => canSeeContainer(req.principal, c.deployment) && (only === undefined || c.deployment === only))
+        .sort((a, b) => a.name.localeCompare(b.name))
+        .map((c) => {
+          const w = d.watcher.status(c.name);
+          return { container: c.name, id: c.id, deployment: c.deployment, status: c.health, state: c.state, restarts_by_watcher: w.restarts, gave_up: w.gaveUp };
+        });
+    },
+
+    'observability.healthEvents': (req) => {
+      const deployment = deploymentParam(req, false);
+      return d.journal.healthEvents((dep) => canSeeContainer(req.principal, dep), { deployment, limit: limitOf(req) });
+    },
+
+    'observability.listRules': (req) => d.alerts.rules.filter((r) => canUseRuleScope(req.principal, r.deployment, 'read')).map(ruleView),
+
+    'observability.replaceRules': (req) => {
+      const input = req.body as RuleInput[];
+      const p = req.principal;
+      const editable = (r: Rule) => canUseRuleScope(p, r.deployment, 'write');
+      const kept = d.alerts.rules.filter((r) => !editable(r));
+      const ids = new Set<string>();
+      const next: Rule[] = [];
+      input.forEach((raw, i) => {
+        const at = `body[${i}]`;
+        const deployment = raw.deployment ?? null;
+        const host = HOST_METRIC_NAMES.includes(raw.metric);
+        const same = raw.id ? kept.find((k) => k.id === raw.id) : undefined;
+        if (same) {
+          // A rule the caller may read but not change, sent back as it was: keep it.
+          if (JSON.stringify(normalizeRule(raw, same.id)) !== JSON.stringify(same)) throw new AppError(403, 'FORBIDDEN', `${at}: rule '${same.name}' belongs to a deployment you cannot change`);
+          ids.add(same.id);
+          return;
+        }
+        if (host && deployment !== null) throw badRequest(`${at}.deployment: host metric ${raw.metric} is not tied to a deployment`);
+        if (deployment !== null && !p.canAccessDeployment(deployment, 'write')) {
+          throw badRequest(`${at}.deployment: unknown deployment '${deployment}' or no write access to it`, 'DEPLOYMENT_NOT_ALLOWED');
+        }
+        if (deployment === null && !canUseRuleScope(p, null, 'write')) {
+          throw badRequest(`${at}.deployment: required (rules for every container or the host need access to every deployment)`, 'DEPLOYMENT_NOT_ALLOWED');
+        }
+        if (raw.action === 'restart' && host) throw badRequest(`${at}.action: restart needs a container metric`);
+        const rule = normalizeRule(raw);
+        if (ids.has(rule.id) || kept.some((k) => k.id === rule.id)) throw badRequest(`${at}.id: duplicate id '${rule.id}'`);
+        ids.add(rule.id);
+        next.push(rule);
+      });
+      // Read-only rules not sent back stay too: the caller cannot delete them.
+      d.alerts.setRules([...kept, ...next]);
+      return d.alerts.rules.filter((r) => canUseRuleScope(p, r.deployment, 'read')).map(ruleView);
+    },
+
+    'observability.firingAlerts': (req) =>
+      d.alerts.firing()
+        .filter((s) => canSeeContainer(req.principal, s.deployment) && canUseRuleScope(req.principal, s.rule.deployment, 'read'))
+        .map((s) => ({
+          rule_id: s.rule.id, rule_name: s.rule.name, deployment: s.deployment, container: s.container, metric: s.rule.metric,
+          comparison: s.rule.comparison, threshold: s.rule.threshold, value: s.value, state: s.state, since: new Date(s.since).toISOString(),
+        })),
+
+    'observability.alertEvents': (req) => {
+      const deployment = deploymentParam(req, false);
+      return d.journal.alertEvents((dep) => canSeeContainer(req.principal, dep), { deployment, rule: req.query.get('rule') ?? undefined, limit: limitOf(req) });
+    },
+
+    'observability.getConfig': () => d.settings.runtime(),
+
+    'observability.updateConfig': (req) => {
+      const patch = req.body as ConfigPatch;
+      const merged = { ...d.settings.runtime(), ...patch };
+      if (merged.raw_retention > merged.rollup_retention) throw badRequest('body.raw_retention: must not exceed rollup_retention');
+      return d.settings.update(patch);
+    },
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * The observability app process: collector loop, rollups and retention, alert evaluation, health watcher, and the
+ * HTTP server behind `/api/plugin/observability/`. State lives in the app data folder and survives restarts.
+ */
+import { join } from 'node:path';
+import { appEnvironment } from '@agent/sdk/app';
+import { routes } from '../api.js';
+import { AgentClient } from './agent-client.js';
+import { AlertEngine } from './alerts.js';
+import { Collector } from './collector.js';
+import { DockerClient } from './docker.js';
+import { createHandlers } from './handlers.js';
+import { HealthWatcher } from './health-watcher.js';
+import { HostSampler } from './host-metrics.js';
+import { Journal } from './journal.js';
+import { log } from './log.js';
+import { SeriesStore } from './series-store.js';
+import { createAppServer } from './server.js';
+import { Settings, type StaticConfig } from './settings.js';
+
+const env = appEnvironment();
+const section = (env.config.observability ?? {}) as StaticConfig;
+const settings = new Settings(env.dataDir, section);
+const config = () => settings.get();
+
+const store = new SeriesStore(join(env.dataDir, 'series.sqlite'));
+const journal = new Journal(join(env.dataDir, 'events.sqlite'), () => config().alerts.events_max);
+const docker = new DockerClient(config().docker_socket);
+const agent = new AgentClient(env.agentUrl, env.agentToken, log);
+const collector = new Collector(docker, new HostSampler(config().disk_path || env.dataDir), store,
+  () => ({ labels: config().container_labels, concurrency: config().stats_concurrency }), log);
+
+const restart = async (containerId: string, name: string, deployment: string | null, reason: string) => {
+  try {
+    await agent.restartContainer(containerId);
+    journal.addHealthEvent({ container: name, deployment, action: 'restarted', attempt: 0, message: `${name} restarted: ${reason}` });
+  } catch (err) {
+    journal.addHealthEvent({ container: name, deployment, action: 'restart_failed', attempt: 0, message: `restarting ${name} failed (${reason}): ${(err as Error).message}` });
+  }
+};
+const alerts = new AlertEngine(env.dataDir, journal, { notify: (m) => agent.notify(m), restart }, log);
+const watcher = new HealthWatcher(journal, { restart: (id) => agent.restartContainer(id), notify: (m) => agent.notify(m) }, () => config().health, log);
+
+const stopping = new AbortController();
+let timer: NodeJS.Timeout | null = null;
+
+async function round(): Promise<void> {
+  try {
+    if (await collector.tick()) {
+      alerts.evaluate(collector);
+      watcher.check(collector.containers);
+    }
+  } catch (err) {
+    log.error('collection round failed', { error: String((err as Error)?.stack ?? err) });
+  }
+}
+
+function schedule(): void {
+  if (timer) clearInterval(timer);
+  timer = setInterval(() => void round(), config().sample_interval * 1000);
+}
+settings.onChange(() => schedule());
+
+// Engine health events: react now rather than at the next round.
+let pending: NodeJS.Timeout | null = null;
+docker.followEvents((e) => {
+  if (!e.Action.startsWith('health_status') || pending) return;
+  pending = setTimeout(() => {
+    pending = null;
+    collector.refreshContainers().then((list) => watcher.check(list), () => undefined);
+  }, 200);
+}, stopping.signal, (err) => log.warn('docker event stream interrupted', { error: err.message }));
+
+const housekeeping = setInterval(() => {
+  try {
+    store.rollup();
+    store.prune(config().raw_retention, config().rollup_retention);
+  } catch (err) {
+    log.error('rollup failed', { error: String(err) });
+  }
+}, 60_000);
+
+const server = createAppServer(env, routes, createHandlers({ collector, store, alerts, journal, watcher, settings }), log);
+server.keepAliveTimeout = 65_000;
+server.listen(env.port, env.host, () => {
+  log.info('observability app listening', { port: env.port });
+  schedule();
+  void round();
+});
+
+const shutdown = () => {
+  stopping.abort();
+  if (timer) clearInterval(timer);
+  clearInterval(housekeeping);
+  server.close();
+  server.closeAllConnections();
+  docker.close();
+  try {
+    store.rollup();
+  } finally {
+    store.close();
+    journal.close();
+  }
+  process.exit(0);
+};
+process.on('SIGTERM', shutdown);
+process.on('SIGINT', shutdown);
