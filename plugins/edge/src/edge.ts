@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DeploymentsService, Document, Logger } from '@agent/sdk';
 import { NginxApplier, type ApplyResult } from './nginx/apply.js';
-import { renderAll, siteFile, tag, type Overlay, type ProxyLayout, type RenderInput, type SecurityModel, type Site } from './nginx/render.js';
+import { GENERATION_PATH, generationOf, renderAll, siteFile, tag, type Overlay, type ProxyLayout, type RenderInput, type SecurityModel, type Site } from './nginx/render.js';
 import { isExpired, type DomainEntry, type EdgeState } from './state.js';
 import type { CertStore } from './certs/store.js';
 import type { EdgeConfig } from './config.js';
@@ -141,6 +141,7 @@ export class Edge {
       const files = await this.render(draft);
       const applied = await this.applier.apply(files, options);
       await this.fixPermissions(applied.changed);
+      if (applied.reloaded) await this.awaitGeneration(generationOf(files));
       await this.doc.update((d) => Object.assign(d, draft));
       return { result, applied };
     });
@@ -160,6 +161,27 @@ export class Edge {
 
   siteFile(host: string): string {
     return this.file(siteFile(host));
+  }
+
+  /**
+   * `nginx -s reload` only signals the master: wait (bounded) until the new workers answer with the new
+   * generation, so a change is in force when the API answers.
+   */
+  private async awaitGeneration(generation: string): Promise<void> {
+    if (!this.layout.defaultServer) return;
+    const address = !this.layout.listenAddress || this.layout.listenAddress === '0.0.0.0' ? '127.0.0.1'
+      : this.layout.listenAddress === '::' ? '[::1]' : this.layout.listenAddress.includes(':') ? `[${this.layout.listenAddress}]` : this.layout.listenAddress;
+    const until = Date.now() + 3000;
+    while (Date.now() < until) {
+      try {
+        const res = await fetch(`http://${address}:${this.layout.httpPort}${GENERATION_PATH}`, { headers: { host: 'agent-generation.invalid', connection: 'close' }, signal: AbortSignal.timeout(500) });
+        if ((await res.text()) === generation) return;
+      } catch {
+        // not answering yet
+      }
+      await new Promise((r) => setTimeout(r, 15));
+    }
+    this.log.warn('nginx did not report the new configuration within 3 s');
   }
 
   /** htpasswd files are read by nginx workers: owned by root and the workers' group, 0640. */

@@ -3,6 +3,7 @@
  * certificates, security rules enforced in nginx and security events detected from its traffic, the traffic
  * journal, and the host's system logs.
  */
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { definePlugin, deploymentsService, dockerService, type PluginContext } from '@agent/sdk';
 import { EdgeConfig } from './config.js';
@@ -12,6 +13,13 @@ import { CertStore } from './certs/store.js';
 import { domainRoutes } from './proxy/domains.js';
 import { proxyRoutes } from './proxy/routes.js';
 import type { Runtime } from './runtime.js';
+import { SecuritySettings } from './config.js';
+import { TrafficJournal } from './traffic/journal.js';
+import { trafficRoutes } from './traffic/routes.js';
+import { Capture } from './traffic/capture.js';
+import { SecurityEvents } from './security/events.js';
+import { Blocks } from './security/rules.js';
+import { securityRoutes } from './security/routes.js';
 
 let runtime: Runtime | null = null;
 const starters: (() => void | Promise<void>)[] = [];
@@ -46,6 +54,39 @@ export default definePlugin({
     const domains = domainRoutes(rt);
     proxyRoutes(rt, domains);
 
+    const settings = ctx.settings(SecuritySettings);
+    const db = ctx.store.journal();
+    const journal = new TrafficJournal(db);
+    const events = new SecurityEvents(db);
+    const blocks = new Blocks(rt);
+    const capture = new Capture(rt, journal, events, blocks, settings);
+    securityRoutes(rt, blocks, events, settings, () => capture.reader.readNew());
+    trafficRoutes(rt, journal);
+    settings.onChange(() => capture.applyMode());
+    ctx.job({
+      name: 'traffic-scan', cron: ctx.config.traffic.scan_cron, description: 'reads new access-log lines when real-time capture is off',
+      run: async (run) => {
+        if (capture.reader.following) return run.output('real-time capture is on: nothing to do');
+        run.output(`${await capture.reader.readNew()} requests ingested`);
+      },
+    });
+    ctx.job({
+      name: 'retention', cron: '41 4 * * *', description: 'removes traffic records and security events past their retention',
+      run: (run) => {
+        const traffic = journal.cleanup(Date.now() - ctx.config.traffic.retention_days * 86_400_000);
+        const ev = events.cleanup(Date.now() - settings.get().event_retention_days * 86_400_000);
+        run.output(`${traffic} traffic records and ${ev} security events removed`);
+      },
+    });
+    starters.push(() => {
+      blocks.schedule();
+      capture.applyMode();
+    });
+    stoppers.push(() => {
+      capture.stop();
+      blocks.stop();
+    });
+
     // Upstream addresses follow the containers: re-render (a no-op when nothing moved) after lifecycle events.
     let timer: NodeJS.Timeout | null = null;
     const refreshSoon = () => {
@@ -73,7 +114,8 @@ export default definePlugin({
       if (timer) clearTimeout(timer);
     });
 
-    starters.push(async () => {
+    starters.unshift(async () => {
+      await mkdir(edge.layout.webroot, { recursive: true, mode: 0o755 });
       // Bring the files in line with the state (the agent may have been upgraded or the files edited).
       try {
         await edge.mutate(() => undefined, { force: true });

@@ -1,0 +1,108 @@
+/**
+ * Reads nginx's JSON access log from where it stopped last time (offset and inode kept in the journal, so a
+ * restart neither loses nor repeats lines; a rotated or truncated file starts over). In real-time mode it polls
+ * the file every few hundred milliseconds; otherwise a periodic job calls `readNew`.
+ */
+import { open, stat } from 'node:fs/promises';
+import type { Logger, SqlDatabase } from '@agent/sdk';
+import { parseLine, type TrafficRecord } from './journal.js';
+
+const CHUNK = 4 * 1024 * 1024;
+
+export class AccessLogReader {
+  private timer: NodeJS.Timeout | null = null;
+  private reading: Promise<number> | null = null;
+
+  constructor(
+    private readonly path: string,
+    private readonly db: SqlDatabase,
+    private readonly onRecords: (records: TrafficRecord[]) => void,
+    private readonly log: Logger,
+  ) {
+    db.exec('CREATE TABLE IF NOT EXISTS ingest_position (path TEXT PRIMARY KEY, ino INTEGER NOT NULL, offset INTEGER NOT NULL)');
+  }
+
+  private position(): { ino: number; offset: number } {
+    return (this.db.prepare('SELECT ino, offset FROM ingest_position WHERE path = ?').get(this.path) as { ino: number; offset: number } | undefined) ?? { ino: -1, offset: 0 };
+  }
+
+  private save(ino: number, offset: number): void {
+    this.db.prepare('INSERT INTO ingest_position (path, ino, offset) VALUES (?, ?, ?) ON CONFLICT(path) DO UPDATE SET ino = excluded.ino, offset = excluded.offset').run(this.path, ino, offset);
+  }
+
+  /** Reads every complete line appended since the last call; returns how many records it ingested. */
+  readNew(): Promise<number> {
+    // One read at a time: the follower and the periodic job may overlap.
+    this.reading ??= this.read().finally(() => (this.reading = null));
+    return this.reading;
+  }
+
+  private async read(): Promise<number> {
+    let st;
+    try {
+      st = await stat(this.path);
+    } catch {
+      return 0;
+    }
+    let { ino, offset } = this.position();
+    if (ino !== st.ino || st.size < offset) {
+      ino = st.ino;
+      offset = 0;
+    }
+    if (st.size === offset) {
+      this.save(ino, offset);
+      return 0;
+    }
+    const fh = await open(this.path, 'r');
+    let count = 0;
+    try {
+      const buf = Buffer.allocUnsafe(CHUNK);
+      while (offset < st.size) {
+        const { bytesRead } = await fh.read(buf, 0, Math.min(CHUNK, st.size - offset), offset);
+        if (bytesRead === 0) break;
+        // Split on the last newline byte: a partial line (or a split UTF-8 sequence) is read again next time.
+        const lastNl = buf.subarray(0, bytesRead).lastIndexOf(10);
+        if (lastNl === -1) {
+          if (bytesRead === CHUNK) offset += bytesRead; // an absurdly long line: skip it
+          break;
+        }
+        const complete = buf.toString('utf8', 0, lastNl);
+        offset += lastNl + 1;
+        const records: TrafficRecord[] = [];
+        for (const line of complete.split('\n')) {
+          const r = parseLine(line);
+          if (r) records.push(r);
+        }
+        count += records.length;
+        try {
+          this.onRecords(records);
+        } catch (err) {
+          this.log.error('traffic ingestion failed', { error: (err as Error).message });
+        }
+        this.save(ino, offset);
+      }
+    } finally {
+      await fh.close();
+    }
+    return count;
+  }
+
+  follow(intervalMs: number): void {
+    if (this.timer) return;
+    const tick = () => {
+      this.readNew().catch((err) => this.log.warn('access log read failed', { error: (err as Error).message })).finally(() => {
+        if (this.timer) this.timer = setTimeout(tick, intervalMs);
+      });
+    };
+    this.timer = setTimeout(tick, 0);
+  }
+
+  unfollow(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  get following(): boolean {
+    return this.timer !== null;
+  }
+}

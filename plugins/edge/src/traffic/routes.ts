@@ -1,0 +1,141 @@
+/** Traffic endpoints (4.14): the journal with its filters, statistics, unknown domains, cleanup, per deployment. */
+import { deploymentName, errors, Nullable, reply, Type } from '@agent/sdk';
+import { timeParam, visibleDeployments } from '../access.js';
+import { checkIp } from '../validate.js';
+import type { Runtime } from '../runtime.js';
+import type { TrafficJournal } from './journal.js';
+
+const TrafficItem = Type.Object({
+  id: Type.Integer(), time: Type.String(), deployment: Nullable(Type.String()), host: Type.String(), method: Type.String(),
+  path: Type.String(), status: Type.Integer(), bytes: Type.Integer(), duration_ms: Type.Number(), source_ip: Type.String(), user_agent: Type.String(),
+});
+const StatusGroups = Type.Record(Type.String(), Type.Integer());
+const DeploymentStats = Type.Object({
+  deployment: Nullable(Type.String()), requests: Type.Integer(), bytes: Type.Integer(), status: StatusGroups,
+  p50_ms: Nullable(Type.Number()), p95_ms: Nullable(Type.Number()),
+});
+const Stats = Type.Object({
+  since: Type.String(), until: Nullable(Type.String()),
+  total: Type.Object({ requests: Type.Integer(), bytes: Type.Integer(), status: StatusGroups, p50_ms: Nullable(Type.Number()), p95_ms: Nullable(Type.Number()) }),
+  deployments: Type.Array(DeploymentStats),
+});
+const DAY = 86_400_000;
+
+/** `15m`, `24h`, `7d`, `30s` or an RFC 3339 time → epoch ms. */
+export function sinceParam(value: string | undefined, fallbackMs: number): number {
+  if (!value) return Date.now() - fallbackMs;
+  const m = /^(\d{1,6})([smhd])$/.exec(value);
+  if (m) return Date.now() - Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: DAY }[m[2] as 's' | 'm' | 'h' | 'd'];
+  return timeParam(value, 'since')!;
+}
+
+export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
+  const { ctx } = rt;
+  const guard = (principal: Parameters<typeof visibleDeployments>[0], deployment?: string) => {
+    const visible = visibleDeployments(principal);
+    if (deployment && visible && !visible.includes(deployment)) throw errors.notFound(`deployment '${deployment}' not found`);
+    return visible;
+  };
+
+  ctx.route({
+    method: 'GET', path: '/traffic/logs', permission: 'traffic:read', operationId: 'traffic.logs', tag: 'traffic',
+    summary: 'Requests the proxy served, newest first',
+    query: Type.Object({
+      deployment: Type.Optional(deploymentName()),
+      method: Type.Optional(Type.String({ pattern: '^[A-Z]{3,10}$', description: 'HTTP method' })),
+      status_group: Type.Optional(Type.String({ pattern: '^[1-5]xx$', description: '1xx … 5xx' })),
+      status_code: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
+      source_ip: Type.Optional(Type.String({ maxLength: 64 })),
+      path: Type.Optional(Type.String({ maxLength: 512, description: 'substring, or a pattern with * wildcards' })),
+      start_time: Type.Optional(Type.String({ maxLength: 40, description: 'RFC 3339' })),
+      end_time: Type.Optional(Type.String({ maxLength: 40, description: 'RFC 3339' })),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+      offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+    }),
+    response: Type.Array(TrafficItem),
+    handler: (req) => {
+      const q = req.query;
+      const visible = guard(req.principal, q.deployment);
+      const limit = q.limit ?? 100;
+      const offset = q.offset ?? 0;
+      const { items, total } = journal.query({
+        deployment: q.deployment, deployments: visible, method: q.method, status_group: q.status_group, status_code: q.status_code,
+        source_ip: q.source_ip ? checkIp(q.source_ip, 'source_ip') : undefined, path: q.path,
+        start_ms: timeParam(q.start_time, 'start_time'), end_ms: timeParam(q.end_time, 'end_time'),
+      }, limit, offset);
+      return reply.page(items, { total, limit, offset });
+    },
+  });
+
+  ctx.route({
+    method: 'GET', path: '/traffic/stats', permission: 'traffic:read', operationId: 'traffic.stats', tag: 'traffic',
+    summary: 'Requests per deployment and status group, bytes, p50/p95 latency (default: last 24 h)',
+    query: Type.Object({
+      deployment: Type.Optional(deploymentName()),
+      start_time: Type.Optional(Type.String({ maxLength: 40 })),
+      end_time: Type.Optional(Type.String({ maxLength: 40 })),
+    }),
+    response: Stats,
+    handler: (req) => {
+      const visible = guard(req.principal, req.query.deployment);
+      const start = timeParam(req.query.start_time, 'start_time') ?? Date.now() - DAY;
+      const end = timeParam(req.query.end_time, 'end_time');
+      const s = journal.stats({ deployment: req.query.deployment, deployments: visible, start_ms: start, end_ms: end });
+      return { since: new Date(start).toISOString(), until: end === undefined ? null : new Date(end).toISOString(), ...s };
+    },
+  });
+
+  ctx.route({
+    method: 'GET', path: '/traffic/unknown-domains', permission: 'traffic:read', operationId: 'traffic.unknownDomains', tag: 'traffic',
+    summary: 'Requests for host names no deployment owns, by host (default: last 7 days)',
+    query: Type.Object({
+      start_time: Type.Optional(Type.String({ maxLength: 40 })),
+      end_time: Type.Optional(Type.String({ maxLength: 40 })),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+    }),
+    response: Type.Array(Type.Object({ host: Type.String(), requests: Type.Integer(), sources: Type.Integer(), first_seen: Type.String(), last_seen: Type.String() })),
+    handler: (req) => {
+      // Unknown hosts belong to no deployment: only principals who see every deployment may read them.
+      if (visibleDeployments(req.principal)) return [];
+      const start = timeParam(req.query.start_time, 'start_time') ?? Date.now() - 7 * DAY;
+      return journal.unknownDomains({ start_ms: start, end_ms: timeParam(req.query.end_time, 'end_time') }, req.query.limit ?? 100)
+        .map((r) => ({ host: r.host, requests: r.requests, sources: r.sources, first_seen: new Date(r.first).toISOString(), last_seen: new Date(r.last).toISOString() }));
+    },
+  });
+
+  ctx.route({
+    method: 'POST', path: '/traffic/cleanup', permission: 'traffic:write', operationId: 'traffic.cleanup', tag: 'traffic',
+    summary: 'Remove traffic records older than `older_than` seconds',
+    body: Type.Object({ older_than: Type.Integer({ minimum: 0, description: 'seconds' }) }),
+    response: Type.Object({ deleted: Type.Integer() }),
+    handler: (req) => ({ deleted: journal.cleanup(Date.now() - req.body.older_than * 1000) }),
+  });
+
+  ctx.route({
+    method: 'GET', path: '/deployments/:name/traffic', permission: 'traffic:read', operationId: 'traffic.deployment', tag: 'traffic',
+    summary: "A deployment's traffic statistics since a time (`since`: 15m, 24h, 7d or RFC 3339; default 24h)",
+    deployment: 'name', params: Type.Object({ name: deploymentName() }),
+    query: Type.Object({ since: Type.Optional(Type.String({ maxLength: 40 })) }),
+    response: Type.Object({
+      deployment: Type.String(), since: Type.String(), requests: Type.Integer(), bytes: Type.Integer(), status: StatusGroups,
+      p50_ms: Nullable(Type.Number()), p95_ms: Nullable(Type.Number()),
+      top_paths: Type.Array(Type.Object({ path: Type.String(), requests: Type.Integer() })),
+      top_sources: Type.Array(Type.Object({ source_ip: Type.String(), requests: Type.Integer() })),
+    }),
+    handler: (req) => {
+      const name = req.params.name;
+      if (!rt.deployments().get(name)) throw errors.notFound(`deployment '${name}' not found`);
+      const since = sinceParam(req.query.since, DAY);
+      const s = journal.stats({ deployment: name, start_ms: since });
+      const row = s.deployments[0];
+      const top = (col: string) => journal.db.prepare(`SELECT ${col} AS k, COUNT(*) AS n FROM traffic WHERE deployment = ? AND time_ms >= ? GROUP BY ${col} ORDER BY n DESC LIMIT 10`).all(name, since) as { k: string; n: number }[];
+      return {
+        deployment: name, since: new Date(since).toISOString(),
+        requests: row?.requests ?? 0, bytes: row?.bytes ?? 0, status: row?.status ?? { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 },
+        p50_ms: row?.p50_ms ?? null, p95_ms: row?.p95_ms ?? null,
+        top_paths: top('path').map((r) => ({ path: r.k, requests: r.n })),
+        top_sources: top('source_ip').map((r) => ({ source_ip: r.k, requests: r.n })),
+      };
+    },
+  });
+}
