@@ -8,6 +8,7 @@ import { coreServices, definePlugin, deploymentsService, dockerService, Type } f
 import { DeploymentManager } from './manager.js';
 import { StateCache } from './state.js';
 import { deploymentRoutes } from './routes/deployments.js';
+import { logRoutes } from './routes/logs.js';
 
 let manager: DeploymentManager | null = null;
 let cache: StateCache | null = null;
@@ -51,6 +52,7 @@ export default definePlugin({
     });
     ctx.services.provide(deploymentsService, manager);
     deploymentRoutes(ctx, manager);
+    logRoutes(ctx, manager, { builtin: () => [] });
     const m = manager;
     const c = cache;
     starters.push(async () => {

@@ -1,0 +1,108 @@
+/**
+ * Log files read from the end: the last N (matching) lines without reading the whole file, and following
+ * appended lines (truncation and rotation restart from the beginning of the new file).
+ */
+import { watch, type FSWatcher } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
+
+const CHUNK = 64 * 1024;
+/** A filter that matches nothing must not scan a huge file forever. */
+const MAX_SCAN = 512 * 1024 * 1024;
+
+/** The last `count` lines (0 = all) containing `filter`, oldest first. */
+export async function readLastLines(path: string, count: number, filter?: string): Promise<string[]> {
+  const fh = await open(path, 'r');
+  try {
+    const { size } = await fh.stat();
+    const out: string[] = [];
+    let position = size;
+    let carry = Buffer.alloc(0);
+    let scanned = 0;
+    let first = true;
+    while (position > 0 && (count === 0 || out.length < count) && scanned < MAX_SCAN) {
+      const length = Math.min(CHUNK, position);
+      position -= length;
+      const buf = Buffer.alloc(length);
+      await fh.read(buf, 0, length, position);
+      scanned += length;
+      let data = carry.length ? Buffer.concat([buf, carry]) : buf;
+      // Everything before the first newline may continue in the previous chunk: keep it for the next round.
+      const nl = data.indexOf(0x0a);
+      if (nl === -1 && position > 0) {
+        carry = data;
+        continue;
+      }
+      const head = position > 0 ? data.subarray(0, nl + 1) : Buffer.alloc(0);
+      carry = position > 0 ? Buffer.from(head.subarray(0, head.length - 1)) : Buffer.alloc(0);
+      data = position > 0 ? data.subarray(nl + 1) : data;
+      const lines = data.toString('utf8').split('\n');
+      if (first) {
+        if (lines[lines.length - 1] === '') lines.pop();
+        first = false;
+      }
+      for (let i = lines.length - 1; i >= 0 && (count === 0 || out.length < count); i--) {
+        const line = lines[i]!.replace(/\r$/, '');
+        if (!filter || line.includes(filter)) out.push(line);
+      }
+    }
+    return out.reverse();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Calls `onLine` for every line appended after the call, until `signal` aborts. */
+export async function followFile(path: string, onLine: (line: string) => void | Promise<void>, signal: AbortSignal, filter?: string): Promise<void> {
+  let offset = (await stat(path)).size;
+  let partial = '';
+  let busy = false;
+  let pending = false;
+  let watcher: FSWatcher | null = null;
+  const read = async () => {
+    if (busy) {
+      pending = true;
+      return;
+    }
+    busy = true;
+    try {
+      do {
+        pending = false;
+        const size = (await stat(path).catch(() => ({ size: offset }))).size;
+        if (size < offset) {
+          offset = 0;
+          partial = '';
+        }
+        if (size === offset) continue;
+        const fh = await open(path, 'r');
+        try {
+          while (offset < size && !signal.aborted) {
+            const buf = Buffer.alloc(Math.min(CHUNK, size - offset));
+            const { bytesRead } = await fh.read(buf, 0, buf.length, offset);
+            if (bytesRead === 0) break;
+            offset += bytesRead;
+            const lines = (partial + buf.subarray(0, bytesRead).toString('utf8')).split('\n');
+            partial = lines.pop()!;
+            for (const line of lines) if (!filter || line.includes(filter)) await onLine(line.replace(/\r$/, ''));
+          }
+        } finally {
+          await fh.close();
+        }
+      } while (pending && !signal.aborted);
+    } finally {
+      busy = false;
+    }
+  };
+  try {
+    watcher = watch(path, () => void read().catch(() => undefined));
+  } catch {
+    watcher = null;
+  }
+  // Polling as well: watch events are lost on some file systems and after rotation.
+  const timer = setInterval(() => void read().catch(() => undefined), 500);
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  clearInterval(timer);
+  watcher?.close();
+}

@@ -1,0 +1,51 @@
+/** Reading deployment logs: container output merged across services by time, or a file source from its end. */
+import { errors, type ContainerSummary, type DockerService, type LogLine } from '@agent/sdk';
+
+export interface DeploymentLogLine {
+  service: string | null;
+  container: string | null;
+  stream: 'stdout' | 'stderr' | 'file';
+  time: string | null;
+  text: string;
+}
+
+/** RFC 3339 with a fraction of varying length → a key that sorts in time order. */
+export const timeKey = (time: string | null): string => {
+  if (!time) return '';
+  const m = /^(.*?)(?:\.(\d+))?Z$/.exec(time);
+  return m ? `${m[1]}.${(m[2] ?? '').padEnd(9, '0')}` : time;
+};
+
+export function pickContainers(containers: ContainerSummary[], service: string | undefined, running = false): ContainerSummary[] {
+  const list = containers.filter((c) => (!service || c.service === service) && (!running || c.state === 'running'));
+  return list.sort((a, b) => (a.service ?? '').localeCompare(b.service ?? ''));
+}
+
+async function collect(docker: DockerService, c: ContainerSummary, tail: number, filter?: string): Promise<DeploymentLogLine[]> {
+  const out: DeploymentLogLine[] = [];
+  for await (const line of docker.containerLogs(c.id, { tail, timestamps: true }) as AsyncIterable<LogLine>) {
+    if (!filter || line.text.includes(filter)) out.push({ service: c.service, container: c.name, stream: line.stream, time: line.time, text: line.text });
+  }
+  return out;
+}
+
+/**
+ * The last `tail` lines (0 = all) of the containers' output. With a filter, the engine cannot filter for us: read
+ * 20× the tail first, then everything only if that did not find enough matching lines.
+ */
+export async function containerLogs(docker: DockerService, containers: ContainerSummary[], tail: number, filter?: string): Promise<DeploymentLogLine[]> {
+  const readAll = async (perContainer: number) => (await Promise.all(containers.map((c) => collect(docker, c, perContainer, filter)))).flat();
+  let lines: DeploymentLogLine[];
+  if (filter && tail > 0) {
+    lines = await readAll(tail * 20);
+    if (lines.length < tail) lines = await readAll(0);
+  } else lines = await readAll(tail);
+  if (containers.length > 1) lines.sort((a, b) => (timeKey(a.time) < timeKey(b.time) ? -1 : timeKey(a.time) > timeKey(b.time) ? 1 : 0));
+  return tail > 0 && lines.length > tail ? lines.slice(-tail) : lines;
+}
+
+export function assertService(services: string[], containers: ContainerSummary[], service: string | undefined): void {
+  if (service && !services.includes(service) && !containers.some((c) => c.service === service)) {
+    throw errors.notFound(`service '${service}' not found in this deployment`);
+  }
+}
