@@ -1,6 +1,7 @@
 /** `/api/openapi.json`: an OpenAPI 3.1 document generated from the registry (enabled plugins only). */
 import type { RouteRegistry, RegisteredAppRoute, RegisteredRoute, RegisteredSocket } from './registry.js';
 import { closeObjects } from './validation.js';
+import { neededLevel } from '../http/execute.js';
 import type { ResourcePolicy } from '@agent/sdk';
 
 type Json = Record<string, unknown>;
@@ -71,6 +72,7 @@ function httpOperation(route: RegisteredRoute, plans: boolean): Json {
     'x-plugin': route.plugin,
     ...(spec.deployment ? { 'x-deployment-scoped': true } : {}),
     ...(typeof spec.deployment === 'string' ? { 'x-deployment-param': spec.deployment } : {}),
+    ...(spec.deployment ? { 'x-deployment-level': neededLevel(route.permission, spec.deploymentLevel) } : {}),
     parameters: params,
     responses,
   };
@@ -97,6 +99,7 @@ function socketOperation(s: RegisteredSocket): Json {
     'x-websocket': true,
     ...(s.spec.deployment ? { 'x-deployment-scoped': true } : {}),
     ...(typeof s.spec.deployment === 'string' ? { 'x-deployment-param': s.spec.deployment } : {}),
+    ...(s.spec.deployment ? { 'x-deployment-level': neededLevel(s.permission, s.spec.deploymentLevel) } : {}),
     parameters: parameters(s.validate.params.schema, s.validate.query.schema),
     responses: { '101': { description: 'switching protocols' }, '401': errorResponse('bad token (closes with 1008)') },
   };
