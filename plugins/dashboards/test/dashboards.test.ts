@@ -1,0 +1,103 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
+
+const FIXTURE = join(import.meta.dirname, '../../notifications/test/fixture');
+const PASSWORD = 'Dashboard-Pass-1';
+
+describe('dashboards', () => {
+  let agent: TestAgent;
+  let alice: string; // operator, write on shop
+  let bob: string; // operator, write on blog
+  let vera: string; // viewer, read on shop
+
+  beforeAll(async () => {
+    agent = await startAgent({ plugins: ['dashboards', FIXTURE] });
+    const users: [string, string, Record<string, string>][] = [['alice', 'operator', { shop: 'write' }], ['bob', 'operator', { blog: 'write' }], ['vera', 'viewer', { shop: 'read' }]];
+    for (const [username, role, deployments] of users) {
+      const res = await agent.api('POST', '/test-fixture/users', { body: { username, password: PASSWORD, role, deployments } });
+      expect(res.status, res.text).toBe(201);
+    }
+    [alice, bob, vera] = await Promise.all(['alice', 'bob', 'vera'].map((u) => agent.login(u, PASSWORD)));
+  });
+  afterAll(async () => {
+    await agent?.stop();
+  });
+
+  const panel = (extra: Record<string, unknown> = {}) => ({ title: 'CPU', source: 'container', series: 'container.cpu.usage', type: 'line', width: 6, ...extra });
+
+  it('creates, reads, lists and deletes a dashboard', async () => {
+    const created = await agent.api('POST', '/dashboards', {
+      token: alice,
+      body: { name: 'Shop', panels: [panel({ deployment: 'shop' }), panel({ id: 'rps', title: 'Requests', source: 'serving', series: 'http.server.request.rate', type: 'stat', width: 12 })] },
+    });
+    expect(created.status, created.text).toBe(201);
+    const d = created.body.data;
+    expect(d).toMatchObject({ id: expect.any(String), name: 'Shop', shared: false, owner: { name: 'alice' } });
+    expect(d.panels).toEqual([
+      { id: expect.any(String), title: 'CPU', source: 'container', series: 'container.cpu.usage', deployment: 'shop', type: 'line', width: 6 },
+      { id: 'rps', title: 'Requests', source: 'serving', series: 'http.server.request.rate', type: 'stat', width: 12 },
+    ]);
+    expect((await agent.api('GET', `/dashboards/${d.id}`, { token: alice })).body.data).toEqual(d);
+    expect((await agent.api('GET', '/dashboards', { token: alice })).body.data.map((x: any) => x.id)).toEqual([d.id]);
+    // Private: other users do not see it; an admin does.
+    expect((await agent.api('GET', `/dashboards/${d.id}`, { token: bob })).status).toBe(404);
+    expect((await agent.api('GET', '/dashboards', { token: bob })).body.data).toEqual([]);
+    expect((await agent.api('GET', `/dashboards/${d.id}`)).status).toBe(200);
+    expect((await agent.api('DELETE', `/dashboards/${d.id}`, { token: bob })).status).toBe(404);
+    expect((await agent.api('DELETE', `/dashboards/${d.id}`, { token: alice })).status).toBe(200);
+    expect((await agent.api('GET', `/dashboards/${d.id}`, { token: alice })).status).toBe(404);
+  });
+
+  it('validates series, types, widths and deployments', async () => {
+    const post = (body: unknown, token = alice) => agent.api('POST', '/dashboards', { token, body });
+    const unknown = await post({ name: 'x', panels: [panel({ series: 'container.cpu.bogus' })] });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toContain('body.panels[0].series');
+    expect((await post({ name: 'x', panels: [panel({ source: 'serving' })] })).status).toBe(400);
+    expect((await post({ name: 'x', panels: [panel({ width: 13 })] })).status).toBe(400);
+    expect((await post({ name: 'x', panels: [panel({ width: 0 })] })).status).toBe(400);
+    expect((await post({ name: 'x', panels: [panel({ type: 'pie' })] })).status).toBe(400);
+    expect((await post({ name: 'x', panels: [panel({ source: 'disk' })] })).status).toBe(400);
+    expect((await post({ name: 'x', panels: [panel({ colour: 'red' })] })).status).toBe(400);
+    expect((await post({ name: 'x', panels: [panel({ id: 'a' }), panel({ id: 'a' })] })).status).toBe(400);
+    const foreign = await post({ name: 'x', panels: [panel({ deployment: 'blog' })] });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.error).toContain('body.panels[0].deployment');
+    expect((await post({ name: 'x', panels: [] }, vera)).status).toBe(403);
+    expect((await agent.api('GET', '/dashboards/not-a-uuid', { token: alice })).status).toBe(400);
+  });
+
+  it('shares a dashboard without showing panels of deployments a reader cannot access', async () => {
+    const created = await agent.api('POST', '/dashboards', {
+      body: { name: 'Everything', shared: true, panels: [panel({ id: 'shop-cpu', deployment: 'shop' }), panel({ id: 'blog-cpu', deployment: 'blog' }), panel({ id: 'all-mem', series: 'container.memory.usage' })] },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id;
+    const asVera = await agent.api('GET', `/dashboards/${id}`, { token: vera });
+    expect(asVera.status).toBe(200);
+    expect(asVera.body.data.panels.map((p: any) => p.id)).toEqual(['shop-cpu', 'all-mem']);
+    const asBob = await agent.api('GET', '/dashboards', { token: bob });
+    expect(asBob.body.data.find((d: any) => d.id === id).panels.map((p: any) => p.id)).toEqual(['blog-cpu', 'all-mem']);
+    // Shared is not owned: others cannot change or delete it.
+    expect((await agent.api('DELETE', `/dashboards/${id}`, { token: bob })).status).toBe(403);
+    const put = await agent.api('PUT', `/dashboards/${id}`, { token: alice, body: { name: 'mine now', panels: [] } });
+    expect(put.status).toBe(403);
+    // The owner (an admin) replaces it.
+    const renamed = await agent.api('PUT', `/dashboards/${id}`, { body: { name: 'Everything v2', shared: true, panels: [panel({ id: 'all-mem', series: 'container.memory.usage', width: 12 })] } });
+    expect(renamed.status, renamed.text).toBe(200);
+    expect(renamed.body.data).toMatchObject({ name: 'Everything v2', panels: [{ id: 'all-mem', width: 12 }] });
+  });
+
+  it('keeps the panels an editing owner cannot see', async () => {
+    const mine = (await agent.api('POST', '/dashboards', { token: alice, body: { name: 'Alice', panels: [panel({ id: 'shop', deployment: 'shop' })] } })).body.data;
+    const added = await agent.api('PUT', `/dashboards/${mine.id}`, { body: { name: 'Alice', panels: [panel({ id: 'shop', deployment: 'shop' }), panel({ id: 'blog', deployment: 'blog' })] } });
+    expect(added.body.data.panels.map((p: any) => p.id)).toEqual(['shop', 'blog']);
+    const edited = await agent.api('PUT', `/dashboards/${mine.id}`, { token: alice, body: { name: 'Alice 2', panels: [panel({ id: 'shop', deployment: 'shop', width: 4 })] } });
+    expect(edited.status, edited.text).toBe(200);
+    expect(edited.body.data.panels.map((p: any) => p.id)).toEqual(['shop']);
+    const asAdmin = (await agent.api('GET', `/dashboards/${mine.id}`)).body.data;
+    expect(asAdmin).toMatchObject({ name: 'Alice 2', owner: { name: 'alice' } });
+    expect(asAdmin.panels.map((p: any) => `${p.id}:${p.width}`)).toEqual(['shop:4', 'blog:6']);
+  });
+});
