@@ -1,2 +1,116 @@
-import { definePlugin } from '@agent/sdk';
-export default definePlugin({ name: 'backups', version: '0.1.0', setup() {} });
+/**
+ * backups: streamed backups of deployments (files + database dumps in one .tar.gz with a manifest), restores,
+ * per-deployment schedules with retention, and S3 object stores (external or managed on this host).
+ */
+import { isAbsolute, join } from 'node:path';
+import {
+  definePlugin, deploymentsService, dockerService, errors, Type,
+  type BackupsService, backupsService, type DeploymentsService, type DockerService,
+} from '@agent/sdk';
+import { BackupConfigs } from './backup-configs.js';
+import { BackupService } from './backup-service.js';
+import { BackupStore } from './backup-store.js';
+import { Jobs } from './jobs.js';
+import { ManagedStores } from './s3/managed.js';
+import { StoreRegistry } from './s3/stores.js';
+import { registerBackupRoutes, checkPatterns } from './routes/backups.js';
+import { registerStoreRoutes } from './routes/object-stores.js';
+
+let shutdown: (() => Promise<void>) | null = null;
+let starter: (() => Promise<void>) | null = null;
+
+export default definePlugin({
+  name: 'backups',
+  version: '0.1.0',
+  description: 'Backups, restores, backup schedules and S3 object stores',
+  config: Type.Object({
+    backups: Type.Object({
+      directory: Type.String({ default: '', description: 'where archives are kept (default <data>/plugins/backups/archives)' }),
+      compression_level: Type.Integer({ minimum: 1, maximum: 9, default: 6, description: 'gzip level' }),
+      restore_ready_timeout: Type.Integer({ minimum: 5, maximum: 3600, default: 120, description: 'seconds to wait for a database service during a restore' }),
+    }, { default: {} }),
+  }),
+  resources: {
+    backups: { description: 'backups, restores, backup jobs and backup configurations', operator: 'write', viewer: 'read' },
+    'object-stores': { description: 'S3 object stores, their buckets and objects', operator: 'write', viewer: 'read' },
+  },
+  optional: [deploymentsService, dockerService],
+  provides: [backupsService],
+
+  async setup(ctx) {
+    const cfg = ctx.config.backups;
+    const archiveDir = cfg.directory ? (isAbsolute(cfg.directory) ? cfg.directory : join(ctx.agent.dataDir, cfg.directory)) : join(ctx.dataDir, 'archives');
+    const need = <T>(ref: typeof deploymentsService | typeof dockerService, what: string) => (): T => {
+      const svc = ctx.services.optional(ref as never) as T | undefined;
+      if (!svc) throw errors.unavailable(`the ${what} service is not available (enable the deployments and docker plugins)`, 'SERVICE_UNAVAILABLE');
+      return svc;
+    };
+    const services = { deployments: need<DeploymentsService>(deploymentsService, 'deployments'), docker: need<DockerService>(dockerService, 'docker') };
+    const deploymentExists = (name: string) => !!ctx.services.optional(deploymentsService)?.get(name);
+
+    const db = ctx.store.journal();
+    const jobs = new Jobs(db, ctx.log);
+    const store = new BackupStore(db);
+    const stores = await StoreRegistry.open(ctx.store);
+    const service = new BackupService(
+      services, store, jobs, stores,
+      { archiveDir, compressionLevel: cfg.compression_level, readyTimeoutMs: cfg.restore_ready_timeout * 1000 },
+      ctx.log, (event, payload) => ctx.events.emit(event, payload),
+    );
+    const managed = new ManagedStores({ stores, ...services, packageDir: ctx.packageDir, workDir: ctx.dataDir, log: ctx.log });
+
+    /** Runs a backup job to its end (scheduled backups and scheduler tasks wait for the result). */
+    const backupAndWait = async (input: Parameters<BackupsService['backup']>[0], output?: (line: string) => void) => {
+      const config = configs.get(input.deployment);
+      const exclude = input.exclude_patterns ?? config.exclude_patterns;
+      checkPatterns(exclude);
+      const job = service.startBackup({
+        deployment: input.deployment, include_files: true, include_database: input.include_database ?? config.include_database,
+        exclude_patterns: exclude, description: input.description ?? '', destination: input.destination ?? config.destination,
+        trigger: input.trigger ?? 'task', created_by: input.created_by ?? null, retention: input.retention,
+      });
+      output?.(`backup job ${job.id} queued`);
+      const done = await jobs.wait(job.id);
+      if (done.status === 'failed') throw new Error(`backup of '${input.deployment}' failed: ${done.error}`);
+      const result = done.result ?? {};
+      output?.(`backup ${String(result.backup_id)} completed (${String(result.size)} bytes)`);
+      if (Array.isArray(result.pruned) && result.pruned.length) output?.(`retention pruned ${result.pruned.join(', ')}`);
+      return { job_id: done.id, backup_id: String(result.backup_id), size: Number(result.size) };
+    };
+
+    const configs = await BackupConfigs.open(ctx.store, ctx.scheduler, ctx.log, async (deployment, config, output) => {
+      if (!deploymentExists(deployment)) throw new Error(`deployment '${deployment}' no longer exists`);
+      await backupAndWait({
+        deployment, include_database: config.include_database, exclude_patterns: config.exclude_patterns,
+        destination: config.destination, trigger: 'scheduled', retention: config.retention, description: 'scheduled backup',
+      }, output);
+    });
+
+    ctx.services.provide(backupsService, {
+      backup: (input) => backupAndWait(input),
+      list: (deployment) => service.list(deployment).map((b) => ({ id: b.id, deployment: b.deployment, size: b.size, created_at: b.created_at })),
+    });
+
+    registerBackupRoutes(ctx, { service, jobs, configs, stores, archiveDir, deploymentExists });
+    registerStoreRoutes(ctx, { stores, jobs, managed, deploymentExists });
+
+    ctx.events.on('deployment.deleted', async ({ name }) => {
+      // Its schedule stops; its backups stay (they are how it comes back).
+      await configs.remove(name);
+    });
+    const reconnect = async ({ name }: { name: string }) => {
+      if (ctx.services.optional(dockerService)) await managed.reconnect(name);
+    };
+    ctx.events.on('deployment.started', reconnect);
+    ctx.events.on('deployment.updated', reconnect);
+
+    starter = () => service.cleanLeftovers();
+    shutdown = () => jobs.close();
+  },
+  async start() {
+    await starter?.();
+  },
+  async stop() {
+    await shutdown?.();
+  },
+});

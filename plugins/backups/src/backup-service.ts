@@ -1,0 +1,435 @@
+/**
+ * Backups and restores of deployments: what runs inside the jobs. A backup streams the deployment folder and
+ * database dumps into one archive, then uploads it to its destination. A restore verifies the whole archive
+ * (extracting files to a staging folder) before it touches the target, and puts the target back as it was
+ * when anything fails.
+ */
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { lstat, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { errors, type DeploymentsService, type DockerService, type Logger, type Principal } from '@agent/sdk';
+import { databaseDump, hashFile, verifyArchive, writeBackupArchive, ArchiveError, type DatabaseComponent, type DumpSource, type Manifest } from './archive/backup-archive.js';
+import { excludeMatcher } from './archive/paths.js';
+import { backupView, type BackupRecord, type BackupStore, type BackupView } from './backup-store.js';
+import { DatabaseTools, type DatabaseService } from './databases.js';
+import { newId, type JobContext, type Jobs, type JobView } from './jobs.js';
+import type { StoreRegistry } from './s3/stores.js';
+
+export interface BackupRequest {
+  deployment: string;
+  include_files: boolean;
+  include_database: boolean;
+  exclude_patterns: string[];
+  description: string;
+  destination: string;
+  trigger: 'manual' | 'scheduled' | 'task';
+  created_by: string | null;
+  /** Keep at most this many backups of the deployment afterwards (0 = no pruning). */
+  retention?: number;
+}
+
+export interface RestoreRequest {
+  backup_id: string;
+  target_name: string;
+  restore_files: boolean;
+  restore_database: boolean;
+  auto_start: boolean;
+  principal: Principal | null;
+  created_by: string | null;
+}
+
+export interface ServiceOptions {
+  archiveDir: string;
+  compressionLevel: number;
+  readyTimeoutMs: number;
+}
+
+export class BackupService {
+  constructor(
+    private readonly services: { deployments(): DeploymentsService; docker(): DockerService },
+    private readonly store: BackupStore,
+    private readonly jobs: Jobs,
+    private readonly stores: StoreRegistry,
+    private readonly options: ServiceOptions,
+    private readonly log: Logger,
+    private readonly emit: (event: 'backup.finished' | 'restore.finished', payload: { id: string; deployment: string; success: boolean; error?: string }) => void,
+  ) {}
+
+  private get deployments(): DeploymentsService {
+    return this.services.deployments();
+  }
+
+  private get docker(): DockerService {
+    return this.services.docker();
+  }
+
+  private get dbTools(): DatabaseTools {
+    return new DatabaseTools(this.docker, this.deployments);
+  }
+
+  archivePath(id: string): string {
+    return join(this.options.archiveDir, `${id}.tar.gz`);
+  }
+
+  private tmpDir(): string {
+    return join(this.options.archiveDir, 'tmp');
+  }
+
+  /** Removes archives left half-written by a crash (never listed: they were not recorded). */
+  async cleanLeftovers(): Promise<void> {
+    await mkdir(this.options.archiveDir, { recursive: true, mode: 0o700 });
+    for (const name of await readdir(this.options.archiveDir)) {
+      if (name.endsWith('.partial')) await rm(join(this.options.archiveDir, name), { force: true });
+    }
+    await rm(this.tmpDir(), { recursive: true, force: true });
+  }
+
+  private deployment(name: string) {
+    const info = this.deployments.get(name);
+    if (!info) throw errors.notFound(`deployment '${name}' not found`);
+    return info;
+  }
+
+  private assertIdle(deployment: string): void {
+    const busy = this.jobs.busy(deployment);
+    if (busy) throw errors.conflict(`a ${busy.type} job (${busy.id}) is already ${busy.status} for deployment '${deployment}'`, 'JOB_IN_PROGRESS');
+  }
+
+  /** Queues a backup; validation errors are thrown before anything is queued. */
+  startBackup(req: BackupRequest): JobView {
+    this.deployment(req.deployment);
+    if (!req.include_files && !req.include_database) throw errors.badRequest('body: include_files and include_database are both false: nothing to back up');
+    if (req.destination !== 'local') this.stores.get(req.destination);
+    this.assertIdle(req.deployment);
+    return this.jobs.submit({
+      type: 'backup', deployment: req.deployment, trigger: req.trigger, created_by: req.created_by,
+      run: (ctx) => this.runBackup(req, ctx),
+    });
+  }
+
+  private async runBackup(req: BackupRequest, ctx: JobContext): Promise<Record<string, unknown>> {
+    const started = Date.now();
+    const id = newId('bkp');
+    try {
+      const info = this.deployment(req.deployment);
+      const dumps: DumpSource[] = [];
+      if (req.include_database) {
+        ctx.progress({ step: 'finding databases' });
+        for (const { service, engine } of await this.dbTools.declared(req.deployment)) {
+          const db = await this.dbTools.resolve(req.deployment, service, engine);
+          if (!db) throw new Error(`database service '${service}' is not running: start the deployment or back up without include_database`);
+          dumps.push(this.dbTools.dumpSource(db, await this.dbTools.databases(db), ctx.signal));
+        }
+      }
+      const rel = (abs: string) => (abs && dirname(abs) === info.path ? abs.slice(info.path.length + 1) : null);
+      const written = await writeBackupArchive({
+        folder: info.path, includeFiles: req.include_files, exclude: req.exclude_patterns, dumps,
+        meta: { id, deployment: req.deployment, created_at: new Date().toISOString(), description: req.description, compose_file: rel(info.compose_file), env_file: rel(info.env_file) },
+        output: this.archivePath(id), level: this.options.compressionLevel, signal: ctx.signal,
+        onProgress: (p) => ctx.progress({ step: p.step, bytes: p.bytes }),
+      });
+      let record: BackupRecord = {
+        id, deployment: req.deployment, description: req.description, status: 'completed', size: written.size, sha256: written.sha256,
+        include_files: req.include_files, include_database: req.include_database, exclude_patterns: req.exclude_patterns,
+        components: written.manifest.components.map((c) => ({ ...c })), warnings: written.manifest.warnings,
+        destination: req.destination, remote: null, upload_error: null, trigger: req.trigger, created_by: req.created_by,
+        created_at: written.manifest.created_at, duration_ms: 0, file: `${id}.tar.gz`, manifest: written.manifest,
+      };
+      if (req.destination !== 'local') {
+        ctx.progress({ step: `uploading to ${req.destination}` });
+        record = await this.upload(record, req.destination, ctx.signal);
+      }
+      record.duration_ms = Date.now() - started;
+      this.store.insert(record);
+      let pruned: string[] = [];
+      if (req.retention && req.retention > 0) pruned = await this.prune(req.deployment, req.retention);
+      this.emit('backup.finished', { id, deployment: req.deployment, success: true });
+      return { backup_id: id, size: record.size, sha256: record.sha256, pruned, upload_error: record.upload_error };
+    } catch (err) {
+      await rm(this.archivePath(id), { force: true });
+      this.emit('backup.finished', { id, deployment: req.deployment, success: false, error: (err as Error).message });
+      throw err;
+    }
+  }
+
+  /** Uploads the archive; a failed upload keeps the local backup and records why. */
+  private async upload(record: BackupRecord, storeName: string, signal?: AbortSignal): Promise<BackupRecord> {
+    const store = this.stores.get(storeName);
+    const client = this.stores.client(storeName);
+    const key = `${store.prefix}${record.deployment}/${record.id}.tar.gz`;
+    try {
+      if (!(await client.bucketExists(store.bucket))) await client.createBucket(store.bucket);
+      await client.upload(store.bucket, key, createReadStream(this.archivePath(record.id)), {
+        length: record.size, contentType: 'application/gzip', metadata: { sha256: record.sha256 }, signal,
+      });
+      return { ...record, remote: { store: storeName, bucket: store.bucket, key } };
+    } catch (err) {
+      this.log.warn('backup upload failed', { backup: record.id, store: storeName, error: (err as Error).message });
+      return { ...record, upload_error: (err as Error).message };
+    } finally {
+      client.destroy();
+    }
+  }
+
+  /** Deletes the oldest backups of a deployment beyond `keep`; returns their ids. */
+  async prune(deployment: string, keep: number): Promise<string[]> {
+    const all = this.store.list(deployment);
+    const doomed = all.slice(keep);
+    for (const b of doomed) await this.delete(b.id);
+    return doomed.map((b) => b.id);
+  }
+
+  list(deployment?: string): BackupView[] {
+    return this.store.list(deployment).map(backupView);
+  }
+
+  get(id: string): BackupRecord {
+    const b = this.store.get(id);
+    if (!b) throw errors.notFound(`backup '${id}' not found`, 'BACKUP_NOT_FOUND');
+    return b;
+  }
+
+  /** Removes the record, the local archive and the uploaded copy (a missing remote copy is not an error). */
+  async delete(id: string): Promise<void> {
+    const b = this.get(id);
+    if (b.remote && this.stores.find(b.remote.store)) {
+      const client = this.stores.client(b.remote.store);
+      try {
+        await client.deleteObject(b.remote.bucket, b.remote.key);
+      } catch (err) {
+        this.log.warn('could not delete the uploaded copy', { backup: id, error: (err as Error).message });
+      } finally {
+        client.destroy();
+      }
+    }
+    await rm(this.archivePath(id), { force: true });
+    this.store.delete(id);
+  }
+
+  /** The local archive, fetched back from its object store when only the remote copy is left. */
+  private async localArchive(b: BackupRecord, signal?: AbortSignal): Promise<{ path: string; temporary: boolean }> {
+    const path = this.archivePath(b.id);
+    if (existsSync(path)) return { path, temporary: false };
+    if (!b.remote) throw new ArchiveError(`the archive of backup '${b.id}' is missing`);
+    await mkdir(this.tmpDir(), { recursive: true, mode: 0o700 });
+    const tmp = join(this.tmpDir(), `${b.id}.${Date.now()}.tar.gz`);
+    const client = this.stores.client(b.remote.store);
+    try {
+      const got = await client.download(b.remote.bucket, b.remote.key, signal);
+      await pipeline(got.body, createWriteStream(tmp, { mode: 0o600 }));
+    } finally {
+      client.destroy();
+    }
+    return { path: tmp, temporary: true };
+  }
+
+  /**
+   * Quick synchronous checks before a restore is queued: the archive is there and its SHA-256 is the recorded
+   * one (a corrupted archive is refused with 422 before anything happens).
+   */
+  async precheckRestore(req: RestoreRequest): Promise<BackupRecord> {
+    const b = this.get(req.backup_id);
+    if (!req.restore_files && !req.restore_database) throw errors.badRequest('body: restore_files and restore_database are both false: nothing to restore');
+    if (req.restore_database && !b.components.some((c) => c.type === 'database')) {
+      throw errors.badRequest(`body.restore_database: backup '${b.id}' holds no database dump`);
+    }
+    if (req.restore_files && !b.include_files) throw errors.badRequest(`body.restore_files: backup '${b.id}' holds no files`);
+    const exists = !!this.deployments.get(req.target_name);
+    if (!exists && !req.restore_files) throw errors.badRequest('body.restore_files: restoring into a new deployment needs the files');
+    this.assertIdle(req.target_name);
+    const path = this.archivePath(b.id);
+    if (existsSync(path)) {
+      const actual = await hashFile(path);
+      if (actual.size !== b.size || actual.sha256 !== b.sha256) {
+        throw new ArchiveError(`the archive of backup '${b.id}' is corrupted (its SHA-256 does not match the one recorded)`);
+      }
+    } else if (!b.remote) throw errors.conflict(`the archive of backup '${b.id}' is missing`, 'BACKUP_ARCHIVE_MISSING');
+    return b;
+  }
+
+  startRestore(req: RestoreRequest): JobView {
+    return this.jobs.submit({
+      type: 'restore', deployment: req.target_name, backup_id: req.backup_id, trigger: 'manual', created_by: req.created_by,
+      run: (ctx) => this.runRestore(req, ctx),
+    });
+  }
+
+  private async runRestore(req: RestoreRequest, ctx: JobContext): Promise<Record<string, unknown>> {
+    const b = this.get(req.backup_id);
+    const undo: (() => Promise<void>)[] = [];
+    const cleanup: (() => Promise<void>)[] = [];
+    const target = req.target_name;
+    let archive: { path: string; temporary: boolean } | null = null;
+    try {
+      ctx.progress({ step: 'fetching archive' });
+      archive = await this.localArchive(b, ctx.signal);
+      if (archive.temporary) {
+        const got = await hashFile(archive.path, ctx.signal);
+        if (got.sha256 !== b.sha256) throw new ArchiveError(`the downloaded archive of backup '${b.id}' does not match its SHA-256`);
+        cleanup.push(() => rm(archive!.path, { force: true }));
+      }
+
+      // 1. Verify everything (files extracted to a staging folder next to the deployments) before touching the target.
+      ctx.progress({ step: 'verifying archive', total_bytes: b.components.reduce((n, c) => n + c.size, 0) });
+      const root = this.deployments.root();
+      const staging = req.restore_files ? join(root, `.restore-${ctx.id}`) : undefined;
+      if (staging) cleanup.push(() => rm(staging, { recursive: true, force: true }));
+      let manifest: Manifest;
+      try {
+        manifest = await verifyArchive(archive.path, { extractTo: staging, signal: ctx.signal, onProgress: (p) => ctx.progress({ bytes: p.bytes }) });
+      } catch (err) {
+        throw err instanceof ArchiveError ? new Error(`${err.message}; nothing was changed`) : err;
+      }
+
+      // 2. The target: an existing deployment, or a new one created from the archive's compose file.
+      let existing = this.deployments.get(target);
+      const created = !existing;
+      let wasRunning = false;
+      if (!existing) {
+        if (!staging || !manifest.compose_file) throw new Error('the backup has no compose file: it cannot create a new deployment');
+        ctx.progress({ step: `creating deployment ${target}` });
+        const compose = await readFile(join(staging, manifest.compose_file), 'utf8');
+        await this.deployments.create({ name: target, compose_content: compose, auto_start: false }, req.principal);
+        undo.push(() => this.deployments.remove(target, { remove_files: true }));
+        existing = this.deployments.get(target)!;
+      } else {
+        wasRunning = existing.status === 'running' || existing.status === 'partial';
+        ctx.progress({ step: `stopping ${target}` });
+        await this.deployments.stop(target);
+        // Rolled back last: the target ends as it was, running or stopped.
+        undo.push(async () => {
+          if (wasRunning) await this.deployments.start(target);
+          else await this.deployments.stop(target);
+        });
+      }
+      const folder = existing.path;
+
+      // 3. Files: swap the staged folder in (same filesystem: renames), keeping what the backup had excluded.
+      if (staging) {
+        ctx.progress({ step: 'restoring files' });
+        await this.carryOverExcluded(folder, staging, manifest.exclude_patterns);
+        const old = join(root, `.restore-${ctx.id}-previous`);
+        await rename(folder, old);
+        try {
+          await rename(staging, folder);
+        } catch (err) {
+          await rename(old, folder);
+          throw err;
+        }
+        undo.push(async () => {
+          await rm(folder, { recursive: true, force: true });
+          await rename(old, folder);
+          await this.deployments.refresh(target).catch(() => undefined);
+        });
+        cleanup.push(() => rm(old, { recursive: true, force: true }));
+        await this.deployments.refresh(target);
+      }
+
+      // 4. Databases: start only the database services, keep a safety dump, load the backup's dump.
+      const restoredDbs: string[] = [];
+      if (req.restore_database) {
+        for (const comp of manifest.components.filter((c): c is DatabaseComponent => c.type === 'database')) {
+          ctx.progress({ step: `restoring database ${comp.service}` });
+          const db = await this.startDatabase(target, comp, ctx.signal);
+          const safety = created ? null : await this.safetyDump(db, ctx);
+          if (safety) {
+            cleanup.push(() => rm(safety, { force: true }));
+            undo.push(async () => {
+              const again = await this.startDatabase(target, comp);
+              await this.dbTools.loadFile(again, safety);
+            });
+          }
+          await this.dbTools.load(db, databaseDump(archive.path, comp), ctx.signal);
+          restoredDbs.push(comp.service);
+        }
+      }
+
+      // 5. Start (or leave stopped).
+      if (req.auto_start) {
+        ctx.progress({ step: `starting ${target}` });
+        await this.deployments.start(target);
+      } else if (restoredDbs.length) await this.deployments.stop(target);
+      this.emit('restore.finished', { id: b.id, deployment: target, success: true });
+      return { backup_id: b.id, target, restored_files: !!staging, restored_databases: restoredDbs, warnings: manifest.warnings };
+    } catch (err) {
+      // Put the target back as it was, newest change first.
+      ctx.progress({ step: 'rolling back' });
+      for (const step of undo.reverse()) {
+        try {
+          await step();
+        } catch (rollbackError) {
+          this.log.error('restore rollback step failed', { target, error: (rollbackError as Error).message });
+        }
+      }
+      this.emit('restore.finished', { id: b.id, deployment: target, success: false, error: (err as Error).message });
+      throw err;
+    } finally {
+      for (const step of cleanup) await step().catch(() => undefined);
+    }
+  }
+
+  /** Moves files the backup had excluded from the current folder into the staged one (restores keep them). */
+  private async carryOverExcluded(folder: string, staging: string, patterns: string[]): Promise<void> {
+    if (!patterns.length) return;
+    const excluded = excludeMatcher(patterns);
+    const walk = async (rel: string): Promise<void> => {
+      for (const name of await readdir(join(folder, rel)).catch(() => [] as string[])) {
+        const childRel = rel ? `${rel}/${name}` : name;
+        const abs = join(folder, childRel);
+        const st = await lstat(abs);
+        if (excluded(childRel)) {
+          const dest = join(staging, childRel);
+          if (existsSync(dest)) continue;
+          await mkdir(dirname(dest), { recursive: true });
+          // Copy, so a rollback finds the current folder untouched.
+          await this.copy(abs, dest);
+        } else if (st.isDirectory()) await walk(childRel);
+      }
+    };
+    await walk('');
+  }
+
+  private async copy(src: string, dest: string): Promise<void> {
+    const { cp } = await import('node:fs/promises');
+    await cp(src, dest, { recursive: true, verbatimSymlinks: true, preserveTimestamps: true });
+  }
+
+  /** Starts one database service of a deployment (compose up of that service) and waits until it answers. */
+  private async startDatabase(deployment: string, comp: DatabaseComponent, signal?: AbortSignal): Promise<DatabaseService> {
+    const info = this.deployment(deployment);
+    const declared = await this.dbTools.declared(deployment);
+    const match = declared.find((d) => d.service === comp.service);
+    if (!match) throw new Error(`deployment '${deployment}' has no database service '${comp.service}' to restore into`);
+    if (match.engine !== comp.engine) throw new Error(`service '${comp.service}' is ${match.engine}, the dump is ${comp.engine}`);
+    let db = await this.dbTools.resolve(deployment, comp.service, comp.engine);
+    if (!db) {
+      const r = await this.docker.compose.run(deployment, info.path, ['up', '-d', comp.service], { signal });
+      if (r.exit_code !== 0) throw new Error(`starting service '${comp.service}' failed: ${r.output.slice(-500)}`);
+      db = await this.dbTools.resolve(deployment, comp.service, comp.engine);
+      if (!db) throw new Error(`service '${comp.service}' did not start`);
+    }
+    await this.dbTools.waitReady(db, this.options.readyTimeoutMs, signal);
+    return db;
+  }
+
+  /** Dumps the target's current databases to a file so a failed restore can put them back. */
+  private async safetyDump(db: DatabaseService, ctx: JobContext): Promise<string | null> {
+    const databases = await this.dbTools.databases(db);
+    if (!databases.length) return null;
+    await mkdir(this.tmpDir(), { recursive: true, mode: 0o700 });
+    const path = join(this.tmpDir(), `safety-${ctx.id}-${db.service}.sql`);
+    const run = await this.dbTools.dumpSource(db, databases, ctx.signal).open();
+    await pipeline(run.stdout, createWriteStream(path, { mode: 0o600 }));
+    await run.finish();
+    return path;
+  }
+
+  async archiveSize(id: string): Promise<number | null> {
+    try {
+      return (await stat(this.archivePath(id))).size;
+    } catch {
+      return null;
+    }
+  }
+}
