@@ -1,0 +1,104 @@
+/** `login`, `logout` and `profiles`: named connections stored 0600 in the user's config folder. */
+import { Command } from 'commander';
+import { AgentClient, DEFAULT_PROFILE, checkProfileName, loadDescription, normaliseUrl, type Profile } from '../../client/index.js';
+import { UsageError, type CliContext } from '../context.js';
+import { ask, readLine } from '../io.js';
+import { renderTable } from '../render.js';
+
+interface LoginOptions {
+  username?: string;
+  passwordStdin?: boolean;
+  apiKey?: string;
+  apiKeyStdin?: boolean;
+}
+
+async function login(ctx: CliContext, opts: LoginOptions): Promise<void> {
+  const { io, globals } = ctx;
+  const file = ctx.store.read();
+  const name = checkProfileName(globals.profile ?? io.env.AGENTCTL_PROFILE ?? file.current ?? DEFAULT_PROFILE);
+  const existing = file.profiles[name];
+  const rawUrl = globals.url ?? io.env.AGENTCTL_URL ?? existing?.url;
+  if (!rawUrl) throw new UsageError('which agent? pass --url https://agent.example.com');
+  const url = normaliseUrl(rawUrl);
+  const client = new AgentClient({ url, userAgent: `agentctl/${ctx.version}` });
+  const ways = [opts.username !== undefined || opts.passwordStdin, opts.apiKey !== undefined || opts.apiKeyStdin, globals.token !== undefined].filter(Boolean).length;
+  if (ways > 1) throw new UsageError('use one of --username, --api-key or --token');
+
+  let profile: Omit<Profile, 'saved_at'>;
+  let who: string;
+  if (globals.token !== undefined) {
+    // A token obtained elsewhere (CI): check it, then keep it.
+    client.token = globals.token;
+    const check = await client.call<{ principal: { name: string; type: string } }>('GET', '/auth/validate');
+    profile = { url, token: globals.token, auth: 'token' };
+    who = `${check.data.principal.name} (${check.data.principal.type})`;
+  } else if (opts.apiKey !== undefined || opts.apiKeyStdin) {
+    const apiKey = opts.apiKeyStdin ? (await readLine(io.stdin)).trim() : opts.apiKey!;
+    if (!apiKey) throw new UsageError('empty API key');
+    const result = await client.login({ apiKey });
+    // The key itself is kept (it outlives the short-lived token it was exchanged for).
+    profile = { url, token: apiKey, auth: 'api_key' };
+    who = `API key '${result.api_key?.name ?? '?'}'`;
+  } else {
+    let username = opts.username ?? existing?.username;
+    if (!username) {
+      if (!io.stdin.isTTY) throw new UsageError('pass --username (or --api-key); no terminal to ask on');
+      username = (await ask(io, 'Username: ', false)).trim();
+    }
+    const password = opts.passwordStdin || !io.stdin.isTTY ? await readLine(io.stdin) : await ask(io, `Password for ${username}: `, true);
+    if (!password) throw new UsageError('empty password');
+    const result = await client.login({ username, password });
+    profile = { url, token: result.token, auth: 'password', username, expires_at: result.expires_at };
+    who = username;
+  }
+  ctx.store.save(name, profile);
+  ctx.print(`Logged in to ${url} as ${who}; saved as profile '${name}' in ${ctx.store.path}.`);
+  if (profile.expires_at) ctx.print(ctx.out.dim(`The token is valid until ${profile.expires_at}.`));
+  // Fetch the description now, so completion and help work right away.
+  try {
+    const authed = new AgentClient({ url, token: profile.token, userAgent: `agentctl/${ctx.version}` });
+    const loaded = await loadDescription(authed, { cache: ctx.cache, refresh: true });
+    ctx.print(ctx.out.dim(`Agent version ${loaded.version}: ${loaded.description.operations.length} operations in ${loaded.description.groups().length} groups.`));
+  } catch (err) {
+    ctx.warn(`warning: could not read the agent's description: ${(err as Error).message}`);
+  }
+}
+
+export function authCommands(ctx: CliContext, run: (fn: () => Promise<void>) => Promise<void>): Command[] {
+  const loginCmd = new Command('login')
+    .description('log in to an agent and save the connection as a profile (with --url; --profile names it)')
+    .option('-u, --username <name>', 'log in with a username; the password is asked, or read from stdin')
+    .option('--password-stdin', 'read the password from stdin')
+    .option('--api-key <key>', 'log in with an API key (kept in the profile)')
+    .option('--api-key-stdin', 'read the API key from stdin')
+    .addHelpText('after', '\nThe global --token <token> saves an existing token instead.\nProfiles live in $XDG_CONFIG_HOME/agentctl/config.json (default ~/.config/agentctl), mode 0600.')
+    .action((opts: LoginOptions) => run(() => login(ctx, opts)));
+
+  const logoutCmd = new Command('logout')
+    .description('forget the saved login of a profile (the current one, or --profile)')
+    .action(() => run(async () => {
+      const name = ctx.globals.profile ?? ctx.io.env.AGENTCTL_PROFILE ?? ctx.store.read().current ?? DEFAULT_PROFILE;
+      if (!ctx.store.remove(name)) throw new UsageError(`no profile '${name}'`);
+      ctx.print(`Removed profile '${name}'.`);
+    }));
+
+  const profiles = new Command('profiles').description('list, switch and remove saved profiles');
+  profiles.command('list', { isDefault: true }).description('list profiles (* marks the current one)').action(() => run(async () => {
+    const file = ctx.store.read();
+    const rows = Object.entries(file.profiles).map(([name, p]) => ({
+      current: name === file.current ? '*' : '',
+      name, url: p.url, auth: p.auth, user: p.username ?? '', expires: p.expires_at ?? '',
+    }));
+    if (ctx.globals.json) return ctx.print(JSON.stringify(Object.fromEntries(Object.entries(file.profiles).map(([n, p]) => [n, { ...p, token: undefined }])), null, 2));
+    ctx.print(rows.length ? renderTable(rows, ctx.out) : 'No profiles yet: agentctl login --url <agent-url>');
+  }));
+  profiles.command('use').argument('<name>').description('make a profile the current one').action((name: string) => run(async () => {
+    ctx.store.use(name);
+    ctx.print(`Current profile: ${name}`);
+  }));
+  profiles.command('remove').argument('<name>').description('delete a profile').action((name: string) => run(async () => {
+    if (!ctx.store.remove(name)) throw new UsageError(`no profile '${name}'`);
+    ctx.print(`Removed profile '${name}'.`);
+  }));
+  return [loginCmd, logoutCmd, profiles];
+}

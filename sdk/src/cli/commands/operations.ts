@@ -1,0 +1,276 @@
+/**
+ * One command per operation of the live description: `agentctl <group> <operation> [path args] [options]`.
+ * Inputs are checked against the operation's schemas before anything is sent.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Command, Option } from 'commander';
+import {
+  buildBody, fillPath, kebab, parseDocument, skeletonJson, skeletonYaml, validateBody, validateParameters,
+  RequestInvalidError, type ApiDescription, type Envelope, type Operation, type PlanApplyResult,
+} from '../../client/index.js';
+import { UsageError, type CliContext } from '../context.js';
+import { operationHelp, operationUsage } from '../help.js';
+import { readAll } from '../io.js';
+import { RESERVED, isArrayParam, isBooleanParam } from '../operation-options.js';
+import { isPlan, renderPlan } from '../plan-view.js';
+import { renderData, twoColumns } from '../render.js';
+
+interface OperationOptions {
+  data?: string;
+  field?: string[];
+  query?: string[];
+  skeleton?: boolean;
+  yaml?: boolean;
+  plan?: boolean;
+  follow?: boolean;
+  output?: string;
+  dryRun?: boolean;
+  [queryParam: string]: unknown;
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** Reads the `--data` argument: `@file`, `-` (stdin) or inline JSON. */
+async function readData(ctx: CliContext, source: string): Promise<{ text: string; from: string }> {
+  if (source === '-') return { text: await readAll(ctx.io.stdin), from: 'stdin' };
+  if (source.startsWith('@')) {
+    const path = source.slice(1);
+    if (path === '-') return { text: await readAll(ctx.io.stdin), from: 'stdin' };
+    try {
+      return { text: readFileSync(resolve(ctx.io.cwd, path), 'utf8'), from: path };
+    } catch (err) {
+      throw new UsageError(`--data ${source}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+    }
+  }
+  if (/^\s*[[{]/.test(source)) return { text: source, from: '--data' };
+  throw new UsageError(`--data expects @file.json, - (stdin) or inline JSON; got '${source.slice(0, 40)}'`);
+}
+
+/** Query values from the per-parameter flags and from `-q key=value`. */
+function collectQuery(op: Operation, opts: OperationOptions, attributes: Map<string, string>): Record<string, unknown> {
+  const query: Record<string, unknown> = {};
+  for (const [attribute, name] of attributes) {
+    const value = opts[attribute];
+    if (value === undefined) continue;
+    const param = op.queryParams.find((p) => p.name === name)!;
+    query[name] = isBooleanParam(param) && value === true ? true : value;
+  }
+  for (const pair of opts.query ?? []) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new UsageError(`-q ${pair}: expected key=value`);
+    const key = pair.slice(0, eq);
+    const value = pair.slice(eq + 1);
+    const param = op.queryParams.find((p) => p.name === key);
+    if (param && isArrayParam(param)) query[key] = [...((query[key] as string[] | undefined) ?? []), value];
+    else query[key] = value;
+  }
+  return query;
+}
+
+async function requestBody(ctx: CliContext, op: Operation, opts: OperationOptions): Promise<{ body?: unknown; contentType?: string }> {
+  const fields = opts.field ?? [];
+  if (!op.body) {
+    if (op.rawBodyType && opts.data) {
+      if (!opts.data.startsWith('@') && opts.data !== '-') throw new UsageError('this operation uploads a file: --data @file (or - for stdin)');
+      const raw = opts.data === '-' ? Buffer.from(await readAll(ctx.io.stdin)) : readFileSync(resolve(ctx.io.cwd, opts.data.slice(1)));
+      return { body: raw, contentType: op.rawBodyType };
+    }
+    if (opts.data !== undefined || fields.length > 0) throw new UsageError(`${op.group} ${op.name} takes no request body (no --data / -f)`);
+    return {};
+  }
+  let data: unknown;
+  if (opts.data !== undefined) {
+    const { text, from } = await readData(ctx, opts.data);
+    try {
+      data = parseDocument(text, from);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  let body: unknown;
+  try {
+    body = buildBody(op.body, { data, fields, readFile: (p) => readFileSync(resolve(ctx.io.cwd, p), 'utf8') });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (body === undefined) {
+    const required = op.body.required ?? [];
+    if (required.length > 0) {
+      throw new RequestInvalidError([
+        `this operation needs a body with at least: ${required.join(', ')}`,
+        `give it with --data @file.json or -f key=value (template: agentctl ${op.group} ${op.name} --skeleton)`,
+      ]);
+    }
+    body = {};
+  }
+  return { body };
+}
+
+function formatStreamMessage(message: unknown): { text: string; error?: boolean } {
+  if (typeof message === 'string') return { text: message };
+  const m = (message ?? {}) as Record<string, unknown>;
+  if (m.type === 'error') return { text: `${String(m.error ?? m.message ?? 'error')}${m.code ? ` (${String(m.code)})` : ''}`, error: true };
+  const text = m.line ?? m.message ?? m.text ?? m.log;
+  if (typeof text === 'string') {
+    const prefix = m.service ?? m.container ?? m.source;
+    return { text: typeof prefix === 'string' && prefix ? `${prefix} | ${text.replace(/\n$/, '')}` : text.replace(/\n$/, '') };
+  }
+  return { text: JSON.stringify(message) };
+}
+
+async function follow(ctx: CliContext, stream: Operation, params: Record<string, unknown>, query: Record<string, unknown>): Promise<void> {
+  const client = ctx.client();
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  try {
+    await client.follow(fillPath(stream, params), {
+      query: query as Record<string, string>,
+      signal: controller.signal,
+      onReady: () => ctx.io.stderr.write(ctx.err.dim(`following ${stream.path.replace(/\{(\w+)\}/g, (_m, n: string) => String(params[n]))} (Ctrl-C to stop)\n`)),
+      onMessage: (message) => {
+        if (ctx.globals.json) return ctx.print(JSON.stringify(message));
+        const { text, error } = formatStreamMessage(message);
+        if (error) ctx.warn(ctx.err.red(text));
+        else ctx.print(text);
+      },
+    });
+  } finally {
+    process.removeListener('SIGINT', stop);
+    process.removeListener('SIGTERM', stop);
+  }
+}
+
+function printAnswer(ctx: CliContext, op: Operation, answer: Envelope, planned: boolean): void {
+  const { out } = ctx;
+  if (planned && isPlan(answer.data)) return ctx.print(renderPlan(answer.data, out));
+  if (op.id === 'plans.apply' && answer.data && typeof answer.data === 'object' && 'plan' in answer.data) {
+    const applied = answer.data as PlanApplyResult;
+    ctx.print(out.green(`Plan ${applied.plan.id} applied (${applied.plan.action}).`));
+    if (applied.result !== null && applied.result !== undefined) ctx.print(renderData(applied.result, out, ctx.width));
+    if (answer.message) ctx.print(out.dim(answer.message));
+    return;
+  }
+  if (isPlan(answer.data)) ctx.print(renderPlan(answer.data, out));
+  else {
+    const text = renderData(answer.data, out, ctx.width);
+    if (text) ctx.print(text);
+  }
+  if (answer.meta && typeof answer.meta.total === 'number') {
+    const n = Array.isArray(answer.data) ? answer.data.length : 0;
+    ctx.print(out.dim(n === 0 ? `0 of ${answer.meta.total}` : `${answer.meta.offset + 1}-${answer.meta.offset + n} of ${answer.meta.total} (--limit / --offset for more)`));
+  }
+  if (answer.message) ctx.print(out.dim(answer.message));
+}
+
+export async function runOperation(ctx: CliContext, description: ApiDescription, op: Operation, args: (string | undefined)[], opts: OperationOptions, attributes: Map<string, string>): Promise<void> {
+  if (opts.skeleton) {
+    if (!op.body) throw new UsageError(`${op.group} ${op.name} takes no request body, so there is no skeleton`);
+    ctx.print(opts.yaml ? skeletonYaml(op.body, `${op.method} ${op.path} — ${op.summary}`) : skeletonJson(op.body));
+    return;
+  }
+  if (opts.yaml) throw new UsageError('--yaml only applies to --skeleton');
+  const params: Record<string, unknown> = {};
+  op.pathParams.forEach((p, i) => {
+    if (args[i] !== undefined) params[p.name] = args[i];
+  });
+  const missing = op.pathParams.filter((p) => params[p.name] === undefined);
+  if (missing.length > 0) throw new UsageError(`missing ${missing.map((p) => `<${p.name}>`).join(' ')}\nusage: ${operationUsage(op)}`);
+  const query = collectQuery(op, opts, attributes);
+  const streamOp = op.websocket ? op : opts.follow ? description.followStreamOf(op) : undefined;
+  if (opts.follow && !streamOp) throw new UsageError(`${op.group} ${op.name} cannot be followed`);
+  if (opts.plan && !op.plan) throw new UsageError(`${op.group} ${op.name} does not support plans (the description does not mark it x-plan); it runs immediately`);
+  const { body, contentType } = await requestBody(ctx, op, opts);
+  const problems = validateParameters(streamOp ?? op, params, query);
+  if (op.body) problems.push(...validateBody(op.body, body));
+  if (problems.length > 0) throw new RequestInvalidError(problems);
+  if (opts.plan) query.plan = true;
+  const path = fillPath(streamOp ?? op, params);
+  const client = ctx.client();
+
+  if (opts.dryRun) {
+    const url = client.urlFor(path, query as Record<string, string>);
+    ctx.print(`${streamOp ? 'WEBSOCKET' : op.method} ${url}`);
+    if (body !== undefined && !Buffer.isBuffer(body)) ctx.print(JSON.stringify(body, null, 2));
+    ctx.warn(ctx.err.dim('dry run: the request is valid and was not sent'));
+    return;
+  }
+  if (streamOp) return follow(ctx, streamOp, params, query);
+
+  const res = await client.request<Envelope>(op.method, path, { query: query as Record<string, string>, body, contentType });
+  if (res.raw !== undefined || op.produces) {
+    const bytes = res.raw ?? Buffer.from(JSON.stringify(res.json, null, 2) + '\n');
+    if (opts.output) {
+      writeFileSync(resolve(ctx.io.cwd, opts.output), bytes);
+      ctx.warn(`wrote ${bytes.length} bytes to ${opts.output}`);
+    } else ctx.io.stdout.write(bytes);
+    return;
+  }
+  if (ctx.globals.json) return ctx.print(JSON.stringify(res.json ?? null, null, 2));
+  printAnswer(ctx, op, res.json ?? { data: null }, !!opts.plan);
+}
+
+/** The `agentctl <group>` command with one subcommand per operation. */
+export function groupCommand(ctx: CliContext, description: ApiDescription, group: { name: string; description?: string; operations: Operation[] }, run: (fn: () => Promise<void>, op?: Operation) => Promise<void>): Command {
+  const cmd = new Command(group.name).description(group.description ?? `${group.operations.length} operation${group.operations.length === 1 ? '' : 's'}`);
+  cmd.configureHelp({
+    formatHelp: () => {
+      const rows: [string, string][] = group.operations.map((op) => [
+        `${op.name}${op.pathParams.map((p) => ` <${p.name}>`).join('')}`,
+        `${op.summary}${op.plan ? ctx.out.dim(' [plan]') : ''}${ctx.out.dim(`  (${op.websocket ? 'WS' : op.method} ${op.path})`)}`,
+      ]);
+      return [
+        `${ctx.out.bold(`agentctl ${group.name}`)}${group.description ? ` — ${group.description}` : ''}`,
+        '',
+        ctx.out.bold('Operations'),
+        twoColumns(rows),
+        '',
+        `Help on one operation: agentctl ${group.name} <operation> --help`,
+        '',
+      ].join('\n');
+    },
+  });
+  for (const op of group.operations) cmd.addCommand(operationCommand(ctx, description, op, run));
+  return cmd;
+}
+
+function operationCommand(ctx: CliContext, description: ApiDescription, op: Operation, run: (fn: () => Promise<void>, op?: Operation) => Promise<void>): Command {
+  const cmd = new Command(op.name).description(op.summary).allowExcessArguments(false);
+  // `securityEventsGet` (as in the operationId) works as well as `security-events-get`.
+  const camel = op.id.slice(op.id.indexOf('.') + 1);
+  if (camel !== op.name && /^[A-Za-z][A-Za-z0-9]*$/.test(camel)) cmd.alias(camel);
+  for (const p of op.pathParams) cmd.argument(`[${p.name}]`, p.description ?? p.name);
+  const attributes = new Map<string, string>();
+  for (const p of op.queryParams) {
+    const name = kebab(p.name);
+    if (RESERVED.has(name) || !/^[a-z][a-z0-9-]*$/.test(name)) continue;
+    const option = isBooleanParam(p)
+      ? new Option(`--${name} [bool]`, p.description ?? '').argParser((v) => (v === 'false' || v === '0' ? false : v === 'true' || v === '1' ? true : v))
+      : isArrayParam(p)
+        ? new Option(`--${name} <value>`, p.description ?? '').argParser(collect)
+        : new Option(`--${name} <value>`, p.description ?? '');
+    attributes.set(option.attributeName(), p.name);
+    cmd.addOption(option);
+  }
+  cmd.option('-q, --query <key=value>', 'query parameter', collect);
+  if (op.body || op.rawBodyType) cmd.option('-d, --data <source>', 'body: @file, - or inline JSON');
+  if (op.body) {
+    cmd.option('-f, --field <key=value>', 'body field', collect);
+    cmd.option('--skeleton', 'print a fillable body');
+    cmd.option('--yaml', 'skeleton as YAML');
+  }
+  // Accepted everywhere so that misuse gets an explanation rather than "unknown option".
+  cmd.addOption(op.plan ? new Option('--plan', 'preview as a plan') : new Option('--plan').hideHelp());
+  cmd.addOption(description.followStreamOf(op) ? new Option('--follow', 'follow new entries') : new Option('--follow').hideHelp());
+  if (op.produces) cmd.option('-o, --output <file>', 'write the answer to a file');
+  cmd.option('--dry-run', 'check and print the request without sending it');
+  cmd.configureHelp({ formatHelp: () => operationHelp(op, description, ctx.out) });
+  cmd.action((...received: unknown[]) => {
+    const args = received.slice(0, op.pathParams.length) as (string | undefined)[];
+    const opts = received[op.pathParams.length] as OperationOptions;
+    return run(() => runOperation(ctx, description, op, args, opts, attributes), op);
+  });
+  return cmd;
+}

@@ -1,0 +1,85 @@
+/** What every command needs: global options, the resolved connection, a client and the agent's description. */
+import {
+  AgentClient, DescriptionCache, ProfileStore, loadDescription, resolveConnection,
+  type Connection, type LoadedDescription,
+} from '../client/index.js';
+import type { CliIO } from './io.js';
+import { colorWanted, makeStyle, type Style } from './style.js';
+
+export interface GlobalOptions {
+  profile?: string;
+  url?: string;
+  token?: string;
+  json?: boolean;
+  refresh?: boolean;
+  color?: boolean;
+}
+
+/** A problem with how the CLI was called: exit code 2, nothing was sent. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export class CliContext {
+  readonly store: ProfileStore;
+  readonly cache: DescriptionCache;
+  readonly out: Style;
+  readonly err: Style;
+  private conn?: Connection;
+  private loaded?: LoadedDescription;
+
+  constructor(readonly io: CliIO, readonly globals: GlobalOptions, readonly version: string) {
+    this.store = new ProfileStore(io.env);
+    this.cache = new DescriptionCache(io.env);
+    this.out = makeStyle(colorWanted(io.stdout, globals.color, io.env));
+    this.err = makeStyle(colorWanted(io.stderr, globals.color, io.env));
+  }
+
+  connection(): Connection {
+    if (!this.conn) {
+      try {
+        this.conn = resolveConnection({ profile: this.globals.profile, url: this.globals.url, token: this.globals.token, env: this.io.env, store: this.store });
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+    }
+    return this.conn;
+  }
+
+  /** A client for the resolved agent; fails with a hint when no agent is configured. */
+  client(): AgentClient {
+    const c = this.connection();
+    if (!c.url) {
+      throw new UsageError('no agent configured: log in with `agentctl login --url https://agent.example.com`, or pass --url / set AGENTCTL_URL');
+    }
+    return new AgentClient({ url: c.url, token: c.token, userAgent: `agentctl/${this.version}` });
+  }
+
+  /** The description: cached per agent URL and version, downloaded when missing, stale or `refresh`. */
+  async description(refresh = false): Promise<LoadedDescription> {
+    if (this.loaded && (!refresh || this.loaded.fresh)) return this.loaded;
+    const ttl = Number(this.io.env.AGENTCTL_DESCRIPTION_TTL);
+    this.loaded = await loadDescription(this.client(), {
+      cache: this.cache,
+      refresh: refresh || !!this.globals.refresh,
+      maxAgeMs: Number.isFinite(ttl) && this.io.env.AGENTCTL_DESCRIPTION_TTL ? ttl * 1000 : undefined,
+    });
+    return this.loaded;
+  }
+
+  /** Width tables must fit: the terminal's, else $COLUMNS, else 200. */
+  get width(): number {
+    return this.io.stdout.columns || Number(this.io.env.COLUMNS) || 200;
+  }
+
+  print(text: string): void {
+    this.io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  warn(text: string): void {
+    this.io.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+}

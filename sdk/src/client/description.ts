@@ -1,0 +1,166 @@
+/**
+ * The live description (`/api/openapi.json`) as a list of operations: `<group> <name>` commands derived from the
+ * operationIds (`deployments.list` → `deployments list`, `plans.apply` → `plans apply`), with their parameters and
+ * body schema resolved. Nothing here is specific to one agent version: whatever the agent publishes is offered.
+ */
+import { derefSchema, type JsonSchema } from './json-schema.js';
+
+export interface OperationParameter {
+  name: string;
+  in: 'path' | 'query';
+  required: boolean;
+  description?: string;
+  schema: JsonSchema;
+}
+
+export interface Operation {
+  /** `deployments.list` */
+  id: string;
+  /** Command group (the operationId prefix): `deployments` */
+  group: string;
+  /** Kebab-case command: `list`, `logs-stream`, `security-events-get` */
+  name: string;
+  method: string;
+  /** OpenAPI path with `{param}` placeholders, e.g. `/api/deployments/{name}` */
+  path: string;
+  summary: string;
+  description?: string;
+  /** `x-permission`: `deployments:write`, `authenticated` or `public` */
+  permission: string;
+  /** `x-plan`: accepts `?plan=true` */
+  plan: boolean;
+  websocket: boolean;
+  deploymentScoped: boolean;
+  pathParams: OperationParameter[];
+  /** Query parameters without the `plan` flag (offered as `--plan`). */
+  queryParams: OperationParameter[];
+  /** JSON body schema, dereferenced. */
+  body?: JsonSchema;
+  /** Content type of a non-JSON request body (uploads). */
+  rawBodyType?: string;
+  /** Success status and its content type (`application/json` for the envelope). */
+  successStatus: number;
+  produces?: string;
+  /** Schema of `data` in the success answer, when documented. */
+  responseData?: JsonSchema;
+}
+
+export interface GroupInfo {
+  name: string;
+  description?: string;
+  operations: Operation[];
+}
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+
+/** `metricsLatest` → `metrics-latest`, `securityEventsGet` → `security-events-get`, `logs.stream` → `logs-stream` */
+export function kebab(name: string): string {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1-$2')
+    .replace(/([A-Z])([A-Z][a-z])/g, '$1-$2')
+    .replace(/[._\s]+/g, '-')
+    .toLowerCase();
+}
+
+/** Loose comparison of a typed command with a known name: case and dashes do not matter. */
+const loose = (s: string) => s.toLowerCase().replace(/[-_.]/g, '');
+
+type Json = Record<string, any>;
+
+function parseOperation(doc: Json, path: string, method: string, op: Json): Operation | null {
+  if (typeof op.operationId !== 'string') return null;
+  const dot = op.operationId.indexOf('.');
+  const group = kebab(dot > 0 ? op.operationId.slice(0, dot) : (op.tags?.[0] ?? 'api'));
+  const name = kebab(dot > 0 ? op.operationId.slice(dot + 1) : op.operationId);
+  const params = ((op.parameters ?? []) as Json[]).map((p) => derefSchema(p, doc) as Json);
+  const toParam = (p: Json): OperationParameter => ({
+    name: String(p.name), in: p.in, required: p.in === 'path' ? true : !!p.required,
+    description: typeof p.description === 'string' ? p.description : undefined,
+    schema: derefSchema(p.schema ?? {}, doc),
+  });
+  const successKey = Object.keys(op.responses ?? {}).filter((k) => /^2\d\d$/.test(k)).sort()[0];
+  const success = successKey ? (op.responses as Json)[successKey] : undefined;
+  const successTypes = Object.keys(success?.content ?? {});
+  const jsonType = successTypes.find((t) => /json/.test(t));
+  const produces = successTypes.length > 0 && !jsonType ? successTypes[0] : undefined;
+  const envelope = jsonType ? derefSchema(success.content[jsonType].schema ?? {}, doc) : undefined;
+  const bodyContent = (op.requestBody?.content ?? {}) as Json;
+  const bodyJsonType = Object.keys(bodyContent).find((t) => /json/.test(t));
+  const rawBodyType = bodyJsonType ? undefined : Object.keys(bodyContent)[0];
+  // The description document itself is served as application/json but documented as binary: treat as raw.
+  const dataSchema = envelope?.properties?.data as JsonSchema | undefined;
+  return {
+    id: op.operationId, group, name, method: method.toUpperCase(), path,
+    summary: typeof op.summary === 'string' ? op.summary : '',
+    description: typeof op.description === 'string' ? op.description : undefined,
+    permission: typeof op['x-permission'] === 'string' ? op['x-permission'] : 'unknown',
+    plan: op['x-plan'] === true,
+    websocket: op['x-websocket'] === true,
+    deploymentScoped: op['x-deployment-scoped'] === true,
+    pathParams: params.filter((p) => p.in === 'path').map(toParam),
+    queryParams: params.filter((p) => p.in === 'query' && !(p.name === 'plan' && op['x-plan'] === true)).map(toParam),
+    body: bodyJsonType ? derefSchema(bodyContent[bodyJsonType].schema ?? {}, doc) : undefined,
+    rawBodyType,
+    successStatus: successKey ? Number(successKey) : 200,
+    produces: produces ?? (envelope && envelope.type === 'string' ? jsonType : undefined),
+    responseData: dataSchema,
+  };
+}
+
+export class ApiDescription {
+  readonly version: string;
+  readonly title: string;
+  readonly operations: Operation[];
+  private readonly tagDescriptions = new Map<string, string>();
+
+  constructor(readonly document: Json) {
+    if (!document || typeof document !== 'object' || typeof document.paths !== 'object') throw new Error('not an OpenAPI document (no paths)');
+    this.version = String(document.info?.version ?? 'unknown');
+    this.title = String(document.info?.title ?? 'agent API');
+    const ops: Operation[] = [];
+    for (const [path, item] of Object.entries(document.paths as Json)) {
+      for (const method of METHODS) {
+        const raw = (item as Json)[method];
+        if (!raw) continue;
+        const op = parseOperation(document, path, method, raw);
+        if (op) ops.push(op);
+      }
+    }
+    this.operations = ops.sort((a, b) => a.group.localeCompare(b.group) || a.name.localeCompare(b.name));
+    for (const t of (document.tags ?? []) as Json[]) if (t.description) this.tagDescriptions.set(kebab(String(t.name)), String(t.description));
+  }
+
+  groups(): GroupInfo[] {
+    const byGroup = new Map<string, Operation[]>();
+    for (const op of this.operations) byGroup.set(op.group, [...(byGroup.get(op.group) ?? []), op]);
+    return [...byGroup].map(([name, operations]) => ({ name, description: this.tagDescriptions.get(name), operations }));
+  }
+
+  group(name: string): GroupInfo | undefined {
+    return this.groups().find((g) => loose(g.name) === loose(name));
+  }
+
+  /** The operation for `<group> <name>` (kebab or camel case). */
+  find(group: string, name: string): Operation | undefined {
+    return this.operations.find((o) => loose(o.group) === loose(group) && loose(o.name) === loose(name));
+  }
+
+  byId(operationId: string): Operation | undefined {
+    return this.operations.find((o) => o.id === operationId);
+  }
+
+  /** The websocket that follows a GET (`/logs` → `/logs/stream`), offered as `--follow`. */
+  followStreamOf(op: Operation): Operation | undefined {
+    if (op.method !== 'GET' || op.websocket) return undefined;
+    return this.operations.find((o) => o.websocket && o.path === `${op.path}/stream`);
+  }
+}
+
+/** The concrete path of an operation: `{name}` placeholders replaced by encoded values. */
+export function fillPath(op: Operation, values: Record<string, unknown>): string {
+  return op.path.replace(/\{([^}]+)\}/g, (_m, name: string) => {
+    const v = values[name];
+    if (v === undefined || v === null || v === '') throw new Error(`missing path argument <${name}>`);
+    return encodeURIComponent(String(v));
+  });
+}

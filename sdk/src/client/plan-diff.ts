@@ -1,0 +1,103 @@
+/**
+ * A plan's changes as diff lines: objects are compared field by field (`ssl.enabled: false` → `true`),
+ * multi-line texts (compose files, configs) line by line, and a plugin's own unified diff is shown as is.
+ */
+import type { Plan, PlanChange } from './types.js';
+
+export type DiffMark = '+' | '-' | ' ' | '@';
+export interface DiffLine {
+  mark: DiffMark;
+  text: string;
+}
+
+/** `{a: {b: 1}, c: [2]}` → `[['a.b', 1], ['c[0]', 2]]`; texts with newlines stay whole. */
+function flatten(value: unknown, prefix = '', out: [string, unknown][] = []): [string, unknown][] {
+  if (Array.isArray(value)) {
+    if (value.length === 0) out.push([prefix, []]);
+    value.forEach((v, i) => flatten(v, `${prefix}[${i}]`, out));
+  } else if (value && typeof value === 'object') {
+    const entries = Object.entries(value);
+    if (entries.length === 0 && prefix) out.push([prefix, {}]);
+    for (const [k, v] of entries) flatten(v, prefix ? `${prefix}.${k}` : k, out);
+  } else {
+    out.push([prefix, value]);
+  }
+  return out;
+}
+
+const show = (v: unknown) => JSON.stringify(v);
+
+/** Longest-common-subsequence line diff (texts in plans are small: compose files, vhosts). */
+export function diffTexts(before: string, after: string): DiffLine[] {
+  const a = before.split('\n');
+  const b = after.split('\n');
+  if (a.length * b.length > 4_000_000) {
+    return [...a.map((text) => ({ mark: '-' as const, text })), ...b.map((text) => ({ mark: '+' as const, text }))];
+  }
+  const lcs: number[][] = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
+  }
+  const out: DiffLine[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    if (a[i] === b[j]) {
+      out.push({ mark: ' ', text: a[i]! });
+      i++;
+      j++;
+    } else if (lcs[i + 1]![j]! >= lcs[i]![j + 1]!) out.push({ mark: '-', text: a[i++]! });
+    else out.push({ mark: '+', text: b[j++]! });
+  }
+  while (i < a.length) out.push({ mark: '-', text: a[i++]! });
+  while (j < b.length) out.push({ mark: '+', text: b[j++]! });
+  return out;
+}
+
+function multiline(key: string, before: unknown, after: unknown): DiffLine[] {
+  const lines: DiffLine[] = [{ mark: '@', text: `${key}:` }];
+  const a = typeof before === 'string' ? before : '';
+  const b = typeof after === 'string' ? after : '';
+  if (before === undefined) return [...lines, ...b.split('\n').map((text) => ({ mark: '+' as const, text: `  ${text}` }))];
+  if (after === undefined) return [...lines, ...a.split('\n').map((text) => ({ mark: '-' as const, text: `  ${text}` }))];
+  return [...lines, ...diffTexts(a, b).map((l) => ({ ...l, text: `  ${l.text}` }))];
+}
+
+/** Diff lines of one change (without its header). */
+export function changeLines(change: PlanChange): DiffLine[] {
+  if (typeof change.diff === 'string' && change.diff.length > 0) {
+    return change.diff.replace(/\n$/, '').split('\n').map((line) => {
+      const mark: DiffMark = line.startsWith('@@') ? '@' : line.startsWith('+') && !line.startsWith('+++') ? '+' : line.startsWith('-') && !line.startsWith('---') ? '-' : ' ';
+      return { mark, text: mark === '+' || mark === '-' ? line.slice(1) : line };
+    });
+  }
+  const before = new Map(change.before === undefined ? [] : flatten(change.before));
+  const after = new Map(change.after === undefined ? [] : flatten(change.after));
+  const keys = [...new Set([...before.keys(), ...after.keys()])];
+  const out: DiffLine[] = [];
+  for (const key of keys) {
+    const had = before.has(key);
+    const has = after.has(key);
+    const a = before.get(key);
+    const b = after.get(key);
+    const label = key || '(value)';
+    if ((typeof a === 'string' && a.includes('\n')) || (typeof b === 'string' && b.includes('\n'))) {
+      if (a !== b) out.push(...multiline(label, had ? a : undefined, has ? b : undefined));
+      else out.push({ mark: ' ', text: `${label}: (${String(a).split('\n').length} lines, unchanged)` });
+      continue;
+    }
+    if (had && has && JSON.stringify(a) === JSON.stringify(b)) out.push({ mark: ' ', text: `${label}: ${show(a)}` });
+    else {
+      if (had) out.push({ mark: '-', text: `${label}: ${show(a)}` });
+      if (has) out.push({ mark: '+', text: `${label}: ${show(b)}` });
+    }
+  }
+  return out;
+}
+
+/** `2 to create, 1 to update, 0 to delete` */
+export function planTotals(plan: Plan): Record<'create' | 'update' | 'delete' | 'no-op', number> {
+  const totals = { create: 0, update: 0, delete: 0, 'no-op': 0 };
+  for (const c of plan.changes) for (const a of c.actions) if (a in totals) totals[a]++;
+  return totals;
+}
