@@ -13,6 +13,8 @@ import { CertStore } from './certs/store.js';
 import { domainRoutes } from './proxy/domains.js';
 import { proxyRoutes } from './proxy/routes.js';
 import type { Runtime } from './runtime.js';
+import { AcmeIssuer } from './certs/acme.js';
+import { Certificates, certificateRoutes } from './certs/routes.js';
 import { SecuritySettings } from './config.js';
 import { TrafficJournal } from './traffic/journal.js';
 import { trafficRoutes } from './traffic/routes.js';
@@ -51,6 +53,10 @@ export default definePlugin({
       ensureCertificates: () => undefined,
     };
     runtime = rt;
+    const issuer = new AcmeIssuer(ctx.config.certificates, ctx.dataDir, edge.layout.webroot, ctx.log);
+    const certificates = new Certificates(rt, issuer);
+    rt.ensureCertificates = (reason) => certificates.ensure(reason);
+    certificateRoutes(rt, certificates);
     const domains = domainRoutes(rt);
     proxyRoutes(rt, domains);
 
@@ -79,6 +85,7 @@ export default definePlugin({
       },
     });
     starters.push(() => {
+      certificates.ensure('start');
       blocks.schedule();
       capture.applyMode();
     });
