@@ -9,6 +9,8 @@ import { DeploymentManager } from './manager.js';
 import { StateCache } from './state.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { logRoutes } from './routes/logs.js';
+import { templateRoutes } from './routes/templates.js';
+import { TemplateCatalog } from './templates.js';
 
 let manager: DeploymentManager | null = null;
 let cache: StateCache | null = null;
@@ -52,14 +54,19 @@ export default definePlugin({
     });
     ctx.services.provide(deploymentsService, manager);
     deploymentRoutes(ctx, manager);
-    logRoutes(ctx, manager, { builtin: () => [] });
+    const templatesDir = ctx.config.templates.path ? resolve(ctx.config.templates.path) : join(ctx.packageDir, 'templates');
+    const catalog = new TemplateCatalog(templatesDir);
+    logRoutes(ctx, manager, { builtin: (entry) => (entry.meta.template ? catalog.get(entry.meta.template)?.log_sources ?? [] : []) });
+    templateRoutes(ctx, catalog);
     const m = manager;
     const c = cache;
     starters.push(async () => {
+      const loaded = await catalog.load();
+      if (loaded.invalid.length) ctx.log.warn('invalid templates skipped', { invalid: loaded.invalid });
       await m.discover();
       c.start();
       await c.reconcile();
-      ctx.log.info('deployments discovered', { root, count: m.entries.size });
+      ctx.log.info('deployments discovered', { root, count: m.entries.size, templates: loaded.count });
     });
   },
 

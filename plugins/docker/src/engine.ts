@@ -60,9 +60,10 @@ export class DockerEngine implements DockerService {
 
   // ---- availability -------------------------------------------------------------------------------------------
 
-  async start(composeCommand: string[] | null): Promise<void> {
-    this.composeCommand = composeCommand;
-    await this.check();
+  /** Detection of the compose CLI and the first ping run side by side (start-up time). */
+  async start(composeCommand: Promise<string[] | null>): Promise<void> {
+    const [command] = await Promise.all([composeCommand, this.check()]);
+    this.composeCommand = command;
     const tick = () => {
       this.timer = setTimeout(() => void this.check().finally(() => !this.stopped && tick()), this.opts.checkIntervalMs);
       this.timer.unref();

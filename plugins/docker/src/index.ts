@@ -51,8 +51,7 @@ export default definePlugin({
   },
 
   async start() {
-    const compose = await detectCompose(composeChoice);
-    await engine!.start(compose);
+    await engine!.start(detectCompose(composeChoice));
   },
 
   stop() {

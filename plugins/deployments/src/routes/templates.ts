@@ -1,0 +1,81 @@
+/** 4.5 templates: list, categories, refresh from disk, compose content. */
+import { errors, Nullable, Type, type PluginContext } from '@agent/sdk';
+import type { TemplateCatalog } from '../templates.js';
+
+const TemplateSchema = Type.Object({
+  id: Type.String(), name: Type.String(), description: Type.String(), category: Type.String(), tags: Type.Array(Type.String()),
+  env: Type.Array(Type.Object({ key: Type.String(), description: Type.String(), default: Type.String(), secret: Type.Boolean(), required: Type.Boolean() })),
+  default_port: Nullable(Type.Integer()),
+  services: Type.Array(Type.String()),
+  images: Type.Array(Type.String()),
+  log_sources: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), path: Type.String() })),
+});
+const IdParams = Type.Object({ id: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'template id' }) });
+
+export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog): void {
+  const view = (t: ReturnType<TemplateCatalog['list']>[number]) => {
+    const { compose_file: _file, ...rest } = t;
+    return rest;
+  };
+
+  ctx.route({
+    method: 'GET', path: '/templates', permission: 'templates:read', operationId: 'templates.list', tag: 'templates',
+    summary: 'List templates',
+    query: Type.Object({
+      category: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9 _-]{0,39}$' })),
+      search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'text in the id, name, description or tags' })),
+    }),
+    response: Type.Array(TemplateSchema),
+    handler: (req) => {
+      const q = req.query.search?.toLowerCase();
+      return catalog.list()
+        .filter((t) => !req.query.category || t.category === req.query.category)
+        .filter((t) => !q || [t.id, t.name, t.description, ...t.tags].some((s) => s.toLowerCase().includes(q)))
+        .map(view);
+    },
+  });
+
+  ctx.route({
+    method: 'GET', path: '/templates/categories', permission: 'templates:read', operationId: 'templates.categories', tag: 'templates',
+    summary: 'Template categories with counts',
+    response: Type.Array(Type.Object({ category: Type.String(), count: Type.Integer() })),
+    handler: () => {
+      const counts = new Map<string, number>();
+      for (const t of catalog.list()) counts.set(t.category, (counts.get(t.category) ?? 0) + 1);
+      return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([category, count]) => ({ category, count }));
+    },
+  });
+
+  ctx.route({
+    method: 'POST', path: '/templates/refresh', permission: 'templates:write', operationId: 'templates.refresh', tag: 'templates',
+    summary: 'Reload templates from disk',
+    description: 'Answers how many templates loaded and which folders are invalid (and why); invalid ones are skipped.',
+    response: Type.Object({ count: Type.Integer(), invalid: Type.Array(Type.Object({ folder: Type.String(), error: Type.String() })), path: Type.String() }),
+    handler: async () => ({ ...(await catalog.load()), path: catalog.dir }),
+  });
+
+  ctx.route({
+    method: 'GET', path: '/templates/:id', permission: 'templates:read', operationId: 'templates.get', tag: 'templates',
+    summary: 'One template',
+    params: IdParams,
+    response: TemplateSchema,
+    handler: (req) => {
+      const t = catalog.get(req.params.id);
+      if (!t) throw errors.notFound(`template '${req.params.id}' not found`);
+      return view(t);
+    },
+  });
+
+  ctx.route({
+    method: 'GET', path: '/templates/:id/compose', permission: 'templates:read', operationId: 'templates.compose', tag: 'templates',
+    summary: 'Compose file of a template',
+    description: 'Ready for `POST /api/deployments` (`compose_content`), with the env variables to fill in as `env_vars`.',
+    params: IdParams,
+    response: Type.Object({ id: Type.String(), compose_content: Type.String(), env: Type.Array(Type.Object({ key: Type.String(), value: Type.String(), secret: Type.Boolean(), required: Type.Boolean() })) }),
+    handler: async (req) => {
+      const t = catalog.get(req.params.id);
+      if (!t) throw errors.notFound(`template '${req.params.id}' not found`);
+      return { id: t.id, compose_content: await catalog.compose(t.id), env: t.env.map((e) => ({ key: e.key, value: e.default, secret: e.secret, required: e.required })) };
+    },
+  });
+}
