@@ -5,6 +5,7 @@
  */
 import { chmod, chown } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import type { DeploymentsService, Document, Logger } from '@agent/sdk';
 import { NginxApplier, type ApplyResult } from './nginx/apply.js';
@@ -170,16 +171,16 @@ export class Edge {
   private async awaitGeneration(generation: string): Promise<void> {
     if (!this.layout.defaultServer) return;
     const address = !this.layout.listenAddress || this.layout.listenAddress === '0.0.0.0' ? '127.0.0.1'
-      : this.layout.listenAddress === '::' ? '[::1]' : this.layout.listenAddress.includes(':') ? `[${this.layout.listenAddress}]` : this.layout.listenAddress;
+      : this.layout.listenAddress === '::' ? '::1' : this.layout.listenAddress;
     const until = Date.now() + 3000;
+    // Old workers keep accepting for a moment after the new ones start: ask on fresh connections until several
+    // answers in a row come from the new configuration.
+    let streak = 0;
     while (Date.now() < until) {
-      try {
-        const res = await fetch(`http://${address}:${this.layout.httpPort}${GENERATION_PATH}`, { headers: { host: 'agent-generation.invalid', connection: 'close' }, signal: AbortSignal.timeout(500) });
-        if ((await res.text()) === generation) return;
-      } catch {
-        // not answering yet
-      }
-      await new Promise((r) => setTimeout(r, 15));
+      const answer = await probe(address, this.layout.httpPort, GENERATION_PATH).catch(() => null);
+      streak = answer === generation ? streak + 1 : 0;
+      if (streak >= 5) return;
+      await new Promise((r) => setTimeout(r, streak ? 5 : 15));
     }
     this.log.warn('nginx did not report the new configuration within 3 s');
   }
@@ -204,4 +205,18 @@ function groupId(name: string): number | null {
   } catch {
     return null;
   }
+}
+
+function probe(host: string, port: number, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host, port, path, agent: false, headers: { host: 'agent-generation.invalid' }, timeout: 500 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve(body));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
 }

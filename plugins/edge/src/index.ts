@@ -13,6 +13,7 @@ import { CertStore } from './certs/store.js';
 import { domainRoutes } from './proxy/domains.js';
 import { proxyRoutes } from './proxy/routes.js';
 import type { Runtime } from './runtime.js';
+import { systemLogRoutes } from './syslogs/routes.js';
 import { AcmeIssuer } from './certs/acme.js';
 import { Certificates, certificateRoutes } from './certs/routes.js';
 import { SecuritySettings } from './config.js';
@@ -68,6 +69,7 @@ export default definePlugin({
     const capture = new Capture(rt, journal, events, blocks, settings);
     securityRoutes(rt, blocks, events, settings, () => capture.reader.readNew());
     trafficRoutes(rt, journal);
+    systemLogRoutes(rt);
     settings.onChange(() => capture.applyMode());
     ctx.job({
       name: 'traffic-scan', cron: ctx.config.traffic.scan_cron, description: 'reads new access-log lines when real-time capture is off',

@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
+import WebSocket from 'ws';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
@@ -247,6 +249,48 @@ describe('edge: security enforced in nginx, traffic journal and security events'
     const again = `/?realtime=${Date.now()}`;
     await get(again, from('127.0.0.12'));
     await waitFor(async () => (await agent.api('GET', '/traffic/logs', { query: { path: 'realtime=' } })).body.data.length === 1, 'real-time again', 2000, 50);
+  });
+
+  it('reads and follows the system logs', async () => {
+    const infra = uniqueName('edge-infra');
+    execFileSync('docker', ['run', '-d', '--name', infra, '--label', 'agent.test=1', '--label', 'agent.infrastructure=cache', 'agent-test/busybox:latest', 'sh', '-c', 'echo infra-ready; exec sleep 3600']);
+    try {
+      const sources = await agent.api('GET', '/system/logs/sources');
+      expect(sources.status, sources.text).toBe(200);
+      const ids = sources.body.data.map((s: { id: string }) => s.id);
+      expect(ids).toEqual(expect.arrayContaining(['proxy-access', 'proxy-error', `container:${infra}`]));
+      expect(sources.body.data.find((s: { id: string }) => s.id === 'proxy-access')).toMatchObject({ type: 'file', available: true });
+      const container = await waitFor(async () => {
+        const r = await agent.api('GET', '/system/logs', { query: { source: `container:${infra}` } });
+        return r.body.data.some((l: { line: string }) => l.line === 'infra-ready') && r;
+      }, 'container log');
+      expect(container.body.data[0].time).toMatch(/^\d{4}-/);
+
+      await get('/?syslog-marker=1');
+      const access = await waitFor(async () => {
+        const r = await agent.api('GET', '/system/logs', { query: { source: 'proxy-access', tail: 5, filter: 'syslog-marker', deployment: app } });
+        return r.body.data.length === 1 && r;
+      }, 'access line');
+      expect(JSON.parse(access.body.data[0].line)).toMatchObject({ deployment: app, host, path: '/?syslog-marker=1' });
+      const limited = await agent.api('GET', '/system/logs', { query: { source: 'proxy-access', tail: 3 } });
+      expect(limited.body.data).toHaveLength(3);
+      expect((await agent.api('GET', '/system/logs', { query: { source: 'proxy-error', tail: 0 } })).status).toBe(200);
+      expect((await agent.api('GET', '/system/logs', { query: { source: '../etc/passwd' } })).status).toBe(400);
+      expect((await agent.api('GET', '/system/logs', { query: { source: 'nope' } })).status).toBe(404);
+
+      // Websocket: token first, then the tail, then lines as nginx writes them.
+      const ws = new WebSocket(`${agent.url.replace('http', 'ws')}/api/system/logs/stream?source=proxy-access&tail=1&filter=ws-marker`);
+      const messages: { type?: string; line?: string }[] = [];
+      ws.on('message', (m) => messages.push(JSON.parse(m.toString())));
+      await new Promise((r) => ws.once('open', r));
+      ws.send(agent.token);
+      await waitFor(async () => messages.some((m) => m.type === 'ready'), 'ready');
+      await get('/?ws-marker=live');
+      await waitFor(async () => messages.some((m) => m.line?.includes('ws-marker=live')), 'streamed line', 5000, 50);
+      ws.close();
+    } finally {
+      execFileSync('docker', ['rm', '-f', infra], { stdio: 'ignore' });
+    }
   });
 
   it('cleans up old events and traffic', async () => {
