@@ -11,6 +11,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, REPO_ROOT, startAgent, type TestAgent } from '../../test/helpers/agent.js';
 import { CLI, cliHome, type CliHome } from './helpers/cli.js';
+import { AgentApiError, AgentClient, RequestInvalidError, callOperation, loadDescription, DescriptionCache, type Plan } from '../src/client/index.js';
 
 const HELLO = resolve(REPO_ROOT, 'examples/hello-plugin');
 
@@ -219,6 +220,25 @@ describe('agentctl', () => {
     const noPlan = await home.run(['hello', 'tick', '--plan']);
     expect(noPlan.code).toBe(2);
     expect(noPlan.stderr).toContain('does not support plans');
+  });
+
+  it('offers the same as a typed library: checked calls, plans, apply', async () => {
+    const client = new AgentClient({ url: `${agent.url}/api/` });
+    expect(client.url).toBe(agent.url);
+    await client.login({ username: 'admin', password: ADMIN_PASSWORD });
+    // The CLI's login already cached this agent's description: the library reads the same cache.
+    const { description, fresh } = await loadDescription(client, { cache: new DescriptionCache(home.env) });
+    expect(fresh).toBe(false);
+    expect(description.find('hello', 'create')?.plan).toBe(true);
+    await expect(callOperation(client, description, 'hello.create', { body: { nmae: 'x' } })).rejects.toThrow(RequestInvalidError);
+    const planned = await callOperation<Plan>(client, description, 'hello.create', { body: { name: 'Library' }, plan: true });
+    expect(planned.status).toBe(201);
+    const applied = await client.plans.apply(planned.json!.data.id);
+    expect(applied.plan.status).toBe('applied');
+    expect(applied.result).toMatchObject({ name: 'Library' });
+    const err = await client.plans.apply(planned.json!.data.id).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AgentApiError);
+    expect(err).toMatchObject({ status: 409, code: 'PLAN_NOT_AVAILABLE' });
   });
 
   it('takes URL and token from flags and environment, and never sends a profile token to another URL', async () => {

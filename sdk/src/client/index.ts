@@ -12,6 +12,8 @@ export { AgentApiError, AgentConnectionError, RequestInvalidError } from './erro
 export { followStream } from './stream.js';
 export type { FollowOptions } from './stream.js';
 export { ApiDescription, fillPath, kebab } from './description.js';
+export { callOperation } from './call-operation.js';
+export type { OperationInput } from './call-operation.js';
 export type { GroupInfo, Operation, OperationParameter } from './description.js';
 export { acceptedTypes, constraints, derefSchema, enumValues, listFields, nonNull, schemaAt, typeLabel } from './json-schema.js';
 export type { FieldInfo, JsonSchema } from './json-schema.js';

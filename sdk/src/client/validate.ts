@@ -4,7 +4,7 @@
  */
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import type { JsonSchema } from './json-schema.js';
+import { enumValues, typeLabel, type JsonSchema } from './json-schema.js';
 import type { Operation } from './description.js';
 
 // ajv-formats is CommonJS with a default export.
@@ -82,6 +82,13 @@ function describe(location: string, err: ErrorObject): string {
       return `${where()}: must be ${JSON.stringify(err.params.allowedValue)}`;
     case 'pattern':
       return `${where()}: does not match ${String(err.params.pattern)}`;
+    case 'anyOf':
+    case 'oneOf': {
+      const parent = (err.parentSchema ?? {}) as JsonSchema;
+      const choices = enumValues(parent);
+      if (choices) return `${where()}: must be one of ${choices.map((v) => JSON.stringify(v)).join(', ')}`;
+      return `${where()}: must be ${typeLabel(parent)}`;
+    }
     case 'format':
       return `${where()}: must be a valid ${String(err.params.format)}`;
     default:

@@ -107,9 +107,10 @@ async function requestBody(ctx: CliContext, op: Operation, opts: OperationOption
   return { body };
 }
 
-function formatStreamMessage(message: unknown): { text: string; error?: boolean } {
+function formatStreamMessage(message: unknown): { text: string; error?: boolean; note?: boolean } {
   if (typeof message === 'string') return { text: message };
   const m = (message ?? {}) as Record<string, unknown>;
+  if (m.type === 'end') return { text: `-- end of stream${typeof m.reason === 'string' ? `: ${m.reason}` : ''}`, note: true };
   if (m.type === 'error') return { text: `${String(m.error ?? m.message ?? 'error')}${m.code ? ` (${String(m.code)})` : ''}`, error: true };
   const text = m.line ?? m.message ?? m.text ?? m.log;
   if (typeof text === 'string') {
@@ -132,8 +133,9 @@ async function follow(ctx: CliContext, stream: Operation, params: Record<string,
       onReady: () => ctx.io.stderr.write(ctx.err.dim(`following ${stream.path.replace(/\{(\w+)\}/g, (_m, n: string) => String(params[n]))} (Ctrl-C to stop)\n`)),
       onMessage: (message) => {
         if (ctx.globals.json) return ctx.print(JSON.stringify(message));
-        const { text, error } = formatStreamMessage(message);
+        const { text, error, note } = formatStreamMessage(message);
         if (error) ctx.warn(ctx.err.red(text));
+        else if (note) ctx.warn(ctx.err.dim(text));
         else ctx.print(text);
       },
     });
