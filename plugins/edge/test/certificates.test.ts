@@ -7,7 +7,7 @@ import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { hit, startNginx, type TestNginx } from './helpers/nginx.js';
 import { startPebble, type TestPebble } from './helpers/pebble.js';
 import { waitFor } from './helpers/ports.js';
-import { createDeployment, STUB_DEPLOYMENTS, uniqueName } from './helpers/deployment.js';
+import { createDeployment, EDGE_PLUGINS, uniqueName } from './helpers/deployment.js';
 
 /** GET over HTTPS to the test nginx with SNI `host`, trusting only pebble's root. */
 function httpsGet(port: number, host: string, path: string, ca: string): Promise<{ status: number; body: string; cert: X509Certificate }> {
@@ -35,14 +35,14 @@ describe('edge: certificates from a real ACME server (pebble)', () => {
     nginx = await startNginx();
     pebble = await startPebble(nginx.httpPort);
     agent = await startAgent({
-      plugins: ['docker', STUB_DEPLOYMENTS, 'edge'],
+      plugins: EDGE_PLUGINS,
       config: { proxy: nginx.proxyConfig, certificates: { directory_url: pebble.directoryUrl, directory_ca_file: pebble.apiCaFile, email: 'ops@example.test' } },
     });
     await createDeployment(agent, app);
   });
 
   afterAll(async () => {
-    await agent?.api('DELETE', `/deployments/${app}`).catch(() => undefined);
+    await agent?.api('DELETE', `/deployments/${app}`, { query: { remove_files: true } }).catch(() => undefined);
     await agent?.stop();
     await pebble?.stop();
     await nginx?.stop();

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { hit, startNginx, type TestNginx } from './helpers/nginx.js';
 import { waitFor } from './helpers/ports.js';
-import { createDeployment, STUB_DEPLOYMENTS, uniqueName } from './helpers/deployment.js';
+import { createDeployment, EDGE_PLUGINS, uniqueName } from './helpers/deployment.js';
 
 /** Every file the agent generated, to prove that a refused change left them untouched. */
 function snapshot(dir: string): Record<string, string> {
@@ -25,13 +25,13 @@ describe('edge: domains and the nginx reverse proxy', () => {
 
   beforeAll(async () => {
     nginx = await startNginx();
-    agent = await startAgent({ plugins: ['docker', STUB_DEPLOYMENTS, 'edge'], config: { proxy: nginx.proxyConfig } });
+    agent = await startAgent({ plugins: EDGE_PLUGINS, config: { proxy: nginx.proxyConfig } });
     await createDeployment(agent, app);
     await createDeployment(agent, other);
   });
 
   afterAll(async () => {
-    for (const name of [app, other]) await agent?.api('DELETE', `/deployments/${name}`).catch(() => undefined);
+    for (const name of [app, other]) await agent?.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } }).catch(() => undefined);
     await agent?.stop();
     await nginx?.stop();
   });
@@ -162,7 +162,7 @@ describe('edge: domains and the nginx reverse proxy', () => {
   });
 
   it('removes the vhosts of a deleted deployment', async () => {
-    const res = await agent.api('DELETE', `/deployments/${app}`);
+    const res = await agent.api('DELETE', `/deployments/${app}`, { query: { remove_files: true } });
     expect(res.status, res.text).toBeLessThan(300);
     await waitFor(async () => (await agent.api('GET', '/proxy/vhosts')).body.data.length === 0, 'vhosts removed');
     await waitFor(async () => (await get(host)).status === 404, 'domain no longer served');

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { hit, startNginx, type TestNginx } from './helpers/nginx.js';
 import { waitFor } from './helpers/ports.js';
-import { createDeployment, STUB_DEPLOYMENTS, uniqueName } from './helpers/deployment.js';
+import { createDeployment, EDGE_PLUGINS, uniqueName } from './helpers/deployment.js';
 
 const basic = (user: string, pass: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
 
@@ -18,7 +18,7 @@ describe('edge: security enforced in nginx, traffic journal and security events'
 
   beforeAll(async () => {
     nginx = await startNginx();
-    agent = await startAgent({ plugins: ['docker', STUB_DEPLOYMENTS, 'edge'], config: { proxy: nginx.proxyConfig } });
+    agent = await startAgent({ plugins: EDGE_PLUGINS, config: { proxy: nginx.proxyConfig } });
     await createDeployment(agent, app);
     const res = await agent.api('POST', `/deployments/${app}/domains`, { body: { service: 'web', domain: host, container_port: 80 } });
     expect(res.status, res.text).toBe(201);
@@ -26,7 +26,7 @@ describe('edge: security enforced in nginx, traffic journal and security events'
   });
 
   afterAll(async () => {
-    await agent?.api('DELETE', `/deployments/${app}`).catch(() => undefined);
+    await agent?.api('DELETE', `/deployments/${app}`, { query: { remove_files: true } }).catch(() => undefined);
     await agent?.stop();
     await nginx?.stop();
   });

@@ -1,9 +1,9 @@
 /** Test deployments: a busybox httpd with a CGI script that prints the request's environment. */
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import type { TestAgent } from '../../../../test/helpers/agent.js';
 
-export const STUB_DEPLOYMENTS = join(import.meta.dirname, '..', 'fixtures', 'stub-deployments');
+/** The plugins every edge test runs: the real docker and deployments plugins provide the services. */
+export const EDGE_PLUGINS = ['docker', 'deployments', 'edge'];
 
 export const uniqueName = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 
@@ -28,5 +28,5 @@ export const webCompose = (service = 'web') => `services:
 
 export async function createDeployment(agent: TestAgent, name: string, compose = webCompose()): Promise<void> {
   const res = await agent.api('POST', '/deployments', { body: { name, compose_content: compose, auto_start: true } });
-  if (res.status !== 201 && res.status !== 202) throw new Error(`create deployment ${name}: ${res.status} ${res.text}`);
+  if (res.status !== 201 || res.body.data.start_error) throw new Error(`create deployment ${name}: ${res.status} ${res.text}`);
 }
