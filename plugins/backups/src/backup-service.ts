@@ -16,6 +16,26 @@ import { DatabaseTools, type DatabaseService } from './databases.js';
 import { newId, type JobContext, type Jobs, type JobView } from './jobs.js';
 import type { StoreRegistry } from './s3/stores.js';
 
+/** Files in a deployment folder that belong to the agent, not to the backup: never restored over the target's. */
+const AGENT_OWNED = ['.agent.json'];
+
+/** `KEY=value` lines of a .env file (quotes removed). */
+export function parseEnv(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of text.split(/\r?\n/)) {
+    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(raw);
+    if (!m || raw.trim().startsWith('#')) continue;
+    let value = m[2]!.trim();
+    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0])) {
+      const dq = value[0] === '"';
+      value = value.slice(1, -1);
+      if (dq) value = value.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
+    }
+    out[m[1]!] = value;
+  }
+  return out;
+}
+
 export interface BackupRequest {
   deployment: string;
   include_files: boolean;
@@ -290,7 +310,9 @@ export class BackupService {
         if (!staging || !manifest.compose_file) throw new Error('the backup has no compose file: it cannot create a new deployment');
         ctx.progress({ step: `creating deployment ${target}` });
         const compose = await readFile(join(staging, manifest.compose_file), 'utf8');
-        await this.deployments.create({ name: target, compose_content: compose, auto_start: false }, req.principal);
+        const envText = manifest.env_file ? await readFile(join(staging, manifest.env_file), 'utf8').catch(() => '') : '';
+        const env_vars = Object.entries(parseEnv(envText)).map(([key, value]) => ({ key, value }));
+        await this.deployments.create({ name: target, compose_content: compose, env_vars, auto_start: false }, req.principal);
         undo.push(() => this.deployments.remove(target, { remove_files: true }));
         existing = this.deployments.get(target)!;
       } else {
@@ -309,6 +331,10 @@ export class BackupService {
       if (staging) {
         ctx.progress({ step: 'restoring files' });
         await this.carryOverExcluded(folder, staging, manifest.exclude_patterns);
+        // The agent's own metadata of the target (created_at, log sources…) stays the target's.
+        for (const own of AGENT_OWNED) {
+          if (existsSync(join(folder, own))) await this.copy(join(folder, own), join(staging, own));
+        }
         const old = join(root, `.restore-${ctx.id}-previous`);
         await rename(folder, old);
         try {
