@@ -105,10 +105,25 @@ export function renderKeyValue(obj: Record<string, unknown>, style: Style, inden
   return out.join('\n');
 }
 
+const LOG_KEYS = new Set(['text', 'line', 'service', 'container', 'stream', 'time', 'source', 'type']);
+
+/** Log lines (`{service, stream, time, text}`) read best as `service | text`, like a terminal shows them. */
+function isLogLines(rows: unknown[]): rows is Record<string, unknown>[] {
+  return rows.every((r) => r && typeof r === 'object' && (typeof (r as Record<string, unknown>).text === 'string' || typeof (r as Record<string, unknown>).line === 'string')
+    && Object.keys(r as object).every((k) => LOG_KEYS.has(k)));
+}
+
+export function logLine(row: Record<string, unknown>): string {
+  const text = String(row.text ?? row.line ?? '').replace(/\n$/, '');
+  const prefix = row.service ?? row.container ?? (row.stream === 'file' ? undefined : row.source);
+  return typeof prefix === 'string' && prefix ? `${prefix} | ${text}` : text;
+}
+
 /** The `data` of an answer for people. */
 export function renderData(data: unknown, style: Style, width?: number): string {
   if (Array.isArray(data)) {
     if (data.length === 0) return style.dim('(no items)');
+    if (isLogLines(data)) return data.map(logLine).join('\n');
     if (data.every((d) => d && typeof d === 'object' && !Array.isArray(d))) return renderTable(data as Record<string, unknown>[], style, width);
     if (data.every(isScalar)) return data.map(scalarText).join('\n');
     return data.map((d) => (isScalar(d) ? scalarText(d) : JSON.stringify(d))).join('\n');

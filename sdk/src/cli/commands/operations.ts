@@ -14,7 +14,7 @@ import { operationHelp, operationUsage } from '../help.js';
 import { readAll } from '../io.js';
 import { RESERVED, isArrayParam, isBooleanParam } from '../operation-options.js';
 import { isPlan, renderPlan } from '../plan-view.js';
-import { renderData, twoColumns } from '../render.js';
+import { logLine, renderData, twoColumns } from '../render.js';
 
 interface OperationOptions {
   data?: string;
@@ -112,11 +112,8 @@ function formatStreamMessage(message: unknown): { text: string; error?: boolean;
   const m = (message ?? {}) as Record<string, unknown>;
   if (m.type === 'end') return { text: `-- end of stream${typeof m.reason === 'string' ? `: ${m.reason}` : ''}`, note: true };
   if (m.type === 'error') return { text: `${String(m.error ?? m.message ?? 'error')}${m.code ? ` (${String(m.code)})` : ''}`, error: true };
-  const text = m.line ?? m.message ?? m.text ?? m.log;
-  if (typeof text === 'string') {
-    const prefix = m.service ?? m.container ?? m.source;
-    return { text: typeof prefix === 'string' && prefix ? `${prefix} | ${text.replace(/\n$/, '')}` : text.replace(/\n$/, '') };
-  }
+  if (typeof m.text === 'string' || typeof m.line === 'string') return { text: logLine(m) };
+  if (typeof m.message === 'string') return { text: m.message };
   return { text: JSON.stringify(message) };
 }
 
