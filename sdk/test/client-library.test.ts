@@ -152,8 +152,9 @@ describe('client library', () => {
       { mark: '+', text: '      image: b' },
       { mark: ' ', text: '  ' },
     ]);
-    expect(changeLines({ type: 'file', id: 'x', actions: ['update'], diff: '--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n' })).toEqual([
-      { mark: ' ', text: '--- a' }, { mark: ' ', text: '+++ b' }, { mark: '@', text: '@@ -1 +1 @@' }, { mark: '-', text: 'old' }, { mark: '+', text: 'new' },
+    // File headers are dropped (the change header names the file); context lines lose their leading space.
+    expect(changeLines({ type: 'file', id: 'x', actions: ['update'], diff: 'Index: x\n===================\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n same\n-old\n+new\n' })).toEqual([
+      { mark: '@', text: '@@ -1,2 +1,2 @@' }, { mark: ' ', text: 'same' }, { mark: '-', text: 'old' }, { mark: '+', text: 'new' },
     ]);
     expect(diffTexts('a\nb\nc', 'a\nc\nd').map((l) => `${l.mark}${l.text}`)).toEqual([' a', '-b', ' c', '+d']);
   });
