@@ -1,0 +1,107 @@
+/**
+ * Connections given by a deployment's database service: a real deployment (deployments + docker plugins) runs a
+ * PostgreSQL image built locally from the host's binaries; the agent finds its container address and takes the
+ * login from its environment. Also: a principal with databases:read only cannot use allow_write.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
+import { ensurePostgresImage } from '../../backups/test/helpers/postgres-image.js';
+
+const RUN = `t${randomBytes(3).toString('hex')}`;
+const DEPLOYMENT = `${RUN}-dbapp`;
+const PASSWORD = `pw-${randomBytes(6).toString('hex')}`;
+let agent: TestAgent;
+
+const compose = (image: string) => `services:
+  db:
+    image: ${image}
+    environment:
+      POSTGRES_PASSWORD: \${DB_PASSWORD}
+      POSTGRES_DB: appdata
+    stop_signal: SIGKILL
+    labels:
+      agent.test: "1"
+  web:
+    image: agent-test/busybox:latest
+    command: ["httpd", "-f", "-p", "80", "-h", "/www"]
+    stop_signal: SIGKILL
+    labels:
+      agent.test: "1"
+`;
+
+beforeAll(async () => {
+  const image = ensurePostgresImage();
+  agent = await startAgent({ plugins: ['docker', 'deployments', 'databases', 'access'] });
+  const created = await agent.api('POST', '/deployments', {
+    body: { name: DEPLOYMENT, compose_content: compose(image), env_vars: [{ key: 'DB_PASSWORD', value: PASSWORD }], auto_start: true },
+  });
+  expect(created.status, created.text).toBe(201);
+});
+
+afterAll(async () => {
+  await agent?.api('DELETE', `/deployments/${DEPLOYMENT}`, { query: { remove_files: true } });
+  await agent?.stop();
+  const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${DEPLOYMENT}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+  if (ids.length) spawnSync('docker', ['rm', '-f', '-v', ...ids]);
+  spawnSync('docker', ['network', 'rm', `${DEPLOYMENT}_default`]);
+});
+
+const post = (path: string, body: Record<string, unknown>, token?: string) => agent.api('POST', `/databases/${path}`, { body, token });
+
+describe('databases of a deployment', () => {
+  it('connects to the deployment\'s database service with the login of its environment', async () => {
+    // The server initialises its data folder first: unreachable (424) until it listens.
+    const end = Date.now() + 60_000;
+    let res = await post('test', { deployment: DEPLOYMENT });
+    while (res.status !== 200 && Date.now() < end) {
+      expect([424, 409, 404]).toContain(res.status);
+      await new Promise((r) => setTimeout(r, 300));
+      res = await post('test', { deployment: DEPLOYMENT });
+    }
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ type: 'postgres', port: 5432, database: 'appdata', host: expect.stringMatching(/^\d+\.\d+\.\d+\.\d+$/) });
+    expect(res.text).not.toContain(PASSWORD);
+
+    const list = await post('list', { deployment: DEPLOYMENT, service: 'db' });
+    expect(list.body.data.map((d: { name: string }) => d.name)).toContain('appdata');
+    const write = await post('query', { deployment: DEPLOYMENT, query: 'CREATE TABLE notes (id int)', allow_write: true });
+    expect(write.status, write.text).toBe(200);
+    const tables = await post('tables', { deployment: DEPLOYMENT, database: 'appdata' });
+    expect(tables.body.data.map((t: { name: string }) => t.name)).toEqual(['notes']);
+  });
+
+  it('answers clear errors for unknown deployments, non-database services and mixed fields', async () => {
+    const unknown = await post('test', { deployment: `${RUN}-nothing` });
+    expect(unknown.status).toBe(404);
+    const web = await post('test', { deployment: DEPLOYMENT, service: 'web' });
+    expect(web.status).toBe(400);
+    expect(web.body.error).toContain('type');
+    const both = await post('test', { deployment: DEPLOYMENT, host: '127.0.0.1' });
+    expect(both.status).toBe(400);
+    const wrong = await post('test', { deployment: DEPLOYMENT, username: 'postgres', password: 'wrong' });
+    expect(wrong.status).toBe(422);
+    expect(wrong.body.code).toBe('DB_AUTH_FAILED');
+  });
+
+  it('refuses allow_write and database changes to a principal with databases:read only', async () => {
+    const user = await agent.api('POST', '/users', {
+      body: { username: `reader${RUN}`, email: `reader${RUN}@example.org`, password: 'Reader-Pass-2024!x', role: 'viewer', permissions: ['databases:read'] },
+    });
+    expect(user.status, user.text).toBe(201);
+    const token = await agent.login(`reader${RUN}`, 'Reader-Pass-2024!x');
+    // A viewer has no access to the deployment itself: 404, as for a deployment it cannot see.
+    expect((await post('test', { deployment: DEPLOYMENT }, token)).status).toBe(404);
+
+    const conn = { type: 'postgres', host: '127.0.0.1', port: 1, username: 'x', password: 'y' };
+    const write = await post('query', { ...conn, query: 'DELETE FROM t', allow_write: true }, token);
+    expect(write.status).toBe(403);
+    expect(write.body.error).toContain('databases:write');
+    expect((await post('create', { ...conn, name: 'x_db' }, token)).status).toBe(403);
+    expect((await post('users/create', { ...conn, user: 'u', user_password: 'p' }, token)).status).toBe(403);
+    expect((await post('privileges/grant', { ...conn, user: 'u', database: 'd', privileges: ['SELECT'] }, token)).status).toBe(403);
+    // Reading is allowed: the request reaches the (absent) server.
+    expect((await post('test', conn, token)).body.code).toBe('DB_UNREACHABLE');
+  });
+});
