@@ -128,9 +128,18 @@ export function createHttpApp(deps: HttpDeps): Koa {
     await (await bodyParser)(ctx, async () => undefined);
   };
 
-  const router = new Router({ prefix: '/api' });
+  // One router per first path segment: @koa/router tests every route's regexp in turn, so a single router over
+  // a few hundred routes would cost a linear scan per request.
+  const routers = new Map<string, Router>();
+  const routerFor = (path: string): Router => {
+    const first = path.split('/')[1] ?? '';
+    const key = first.startsWith(':') ? '*' : first;
+    let router = routers.get(key);
+    if (!router) routers.set(key, (router = new Router({ prefix: '/api' })));
+    return router;
+  };
   for (const route of registry.routes) {
-    router.register(route.path, [route.method], async (ctx) => {
+    routerFor(route.path).register(route.path, [route.method], async (ctx) => {
       const ip = ctx.ip;
       let principal: Principal | null = null;
       let status = 500;
@@ -152,13 +161,20 @@ export function createHttpApp(deps: HttpDeps): Koa {
           wantsPlan = query.plan === 'true';
           delete query.plan;
         }
-        const controller = new AbortController();
-        ctx.res.once('close', () => {
-          if (!ctx.res.writableFinished) controller.abort();
-        });
+        // Most handlers never look at the signal: it is created (and the close listener added) on first use.
+        let controller: AbortController | null = null;
+        const signal = () => {
+          if (!controller) {
+            const c = (controller = new AbortController());
+            ctx.res.once('close', () => {
+              if (!ctx.res.writableFinished) c.abort();
+            });
+          }
+          return controller.signal;
+        };
         const result = await execute({
           route, principal, params: { ...ctx.params }, query, body: ctx.request.body, ip, path: ctx.path,
-          headers: ctx.headers, signal: controller.signal, raw: { req: ctx.req, res: ctx.res }, wantsPlan,
+          headers: ctx.headers, signal, raw: { req: ctx.req, res: ctx.res }, wantsPlan,
         }, plans, validateResponse);
         deployment = result.deployment;
         const reply = result.reply;
@@ -188,7 +204,19 @@ export function createHttpApp(deps: HttpDeps): Koa {
       }
     });
   }
-  app.use(router.routes());
-  app.use(router.allowedMethods({ throw: false }));
+  const dispatch = new Map<string, Koa.Middleware>();
+  for (const [key, router] of routers) {
+    const routes = router.routes() as unknown as Koa.Middleware;
+    const methods = router.allowedMethods({ throw: false }) as unknown as Koa.Middleware;
+    dispatch.set(key, (ctx, next) => routes(ctx, () => methods(ctx, next)));
+  }
+  const fallback = dispatch.get('*');
+  app.use((ctx, next) => {
+    if (!ctx.path.startsWith('/api/')) return next();
+    const end = ctx.path.indexOf('/', 5);
+    const segment = ctx.path.slice(5, end < 0 ? undefined : end);
+    const handler = dispatch.get(segment) ?? fallback;
+    return handler ? handler(ctx, next) : next();
+  });
   return app;
 }

@@ -161,7 +161,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
           try {
             const result = await execute({
               route: inv.route, principal: inv.principal, params: inv.params, query: inv.query, body: inv.body, ip: req.ip,
-              path: inv.path, headers: {}, signal: req.signal, raw: req.raw, wantsPlan: false, planId: inv.planId,
+              path: inv.path, headers: {}, signal: () => req.signal, raw: req.raw, wantsPlan: false, planId: inv.planId,
             }, d.plans);
             status = result.reply.status;
             deployment = result.deployment;

@@ -16,7 +16,8 @@ export interface Invocation {
   ip: string;
   path: string;
   headers: Record<string, string | string[] | undefined>;
-  signal: AbortSignal;
+  /** Created on first use (most handlers never need it). */
+  signal: () => AbortSignal;
   raw: { req: IncomingMessage; res: ServerResponse };
   /** `?plan=true` was given. */
   wantsPlan: boolean;
@@ -77,7 +78,10 @@ export async function execute(inv: Invocation, plans: PlanEngine, validateRespon
 
   const req: RouteRequest<any, any, any> = {
     params: inv.params, query: inv.query, body, principal: inv.principal!, ip: inv.ip, method: route.method, path: inv.path,
-    headers: inv.headers, signal: inv.signal, raw: inv.raw, ...(inv.planId ? { plan: { id: inv.planId } } : {}),
+    headers: inv.headers, raw: inv.raw, ...(inv.planId ? { plan: { id: inv.planId } } : {}),
+    get signal() {
+      return inv.signal();
+    },
   };
 
   if (typeof spec.deployment === 'function' && inv.principal) {
