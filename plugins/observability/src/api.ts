@@ -16,8 +16,9 @@ export const SINCE_PATTERN = '^(\\d{1,6}(s|m|h|d)|\\d{4}-\\d{2}-\\d{2}T[0-9:.]+(
 const Since = Type.Optional(Type.String({ pattern: SINCE_PATTERN, default: '1h', description: 'a duration back from now (`15m`, `6h`, `7d`) or an RFC 3339 time' }));
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
-/** `[unix milliseconds, value]` pairs, oldest first. */
-const Points = Type.Array(Type.Tuple([Type.Number(), Type.Number()]));
+/** One value per entry of `timestamps` (null where the series has no value then). */
+const Values = Type.Array(Type.Union([Type.Number(), Type.Null()]));
+const Timestamps = Type.Array(Type.Number(), { description: 'unix milliseconds of the points (start of each step), oldest first' });
 
 export const LatestView = Type.Array(Type.Object({
   deployment: Nullable(Type.String()),
@@ -31,14 +32,16 @@ export const LatestView = Type.Array(Type.Object({
 
 export const SeriesView = Type.Object({
   since: Type.String(), until: Type.String(), step: Type.Integer({ description: 'seconds per point' }),
-  series: Type.Array(Type.Object({ container: Nullable(Type.String()), metric: Type.String(), points: Points })),
+  timestamps: Timestamps,
+  series: Type.Array(Type.Object({ container: Nullable(Type.String()), metric: Type.String(), values: Values })),
 });
 
 export const HostView = Type.Object({
   since: Type.String(), until: Type.String(), step: Type.Integer(),
   latest: Type.Record(Type.String(), Type.Number()),
   updated: Nullable(Type.String()),
-  series: Type.Array(Type.Object({ metric: Type.String(), points: Points })),
+  timestamps: Timestamps,
+  series: Type.Array(Type.Object({ metric: Type.String(), values: Values })),
 });
 
 export const HealthView = Type.Array(Type.Object({

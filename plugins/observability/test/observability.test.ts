@@ -90,14 +90,18 @@ describe('observability app', () => {
     const ts = await poll(async () => {
       const res = await obs('GET', '/metrics/timeseries', { query: { deployment: DEP_A, since: '15m' } });
       const cpu = res.body.data?.series.find((s: any) => s.metric === 'container.cpu.usage');
-      return cpu?.points.length >= 2 ? res.body.data : undefined;
+      return cpu?.values.filter((v: unknown) => v !== null).length >= 2 ? res.body.data : undefined;
     }, 'two points of history');
     expect(ts.step).toBeLessThan(60);
     expect(ts.series.every((s: any) => s.container === WEB)).toBe(true);
     const series = await obs('GET', '/metrics/series', { query: { deployment: DEP_A, container: WEB, metric: 'container.memory.usage', since: '1h' } });
     expect(series.status).toBe(200);
     expect(series.body.data.series).toHaveLength(1);
-    expect(series.body.data.series[0].points[0]).toEqual([expect.any(Number), expect.any(Number)]);
+    const one = series.body.data;
+    expect(one.timestamps.length).toBeGreaterThan(0);
+    expect(one.series[0].values).toHaveLength(one.timestamps.length);
+    expect(one.series[0].values.at(-1)).toBeGreaterThan(0);
+    expect([...one.timestamps].sort()).toEqual(one.timestamps);
     expect((await obs('GET', '/metrics/series', { query: { container: 'nope', metric: 'container.memory.usage' } })).status).toBe(404);
     expect((await obs('GET', '/metrics/series', { query: { container: WEB, metric: 'container.bogus' } })).status).toBe(400);
     expect((await obs('GET', '/metrics/timeseries', { query: { deployment: DEP_A, since: 'yesterday' } })).status).toBe(400);
@@ -122,7 +126,8 @@ describe('observability app', () => {
 
   it('fires an alert for a CPU-burning container, notifies the webhook, and resolves once it stops', async () => {
     const put = await obs('PUT', '/alerts/rules', {
-      body: [{ name: 'cpu-burn', deployment: DEP_B, metric: 'container.cpu.usage', comparison: 'above', threshold: 0.3, for_seconds: 2, targets: ['ops-hook'] }],
+      // A busy loop gets well over 0.05 CPU even on a loaded 2-core machine; the idle containers stay far below.
+      body: [{ name: 'cpu-burn', deployment: DEP_B, metric: 'container.cpu.usage', comparison: 'above', threshold: 0.05, for_seconds: 2, targets: ['ops-hook'] }],
     });
     expect(put.status, put.text).toBe(200);
     const rule = put.body.data[0];
@@ -133,7 +138,7 @@ describe('observability app', () => {
       return res.body.data.find((a: any) => a.rule_id === rule.id && a.state === 'firing');
     }, 'the alert to fire', 40_000);
     expect(firing).toMatchObject({ container: BURNER, deployment: DEP_B, metric: 'container.cpu.usage' });
-    expect(firing.value).toBeGreaterThan(0.3);
+    expect(firing.value).toBeGreaterThan(0.05);
     const fired = await sink.waitFor((r) => r.path === '/alerts' && r.body.event === 'alert.fired', 'the firing notification', 20_000);
     expect(fired.body).toMatchObject({ severity: 'warning', title: 'Alert firing: cpu-burn', deployment: DEP_B, message: expect.stringContaining(BURNER) });
 

@@ -35,8 +35,8 @@ const notFound = (what: string) => new AppError(404, 'NOT_FOUND', `${what} not f
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
 const seriesAnswer = (r: QueryResult) => ({
-  since: iso(r.since), until: iso(r.until), step: r.step,
-  series: r.series.map((s) => ({ container: s.key.container, metric: s.key.metric, points: s.points })),
+  since: iso(r.since), until: iso(r.until), step: r.step, timestamps: r.timestamps,
+  series: r.series.map((s) => ({ container: s.key.container, metric: s.key.metric, values: s.values })),
 });
 
 export function createHandlers(d: Deps): Record<string, Handler> {
@@ -99,9 +99,9 @@ export function createHandlers(d: Deps): Record<string, Handler> {
       const r = d.store.query(rows, sinceOf(req), cfg().sample_interval, cfg().raw_retention);
       const host = d.collector.host;
       return {
-        since: iso(r.since), until: iso(r.until), step: r.step, latest: host.metrics,
+        since: iso(r.since), until: iso(r.until), step: r.step, timestamps: r.timestamps, latest: host.metrics,
         updated: host.updated ? new Date(host.updated).toISOString() : null,
-        series: r.series.map((s) => ({ metric: s.key.metric, points: s.points })),
+        series: r.series.map((s) => ({ metric: s.key.metric, values: s.values })),
       };
     },
 

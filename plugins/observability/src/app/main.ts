@@ -71,14 +71,17 @@ docker.followEvents((e) => {
   }, 200);
 }, stopping.signal, (err) => log.warn('docker event stream interrupted', { error: err.message }));
 
-const housekeeping = setInterval(() => {
+function housekeep(): void {
   try {
     store.rollup();
     store.prune(config().raw_retention, config().rollup_retention);
   } catch (err) {
     log.error('rollup failed', { error: String(err) });
   }
-}, 60_000);
+}
+const housekeeping = setInterval(housekeep, 60_000);
+// Catch up soon after a start (the app may have been down across minute boundaries).
+setTimeout(housekeep, 5000).unref();
 
 const server = createAppServer(env, routes, createHandlers({ collector, store, alerts, journal, watcher, settings }), log);
 server.keepAliveTimeout = 65_000;

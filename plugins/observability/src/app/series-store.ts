@@ -1,9 +1,12 @@
 /**
- * Metric series in SQLite: raw samples (short retention) and 1-minute rollups (long retention). Both tables are
- * clustered by (series, ts), so a history query is a range scan per series; queries pick a step so that a range
- * answers with at most a few hundred points per series.
+ * Metric series in SQLite: raw samples (short retention), 1-minute rollups (long retention) and 5-minute rollups
+ * derived from those (same retention; a day at 5-minute steps reads 288 rows per series instead of 1440). Every
+ * table is clustered by (series, ts), so a history query is a range scan per series. A query picks a step that
+ * gives at most a few hundred points per series and reads the coarsest tier that still fits the step, then the
+ * finer tiers for the recent part not folded yet.
  */
 import Database from 'better-sqlite3';
+import { TierCache, type TierRow } from './tier-cache.js';
 
 export interface SeriesKey {
   /** `null` for host series. */
@@ -20,7 +23,10 @@ export interface QueryResult {
   since: number;
   until: number;
   step: number;
-  series: { key: SeriesRow; points: [number, number][] }[];
+  /** Unix milliseconds of the buckets where at least one series has a value, oldest first. */
+  timestamps: number[];
+  /** One value per timestamp (null where this series has none). */
+  series: { key: SeriesRow; values: (number | null)[] }[];
 }
 
 const MAX_POINTS = 360;
@@ -32,9 +38,15 @@ export class SeriesStore {
   private readonly insertSample;
   private readonly insertSeries;
   private readonly updateDeployment;
+  /** Raw samples before this time (seconds) are folded into `rollups`. */
   private rolledUntil: number;
+  /** 1-minute rollups before this time are folded into `rollups5`. */
+  private rolled5Until: number;
+  private readonly tier5 = new TierCache(2048);
+  private readonly tier5Range;
 
-  constructor(file: string) {
+  /** `nowSeconds`: where rolling up starts in a new file (tests pass a fixed clock). */
+  constructor(file: string, nowSeconds = Date.now() / 1000) {
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
@@ -43,6 +55,7 @@ export class SeriesStore {
       CREATE INDEX IF NOT EXISTS series_deployment ON series (deployment);
       CREATE TABLE IF NOT EXISTS samples (series INTEGER NOT NULL, ts INTEGER NOT NULL, value REAL NOT NULL, PRIMARY KEY (series, ts)) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS rollups (series INTEGER NOT NULL, ts INTEGER NOT NULL, avg REAL NOT NULL, min REAL NOT NULL, max REAL NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (series, ts)) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS rollups5 (series INTEGER NOT NULL, ts INTEGER NOT NULL, avg REAL NOT NULL, min REAL NOT NULL, max REAL NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (series, ts)) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     `);
     for (const row of this.db.prepare('SELECT id, container, deployment, metric FROM series').all() as { id: number; container: string; deployment: string | null; metric: string }[]) {
@@ -52,8 +65,11 @@ export class SeriesStore {
     this.insertSample = this.db.prepare('INSERT OR REPLACE INTO samples (series, ts, value) VALUES (?, ?, ?)');
     this.insertSeries = this.db.prepare('INSERT INTO series (container, deployment, metric) VALUES (?, ?, ?)');
     this.updateDeployment = this.db.prepare('UPDATE series SET deployment = ? WHERE id = ?');
-    const meta = this.db.prepare("SELECT value FROM meta WHERE key = 'rolled_until'").get() as { value: string } | undefined;
-    this.rolledUntil = meta ? Number(meta.value) : Math.floor(Date.now() / 60_000) * 60;
+    this.tier5Range = this.db.prepare('SELECT ts, avg * n AS sum, n FROM rollups5 WHERE series = ? AND ts >= ? AND ts < ? ORDER BY ts');
+    const meta = (key: string) => (this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined)?.value;
+    const now = nowSeconds;
+    this.rolledUntil = Number(meta('rolled_until') ?? Math.floor(now / 60) * 60);
+    this.rolled5Until = Number(meta('rolled5_until') ?? Math.floor(now / 300) * 300);
   }
 
   private seriesFor(key: SeriesKey): SeriesRow {
@@ -78,17 +94,30 @@ export class SeriesStore {
     })();
   }
 
-  /** Folds complete minutes of raw samples into rollups. */
+  /** Folds complete minutes of raw samples into 1-minute rollups, and complete 5 minutes of those into 5-minute ones. */
   rollup(nowSeconds = Date.now() / 1000): void {
     const until = Math.floor(nowSeconds / 60) * 60;
-    if (until <= this.rolledUntil) return;
+    const until5 = Math.floor(until / 300) * 300;
+    const setMeta = this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)');
     this.db.transaction(() => {
-      this.db.prepare(`INSERT OR REPLACE INTO rollups (series, ts, avg, min, max, n)
-        SELECT series, (ts / 60) * 60 AS minute, AVG(value), MIN(value), MAX(value), COUNT(*) FROM samples
-        WHERE ts >= ? AND ts < ? GROUP BY series, minute`).run(this.rolledUntil, until);
-      this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('rolled_until', ?)").run(String(until));
+      if (until > this.rolledUntil) {
+        this.db.prepare(`INSERT OR REPLACE INTO rollups (series, ts, avg, min, max, n)
+          SELECT series, (ts / 60) * 60 AS minute, AVG(value), MIN(value), MAX(value), COUNT(*) FROM samples
+          WHERE ts >= ? AND ts < ? GROUP BY series, minute`).run(this.rolledUntil, until);
+        setMeta.run('rolled_until', String(until));
+      }
+      if (until5 > this.rolled5Until) {
+        this.db.prepare(`INSERT OR REPLACE INTO rollups5 (series, ts, avg, min, max, n)
+          SELECT series, (ts / 300) * 300 AS bucket, SUM(avg * n) / SUM(n), MIN(min), MAX(max), SUM(n) FROM rollups
+          WHERE ts >= ? AND ts < ? GROUP BY series, bucket`).run(this.rolled5Until, until5);
+        setMeta.run('rolled5_until', String(until5));
+      }
     })();
-    this.rolledUntil = until;
+    this.rolledUntil = Math.max(this.rolledUntil, until);
+    if (until5 > this.rolled5Until) {
+      for (const id of this.tier5.cachedSeries()) this.tier5.append(id, this.tier5Range.all(id, this.rolled5Until, until5) as TierRow[]);
+      this.rolled5Until = until5;
+    }
   }
 
   /** Drops samples and rollups past their retention (per series: a range delete on the primary key). */
@@ -97,12 +126,15 @@ export class SeriesStore {
     const rollCut = Math.floor(nowSeconds - rollupRetention);
     const delRaw = this.db.prepare('DELETE FROM samples WHERE series = ? AND ts < ?');
     const delRoll = this.db.prepare('DELETE FROM rollups WHERE series = ? AND ts < ?');
+    const delRoll5 = this.db.prepare('DELETE FROM rollups5 WHERE series = ? AND ts < ?');
     this.db.transaction(() => {
       for (const row of this.ids.values()) {
         delRaw.run(row.id, rawCut);
         delRoll.run(row.id, rollCut);
+        delRoll5.run(row.id, rollCut);
       }
     })();
+    this.tier5.prune(rollCut);
   }
 
   series(filter: { deployment?: string | null; container?: string | null; metric?: string; host?: boolean }): SeriesRow[] {
@@ -115,8 +147,8 @@ export class SeriesStore {
 
   /**
    * Points of the given series between `since` and now (seconds), averaged per step. Raw samples when the range
-   * lies within the raw retention and the step is under a minute; rollups otherwise (plus raw samples for the
-   * minutes not rolled up yet).
+   * lies within the raw retention and the step is under a minute; otherwise the coarsest rollup tier whose
+   * resolution divides the step, then finer tiers (down to raw samples) for the recent part not folded yet.
    */
   query(rows: SeriesRow[], since: number, sampleInterval: number, rawRetention: number, nowSeconds = Date.now() / 1000): QueryResult {
     const until = Math.floor(nowSeconds);
@@ -124,35 +156,57 @@ export class SeriesStore {
     const range = Math.max(1, until - since);
     const wanted = Math.max(sampleInterval, range / MAX_POINTS);
     let step = STEPS.find((s) => s >= wanted) ?? 86400;
-    const useRaw = step < 60 && until - since <= rawRetention;
+    const useRaw = step < 60 && range <= rawRetention;
     if (!useRaw) step = Math.max(60, step);
-    const result: QueryResult = { since, until, step, series: [] };
+    const result: QueryResult = { since, until, step, timestamps: [], series: [] };
     if (rows.length === 0) return result;
     const ids = rows.map((r) => r.id);
-    const byId = new Map(rows.map((r) => [r.id, new Map<number, [number, number]>()]));
-    const add = (series: number, bucket: number, sum: number, n: number) => {
-      const m = byId.get(series)!;
-      const cur = m.get(bucket);
-      if (cur) {
-        cur[0] += sum;
-        cur[1] += n;
-      } else m.set(bucket, [sum, n]);
+    // A fixed grid of buckets per series: index = (bucket - first) / step.
+    const first = since - (since % step);
+    const size = Math.floor((until - first) / step) + 1;
+    const grids = new Map(ids.map((id) => [id, { sum: new Float64Array(size), n: new Float64Array(size) }]));
+    const add = (id: number, bucket: number, sum: number, n: number) => {
+      const g = grids.get(id)!;
+      const i = (bucket - first) / step;
+      if (i < 0 || i >= size) return;
+      g.sum[i] += sum;
+      g.n[i] += n;
     };
     const placeholders = ids.map(() => '?').join(',');
-    const rawFrom = useRaw ? since : Math.max(since, this.rolledUntil);
-    if (!useRaw) {
-      const stmt = this.db.prepare(`SELECT series, (ts / ?) * ? AS b, SUM(avg * n) AS s, SUM(n) AS n FROM rollups
-        WHERE series IN (${placeholders}) AND ts >= ? AND ts < ? GROUP BY series, b`).raw(true);
-      for (const [series, b, s, n] of stmt.iterate(step, step, ...ids, since, this.rolledUntil) as Iterable<[number, number, number, number]>) add(series, b, s, n);
+    // `step` is one of STEPS (an integer) and is written into the SQL: a bound JS number is a REAL in SQLite,
+    // which would make the bucket division a float division.
+    const read = (table: 'samples' | 'rollups', from: number, to: number) => {
+      if (from >= to) return;
+      const sql = table === 'samples'
+        ? `SELECT series, (ts / ${step}) * ${step} AS b, SUM(value), COUNT(*) FROM samples`
+        : `SELECT series, (ts / ${step}) * ${step} AS b, SUM(avg * n), SUM(n) FROM rollups`;
+      const stmt = this.db.prepare(`${sql} WHERE series IN (${placeholders}) AND ts >= ? AND ts < ? GROUP BY series, b`).raw(true);
+      for (const [series, bucket, sum, n] of stmt.iterate(...ids, from, to) as Iterable<[number, number, number, number]>) add(series, bucket, sum, n);
+    };
+    const end = until + 1;
+    if (useRaw) read('samples', since, end);
+    else {
+      let from = since;
+      if (step % 300 === 0) {
+        const to = Math.min(end, this.rolled5Until);
+        if (from < to) {
+          for (const id of ids) {
+            this.tier5.collect(id, from, to, step, (loadFrom) => this.tier5Range.iterate(id, loadFrom, this.rolled5Until) as Iterable<TierRow>,
+              (bucket, sum, n) => add(id, bucket, sum, n));
+          }
+        }
+        from = Math.max(from, this.rolled5Until);
+      }
+      read('rollups', from, Math.min(end, this.rolledUntil));
+      read('samples', Math.max(from, this.rolledUntil), end);
     }
-    if (rawFrom <= until) {
-      const stmt = this.db.prepare(`SELECT series, (ts / ?) * ? AS b, SUM(value) AS s, COUNT(*) AS n FROM samples
-        WHERE series IN (${placeholders}) AND ts >= ? GROUP BY series, b`).raw(true);
-      for (const [series, b, s, n] of stmt.iterate(step, step, ...ids, rawFrom) as Iterable<[number, number, number, number]>) add(series, b, s, n);
-    }
+    // Columns: the buckets any series has a value for; 6 significant digits are plenty for a chart.
+    const used: number[] = [];
+    for (let i = 0; i < size; i++) if (ids.some((id) => grids.get(id)!.n[i]! > 0)) used.push(i);
+    result.timestamps = used.map((i) => (first + i * step) * 1000);
     for (const row of rows) {
-      const buckets = [...byId.get(row.id)!.entries()].sort((a, b) => a[0] - b[0]);
-      result.series.push({ key: row, points: buckets.map(([b, [s, n]]) => [b * 1000, s / n]) });
+      const g = grids.get(row.id)!;
+      result.series.push({ key: row, values: used.map((i) => (g.n[i]! > 0 ? Number((g.sum[i]! / g.n[i]!).toPrecision(6)) : null)) });
     }
     return result;
   }
