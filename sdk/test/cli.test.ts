@@ -21,7 +21,7 @@ describe('agentctl', () => {
   const greetings = async () => (await agent.api('GET', '/hello/greetings')).body.data as { id: number; name: string }[];
 
   beforeAll(async () => {
-    agent = await startAgent({ plugins: [HELLO] });
+    agent = await startAgent({ plugins: [HELLO, 'access'] });
     home = cliHome();
     const login = await home.run(['login', '--url', agent.url, '--username', 'admin', '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
     expect(login.stderr).toBe('');
@@ -259,6 +259,8 @@ describe('agentctl', () => {
     const seen: IncomingHttpHeaders[] = [];
     const other = createServer((req, res) => {
       seen.push(req.headers);
+      // An agent moved elsewhere: the CLI must not follow with the token.
+      if (req.url === '/moved/api/health') return res.writeHead(301, { location: `${agent.url}/api/health` }).end();
       res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'who are you', code: 'UNAUTHORIZED' }));
     });
     await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
@@ -268,6 +270,9 @@ describe('agentctl', () => {
       expect(res.code).toBe(1);
       expect(seen.length).toBeGreaterThan(0);
       for (const h of seen) expect(h.authorization).toBeUndefined();
+      const moved = await home.run(['--url', `http://127.0.0.1:${port}/moved`, '--token', agent.token, 'hello', 'list']);
+      expect(moved.code).toBe(1);
+      expect(moved.stderr).toContain(`redirects to ${agent.url}/api/health; use the final address as the agent URL`);
     } finally {
       other.close();
     }
@@ -289,6 +294,34 @@ describe('agentctl', () => {
     expect(list.stdout).toMatch(/^\*\s+default\s+/m);
     expect((await home.run(['profiles', 'remove', 'ci'])).code).toBe(0);
     expect((await home.run(['profiles'])).stdout).not.toMatch(/\bci\b/);
+  });
+
+  it('logs in with an API key made by the CLI itself, and explains a missing permission', async () => {
+    const made = await home.run(['apikeys', 'create', '-f', 'name=viewer-key', '-f', 'role=viewer', '--json']);
+    expect(made.code, made.stderr).toBe(0);
+    const key = JSON.parse(made.stdout).data.key as string;
+    const login = await home.run(['login', '--profile', 'viewer', '--url', agent.url, '--api-key-stdin'], { input: `${key}\n` });
+    expect(login.code, login.stderr).toBe(0);
+    expect(login.stdout).toContain("as API key 'viewer-key'; saved as profile 'viewer'");
+    const file = JSON.parse(readFileSync(join(home.env.XDG_CONFIG_HOME!, 'agentctl', 'config.json'), 'utf8'));
+    expect(file.profiles.viewer).toMatchObject({ auth: 'api_key', token: key });
+    expect((await home.run(['--profile', 'viewer', 'hello', 'list'])).code).toBe(0);
+    const denied = await home.run(['--profile', 'viewer', 'hello', 'create', '-f', 'name=Viewer']);
+    expect(denied.code).toBe(1);
+    expect(denied.stderr).toContain('FORBIDDEN, HTTP 403');
+    expect(denied.stderr).toContain("This operation needs the permission 'greetings:write'");
+    expect((await home.run(['profiles', 'use', 'default'])).code).toBe(0);
+  });
+
+  it('says when the saved login expired', async () => {
+    const path = join(home.env.XDG_CONFIG_HOME!, 'agentctl', 'config.json');
+    const file = JSON.parse(readFileSync(path, 'utf8'));
+    file.profiles.old = { ...file.profiles.default, token: 'eyJhbGciOiJIUzI1NiJ9.e30.invalid', expires_at: '2020-01-01T00:00:00.000Z' };
+    writeFileSync(path, JSON.stringify(file));
+    const res = await home.run(['--profile', 'old', 'hello', 'list']);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('HTTP 401');
+    expect(res.stderr).toContain("The token of profile 'old' was refused. The saved login expired at 2020-01-01T00:00:00.000Z. Log in again: agentctl login --profile old");
   });
 
   it('completes groups and operations in bash from the cached description', async () => {

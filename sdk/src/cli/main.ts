@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 /** `agentctl`: see program.ts. */
-import { run } from './program.js';
+import module from 'node:module';
+
+// Node 22+ caches compiled modules between runs (most of a short CLI call is loading code); a no-op on Node 20.
+(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+const { run } = await import('./program.js');
 
 run(process.argv.slice(2)).then(
   (code) => {

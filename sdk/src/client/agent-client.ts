@@ -5,6 +5,7 @@
 import { AgentApiError, AgentConnectionError, errorBodyFrom } from './errors.js';
 import type { Credentials, Envelope, Health, LoginResult, Plan, PlanApplyResult } from './types.js';
 import { followStream, type FollowOptions } from './stream.js';
+import { nodeTransport, type Transport } from './transport.js';
 
 export type QueryValue = string | number | boolean | null | undefined | (string | number | boolean)[];
 
@@ -22,7 +23,8 @@ export interface RequestOptions {
 /** A successful answer: the parsed JSON body, or the raw bytes for non-JSON media types. */
 export interface AgentResponse<T = unknown> {
   status: number;
-  headers: Headers;
+  /** Lower-case header names. */
+  headers: Record<string, string>;
   contentType: string;
   /** The parsed JSON answer (`{data, message?, meta?}` for the agent's JSON routes); undefined for raw answers. */
   json?: T;
@@ -35,8 +37,8 @@ export interface AgentClientOptions {
   url: string;
   /** JWT or API key. */
   token?: string;
-  /** Replaceable for tests or proxies. */
-  fetch?: typeof fetch;
+  /** Replaceable for tests or proxies (default: node:http/https). */
+  transport?: Transport;
   userAgent?: string;
   /** Per-request timeout in ms (default 60 s); streams are not limited. */
   timeoutMs?: number;
@@ -59,14 +61,14 @@ export function normaliseUrl(input: string): string {
 export class AgentClient {
   readonly url: string;
   token: string | undefined;
-  private readonly fetchImpl: typeof fetch;
+  private readonly transport: Transport;
   private readonly userAgent: string;
   private readonly timeoutMs: number;
 
   constructor(options: AgentClientOptions) {
     this.url = normaliseUrl(options.url);
     this.token = options.token;
-    this.fetchImpl = options.fetch ?? fetch;
+    this.transport = options.transport ?? nodeTransport;
     this.userAgent = options.userAgent ?? 'agent-sdk-client';
     this.timeoutMs = options.timeoutMs ?? 60_000;
   }
@@ -99,16 +101,19 @@ export class AgentClient {
     }
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-    let res: Response;
+    let res;
     try {
-      res = await this.fetchImpl(url, { method, headers, body, signal });
+      res = await this.transport(url, { method, headers, body, signal });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      const why = (err as Error).name === 'TimeoutError' ? `no answer within ${this.timeoutMs / 1000} s` : cause?.code ?? cause?.message ?? (err as Error).message;
+      const e = err as NodeJS.ErrnoException;
+      const why = timeout.aborted ? `no answer within ${this.timeoutMs / 1000} s` : e.code ?? e.message;
       throw new AgentConnectionError(`cannot reach the agent at ${this.url}: ${why}`, { cause: err });
     }
-    const contentType = res.headers.get('content-type') ?? '';
-    const raw = Buffer.from(await res.arrayBuffer());
+    if (res.status >= 300 && res.status < 400) {
+      throw new AgentConnectionError(`${this.url} redirects to ${res.headers.location ?? 'another address'}; use the final address as the agent URL`);
+    }
+    const contentType = res.headers['content-type'] ?? '';
+    const raw = res.body;
     const isJson = /^application\/(.+\+)?json\b/i.test(contentType);
     let parsed: unknown;
     if (isJson && raw.length > 0) {
@@ -118,7 +123,7 @@ export class AgentClient {
         parsed = undefined;
       }
     }
-    if (!res.ok) throw new AgentApiError(res.status, errorBodyFrom(res.status, raw.toString('utf8'), parsed));
+    if (res.status < 200 || res.status >= 300) throw new AgentApiError(res.status, errorBodyFrom(res.status, raw.toString('utf8'), parsed));
     if (isJson) return { status: res.status, headers: res.headers, contentType, json: parsed as T };
     return { status: res.status, headers: res.headers, contentType, raw };
   }

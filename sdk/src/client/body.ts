@@ -3,7 +3,7 @@
  * nested fields (`ssl.enabled=true`, `env_vars[0].key=A` or `env_vars.0.key=A`), JSON-looking values are parsed
  * unless the field is a plain string, and `key=@file` reads a file's text into a field (`@@` for a literal `@`).
  */
-import { parse as parseYaml } from 'yaml';
+import { loadYaml } from './lazy.js';
 import { acceptedTypes, schemaAt, type JsonSchema } from './json-schema.js';
 
 /** Parses a JSON (or YAML) document given to `--data`. */
@@ -12,7 +12,7 @@ export function parseDocument(text: string, source: string): unknown {
     return JSON.parse(text);
   } catch (jsonError) {
     try {
-      const value = parseYaml(text);
+      const value = loadYaml().parse(text);
       if (value !== null && typeof value === 'object') return value;
     } catch {
       // report the JSON error below: it is the documented format

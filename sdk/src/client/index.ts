@@ -8,6 +8,8 @@
  */
 export { AgentClient, normaliseUrl } from './agent-client.js';
 export type { AgentClientOptions, AgentResponse, QueryValue, RequestOptions } from './agent-client.js';
+export { nodeTransport } from './transport.js';
+export type { Exchange, RawResponse, Transport } from './transport.js';
 export { AgentApiError, AgentConnectionError, RequestInvalidError } from './errors.js';
 export { followStream } from './stream.js';
 export type { FollowOptions } from './stream.js';

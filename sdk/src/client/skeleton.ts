@@ -3,7 +3,8 @@
  * says whether it is required, its type and choices (`"<required: string — deployment name>"`). A placeholder
  * left in a body is refused before sending. The YAML form also carries a comment per field.
  */
-import { Document, isMap, isPair, isScalar, isSeq, type Node, type Pair } from 'yaml';
+import type { Node, Pair } from 'yaml';
+import { loadYaml } from './lazy.js';
 import { constraints, enumValues, isObjectSchema, nonNull, typeLabel, type JsonSchema } from './json-schema.js';
 
 const MAX_DEPTH = 8;
@@ -56,6 +57,7 @@ function comment(schema: JsonSchema, required: boolean): string {
 /** Attaches a comment per field to the YAML nodes, walking the schema alongside. */
 function annotate(node: Node | null | undefined, schema: JsonSchema, depth: number): void {
   if (!node || depth > MAX_DEPTH) return;
+  const { isMap, isPair, isScalar, isSeq } = loadYaml();
   const s = nonNull(schema);
   if (isMap(node) && isObjectSchema(s)) {
     const req = new Set(s.required ?? []);
@@ -80,7 +82,7 @@ function annotate(node: Node | null | undefined, schema: JsonSchema, depth: numb
 
 /** The skeleton as YAML with one comment per field (`# required · string · …`). */
 export function skeletonYaml(schema: JsonSchema, title?: string): string {
-  const doc = new Document(skeletonValue(schema));
+  const doc = new (loadYaml().Document)(skeletonValue(schema));
   annotate(doc.contents as Node, schema, 0);
   if (title) doc.commentBefore = ` ${title}\n Fill in the values; remove optional fields you do not need.`;
   return doc.toString({ lineWidth: 0 });

@@ -1,5 +1,5 @@
 /** Websocket follows (log streams): token as the first message, `{"type":"ready"}`, then JSON messages. */
-import WebSocket from 'ws';
+import { loadWs } from './lazy.js';
 import { AgentApiError, AgentConnectionError } from './errors.js';
 import type { QueryValue } from './agent-client.js';
 
@@ -31,6 +31,7 @@ function closeError(code: number, reason: string): Error {
 
 export function followStream(options: FollowOptions): Promise<void> {
   return new Promise<void>((resolve, reject) => {
+    const WebSocket = loadWs().WebSocket;
     const ws = new WebSocket(options.url, { handshakeTimeout: options.readyTimeoutMs ?? 15_000 });
     let ready = false;
     let settled = false;

@@ -2,22 +2,38 @@
  * Checks a request against the operation's schemas before it is sent, so mistakes are reported with the field
  * name and a suggestion ("unknown field 'nmae' — did you mean 'name'?") instead of a round trip.
  */
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import type { Ajv2020, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
+import { loadAjv, loadAjvFormats } from './lazy.js';
 import { enumValues, typeLabel, type JsonSchema } from './json-schema.js';
 import type { Operation } from './description.js';
 
-// ajv-formats is CommonJS with a default export.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+type Mode = 'body' | 'params';
+const instances = new Map<string, Ajv2020>();
 
-const bodyAjv = addFormats(new Ajv2020({ allErrors: true, verbose: true, strict: false, coerceTypes: false, useDefaults: false, validateFormats: true }));
-const paramAjv = addFormats(new Ajv2020({ allErrors: true, verbose: true, strict: false, coerceTypes: "array", useDefaults: false }));
+/** One ajv per mode (bodies strict, parameters coerced), with the formats only when a schema uses one. */
+function ajvFor(mode: Mode, schema: JsonSchema): Ajv2020 {
+  const withFormats = JSON.stringify(schema).includes('"format"');
+  const key = `${mode}:${withFormats}`;
+  let ajv = instances.get(key);
+  if (!ajv) {
+    const { Ajv2020: Ajv } = loadAjv();
+    // No meta-schemas: the description's schemas are not re-validated here, and compiling them is slow.
+    ajv = new Ajv({ allErrors: true, verbose: true, strict: false, meta: false, validateSchema: false, useDefaults: false, coerceTypes: mode === 'params' ? 'array' : false, validateFormats: withFormats });
+    // ajv-formats is CommonJS: its function is the module itself or its default export.
+    if (withFormats) {
+      const mod = loadAjvFormats() as unknown as { default?: (a: Ajv2020) => Ajv2020 } & ((a: Ajv2020) => Ajv2020);
+      (mod.default ?? mod)(ajv);
+    }
+    instances.set(key, ajv);
+  }
+  return ajv;
+}
 
 const compiled = new WeakMap<object, ValidateFunction>();
-function compile(ajv: Ajv2020, schema: JsonSchema): ValidateFunction {
+function compile(mode: Mode, schema: JsonSchema): ValidateFunction {
   let fn = compiled.get(schema);
   if (!fn) {
-    fn = ajv.compile(schema);
+    fn = ajvFor(mode, schema).compile(schema);
     compiled.set(schema, fn);
   }
   return fn;
@@ -139,7 +155,7 @@ export function validateBody(schema: JsonSchema, body: unknown): string[] {
   if (placeholders.length > 0) {
     return placeholders.map((p) => `body.${p}: still holds the skeleton placeholder — fill it in, or remove the field if it is optional`);
   }
-  const fn = compile(bodyAjv, schema);
+  const fn = compile('body', schema);
   if (fn(body)) return [];
   return [...new Set(simplify(fn.errors ?? []).map((e) => describe('body', e)))];
 }
@@ -159,13 +175,15 @@ export function validateParameters(op: Operation, params: Record<string, unknown
       }
     }
     if (list.length === 0) return;
+    // Nothing given and nothing required: no need to load the validator at all.
+    if (Object.keys(values).length === 0 && !list.some((p) => p.required)) return;
     const schema: JsonSchema = {
       type: 'object',
       properties: Object.fromEntries(list.map((p) => [p.name, p.schema])),
       required: list.filter((p) => p.required).map((p) => p.name),
     };
     const subset = Object.fromEntries(Object.entries(values).filter(([k]) => known.includes(k)));
-    const fn = compile(paramAjv, schema);
+    const fn = compile('params', schema);
     if (!fn(subset)) {
       for (const e of simplify(fn.errors ?? [])) {
         problems.push(e.keyword === 'required' ? `${where}.${String(e.params.missingProperty)}: required ${where === 'path' ? 'argument' : 'parameter'} is missing` : describe(where, e));
