@@ -15,6 +15,10 @@ const WEB = `obs-web-${run}`;
 const BURNER = `obs-burner-${run}`;
 const SICK = `obs-sick-${run}`;
 const OUTSIDER = `obs-outsider-${run}`;
+const DEP_D = `obsd${run}`;
+const DOOMED = `obs-doomed-${run}`;
+const VICTIM = `obs-victim-${run}`;
+const ALL = [WEB, BURNER, SICK, OUTSIDER, DOOMED, VICTIM];
 const IDLE = 'while :; do sleep 1; done';
 
 describe('observability app', () => {
@@ -24,7 +28,7 @@ describe('observability app', () => {
 
   beforeAll(async () => {
     sink = await startHttpSink();
-    await removeContainers([WEB, BURNER, SICK, OUTSIDER]);
+    await removeContainers(ALL);
     await Promise.all([
       runContainer({ name: WEB, deployment: DEP_A, service: 'web', labels: { 'agent.obs.run': run }, script: IDLE }),
       runContainer({ name: BURNER, deployment: DEP_B, service: 'worker', labels: { 'agent.obs.run': run }, script: `while [ ! -f /tmp/stop ]; do :; done; ${IDLE}` }),
@@ -34,6 +38,12 @@ describe('observability app', () => {
         // Unhealthy on its first run, healthy once restarted.
         script: `if [ -f /tmp/started ]; then touch /tmp/healthy; fi; touch /tmp/started; ${IDLE}`,
       }),
+      // Never healthy: the watcher gives up after max_retries restarts.
+      runContainer({
+        name: DOOMED, deployment: DEP_D, service: 'db', labels: { 'agent.obs.run': run },
+        options: ['--health-cmd', 'false', '--health-interval', '1s', '--health-retries', '1', '--health-timeout', '1s'], script: IDLE,
+      }),
+      runContainer({ name: VICTIM, deployment: DEP_D, service: 'worker', labels: { 'agent.obs.run': run }, script: IDLE }),
       // Same run, no deployment label: outside any deployment.
       runContainer({ name: OUTSIDER, labels: { 'agent.obs.run': run }, script: IDLE }),
     ]);
@@ -54,7 +64,7 @@ describe('observability app', () => {
 
   afterAll(async () => {
     await agent?.stop();
-    await removeContainers([WEB, BURNER, SICK, OUTSIDER]);
+    await removeContainers(ALL);
     await sink?.close();
   });
 
@@ -78,7 +88,8 @@ describe('observability app', () => {
 
     const host = await poll(async () => {
       const res = await obs('GET', '/metrics/host', { query: { since: '5m' } });
-      return res.body.data?.latest['system.cpu.utilization'] !== undefined ? res.body.data : undefined;
+      const data = res.body.data;
+      return data?.latest['system.cpu.utilization'] !== undefined && data.series.some((x: any) => x.metric === 'system.cpu.utilization') ? data : undefined;
     }, 'host metrics');
     for (const m of ['system.cpu.utilization', 'system.memory.utilization', 'system.disk.utilization']) {
       expect(host.latest[m]).toBeGreaterThanOrEqual(0);
@@ -170,6 +181,42 @@ describe('observability app', () => {
     // The restart went through the agent's API (the docker plugin's route), as the app's system principal.
     const audit = (await agent.api('GET', '/test-fixture/audit', { query: { action: 'containers.restart' } })).body.data;
     expect(audit).toContainEqual(expect.objectContaining({ actor_id: 'system:observability', success: 1 }));
+  });
+
+  it('gives up on a container that stays unhealthy, with an event and a notification', async () => {
+    const gaveUp = await poll(async () => {
+      const res = await obs('GET', '/health/events', { query: { deployment: DEP_D } });
+      return res.body.data.find((e: any) => e.action === 'gave_up' && e.container === DOOMED);
+    }, 'the watcher to give up', 90_000, 500);
+    expect(gaveUp.attempt).toBe(2);
+    const actions = (await obs('GET', '/health/events', { query: { deployment: DEP_D } })).body.data
+      .filter((e: any) => e.container === DOOMED).map((e: any) => `${e.action}:${e.attempt}`);
+    expect(actions).toEqual(['gave_up:2', 'restarted:2', 'restarted:1']);
+    const note = await sink.waitFor((r) => r.body?.event === 'health.gave_up', 'the give-up notification');
+    expect(note.body).toMatchObject({ severity: 'critical', deployment: DEP_D, message: expect.stringContaining(DOOMED) });
+    const health = (await obs('GET', '/health', { query: { deployment: DEP_D } })).body.data.find((h: any) => h.container === DOOMED);
+    expect(health).toMatchObject({ status: 'unhealthy', restarts_by_watcher: 2, gave_up: true });
+  });
+
+  it('restarts the container once when a rule with action restart fires', async () => {
+    const started = await docker('inspect', '-f', '{{.State.StartedAt}}', VICTIM);
+    const put = await obs('PUT', '/alerts/rules', {
+      body: [{ id: 'victim-mem', name: 'victim-mem', deployment: DEP_D, metric: 'container.memory.usage', comparison: 'above', threshold: 0, for_seconds: 0, action: 'restart' }],
+    });
+    expect(put.status, put.text).toBe(200);
+    await poll(async () => (await docker('inspect', '-f', '{{.State.StartedAt}}', VICTIM)) !== started, 'the victim to be restarted', 30_000);
+    const restarts = await poll(async () => {
+      const res = await obs('GET', '/health/events', { query: { deployment: DEP_D } });
+      const found = res.body.data.filter((e: any) => e.container === VICTIM && e.action === 'restarted');
+      return found.length ? found : undefined;
+    }, 'the restart to be recorded');
+    expect(restarts[0].message).toContain("alert rule 'victim-mem' fired");
+    // Still breached after the restart: the alert stays firing and the container is not restarted again.
+    await new Promise((r) => setTimeout(r, 3000));
+    const firing = (await obs('GET', '/alerts/firing')).body.data.filter((a: any) => a.rule_id === 'victim-mem');
+    expect(firing.map((a: any) => `${a.container}:${a.state}`)).toContain(`${VICTIM}:firing`);
+    expect((await obs('GET', '/health/events', { query: { deployment: DEP_D } })).body.data.filter((e: any) => e.container === VICTIM && e.action === 'restarted')).toHaveLength(1);
+    expect((await obs('PUT', '/alerts/rules', { body: [] })).status).toBe(200);
   });
 
   it('validates alert rules', async () => {

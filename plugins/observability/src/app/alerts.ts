@@ -35,7 +35,12 @@ export interface AlertState {
   state: 'pending' | 'firing';
   since: number;
   value: number;
+  /** When the container was last seen missing (restarting, recreated): resolved only once gone for a while. */
+  missing_since?: number | null;
 }
+
+/** How long a container may be missing (a restart, a recreate) before its alerts count as resolved. */
+const MISSING_GRACE_MS = 30_000;
 
 export interface AlertActions {
   notify(m: NotificationMessage): Promise<void>;
@@ -66,8 +71,16 @@ export class AlertEngine {
   private readonly file: string;
   rules: Rule[];
   private readonly states = new Map<string, AlertState>();
+  /** Last restart done by a rule, per rule and container: at most one per `restartCooldownMs`. */
+  private readonly restarted = new Map<string, number>();
 
-  constructor(dataDir: string, private readonly journal: Journal, private readonly actions: AlertActions, private readonly log: Logger) {
+  constructor(
+    dataDir: string,
+    private readonly journal: Journal,
+    private readonly actions: AlertActions,
+    private readonly log: Logger,
+    private readonly restartCooldownMs: () => number,
+  ) {
     this.file = join(dataDir, 'rules.json');
     this.rules = readJson<Rule[]>(this.file, []);
     for (const s of journal.loadStates<AlertState>()) this.states.set(s.key, s);
@@ -107,6 +120,7 @@ export class AlertEngine {
         if (subject.value === undefined) continue;
         const breached = rule.comparison === 'above' ? subject.value > rule.threshold : subject.value < rule.threshold;
         const state = this.states.get(key);
+        if (state) state.missing_since = null;
         if (!breached) {
           if (state?.state === 'firing') this.resolve(rule, state, subject.value, 'back within the threshold');
           this.states.delete(key);
@@ -131,7 +145,11 @@ export class AlertEngine {
     for (const [key, state] of this.states) {
       if (touched.has(key)) continue;
       const rule = this.rules.find((r) => r.id === state.rule_id);
-      if (state.container !== null && running.has(state.container) && rule?.enabled) continue;
+      if (state.container !== null && rule?.enabled) {
+        if (running.has(state.container)) continue;
+        state.missing_since ??= now;
+        if (now - state.missing_since < MISSING_GRACE_MS) continue;
+      }
       if (state.state === 'firing' && rule) {
         this.resolve(rule, state, null, !rule.enabled ? 'the rule was disabled' : 'the container is no longer running');
       }
@@ -155,12 +173,18 @@ export class AlertEngine {
     s.state = 'firing';
     const held = Math.round((now - s.since) / 1000);
     const message = `${this.describe(rule, s)} is ${fmt(rule.metric, s.value)}, ${rule.comparison} ${fmt(rule.metric, rule.threshold)} for ${held} s` +
-      (rule.action === 'restart' && s.container_id ? '; restarting the container' : '');
+      (rule.action === 'restart' && s.container_id ? '; restarting the container (at most once per health cooldown)' : '');
     this.record(rule, s, 'firing', message);
     this.log.info('alert firing', { rule: rule.name, container: s.container, value: s.value });
     void this.actions.notify({ event: 'alert.fired', severity: 'warning', title: `Alert firing: ${rule.name}`, message, deployment: s.deployment, targets: rule.targets });
     if (rule.action === 'restart' && s.container_id && s.container) {
-      void this.actions.restart(s.container_id, s.container, s.deployment, `alert rule '${rule.name}' fired`);
+      const last = this.restarted.get(s.key) ?? 0;
+      if (now - last >= this.restartCooldownMs()) {
+        this.restarted.set(s.key, now);
+        void this.actions.restart(s.container_id, s.container, s.deployment, `alert rule '${rule.name}' fired`);
+      } else {
+        this.log.info('restart skipped: cooldown', { rule: rule.name, container: s.container });
+      }
     }
   }
 

@@ -38,7 +38,7 @@ const restart = async (containerId: string, name: string, deployment: string | n
     journal.addHealthEvent({ container: name, deployment, action: 'restart_failed', attempt: 0, message: `restarting ${name} failed (${reason}): ${(err as Error).message}` });
   }
 };
-const alerts = new AlertEngine(env.dataDir, journal, { notify: (m) => agent.notify(m), restart }, log);
+const alerts = new AlertEngine(env.dataDir, journal, { notify: (m) => agent.notify(m), restart }, log, () => config().health.cooldown * 1000);
 const watcher = new HealthWatcher(journal, { restart: (id) => agent.restartContainer(id), notify: (m) => agent.notify(m) }, () => config().health, log);
 
 const stopping = new AbortController();
