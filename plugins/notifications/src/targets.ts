@@ -37,6 +37,8 @@ function schemeOf(raw: string): string {
 
 /** WHATWG URL only parses userinfo/host for special schemes: reparse under http:// to read the parts. */
 function parts(raw: string, scheme: string): URL {
+  // The URL parser would skip extra slashes (`http:///x` has host x): require the authority to be there.
+  if (/^[/?#]/.test(raw.slice(scheme.length + 3))) throw new TargetUrlError('a host is required after ://');
   try {
     return new URL(`http://${raw.slice(scheme.length + 3)}`);
   } catch {
