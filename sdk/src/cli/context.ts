@@ -55,7 +55,9 @@ export class CliContext {
     if (!c.url) {
       throw new UsageError('no agent configured: log in with `agentctl login --url https://agent.example.com`, or pass --url / set AGENTCTL_URL');
     }
-    return new AgentClient({ url: c.url, token: c.token, userAgent: `agentctl/${this.version}` });
+    // Some operations run long (a deployment starting, an apply): 5 minutes unless AGENTCTL_TIMEOUT (seconds) says otherwise.
+    const timeout = Number(this.io.env.AGENTCTL_TIMEOUT);
+    return new AgentClient({ url: c.url, token: c.token, userAgent: `agentctl/${this.version}`, timeoutMs: timeout > 0 ? timeout * 1000 : 300_000 });
   }
 
   /** The description: cached per agent URL and version, downloaded when missing, stale or `refresh`. */
