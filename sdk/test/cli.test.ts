@@ -74,10 +74,23 @@ describe('agentctl', () => {
     expect(JSON.parse(filtered.stdout)).toEqual({ data: [expect.objectContaining({ id: 2, name: 'Grace' })] });
     const stats = await home.run(['hello', 'stats']);
     expect(stats.stdout).toMatch(/^greetings\s+2$/m);
+    // A document answer is written as is, to stdout or a file.
+    const out = join(home.dir, 'openapi.json');
+    const saved = await home.run(['system', 'openapi', '--output', out]);
+    expect(saved.code, saved.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(out, 'utf8'))).toMatchObject({ openapi: '3.1.0', paths: expect.objectContaining({ '/api/hello/greetings': expect.any(Object) }) });
+    const query = await home.run(['hello', 'list', '-q', 'name=Ada', '--json']);
+    expect(JSON.parse(query.stdout).data.map((g: { name: string }) => g.name)).toEqual(['Ada']);
   });
 
   it('prints help for an operation: method, path, permission, plan, path args, query and body fields', async () => {
-    const create = await home.run(['hello', 'create', '--help']);
+    const [create, del, list, apply, plansList] = await Promise.all([
+      home.run(['hello', 'create', '--help']),
+      home.run(['hello', 'delete', '--help']),
+      home.run(['hello', 'list', '--help']),
+      home.run(['help', 'plans', 'apply']),
+      home.run(['plans', 'list', '--help']),
+    ]);
     expect(create.code).toBe(0);
     expect(create.stdout).toContain('agentctl hello create — Greet someone');
     expect(create.stdout).toMatch(/Method and path\s+POST \/api\/hello\/greetings/);
@@ -87,22 +100,18 @@ describe('agentctl', () => {
     expect(create.stdout).toMatch(/message\s+string, optional, 1-200 chars/);
     expect(create.stdout).toContain('--skeleton');
 
-    const del = await home.run(['hello', 'delete', '--help']);
     expect(del.stdout).toMatch(/Method and path\s+DELETE \/api\/hello\/greetings\/\{id\}/);
     expect(del.stdout).toMatch(/Path arguments\n\s+<id>\s+integer, required, >= 1/);
     expect(del.stdout).toContain('Usage\n  agentctl hello delete <id> [options]');
 
-    const list = await home.run(['hello', 'list', '--help']);
     expect(list.stdout).toMatch(/Permission\s+greetings:read/);
     expect(list.stdout).toMatch(/Plan\s+not supported/);
     expect(list.stdout).toMatch(/--name <value>\s+only greetings for this name — string/);
     expect(list.stdout).not.toContain('Body fields');
 
-    const apply = await home.run(['help', 'plans', 'apply']);
     expect(apply.stdout).toMatch(/Method and path\s+POST \/api\/plans\/\{id\}\/apply/);
     expect(apply.stdout).toMatch(/<id>\s+string, required, format uuid/);
 
-    const plansList = await home.run(['plans', 'list', '--help']);
     expect(plansList.stdout).toMatch(/--status <value>\s+string, one of: available, applying, applied, failed, obsolete, expired/);
   });
 
@@ -135,6 +144,8 @@ describe('agentctl', () => {
     const piped = await home.run(['hello', 'create', '--data', '-', '-f', 'name=Margaret', '--json'], { input: JSON.stringify({ name: 'x', message: 'From stdin' }) });
     expect(piped.code).toBe(0);
     expect(JSON.parse(piped.stdout).data).toMatchObject({ name: 'Margaret', message: 'From stdin' });
+    const inline = await home.run(['hello', 'create', '--data', '{"name": "Inline"}', '--json']);
+    expect(JSON.parse(inline.stdout).data).toMatchObject({ name: 'Inline', message: 'Hello, Inline!' });
   });
 
   it('checks the body against the schema before sending', async () => {
