@@ -28,6 +28,7 @@ export default definePlugin({
       directory: Type.String({ default: '', description: 'where archives are kept (default <data>/plugins/backups/archives)' }),
       compression_level: Type.Integer({ minimum: 1, maximum: 9, default: 6, description: 'gzip level' }),
       restore_ready_timeout: Type.Integer({ minimum: 5, maximum: 3600, default: 120, description: 'seconds to wait for a database service during a restore' }),
+      managed_store_labels: Type.Record(Type.String(), Type.String(), { default: {}, description: 'extra container labels of managed object stores' }),
     }, { default: {} }),
   }),
   resources: {
@@ -57,7 +58,7 @@ export default definePlugin({
       { archiveDir, compressionLevel: cfg.compression_level, readyTimeoutMs: cfg.restore_ready_timeout * 1000 },
       ctx.log, (event, payload) => ctx.events.emit(event, payload),
     );
-    const managed = new ManagedStores({ stores, ...services, packageDir: ctx.packageDir, workDir: ctx.dataDir, log: ctx.log });
+    const managed = new ManagedStores({ stores, ...services, packageDir: ctx.packageDir, workDir: ctx.dataDir, log: ctx.log, labels: cfg.managed_store_labels });
 
     /** Runs a backup job to its end (scheduled backups and scheduler tasks wait for the result). */
     const backupAndWait = async (input: Parameters<BackupsService['backup']>[0], output?: (line: string) => void) => {

@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm, writeFile, chmod } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { errors, type DeploymentsService, type DockerService, type Logger, type Principal } from '@agent/sdk';
 import { ObjectStoreClient } from './client.js';
@@ -22,6 +22,8 @@ export interface ManagedDeps {
   packageDir: string;
   workDir: string;
   log: Logger;
+  /** Extra container labels (tests mark their containers). */
+  labels: Record<string, string>;
 }
 
 /** Shared libraries a binary needs, from ldd (argv, no shell). */
@@ -101,6 +103,7 @@ export class ManagedStores {
       `      - "127.0.0.1:${input.port === 0 ? '' : input.port}:9000"`,
       '    volumes:',
       '      - data:/data',
+      ...(Object.keys(this.deps.labels).length ? ['    labels:', ...Object.entries(this.deps.labels).map(([k, v]) => `      ${JSON.stringify(k)}: ${JSON.stringify(v)}`)] : []),
       '    networks:',
       '      default: {}',
       '      store:',
@@ -207,4 +210,3 @@ export class ManagedStores {
   }
 }
 
-export { basename };
