@@ -125,12 +125,10 @@ export default definePlugin({
 
     starters.unshift(async () => {
       await mkdir(edge.layout.webroot, { recursive: true, mode: 0o755 });
-      // Bring the files in line with the state (the agent may have been upgraded or the files edited).
-      try {
-        await edge.mutate(() => undefined, { force: true });
-      } catch (err) {
-        ctx.log.error('initial proxy configuration failed', { error: (err as Error).message });
-      }
+      // Bring the files in line with the state (the agent may have been upgraded or the files edited). In the
+      // background: nginx being slow or down must not hold the agent's start-up (the queue orders later changes).
+      edge.mutate(() => undefined, { force: true })
+        .catch((err) => ctx.log.error('initial proxy configuration failed', { error: (err as Error).message }));
     });
   },
 

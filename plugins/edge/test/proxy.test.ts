@@ -39,7 +39,8 @@ describe('edge: domains and the nginx reverse proxy', () => {
   const get = (h: string, path = '/', opts = {}) => hit(nginx.httpPort, h, path, opts);
 
   it('routes a domain to the service container', async () => {
-    expect((await get(host)).status).toBe(404);
+    // The initial configuration is applied in the background at start: the default server answers 404.
+    await waitFor(async () => (await get(host)).status === 404, 'default server');
     const res = await agent.api('POST', `/deployments/${app}/domains`, { body: { service: 'web', domain: host, container_port: 80 } });
     expect(res.status, res.text).toBe(201);
     expect(res.body.data).toMatchObject({ domain: host, path_prefix: '/', strip_prefix: false, ssl: { enabled: false }, upstream: expect.stringMatching(/:80$/) });
@@ -91,6 +92,13 @@ describe('edge: domains and the nginx reverse proxy', () => {
     const id = list.body.data.find((d: { domain: string }) => d.domain === planned).id;
     expect((await agent.api('DELETE', `/deployments/${app}/domains/${id}`)).status).toBe(200);
     await waitFor(async () => (await get(planned)).status === 404, 'planned domain removed');
+  });
+
+  it('follows the container through a stop and a start (upstream re-resolved on lifecycle events)', async () => {
+    expect((await agent.api('POST', `/deployments/${app}/stop`)).status).toBeLessThan(300);
+    await waitFor(async () => (await get(host)).status === 503, 'stopped service answers 503', 20_000);
+    expect((await agent.api('POST', `/deployments/${app}/start`)).status).toBeLessThan(300);
+    await waitFor(async () => (await get(host)).status === 200, 'started service answers 200', 20_000);
   });
 
   it('refuses a domain claimed by another deployment and duplicates', async () => {

@@ -61,6 +61,10 @@ export function likePattern(pattern: string): string {
   return escaped.includes('*') ? escaped.replace(/\*/g, '%') : `%${escaped}%`;
 }
 
+const ROWS_PER_STATEMENT = 50;
+/** Matches counted at most for `total` (unless an exact total is asked). */
+export const COUNT_CAP = 10_000;
+
 export class TrafficJournal {
   private readonly insert: SqlStatement;
   private readonly insertBatch: (records: TrafficRecord[]) => void;
@@ -84,21 +88,55 @@ export class TrafficJournal {
       CREATE INDEX IF NOT EXISTS traffic_deployment ON traffic (deployment, time_ms);
       CREATE INDEX IF NOT EXISTS traffic_status ON traffic (status, time_ms);
       CREATE INDEX IF NOT EXISTS traffic_ip ON traffic (source_ip, time_ms);
+      -- Counts of the common filter combinations (deployment [+ method] [+ status]) read this index alone.
+      DROP INDEX IF EXISTS traffic_counts;
+      CREATE INDEX IF NOT EXISTS traffic_dep_method_status ON traffic (deployment, method, status);
+      -- Exact row count without scanning (kept by add and cleanup in the same transactions).
+      CREATE TABLE IF NOT EXISTS traffic_rows (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL);
+      INSERT OR IGNORE INTO traffic_rows (id, n) SELECT 1, COUNT(*) FROM traffic;
     `);
-    this.insert = db.prepare(`INSERT INTO traffic (time_ms, deployment, host, method, path, status, bytes, duration_ms, source_ip, user_agent)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    const cols = '(time_ms, deployment, host, method, path, status, bytes, duration_ms, source_ip, user_agent)';
+    const values = (n: number) => Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+    this.insert = db.prepare(`INSERT INTO traffic ${cols} VALUES ${values(1)}`);
+    // Many rows per statement: far fewer calls into SQLite per line.
+    const wide = db.prepare(`INSERT INTO traffic ${cols} VALUES ${values(ROWS_PER_STATEMENT)}`);
+    const bump = db.prepare('UPDATE traffic_rows SET n = n + ? WHERE id = 1');
+    const params = (r: TrafficRecord) => [r.time_ms, r.deployment, r.host, r.method, r.path, r.status, r.bytes, r.duration_ms, r.source_ip, r.user_agent];
     this.insertBatch = db.transaction((records: TrafficRecord[]) => {
-      for (const r of records) {
-        this.insert.run(r.time_ms, r.deployment, r.host, r.method, r.path, r.status, r.bytes, r.duration_ms, r.source_ip, r.user_agent);
+      let i = 0;
+      for (; i + ROWS_PER_STATEMENT <= records.length; i += ROWS_PER_STATEMENT) {
+        const flat: unknown[] = [];
+        for (let k = i; k < i + ROWS_PER_STATEMENT; k++) flat.push(...params(records[k]!));
+        wide.run(...flat);
       }
+      for (; i < records.length; i++) this.insert.run(...params(records[i]!));
+      bump.run(records.length);
     });
+    this.deleteOld = db.transaction((before: number) => {
+      const n = db.prepare('DELETE FROM traffic WHERE time_ms < ?').run(before).changes;
+      db.prepare('UPDATE traffic_rows SET n = MAX(0, n - ?) WHERE id = 1').run(n);
+      return n;
+    });
+  }
+
+  private readonly deleteOld: (before: number) => number;
+
+  private count(sql: string, params: unknown[]): number {
+    if (!sql) return (this.db.prepare('SELECT n FROM traffic_rows WHERE id = 1').get() as { n: number } | undefined)?.n ?? 0;
+    return (this.db.prepare(`SELECT COUNT(*) AS n FROM traffic ${sql}`).get(...params) as { n: number }).n;
   }
 
   add(records: TrafficRecord[]): void {
     if (records.length) this.insertBatch(records);
   }
 
-  private where(f: TrafficFilter): { sql: string; params: unknown[] } {
+  /**
+   * WHERE clause of a filter. For pages (`page`), the unary `+` keeps SQLite from choosing an index on the status
+   * range or the method, which would force a sort of every match: pages walk an index that is already in time
+   * order (time, deployment+time, status+time for one code, source+time) and stop after `limit` rows.
+   */
+  private where(f: TrafficFilter, page = false): { sql: string; params: unknown[] } {
+    const plus = page ? '+' : '';
     const clauses: string[] = [];
     const params: unknown[] = [];
     if (f.deployment !== undefined) {
@@ -110,7 +148,7 @@ export class TrafficJournal {
       params.push(...f.deployments);
     }
     if (f.method) {
-      clauses.push('method = ?');
+      clauses.push(`${plus}method = ?`);
       params.push(f.method);
     }
     if (f.status_code !== undefined) {
@@ -118,7 +156,7 @@ export class TrafficJournal {
       params.push(f.status_code);
     } else if (f.status_group) {
       const base = Number(f.status_group[0]) * 100;
-      clauses.push('status BETWEEN ? AND ?');
+      clauses.push(`${plus}status BETWEEN ? AND ?`);
       params.push(base, base + 99);
     }
     if (f.source_ip) {
@@ -144,42 +182,64 @@ export class TrafficJournal {
     return { sql: clauses.length ? `WHERE ${clauses.join(' AND ')}` : '', params };
   }
 
-  query(f: TrafficFilter, limit: number, offset: number): { items: TrafficRow[]; total: number } {
+  /**
+   * One page, newest first, and the number of matches. Counting stops at `COUNT_CAP` matches (`capped`) unless
+   * `exact` is asked: an exact count of a broad filter reads every matching index entry, which is what made
+   * pages slow. Rare matches are fetched through the most selective index and sorted; dense ones by walking
+   * a time-ordered index until the page is full.
+   */
+  query(f: TrafficFilter, limit: number, offset: number, exact = false): { items: TrafficRow[]; total: number; capped: boolean } {
     const { sql, params } = this.where(f);
-    const rows = this.db.prepare(`SELECT * FROM traffic ${sql} ORDER BY time_ms DESC, id DESC LIMIT ? OFFSET ?`).all(...params, limit, offset) as RawRow[];
-    const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM traffic ${sql}`).get(...params) as { n: number }).n;
-    return { items: rows.map(toRow), total };
+    let total: number;
+    let capped = false;
+    if (!sql || exact) total = this.count(sql, params);
+    else {
+      total = (this.db.prepare(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM traffic ${sql} LIMIT ${COUNT_CAP + 1})`).get(...params) as { n: number }).n;
+      if (total > COUNT_CAP) {
+        total = COUNT_CAP;
+        capped = true;
+      }
+    }
+    if (total === 0 || offset >= total && !capped) return { items: [], total, capped };
+    let rows: RawRow[];
+    if (sql && !capped && total <= COUNT_CAP) {
+      rows = this.db.prepare(`SELECT * FROM traffic WHERE id IN (SELECT id FROM traffic ${sql}) ORDER BY time_ms DESC, id DESC LIMIT ? OFFSET ?`).all(...params, limit, offset) as RawRow[];
+    } else {
+      const page = this.where(f, true);
+      rows = this.db.prepare(`SELECT * FROM traffic ${page.sql} ORDER BY time_ms DESC, id DESC LIMIT ? OFFSET ?`).all(...page.params, limit, offset) as RawRow[];
+    }
+    return { items: rows.map(toRow), total, capped };
   }
 
-  /** Requests, status groups, bytes and latency percentiles per deployment. */
+  /** Requests, status groups, bytes and latency percentiles per deployment (one pass over the rows). */
   stats(f: TrafficFilter) {
     const { sql, params } = this.where(f);
-    const groups = this.db.prepare(`SELECT deployment, status / 100 AS g, COUNT(*) AS n, SUM(bytes) AS b FROM traffic ${sql} GROUP BY deployment, g`).all(...params) as { deployment: string; g: number; n: number; b: number }[];
-    const per = new Map<string, { deployment: string | null; requests: number; bytes: number; status: Record<string, number>; p50_ms: number | null; p95_ms: number | null }>();
-    for (const row of groups) {
+    type Acc = { deployment: string | null; requests: number; bytes: number; status: Record<string, number>; durations: number[] };
+    const groups = () => ({ '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 } as Record<string, number>);
+    const per = new Map<string, Acc>();
+    const all: number[] = [];
+    const total = { requests: 0, bytes: 0, status: groups() };
+    for (const row of this.db.prepare(`SELECT deployment, status, bytes, duration_ms FROM traffic ${sql}`).iterate(...params) as IterableIterator<{ deployment: string; status: number; bytes: number; duration_ms: number }>) {
       let s = per.get(row.deployment);
-      if (!s) per.set(row.deployment, (s = { deployment: row.deployment || null, requests: 0, bytes: 0, status: { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 }, p50_ms: null, p95_ms: null }));
-      s.requests += row.n;
-      s.bytes += row.b ?? 0;
-      const key = `${row.g}xx`;
-      s.status[key] = (s.status[key] ?? 0) + row.n;
+      if (!s) per.set(row.deployment, (s = { deployment: row.deployment || null, requests: 0, bytes: 0, status: groups(), durations: [] }));
+      const key = `${Math.floor(row.status / 100)}xx`;
+      s.requests++;
+      s.bytes += row.bytes;
+      s.status[key] = (s.status[key] ?? 0) + 1;
+      s.durations.push(row.duration_ms);
+      total.requests++;
+      total.bytes += row.bytes;
+      total.status[key] = (total.status[key] ?? 0) + 1;
+      all.push(row.duration_ms);
     }
-    const pct = this.db.prepare(`SELECT duration_ms FROM traffic ${sql ? `${sql} AND` : 'WHERE'} deployment = ? ORDER BY duration_ms LIMIT 1 OFFSET ?`);
-    for (const s of per.values()) {
-      const at = (p: number) => (pct.get(...params, s.deployment ?? '', Math.min(s.requests - 1, Math.floor(p * s.requests))) as { duration_ms: number } | undefined)?.duration_ms ?? null;
-      s.p50_ms = at(0.5);
-      s.p95_ms = at(0.95);
-    }
-    const list = [...per.values()].sort((a, b) => b.requests - a.requests);
-    const total = list.reduce((acc, s) => {
-      acc.requests += s.requests;
-      acc.bytes += s.bytes;
-      for (const [k, v] of Object.entries(s.status)) acc.status[k] = (acc.status[k] ?? 0) + v;
-      return acc;
-    }, { requests: 0, bytes: 0, status: { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 } as Record<string, number> });
-    const overall = this.db.prepare(`SELECT duration_ms FROM traffic ${sql} ORDER BY duration_ms LIMIT 1 OFFSET ?`);
-    const at = (p: number) => total.requests === 0 ? null : (overall.get(...params, Math.min(total.requests - 1, Math.floor(p * total.requests))) as { duration_ms: number } | undefined)?.duration_ms ?? null;
-    return { total: { ...total, p50_ms: at(0.5), p95_ms: at(0.95) }, deployments: list };
+    const pct = (values: number[], p: number) => {
+      if (values.length === 0) return null;
+      const sorted = Float64Array.from(values).sort();
+      return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+    };
+    const deployments = [...per.values()].sort((a, b) => b.requests - a.requests)
+      .map(({ durations, ...s }) => ({ ...s, p50_ms: pct(durations, 0.5), p95_ms: pct(durations, 0.95) }));
+    return { total: { ...total, p50_ms: pct(all, 0.5), p95_ms: pct(all, 0.95) }, deployments };
   }
 
   /** Requests for host names no deployment owns (the default server), by host. */
@@ -190,7 +250,7 @@ export class TrafficJournal {
   }
 
   cleanup(olderThanMs: number): number {
-    return this.db.prepare('DELETE FROM traffic WHERE time_ms < ?').run(olderThanMs).changes;
+    return this.deleteOld(olderThanMs);
   }
 }
 

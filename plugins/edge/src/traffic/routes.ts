@@ -3,7 +3,7 @@ import { deploymentName, errors, Nullable, reply, Type } from '@agent/sdk';
 import { timeParam, visibleDeployments } from '../access.js';
 import { checkIp } from '../validate.js';
 import type { Runtime } from '../runtime.js';
-import type { TrafficJournal } from './journal.js';
+import { COUNT_CAP, type TrafficJournal } from './journal.js';
 
 const TrafficItem = Type.Object({
   id: Type.Integer(), time: Type.String(), deployment: Nullable(Type.String()), host: Type.String(), method: Type.String(),
@@ -51,6 +51,7 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       end_time: Type.Optional(Type.String({ maxLength: 40, description: 'RFC 3339' })),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
       offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+      exact_total: Type.Optional(Type.Boolean({ default: false, description: `count every match (slower); by default counting stops at ${COUNT_CAP} and meta.total_capped says so` })),
     }),
     response: Type.Array(TrafficItem),
     handler: (req) => {
@@ -58,12 +59,12 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       const visible = guard(req.principal, q.deployment);
       const limit = q.limit ?? 100;
       const offset = q.offset ?? 0;
-      const { items, total } = journal.query({
+      const { items, total, capped } = journal.query({
         deployment: q.deployment, deployments: visible, method: q.method, status_group: q.status_group, status_code: q.status_code,
         source_ip: q.source_ip ? checkIp(q.source_ip, 'source_ip') : undefined, path: q.path,
         start_ms: timeParam(q.start_time, 'start_time'), end_ms: timeParam(q.end_time, 'end_time'),
-      }, limit, offset);
-      return reply.page(items, { total, limit, offset });
+      }, limit, offset, q.exact_total ?? false);
+      return reply.ok(items, undefined, { total, limit, offset, total_capped: capped });
     },
   });
 
