@@ -20,6 +20,11 @@ const PG: Record<string, [number, string]> = {
   '42704': [404, 'DB_OBJECT_NOT_FOUND'],
   '42P01': [400, 'DB_QUERY_FAILED'],
   '54000': [400, 'DB_QUERY_TOO_COMPLEX'],
+  // Starting up, shutting down, too many connections: the server is there but cannot take this session now.
+  '57P01': [424, 'DB_UNREACHABLE'],
+  '57P02': [424, 'DB_UNREACHABLE'],
+  '57P03': [424, 'DB_UNREACHABLE'],
+  '53300': [424, 'DB_UNREACHABLE'],
 };
 
 const MYSQL: Record<number, [number, string]> = {
@@ -35,6 +40,8 @@ const MYSQL: Record<number, [number, string]> = {
   1142: [403, 'DB_PERMISSION_DENIED'],
   1227: [403, 'DB_PERMISSION_DENIED'],
   1410: [403, 'DB_PERMISSION_DENIED'],
+  1040: [424, 'DB_UNREACHABLE'], // too many connections
+  1129: [424, 'DB_UNREACHABLE'], // host blocked
   1007: [409, 'DB_EXISTS'],
   1396: [409, 'DB_USER_EXISTS'],
   1133: [404, 'DB_OBJECT_NOT_FOUND'],

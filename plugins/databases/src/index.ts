@@ -106,17 +106,17 @@ export default definePlugin({
           outcome = { success: false, status: (err as { status?: number }).status ?? 500 };
           throw err;
         } finally {
-          if (write) auditWrite(principal, req.ip, spec, body.query, outcome);
+          if (write) auditWrite(principal, req.ip, spec, body.deployment ?? null, body.query, outcome);
         }
       },
     });
 
     /** Writing queries are audited (read-only ones are not, like other reads): the statement kind, never its text. */
-    const auditWrite = (principal: Principal, ip: string, spec: ConnectionSpec, sql: string, outcome: { success: boolean; status: number }) =>
+    const auditWrite = (principal: Principal, ip: string, spec: ConnectionSpec, deployment: string | null, sql: string, outcome: { success: boolean; status: number }) =>
       ctx.audit({
         actor_type: principal.type, actor_id: principal.id, actor_name: principal.name,
         action: 'databases.query.write', resource_type: 'databases', resource_id: `${spec.type}://${spec.host}:${spec.port}/${spec.database ?? ''}`,
-        success: outcome.success, status: outcome.status, client_ip: ip, detail: { statement: firstKeyword(sql) || null, length: sql.length },
+        deployment, success: outcome.success, status: outcome.status, client_ip: ip, detail: { statement: firstKeyword(sql) || null, length: sql.length },
       });
 
     ctx.route({

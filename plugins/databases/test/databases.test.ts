@@ -55,6 +55,11 @@ describe.each(['mariadb', 'postgres'] as const)('databases on %s', (engine) => {
     const res = await post('test', conn());
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ type: engine, version: expect.any(String), host: '127.0.0.1', port: servers[engine]!.port });
+    if (engine === 'mariadb') {
+      // `mysql` speaks to MariaDB too; the answer says what the server is.
+      const asMysql = await post('test', conn({ type: 'mysql' }));
+      expect(asMysql.body.data.type).toBe('mariadb');
+    }
   });
 
   it('answers distinct 4xx codes for a wrong password, an unreachable server and an unknown database', async () => {

@@ -70,6 +70,13 @@ describe('databases of a deployment', () => {
     expect(write.status, write.text).toBe(200);
     const tables = await post('tables', { deployment: DEPLOYMENT, database: 'appdata' });
     expect(tables.body.data.map((t: { name: string }) => t.name)).toEqual(['notes']);
+
+    // Writing queries are audited with the statement kind, never the text or the login.
+    const audit = await agent.api('GET', '/audit/events', { query: { action: 'databases.query.write' } });
+    expect(audit.status).toBe(200);
+    expect(audit.body.data).toHaveLength(1);
+    expect(audit.body.data[0]).toMatchObject({ deployment: DEPLOYMENT, success: true, detail: { statement: 'CREATE', length: 'CREATE TABLE notes (id int)'.length } });
+    expect(JSON.stringify(audit.body.data)).not.toContain(PASSWORD);
   });
 
   it('answers clear errors for unknown deployments, non-database services and mixed fields', async () => {

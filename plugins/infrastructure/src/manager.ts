@@ -86,18 +86,25 @@ export class InfrastructureManager implements InfrastructureService {
     return this.doc.data.services[name];
   }
 
+  /** The service's stored state, created (secrets generated) on first use; settings added to a template later are filled in. */
   private async ensureState(t: Template): Promise<ServiceState> {
     const existing = this.state(t.name);
-    if (existing) return existing;
+    if (existing && Object.keys(t.settings).every((k) => k in existing.settings)) return existing;
     return this.doc.update((d) => {
-      d.services[t.name] ??= { enabled: false, settings: initialSettings(t), updated_at: new Date().toISOString() };
+      const current = d.services[t.name];
+      d.services[t.name] = {
+        enabled: current?.enabled ?? false,
+        settings: { ...initialSettings(t), ...(current?.settings ?? {}) },
+        updated_at: new Date().toISOString(),
+      };
       return d.services[t.name]!;
     });
   }
 
+  /** Stored settings over the template defaults (secrets not generated yet read as empty). */
   private settingsOf(t: Template): Record<string, SettingValue> {
-    // Settings added to a template later get their defaults.
-    return { ...initialSettings(t), ...(this.state(t.name)?.settings ?? {}) };
+    const defaults = Object.fromEntries(Object.entries(t.settings).map(([k, spec]) => [k, spec.default]));
+    return { ...defaults, ...(this.state(t.name)?.settings ?? {}) };
   }
 
   networks(): { name: string; description: string }[] {

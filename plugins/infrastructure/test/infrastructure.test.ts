@@ -63,6 +63,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  if (process.env.DEBUG_AGENT) console.log(agent?.output());
   await agent?.stop();
   // Everything this run created carries its unique prefix.
   const ids = docker('ps', '-aq', '--filter', 'label=agent.test=1', '--filter', `name=${RUN}`).stdout.split('\n').filter(Boolean);
@@ -79,7 +80,8 @@ describe('infrastructure services', () => {
     expect(res.body.data.map((s: { name: string }) => s.name)).toEqual(['proxy-network', 'database', 'cache', 'dns']);
     for (const s of res.body.data) expect(s).toMatchObject({ status: 'not_created', enabled: false, ports: [] });
     const dns = res.body.data.find((s: { name: string }) => s.name === 'dns');
-    expect(dns.settings).toMatchObject({ api_key: '[redacted]', api_port: 8081, dns_port: 53 });
+    // Secrets are generated when the service is first configured or started.
+    expect(dns.settings).toMatchObject({ api_key: '', api_port: 8081, dns_port: 53 });
     expect(dns.networks).toEqual([SHARED]);
     expect((await agent.api('GET', '/infrastructure/nope')).status).toBe(404);
     expect((await agent.api('GET', '/infrastructure/networks')).body.data.map((n: { name: string }) => n.name)).toEqual([`${NETWORK_PREFIX}-proxy`, SHARED]);
@@ -96,7 +98,7 @@ describe('infrastructure services', () => {
       expect(res.body.code).toBe('VALIDATION_FAILED');
     }
     const dns = await agent.api('GET', '/infrastructure/dns');
-    expect(dns.body.data.settings).toMatchObject({ image: 'powerdns/pdns-auth-48:latest', dns_port: 53 });
+    expect(dns.body.data.settings).toMatchObject({ image: 'powerdns/pdns-auth-48:latest', dns_port: 53, api_key: '[redacted]' });
   });
 
   it('renders compose files that compose accepts, with secrets only in the 0600 .env', async () => {
