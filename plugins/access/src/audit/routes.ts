@@ -70,7 +70,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
       checkRange(filter);
       db();
       const where = buildWhere(filter, visibility(req.principal, identity));
-      const rows = statements.get(`SELECT ${COLUMNS} FROM audit_events ${where.sql} ORDER BY id DESC LIMIT ? OFFSET ?`)
+      const rows = statements.get(`SELECT ${COLUMNS} FROM audit_events ${where.sql} ORDER BY time_ms DESC, id DESC LIMIT ? OFFSET ?`)
         .all(...where.params, limit, offset) as AuditRow[];
       const total = (statements.get(`SELECT COUNT(*) AS n FROM audit_events ${where.sql}`).get(...where.params) as { n: number }).n;
       return reply.page(rows.map(toView), { total, limit, offset });
