@@ -220,6 +220,30 @@ describe.each(['mariadb', 'postgres'] as const)('databases on %s', (engine) => {
     expect(noDb.body.code).toBe('DB_NOT_FOUND');
   });
 
+  it('creates a database with a character set and only for the right engine-specific options', async () => {
+    const charset = engine === 'postgres' ? 'UTF8' : 'utf8mb4';
+    const res = await post('create', conn({ name: 'cs_db', charset }));
+    expect(res.status).toBe(201);
+    if (engine !== 'postgres') {
+      const owner = await post('create', conn({ name: 'owner_db', owner: 'admin' }));
+      expect(owner.status).toBe(400);
+    }
+    expect(await listNames()).toContain('cs_db');
+  });
+
+  it('grants ALL: the user may create and fill tables in that database only', async () => {
+    expect((await post('users/create', conn({ user: 'owner_user', user_password: 'Own3r-pass!' }))).status).toBe(201);
+    const grant = await post('privileges/grant', conn({ user: 'owner_user', database: 'app_db', privileges: ['ALL'] }));
+    expect(grant.status, grant.text).toBe(200);
+    const asOwner = (extra: Record<string, unknown>) => conn({ username: 'owner_user', password: 'Own3r-pass!', ...extra });
+    const create = await post('query', asOwner({ database: 'app_db', query: 'CREATE TABLE owned (id INT)', allow_write: true }));
+    expect(create.status, create.text).toBe(200);
+    const insert = await post('query', asOwner({ database: 'app_db', query: 'INSERT INTO owned VALUES (1), (2)', allow_write: true }));
+    expect(insert.body.data.affected_rows).toBe(2);
+    const elsewhere = await post('query', asOwner({ database: 'cs_db', query: 'CREATE TABLE nope (id INT)', allow_write: true }));
+    expect(elsewhere.status).toBe(403);
+  });
+
   it('refuses SQL injection in every identifier field with 400 and changes nothing', async () => {
     const databases = await listNames();
     const attempts = ["app_db`; DROP DATABASE app_db; --", 'app_db"; DROP DATABASE app_db; --', "app_db' OR '1'='1", 'a b', '../etc', 'x\u0000y', ''];
@@ -263,14 +287,4 @@ describe.each(['mariadb', 'postgres'] as const)('databases on %s', (engine) => {
     expect(timeout.status).toBe(400);
   });
 
-  it('creates a database with a character set and only for the right engine-specific options', async () => {
-    const charset = engine === 'postgres' ? 'UTF8' : 'utf8mb4';
-    const res = await post('create', conn({ name: 'cs_db', charset }));
-    expect(res.status).toBe(201);
-    if (engine !== 'postgres') {
-      const owner = await post('create', conn({ name: 'owner_db', owner: 'admin' }));
-      expect(owner.status).toBe(400);
-    }
-    expect(await listNames()).toContain('cs_db');
-  });
 });
