@@ -148,17 +148,22 @@ async function timeseriesLatency() {
   const agent = await startAgent({ plugins: ['observability'], dataDir, config: { observability: { container_labels: { 'agent.bench.none': tag }, health: { enabled: false } } } });
   try {
     const token = await agent.token();
-    await appPid(agent, token);
+    const pid = await appPid(agent, token);
     const path = '/metrics/timeseries?deployment=shop&since=24h';
     const first = await get(agent, token, path);
     const points = first.data.series.reduce((n, s) => n + s.values.filter((v) => v !== null).length, 0);
     for (let i = 0; i < 20; i++) await get(agent, token, path);
     const times = [];
+    const [app0, core0, self0] = [cpuMs(pid), cpuMs(agent.pid), process.cpuUsage()];
     for (let i = 0; i < QUERIES; i++) {
       const t = process.hrtime.bigint();
       await get(agent, token, path);
       times.push(Number(process.hrtime.bigint() - t) / 1e6);
     }
+    const self = process.cpuUsage(self0);
+    const cpuPer = {
+      app: (cpuMs(pid) - app0) / QUERIES, core: (cpuMs(agent.pid) - core0) / QUERIES, client: (self.user + self.system) / 1000 / QUERIES,
+    };
     times.sort((a, b) => a - b);
     const p99 = percentile(times, 99);
     // The same path with a tiny answer: what the proxy hop (authentication, signed principal, forwarding) costs.
@@ -174,6 +179,7 @@ async function timeseriesLatency() {
     console.log(`  p50 ${fmt(percentile(times, 50), 2)} ms   p90 ${fmt(percentile(times, 90), 2)} ms   p99 ${fmt(p99, 2)} ms   max ${fmt(times.at(-1), 2)} ms`);
     console.log(`  goal p99 < 50 ms: ${p99 < 50 ? 'met' : 'NOT met'} (ratio ${fmt(p99 / 50, 2)} of the budget); answer ${fmt(bytes / 1024, 0)} KiB`);
     console.log(`  baseline, a tiny answer on the same path (alerts/rules): p50 ${fmt(percentile(small, 50), 2)} ms   p99 ${fmt(percentile(small, 99), 2)} ms`);
+    console.log(`  CPU time per request (independent of the load): app ${fmt(cpuPer.app, 2)} ms, agent core (proxy) ${fmt(cpuPer.core, 2)} ms, client parse ${fmt(cpuPer.client, 2)} ms`);
     const loadavg = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
     console.log(`  host load average during the run: ${loadavg} (2 cores)`);
     return p99;

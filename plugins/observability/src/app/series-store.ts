@@ -30,6 +30,19 @@ export interface QueryResult {
 }
 
 const MAX_POINTS = 360;
+
+/** 6 significant digits (cheaper than `Number(v.toPrecision(6))`, and enough for a chart). */
+function round6(v: number): number {
+  if (v === 0 || !Number.isFinite(v)) return v;
+  const digits = 5 - Math.floor(Math.log10(Math.abs(v)));
+  // Powers of ten as integers keep the result exact: scale up for small values, down for large ones.
+  if (digits >= 0) {
+    const scale = 10 ** digits;
+    return Math.round(v * scale) / scale;
+  }
+  const step = 10 ** -digits;
+  return Math.round(v / step) * step;
+}
 const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
 
 export class SeriesStore {
@@ -206,7 +219,7 @@ export class SeriesStore {
     result.timestamps = used.map((i) => (first + i * step) * 1000);
     for (const row of rows) {
       const g = grids.get(row.id)!;
-      result.series.push({ key: row, values: used.map((i) => (g.n[i]! > 0 ? Number((g.sum[i]! / g.n[i]!).toPrecision(6)) : null)) });
+      result.series.push({ key: row, values: used.map((i) => (g.n[i]! > 0 ? round6(g.sum[i]! / g.n[i]!) : null)) });
     }
     return result;
   }
