@@ -1,7 +1,8 @@
 /**
  * Infrastructure services on the real Docker engine: the DNS server template runs a locally built PowerDNS image
  * (no registry), is driven through /api/infrastructure and /api/dns/dnsserver, and answers dig on its published
- * port; a deployment's container joins the shared network and reaches the service by its alias.
+ * port; a deployment's container joins the shared network and reaches the service by its alias. The shared
+ * database runs a PostgreSQL image built locally the same way (the backups plugin's test image).
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
+import { ensurePostgresImage } from '../../backups/test/helpers/postgres-image.js';
 import { ensurePdnsImage } from './pdns-image.js';
 
 const RUN = `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
@@ -54,9 +56,10 @@ async function until<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolea
 
 beforeAll(async () => {
   ensurePdnsImage();
+  ensurePostgresImage();
   [apiPort, dnsPort] = [await freePort(), await freePort()];
   agent = await startAgent({
-    plugins: ['docker', 'infrastructure', 'dns', 'system'],
+    plugins: ['docker', 'infrastructure', 'dns', 'databases', 'system'],
     config: { infrastructure: { project_prefix: PROJECT_PREFIX, network_prefix: NETWORK_PREFIX, labels: { 'agent.test': '1' } } },
   });
   expect((await agent.api('PUT', '/settings', { body: { dns: { api_url: `http://127.0.0.1:${apiPort}`, api_key: KEY } } })).status).toBe(200);
@@ -194,6 +197,23 @@ describe('infrastructure services', () => {
     const stopped = await agent.api('POST', '/infrastructure/dns/stop');
     expect(stopped.status).toBe(200);
     expect(stopped.body.data.status).toBe('stopped');
+  });
+
+  it('runs the shared database; the databases plugin reaches it on its published port', async () => {
+    const port = await freePort();
+    const password = `pw${RUN}`;
+    const started = await agent.api('POST', '/infrastructure/database/start', {
+      body: { settings: { image: ensurePostgresImage(), password, port, bind: '127.0.0.1' } },
+    });
+    expect(started.status, started.text).toBe(200);
+    expect(started.body.data.settings.password).toBe('[redacted]');
+    expect(started.text).not.toContain(password);
+    const healthy = await until('database healthy', async () => (await agent.api('GET', '/infrastructure/database')).body.data, (d) => d.health === 'healthy');
+    expect(healthy.ports).toContainEqual(expect.objectContaining({ service: 'database', host_ip: '127.0.0.1', host_port: port, container_port: 5432 }));
+    const test = await agent.api('POST', '/databases/test', { body: { type: 'postgres', host: '127.0.0.1', port, username: 'postgres', password } });
+    expect(test.status, test.text).toBe(200);
+    expect(test.body.data.type).toBe('postgres');
+    expect((await agent.api('POST', '/infrastructure/database/stop')).body.data.status).toBe('stopped');
   });
 
   it('creates the proxy network; a shared network cannot be stopped', async () => {
