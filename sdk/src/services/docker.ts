@@ -131,6 +131,8 @@ export interface DockerService {
   onEvent(listener: (event: DockerEvent) => void): () => void;
 
   networks: {
+    /** Networks, optionally only those of one deployment (compose project label). */
+    list(filter?: { deployment?: string }): Promise<{ id: string; name: string; deployment: string | null; internal: boolean }[]>;
     /** Creates the network if missing (bridge driver). */
     ensure(name: string, options?: { internal?: boolean; labels?: Record<string, string> }): Promise<void>;
     connect(network: string, container: string, options?: { aliases?: string[] }): Promise<void>;
