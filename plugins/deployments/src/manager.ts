@@ -62,8 +62,17 @@ const tailOf = (output: string, lines = 15) => output.trim().split('\n').slice(-
 export class DeploymentManager implements DeploymentsService {
   readonly entries = new Map<string, Entry>();
   readonly lock = new KeyedLock();
+  /** The last list, reused until a deployment or the container state changes (listing is the hot path). */
+  private listed: DeploymentInfo[] | null = null;
+  private listedEngineUp = false;
 
-  constructor(readonly opts: ManagerOptions) {}
+  constructor(readonly opts: ManagerOptions) {
+    opts.cache.onChange(() => this.invalidate());
+  }
+
+  invalidate(): void {
+    this.listed = null;
+  }
 
   root(): string {
     return this.opts.root;
@@ -94,11 +103,13 @@ export class DeploymentManager implements DeploymentsService {
     const meta0 = await readMeta(dir);
     if (meta0?.deleted_at) {
       this.entries.delete(name);
+      this.invalidate();
       return null;
     }
     const composeName = meta0 && existsSync(join(dir, meta0.compose_file)) ? meta0.compose_file : findComposeFile(dir);
     if (!composeName) {
       this.entries.delete(name);
+      this.invalidate();
       return null;
     }
     const meta: DeploymentMeta = meta0 ?? {
@@ -114,6 +125,7 @@ export class DeploymentManager implements DeploymentsService {
     }
     const entry: Entry = { name, dir, composeFile: composeName, meta, services };
     this.entries.set(name, entry);
+    this.invalidate();
     return entry;
   }
 
@@ -143,7 +155,11 @@ export class DeploymentManager implements DeploymentsService {
   }
 
   list(): DeploymentInfo[] {
-    return [...this.entries.values()].sort((a, b) => a.name.localeCompare(b.name)).map((e) => this.info(e));
+    // Engine availability is part of every status: a change of it must not serve a stale list.
+    if (this.listed && this.listedEngineUp === this.cache.engineUp()) return this.listed;
+    this.listedEngineUp = this.cache.engineUp();
+    this.listed = [...this.entries.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((e) => this.info(e));
+    return this.listed;
   }
 
   get(name: string): DeploymentInfo | undefined {
@@ -272,6 +288,7 @@ export class DeploymentManager implements DeploymentsService {
       if (input.env_vars) await writeAtomic(p.env, serializeEnv(vars), 0o600);
       if (input.compose_content !== undefined) await writeAtomic(p.compose, content);
       entry.services = checked.services;
+      this.invalidate();
       this.opts.events.emit('deployment.updated', { name });
       if (wasRunning) await this.up(entry);
       return { info: this.info(entry), recreated: wasRunning };
@@ -350,14 +367,20 @@ export class DeploymentManager implements DeploymentsService {
     const entry = this.require(name);
     this.opts.docker.assertAvailable();
     await this.lock.run(name, async () => {
-      try {
-        await this.composeRun(entry, ['down', '--remove-orphans', ...(options.remove_volumes ? ['--volumes'] : [])], 'removing');
-      } finally {
-        await this.cache.reconcile();
+      await this.cache.reconcile();
+      // Nothing compose created is left (never started): skip `down`, a slow no-op.
+      const leftovers = this.cache.containers(name).length > 0 || options.remove_volumes || (await this.opts.docker.networks.list({ deployment: name })).length > 0;
+      if (leftovers) {
+        try {
+          await this.composeRun(entry, ['down', '--remove-orphans', ...(options.remove_volumes ? ['--volumes'] : [])], 'removing');
+        } finally {
+          await this.cache.reconcile();
+        }
       }
       if (options.remove_files) await rm(entry.dir, { recursive: true, force: true });
       else await writeMeta(entry.dir, { ...entry.meta, deleted_at: new Date().toISOString() });
       this.entries.delete(name);
+      this.invalidate();
       await this.opts.identity()?.grants.removeDeployment(name);
       this.opts.events.emit('deployment.deleted', { name, removed_files: options.remove_files ?? false });
     });

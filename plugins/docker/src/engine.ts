@@ -372,6 +372,10 @@ export class DockerEngine implements DockerService {
   // ---- networks and compose ------------------------------------------------------------------------------------
 
   readonly networks = {
+    list: async (filter: { deployment?: string } = {}) => {
+      const list = await this.call('networks', () => this.opts.docker.listNetworks(filter.deployment ? { filters: JSON.stringify({ label: [`${PROJECT_LABEL}=${filter.deployment}`] }) } as Docker.NetworkListOptions : {}));
+      return list.map((n) => ({ id: n.Id, name: n.Name, deployment: n.Labels?.[PROJECT_LABEL] ?? null, internal: n.Internal ?? false }));
+    },
     ensure: async (name: string, options: { internal?: boolean; labels?: Record<string, string> } = {}): Promise<void> => {
       const existing = await this.call('networks', () => this.opts.docker.listNetworks({ filters: JSON.stringify({ name: [name] }) }));
       if (existing.some((n) => n.Name === name)) return;

@@ -33,7 +33,7 @@ describe('docker plugin', () => {
     if (stdout.trim()) await docker('rm', '-f', ...stdout.trim().split('\n'));
     await docker('volume', 'rm', '-f', name('vol')).catch(() => undefined);
     await docker('network', 'rm', name('net')).catch(() => undefined);
-    await docker('rmi', `agent-test/tag-${id}:v1`).catch(() => undefined);
+    await docker('rmi', '-f', `agent-test/img-${id}:v1`, `agent-test/img-${id}:v2`).catch(() => undefined);
   });
 
   it('lists containers with their deployment, service and ports', async () => {
@@ -89,23 +89,30 @@ describe('docker plugin', () => {
     }
   });
 
-  it('lists images with users, refuses deleting one in use, deletes a tag', async () => {
+  it('lists images with users, refuses deleting one in use, untags and deletes', async () => {
+    // An image of its own (a label makes a new id), so other suites' containers never count as users.
+    const image = `agent-test/img-${id}`;
+    await execa('docker', ['build', '-q', '-t', `${image}:v1`, '-'], { input: `FROM agent-test/busybox:latest\nLABEL agent.test.id=${id}\n` });
     const user = name('imguser');
-    await docker('create', '--name', user, '--label', 'agent.test=1', '--label', `com.docker.compose.project=${project}`, 'agent-test/busybox:latest', 'true');
+    await docker('create', '--name', user, '--label', 'agent.test=1', '--label', `com.docker.compose.project=${project}`, `${image}:v1`, 'true');
     const list = await agent.api('GET', '/images');
     expect(list.status).toBe(200);
-    const img = list.body.data.find((i: any) => i.tags.includes('agent-test/busybox:latest'));
-    expect(img).toMatchObject({ in_use: true, deployment: expect.any(String) });
-    expect(img.deployments).toContain(project);
-    const refused = await agent.api('DELETE', `/images/${encodeURIComponent('agent-test/busybox:latest')}`);
+    const img = list.body.data.find((i: any) => i.tags.includes(`${image}:v1`));
+    expect(img).toMatchObject({ in_use: true, deployment: project, deployments: [project], containers: [user] });
+    const refused = await agent.api('DELETE', `/images/${encodeURIComponent(`${image}:v1`)}`);
     expect(refused.status).toBe(409);
     expect(refused.body.code).toBe('IMAGE_IN_USE');
+    await docker('tag', `${image}:v1`, `${image}:v2`);
+    const untag = await agent.api('DELETE', `/images/${encodeURIComponent(`${image}:v2`)}`);
+    expect(untag.status, untag.text).toBe(200);
+    expect(untag.body.data).toMatchObject({ untagged: [`${image}:v2`], deleted: [] });
+    const byId = await agent.api('DELETE', `/images/${encodeURIComponent(img.id)}`);
+    expect(byId.status).toBe(409);
     await docker('rm', user);
-    await docker('tag', 'agent-test/busybox:latest', `agent-test/tag-${id}:v1`);
-    const untag = await agent.api('DELETE', `/images/${encodeURIComponent(`agent-test/tag-${id}:v1`)}`);
-    expect(untag.status).toBe(200);
-    expect(untag.body.data.untagged).toContain(`agent-test/tag-${id}:v1`);
-    const missing = await agent.api('DELETE', `/images/${encodeURIComponent(`agent-test/tag-${id}:v1`)}`);
+    const deleted = await agent.api('DELETE', `/images/${encodeURIComponent(img.id)}`);
+    expect(deleted.status, deleted.text).toBe(200);
+    expect(deleted.body.data.deleted).toContain(img.id);
+    const missing = await agent.api('DELETE', `/images/${encodeURIComponent(`${image}:v1`)}`);
     expect(missing.status).toBe(404);
   });
 

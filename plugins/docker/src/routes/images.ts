@@ -90,13 +90,16 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
     handler: async (req) => {
       engine.assertAvailable();
       const inspected = await engine.call(`image '${req.params.id}'`, () => engine.client.getImage(req.params.id).inspect());
-      const users = (await listImages()).find((i) => i.id === inspected.Id);
+      const byId = req.params.id.startsWith('sha256:') || /^[0-9a-f]{12,64}$/.test(req.params.id);
+      // Removing one of several tags only untags: the image stays, so its containers do not matter.
+      const untagOnly = !byId && (inspected.RepoTags ?? []).length > 1;
+      const users = untagOnly ? undefined : (await listImages()).find((i) => i.id === inspected.Id);
       if (users?.in_use) {
         const visible = users.deployments.filter((d) => canSee(req.principal, d));
         throw errors.conflict(`image '${req.params.id}' is used by ${users.containers.length} container(s)${visible.length ? ` of ${visible.join(', ')}` : ''}`, 'IMAGE_IN_USE', { containers: users.containers.length });
       }
       // Removing by tag only untags when other tags remain; by id needs force then.
-      const target = req.params.id.startsWith('sha256:') || /^[0-9a-f]{12,64}$/.test(req.params.id) ? inspected.Id : req.params.id;
+      const target = byId ? inspected.Id : req.params.id;
       const result = (await engine.call(`image '${req.params.id}'`, () => engine.client.getImage(target).remove({ force: req.query.force ?? false }))) as { Deleted?: string; Untagged?: string }[];
       return reply.ok({
         id: inspected.Id,
