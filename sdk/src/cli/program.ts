@@ -140,7 +140,8 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
 
   const [first, second] = pre.positionals;
   const staticNames = new Set([...STATIC_COMMANDS.map(([n]) => n)]);
-  const wantsOperations = first ? !staticNames.has(first) || first === 'help' : true;
+  const versionOnly = !first && argv.some((a) => a === '-V' || a === '--version');
+  const wantsOperations = first ? !staticNames.has(first) || first === 'help' : !versionOnly;
   if (wantsOperations) {
     try {
       let loaded = await ctx.description();
@@ -151,9 +152,12 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
         const group = loaded.description.group(target);
         if (!group || (targetOp && !targetOp.startsWith('-') && !loaded.description.find(target, targetOp))) loaded = await ctx.description(true);
       }
+      // Only the operation being called gets its full command (options, schemas); the others are named only,
+      // which is all help listings and "did you mean" suggestions need.
+      const wanted = target && targetOp ? loaded.description.find(target, targetOp) : undefined;
       for (const group of loaded.description.groups()) {
         if (staticNames.has(group.name)) continue;
-        program.addCommand(groupCommand(ctx, loaded.description, group, runAction));
+        program.addCommand(groupCommand(ctx, loaded.description, group, runAction, wanted));
       }
       program.addHelpText('after', `\nAgent ${ctx.connection().url} (version ${loaded.version}). Help on a group: agentctl <group> --help; on an operation: agentctl <group> <operation> --help.`);
     } catch (err) {

@@ -3,7 +3,7 @@
  * operationIds (`deployments.list` → `deployments list`, `plans.apply` → `plans apply`), with their parameters and
  * body schema resolved. Nothing here is specific to one agent version: whatever the agent publishes is offered.
  */
-import { derefSchema, type JsonSchema } from './json-schema.js';
+import { derefSchema, resolveRef, type JsonSchema } from './json-schema.js';
 
 export interface OperationParameter {
   name: string;
@@ -72,24 +72,16 @@ function parseOperation(doc: Json, path: string, method: string, op: Json): Oper
   const dot = op.operationId.indexOf('.');
   const group = kebab(dot > 0 ? op.operationId.slice(0, dot) : (op.tags?.[0] ?? 'api'));
   const name = kebab(dot > 0 ? op.operationId.slice(dot + 1) : op.operationId);
-  const params = ((op.parameters ?? []) as Json[]).map((p) => derefSchema(p, doc) as Json);
-  const toParam = (p: Json): OperationParameter => ({
-    name: String(p.name), in: p.in, required: p.in === 'path' ? true : !!p.required,
-    description: typeof p.description === 'string' ? p.description : undefined,
-    schema: derefSchema(p.schema ?? {}, doc),
-  });
   const successKey = Object.keys(op.responses ?? {}).filter((k) => /^2\d\d$/.test(k)).sort()[0];
   const success = successKey ? (op.responses as Json)[successKey] : undefined;
   const successTypes = Object.keys(success?.content ?? {});
   const jsonType = successTypes.find((t) => /json/.test(t));
-  const produces = successTypes.length > 0 && !jsonType ? successTypes[0] : undefined;
-  const envelope = jsonType ? derefSchema(success.content[jsonType].schema ?? {}, doc) : undefined;
   const bodyContent = (op.requestBody?.content ?? {}) as Json;
   const bodyJsonType = Object.keys(bodyContent).find((t) => /json/.test(t));
-  const rawBodyType = bodyJsonType ? undefined : Object.keys(bodyContent)[0];
-  // The description document itself is served as application/json but documented as binary: treat as raw.
-  const dataSchema = envelope?.properties?.data as JsonSchema | undefined;
-  return {
+  // A JSON media type documented as a string (the description document itself) is a document, not an envelope.
+  const jsonSchema = jsonType ? (success.content[jsonType].schema ?? {}) as Json : undefined;
+  const jsonIsDocument = !!jsonSchema && resolveRef(jsonSchema, doc).type === 'string';
+  const operation = {
     id: op.operationId, group, name, method: method.toUpperCase(), path,
     summary: typeof op.summary === 'string' ? op.summary : '',
     description: typeof op.description === 'string' ? op.description : undefined,
@@ -97,14 +89,39 @@ function parseOperation(doc: Json, path: string, method: string, op: Json): Oper
     plan: op['x-plan'] === true,
     websocket: op['x-websocket'] === true,
     deploymentScoped: op['x-deployment-scoped'] === true,
-    pathParams: params.filter((p) => p.in === 'path').map(toParam),
-    queryParams: params.filter((p) => p.in === 'query' && !(p.name === 'plan' && op['x-plan'] === true)).map(toParam),
-    body: bodyJsonType ? derefSchema(bodyContent[bodyJsonType].schema ?? {}, doc) : undefined,
-    rawBodyType,
+    rawBodyType: bodyJsonType ? undefined : Object.keys(bodyContent)[0],
     successStatus: successKey ? Number(successKey) : 200,
-    produces: produces ?? (envelope && envelope.type === 'string' ? jsonType : undefined),
-    responseData: dataSchema,
+    produces: jsonType ? (jsonIsDocument ? jsonType : undefined) : successTypes[0],
+  } as Operation;
+  // Schemas are resolved on first use: a CLI call needs one operation's, not the other few hundred.
+  const params = once(() => ((op.parameters ?? []) as Json[]).map((p) => derefSchema(p, doc) as Json));
+  const toParam = (p: Json): OperationParameter => ({
+    name: String(p.name), in: p.in, required: p.in === 'path' ? true : !!p.required,
+    description: typeof p.description === 'string' ? p.description : undefined,
+    schema: (p.schema ?? {}) as JsonSchema,
+  });
+  defineLazy(operation, 'pathParams', () => params().filter((p) => p.in === 'path').map(toParam));
+  defineLazy(operation, 'queryParams', () => params().filter((p) => p.in === 'query' && !(p.name === 'plan' && op['x-plan'] === true)).map(toParam));
+  defineLazy(operation, 'body', () => (bodyJsonType ? derefSchema(bodyContent[bodyJsonType].schema ?? {}, doc) : undefined));
+  defineLazy(operation, 'responseData', () => (jsonSchema && !jsonIsDocument ? (derefSchema(jsonSchema, doc).properties?.data as JsonSchema | undefined) : undefined));
+  return operation;
+}
+
+function once<T>(fn: () => T): () => T {
+  let done = false;
+  let value: T;
+  return () => {
+    if (!done) {
+      value = fn();
+      done = true;
+    }
+    return value;
   };
+}
+
+function defineLazy<K extends keyof Operation>(target: Operation, key: K, compute: () => Operation[K]): void {
+  const get = once(compute);
+  Object.defineProperty(target, key, { get, enumerable: true, configurable: true });
 }
 
 export class ApiDescription {

@@ -17,6 +17,15 @@ export type JsonSchema = Record<string, unknown> & {
   $ref?: string;
 };
 
+/** The target of a local `$ref` (one level, no copy), or the node itself. */
+export function resolveRef(node: Record<string, unknown>, root: unknown): JsonSchema {
+  const ref = node.$ref;
+  if (typeof ref !== 'string' || !ref.startsWith('#/')) return node as JsonSchema;
+  const target = ref.slice(2).split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce<unknown>((at, key) => (at && typeof at === 'object' ? (at as Record<string, unknown>)[key] : undefined), root);
+  return (target && typeof target === 'object' ? target : {}) as JsonSchema;
+}
+
 /** Replaces local `#/...` references with their targets (cycles are cut after a few levels). */
 export function derefSchema(schema: unknown, root: unknown, depth = 0): JsonSchema {
   const walk = (node: unknown, level: number): unknown => {

@@ -212,7 +212,7 @@ export async function runOperation(ctx: CliContext, description: ApiDescription,
 }
 
 /** The `agentctl <group>` command with one subcommand per operation. */
-export function groupCommand(ctx: CliContext, description: ApiDescription, group: { name: string; description?: string; operations: Operation[] }, run: (fn: () => Promise<void>, op?: Operation) => Promise<void>): Command {
+export function groupCommand(ctx: CliContext, description: ApiDescription, group: { name: string; description?: string; operations: Operation[] }, run: (fn: () => Promise<void>, op?: Operation) => Promise<void>, wanted?: Operation): Command {
   const cmd = new Command(group.name).description(group.description ?? `${group.operations.length} operation${group.operations.length === 1 ? '' : 's'}`);
   cmd.configureHelp({
     formatHelp: () => {
@@ -231,7 +231,9 @@ export function groupCommand(ctx: CliContext, description: ApiDescription, group
       ].join('\n');
     },
   });
-  for (const op of group.operations) cmd.addCommand(operationCommand(ctx, description, op, run));
+  for (const op of group.operations) {
+    cmd.addCommand(!wanted || op === wanted ? operationCommand(ctx, description, op, run) : new Command(op.name).description(op.summary));
+  }
   return cmd;
 }
 
