@@ -7,7 +7,7 @@ import { chmod, chown } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
-import type { DeploymentsService, Document, Logger } from '@agent/sdk';
+import type { ContainerSummary, DeploymentsService, Document, Logger } from '@agent/sdk';
 import { NginxApplier, type ApplyResult } from './nginx/apply.js';
 import { GENERATION_PATH, generationOf, renderAll, siteFile, tag, type Overlay, type ProxyLayout, type RenderInput, type SecurityModel, type Site } from './nginx/render.js';
 import { isExpired, type DomainEntry, type EdgeState } from './state.js';
@@ -48,11 +48,18 @@ export class Edge {
   }
 
   /** `ip:port` of the container behind a domain entry, or null when it has none running. */
-  async resolveUpstream(entry: DomainEntry): Promise<string | null> {
+  async resolveUpstream(entry: DomainEntry, cache?: Map<string, Promise<ContainerSummary | null>>): Promise<string | null> {
     const deployments = this.deployments();
     if (!deployments) return entry.last_upstream;
     try {
-      const c = await deployments.serviceContainer(entry.deployment, entry.service);
+      // One engine query per service and render, however many domains route to it.
+      const key = `${entry.deployment}/${entry.service}`;
+      let lookup = cache?.get(key);
+      if (!lookup) {
+        lookup = deployments.serviceContainer(entry.deployment, entry.service);
+        cache?.set(key, lookup);
+      }
+      const c = await lookup;
       if (!c || c.state !== 'running') return null;
       if (this.config.proxy.upstream === 'published') {
         const port = c.ports.find((p) => p.private === entry.container_port && p.public);
@@ -73,8 +80,9 @@ export class Edge {
   async model(draft: EdgeState): Promise<RenderInput> {
     const now = Date.now();
     const byHost = new Map<string, Site>();
+    const containers = new Map<string, Promise<ContainerSummary | null>>();
     for (const d of draft.domains) {
-      const upstream = await this.resolveUpstream(d);
+      const upstream = await this.resolveUpstream(d, containers);
       if (upstream) d.last_upstream = upstream;
       let site = byHost.get(d.domain);
       if (!site) {

@@ -201,8 +201,8 @@ describe('edge: security enforced in nginx, traffic journal and security events'
     }, 'auto block');
     expect(blocked).toMatchObject({ auto: true, reason: expect.stringContaining('scan') });
     await waitFor(async () => (await get('/', from('127.0.0.9'))).status === 403, 'auto-blocked in nginx');
-    const one = await agent.api('GET', `/security/events/${ev.body.data[0].id}`);
-    expect(one.body.data.auto_blocked).toBe(true);
+    // The event is marked once the block is in force (just after it shows in the list).
+    await waitFor(async () => (await agent.api('GET', `/security/events/${ev.body.data[0].id}`)).body.data.auto_blocked === true, 'event marked auto-blocked');
     const byIp = await agent.api('GET', '/security/ips/127.0.0.9/events');
     expect(byIp.body.meta).toMatchObject({ blocked: true });
     await waitFor(async () => {

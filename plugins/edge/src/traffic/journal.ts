@@ -64,6 +64,8 @@ export function likePattern(pattern: string): string {
 const ROWS_PER_STATEMENT = 50;
 /** Matches counted at most for `total` (unless an exact total is asked). */
 export const COUNT_CAP = 10_000;
+/** Below this many matches, fetching them all and sorting beats walking the time order. */
+const RARE_MATCHES = 1000;
 
 export class TrafficJournal {
   private readonly insert: SqlStatement;
@@ -185,8 +187,9 @@ export class TrafficJournal {
   /**
    * One page, newest first, and the number of matches. Counting stops at `COUNT_CAP` matches (`capped`) unless
    * `exact` is asked: an exact count of a broad filter reads every matching index entry, which is what made
-   * pages slow. Rare matches are fetched through the most selective index and sorted; dense ones by walking
-   * a time-ordered index until the page is full.
+   * pages slow. Rare matches (up to RARE_MATCHES) are fetched through the most selective index and sorted;
+   * more frequent ones by walking a time-ordered index until the page is full (a short walk when matches are
+   * frequent).
    */
   query(f: TrafficFilter, limit: number, offset: number, exact = false): { items: TrafficRow[]; total: number; capped: boolean } {
     const { sql, params } = this.where(f);
@@ -202,7 +205,7 @@ export class TrafficJournal {
     }
     if (total === 0 || offset >= total && !capped) return { items: [], total, capped };
     let rows: RawRow[];
-    if (sql && !capped && total <= COUNT_CAP) {
+    if (sql && total <= RARE_MATCHES) {
       rows = this.db.prepare(`SELECT * FROM traffic WHERE id IN (SELECT id FROM traffic ${sql}) ORDER BY time_ms DESC, id DESC LIMIT ? OFFSET ?`).all(...params, limit, offset) as RawRow[];
     } else {
       const page = this.where(f, true);
