@@ -105,7 +105,28 @@ describe('audit endpoints', () => {
     expect(future.body.data).toEqual([]);
     const page = await agent.api('GET', '/api/audit/events', { query: { limit: 2, offset: 1 } });
     expect(page.body.data.map((e: { id: number }) => e.id)).toEqual(all.slice(1, 3).map((e) => e.id));
-    expect(page.body.meta).toMatchObject({ limit: 2, offset: 1, total: all.length });
+    expect(page.body.meta).toMatchObject({ limit: 2, offset: 1, total: all.length, total_exact: true });
+  });
+
+  it('bounds the count of a filtered list and keeps the unfiltered count exact', async () => {
+    const db = new Database(join(agent.dataDir, 'core', 'journal.sqlite'));
+    const insert = db.prepare(`INSERT INTO audit_events (time, time_ms, actor_type, actor_id, action, resource_type, success) VALUES (?, ?, 'system', 'system:test', 'test.bulk', 'test', 1)`);
+    const now = Date.now();
+    db.transaction(() => {
+      for (let i = 0; i < 10_005; i++) insert.run(new Date(now).toISOString(), now);
+    })();
+    db.close();
+    const filtered = await agent.api('GET', '/api/audit/events', { query: { action: 'test.bulk', limit: 1 } });
+    expect(filtered.body.meta).toMatchObject({ total: 10_000, total_exact: false });
+    const unfiltered = await agent.api('GET', '/api/audit/events', { query: { limit: 1 } });
+    expect(unfiltered.body.meta.total).toBeGreaterThan(10_005);
+    expect(unfiltered.body.meta.total_exact).toBe(true);
+    // The statistics count exactly.
+    const stats = await agent.api('GET', '/api/audit/stats', { query: { action: 'test.bulk' } });
+    expect(stats.body.data.total).toBe(10_005);
+    const db2 = new Database(join(agent.dataDir, 'core', 'journal.sqlite'));
+    db2.prepare(`DELETE FROM audit_events WHERE action = 'test.bulk'`).run();
+    db2.close();
   });
 
   it('rejects bad filters', async () => {

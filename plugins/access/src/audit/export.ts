@@ -35,7 +35,7 @@ export interface ExportSource {
   limit: number;
 }
 
-const BATCH = 2000;
+const BATCH = 5000;
 
 export function exportStream(format: 'csv' | 'json', source: ExportSource, signal?: AbortSignal): Readable {
   let after = 0;

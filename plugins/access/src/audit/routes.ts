@@ -46,6 +46,8 @@ export const AuditSettings = Type.Object({
 });
 
 const DAY_MS = 86_400_000;
+/** Beyond this many matches a filtered list reports `total: COUNT_CAP, total_exact: false` (exact counts: /audit/stats). */
+export const COUNT_CAP = 10_000;
 
 export function registerAuditRoutes(ctx: PluginContext, identity: IdentityService, audit: AuditLog): void {
   // Reading `database` flushes the events queued by the core, so a read sees every earlier request.
@@ -62,7 +64,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   ctx.route({
     method: 'GET', path: '/audit/events', permission: 'audit:read', tag: 'audit', operationId: 'audit.list',
     summary: 'Audit events, newest first, with the filters of the spec (limit default 50, max 1000)',
-    description: 'Non-admins see the events of deployments they can access and their own actions.',
+    description: `Non-admins see the events of deployments they can access and their own actions. \`meta.total\` is exact for an unfiltered list and up to ${COUNT_CAP.toLocaleString('en')} matches; beyond, it is ${COUNT_CAP} with \`meta.total_exact: false\` (\`GET /api/audit/stats\` counts exactly).`,
     query: FilterQuery,
     response: Type.Array(AuditEventView),
     handler: (req) => {
@@ -72,8 +74,19 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
       const where = buildWhere(filter, visibility(req.principal, identity));
       const rows = statements.get(`SELECT ${COLUMNS} FROM audit_events ${where.sql} ORDER BY time_ms DESC, id DESC LIMIT ? OFFSET ?`)
         .all(...where.params, limit, offset) as AuditRow[];
-      const total = (statements.get(`SELECT COUNT(*) AS n FROM audit_events ${where.sql}`).get(...where.params) as { n: number }).n;
-      return reply.page(rows.map(toView), { total, limit, offset });
+      // Counting is bounded: an unfiltered count is cheap (SQLite counts b-tree pages); a filtered one stops at
+      // COUNT_CAP, so a page costs the same whether 10 thousand or a million events match.
+      let total: number;
+      let exact = true;
+      if (!where.sql) total = (statements.get('SELECT COUNT(*) AS n FROM audit_events').get() as { n: number }).n;
+      else {
+        total = (statements.get(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM audit_events ${where.sql} LIMIT ${COUNT_CAP + 1})`).get(...where.params) as { n: number }).n;
+        if (total > COUNT_CAP) {
+          total = COUNT_CAP;
+          exact = false;
+        }
+      }
+      return reply.ok(rows.map(toView), undefined, { total, limit, offset, total_exact: exact });
     },
   });
 
