@@ -82,7 +82,8 @@ describe('client library', () => {
     expect(yaml).toMatch(/^auto_start: false # optional · boolean · default false · start after creation$/m);
     expect(yaml).toMatch(/^# optional · array of object\nenv_vars:$/m);
     expect(yaml).toMatch(/^level: read # optional · string · one of: "read", "write", "admin" · default "read"$/m);
-    expect(parseYaml(yaml)).toEqual(skeletonValue(body));
+    expect(parseYaml(yaml)).toEqual(skeletonValue(body, true, 0, true));
+    expect(parseYaml(yaml).name).toBe('<required: string>');
     expect(leftoverPlaceholders(skeletonValue(body))).toEqual(['name', 'compose_content', 'env_vars[0].key', 'env_vars[0].value', 'ssl.enabled', 'ssl.mode', 'port']);
   });
 

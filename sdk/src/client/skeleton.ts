@@ -9,33 +9,35 @@ import { constraints, enumValues, isObjectSchema, nonNull, typeLabel, type JsonS
 
 const MAX_DEPTH = 8;
 
-function placeholder(schema: JsonSchema, required: boolean): string {
+/** `<required: string (1-200 chars) — who to greet>`; `brief` leaves the details to a comment (YAML). */
+function placeholder(schema: JsonSchema, required: boolean, brief: boolean): string {
   const choices = enumValues(nonNull(schema));
   const what = choices ? `one of ${choices.map((c) => (typeof c === 'string' ? c : JSON.stringify(c))).join(' | ')}` : typeLabel(schema);
+  if (brief) return `<${required ? 'required' : 'optional'}: ${what}>`;
   const hints = constraints(schema).filter((c) => !c.startsWith('pattern'));
   const description = typeof schema.description === 'string' ? ` — ${schema.description}` : '';
   return `<${required ? 'required' : 'optional'}: ${what}${hints.length ? ` (${hints.join(', ')})` : ''}${description}>`;
 }
 
 /** The skeleton value of one schema. */
-export function skeletonValue(schema: JsonSchema, required = true, depth = 0): unknown {
+export function skeletonValue(schema: JsonSchema, required = true, depth = 0, brief = false): unknown {
   if ('default' in schema) return structuredClone(schema.default);
   if ('const' in schema) return schema.const;
   const s = nonNull(schema);
   if ('default' in s) return structuredClone(s.default);
-  if (depth > MAX_DEPTH) return required ? placeholder(schema, true) : undefined;
+  if (depth > MAX_DEPTH) return required ? placeholder(schema, true, brief) : undefined;
   if (isObjectSchema(s)) {
     const req = new Set(s.required ?? []);
     const out: Record<string, unknown> = {};
-    for (const [name, field] of Object.entries(s.properties ?? {})) out[name] = skeletonValue(field, req.has(name), depth + 1);
+    for (const [name, field] of Object.entries(s.properties ?? {})) out[name] = skeletonValue(field, req.has(name), depth + 1, brief);
     return out;
   }
   if (s.type === 'object') return {};
   if (s.type === 'array' && s.items) {
     const item = nonNull(s.items);
-    return [skeletonValue(item, true, depth + 1)];
+    return [skeletonValue(item, true, depth + 1, brief)];
   }
-  return placeholder(schema, required);
+  return placeholder(schema, required, brief);
 }
 
 /** The skeleton as pretty JSON. */
@@ -82,7 +84,7 @@ function annotate(node: Node | null | undefined, schema: JsonSchema, depth: numb
 
 /** The skeleton as YAML with one comment per field (`# required · string · …`). */
 export function skeletonYaml(schema: JsonSchema, title?: string): string {
-  const doc = new (loadYaml().Document)(skeletonValue(schema));
+  const doc = new (loadYaml().Document)(skeletonValue(schema, true, 0, true));
   annotate(doc.contents as Node, schema, 0);
   if (title) doc.commentBefore = ` ${title}\n Fill in the values; remove optional fields you do not need.`;
   return doc.toString({ lineWidth: 0 });
