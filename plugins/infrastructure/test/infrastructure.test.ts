@@ -4,15 +4,15 @@
  * port; a deployment's container joins the shared network and reaches the service by its alias. The shared
  * database runs a PostgreSQL image built locally the same way (the backups plugin's test image).
  */
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
-import { ensurePostgresImage } from '../../backups/test/helpers/postgres-image.js';
-import { ensurePdnsImage } from './pdns-image.js';
+import { POSTGRES_IMAGE, ensurePostgresImage } from '../../backups/test/helpers/postgres-image.js';
+import { PDNS_IMAGE, ensurePdnsImage } from './pdns-image.js';
 
 const RUN = `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 const PROJECT_PREFIX = `${RUN}-infra`;
@@ -37,9 +37,19 @@ function freePort(): Promise<number> {
   });
 }
 
-const docker = (...args: string[]) => spawnSync('docker', args, { encoding: 'utf8' });
-const dig = (name: string, type: string) => {
-  const r = spawnSync('dig', ['@127.0.0.1', '-p', String(dnsPort), '+short', '+norecurse', '+time=2', '+tries=2', name, type], { encoding: 'utf8' });
+/**
+ * Programs run asynchronously: a blocked event loop would miss the agent closing an idle keep-alive socket and
+ * the next request would fail with "other side closed".
+ */
+function run(cmd: string, args: string[], cwd?: string): Promise<{ status: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { encoding: 'utf8', cwd, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) =>
+      resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }));
+  });
+}
+const docker = (...args: string[]) => run('docker', args);
+const dig = async (name: string, type: string) => {
+  const r = await run('dig', ['@127.0.0.1', '-p', String(dnsPort), '+short', '+norecurse', '+time=2', '+tries=2', name, type]);
   return r.stdout.split('\n').map((l) => l.trim()).filter(Boolean).sort();
 };
 
@@ -69,11 +79,11 @@ afterAll(async () => {
   if (process.env.DEBUG_AGENT) console.log(agent?.output());
   await agent?.stop();
   // Everything this run created carries its unique prefix.
-  const ids = docker('ps', '-aq', '--filter', 'label=agent.test=1', '--filter', `name=${RUN}`).stdout.split('\n').filter(Boolean);
-  if (ids.length) docker('rm', '-f', '-v', ...ids);
-  for (const n of ['proxy', 'shared']) docker('network', 'rm', `${NETWORK_PREFIX}-${n}`);
-  const volumes = docker('volume', 'ls', '-q', '--filter', `name=${RUN}`).stdout.split('\n').filter(Boolean);
-  if (volumes.length) docker('volume', 'rm', ...volumes);
+  const ids = (await docker('ps', '-aq', '--filter', 'label=agent.test=1', '--filter', `name=${RUN}`)).stdout.split('\n').filter(Boolean);
+  if (ids.length) await docker('rm', '-f', '-v', ...ids);
+  for (const n of ['proxy', 'shared']) await docker('network', 'rm', `${NETWORK_PREFIX}-${n}`);
+  const volumes = (await docker('volume', 'ls', '-q', '--filter', `name=${RUN}`)).stdout.split('\n').filter(Boolean);
+  if (volumes.length) await docker('volume', 'rm', ...volumes);
 });
 
 describe('infrastructure services', () => {
@@ -115,13 +125,13 @@ describe('infrastructure services', () => {
       expect(secret.length).toBeGreaterThan(20);
       expect(compose).not.toContain(secret);
       expect(parse(compose).services[name].labels).toMatchObject({ 'agent.test': '1', 'agent.infrastructure': name });
-      const check = spawnSync('docker-compose', ['-f', 'compose.yml', '--project-name', `${PROJECT_PREFIX}-${name}`, 'config', '-q'], { cwd: dir, encoding: 'utf8' });
+      const check = await run('docker-compose', ['-f', 'compose.yml', '--project-name', `${PROJECT_PREFIX}-${name}`, 'config', '-q'], dir);
       expect(check.status, check.stderr).toBe(0);
     }
   });
 
   it('starts the DNS server through the dns plugin; it serves the API and records on its ports', async () => {
-    expect((await agent.api('PUT', '/infrastructure/dns/settings', { body: { settings: { image: ensurePdnsImage(), dns_port: dnsPort, dns_bind: '127.0.0.1' } } })).status).toBe(200);
+    expect((await agent.api('PUT', '/infrastructure/dns/settings', { body: { settings: { image: PDNS_IMAGE, dns_port: dnsPort, dns_bind: '127.0.0.1' } } })).status).toBe(200);
     const enabled = await agent.api('POST', '/dns/dnsserver/enable');
     expect(enabled.status, enabled.text).toBe(200);
     expect(enabled.body.data.service).toMatchObject({ status: expect.stringMatching(/running|starting/) });
@@ -135,10 +145,10 @@ describe('infrastructure services', () => {
       body: { rrsets: [{ name: `www.${RUN}.example.`, type: 'A', ttl: 60, changetype: 'REPLACE', records: [{ content: '198.51.100.7' }] }] },
     });
     expect(rr.status, rr.text).toBe(200);
-    expect(dig(`www.${RUN}.example.`, 'A')).toEqual(['198.51.100.7']);
+    expect(await dig(`www.${RUN}.example.`, 'A')).toEqual(['198.51.100.7']);
 
     const infra = await until('dns healthy', async () => (await agent.api('GET', '/infrastructure/dns')).body.data, (d) => d.health === 'healthy');
-    expect(infra).toMatchObject({ status: 'running', enabled: true, health: 'healthy', services: [expect.objectContaining({ name: 'dns', status: 'running', image: ensurePdnsImage() })] });
+    expect(infra).toMatchObject({ status: 'running', enabled: true, health: 'healthy', services: [expect.objectContaining({ name: 'dns', status: 'running', image: PDNS_IMAGE })] });
     expect(infra.ports).toEqual(expect.arrayContaining([
       expect.objectContaining({ service: 'dns', host_port: apiPort, container_port: 8081, protocol: 'tcp' }),
       expect.objectContaining({ service: 'dns', host_port: dnsPort, container_port: 53, protocol: 'udp' }),
@@ -158,19 +168,19 @@ describe('infrastructure services', () => {
   });
 
   it('lets a deployment container join the shared network and reach the service by its alias', async () => {
-    const run = docker('run', '-d', '--name', APP_CONTAINER, '--label', 'agent.test=1', '--label', `com.docker.compose.project=${APP}`,
+    const started = await docker('run', '-d', '--name', APP_CONTAINER, '--label', 'agent.test=1', '--label', `com.docker.compose.project=${APP}`,
       '--label', 'com.docker.compose.service=web', 'agent-test/busybox:latest', 'httpd', '-f', '-p', '80', '-h', '/www');
-    expect(run.status, run.stderr).toBe(0);
+    expect(started.status, started.stderr).toBe(0);
     const attached = await agent.api('POST', `/infrastructure/networks/${SHARED}/attach`, { body: { deployment: APP } });
     expect(attached.status, attached.text).toBe(200);
     expect(attached.body.data).toEqual({ network: SHARED, deployment: APP, containers: [APP_CONTAINER] });
-    const fetch = docker('exec', APP_CONTAINER, 'wget', '-q', '-O', '-', '--header', `X-API-Key: ${KEY}`, 'http://dns:8081/api/v1/servers/localhost');
-    expect(fetch.status, fetch.stderr).toBe(0);
-    expect(JSON.parse(fetch.stdout)).toMatchObject({ daemon_type: 'authoritative' });
+    const reached = await docker('exec', APP_CONTAINER, 'wget', '-q', '-O', '-', '--header', `X-API-Key: ${KEY}`, 'http://dns:8081/api/v1/servers/localhost');
+    expect(reached.status, reached.stderr).toBe(0);
+    expect(JSON.parse(reached.stdout)).toMatchObject({ daemon_type: 'authoritative' });
 
     const detached = await agent.api('POST', `/infrastructure/networks/${SHARED}/detach`, { body: { deployment: APP } });
     expect(detached.status).toBe(200);
-    const networks = JSON.parse(docker('inspect', '-f', '{{json .NetworkSettings.Networks}}', APP_CONTAINER).stdout);
+    const networks = JSON.parse((await docker('inspect', '-f', '{{json .NetworkSettings.Networks}}', APP_CONTAINER)).stdout);
     expect(Object.keys(networks)).not.toContain(SHARED);
 
     expect((await agent.api('POST', '/infrastructure/networks/bridge/attach', { body: { deployment: APP } })).status).toBe(400);
@@ -182,7 +192,7 @@ describe('infrastructure services', () => {
     const res = await agent.api('POST', '/dns/dnsserver/restart');
     expect(res.status, res.text).toBe(200);
     await until('dns back', async () => (await agent.api('GET', '/dns/dnsserver/status')).body.data, (d) => d.reachable && d.zone_count === 1);
-    expect(dig(`www.${RUN}.example.`, 'A')).toEqual(['198.51.100.7']);
+    expect(await dig(`www.${RUN}.example.`, 'A')).toEqual(['198.51.100.7']);
   });
 
   it('stops the DNS server (disable) and starts it again through /api/infrastructure', async () => {
@@ -203,7 +213,7 @@ describe('infrastructure services', () => {
     const port = await freePort();
     const password = `pw${RUN}`;
     const started = await agent.api('POST', '/infrastructure/database/start', {
-      body: { settings: { image: ensurePostgresImage(), password, port, bind: '127.0.0.1' } },
+      body: { settings: { image: POSTGRES_IMAGE, password, port, bind: '127.0.0.1' } },
     });
     expect(started.status, started.text).toBe(200);
     expect(started.body.data.settings.password).toBe('[redacted]');
@@ -220,7 +230,7 @@ describe('infrastructure services', () => {
     const res = await agent.api('POST', '/infrastructure/proxy-network/start');
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ status: 'running', enabled: true, networks: [`${NETWORK_PREFIX}-proxy`] });
-    expect(docker('network', 'inspect', `${NETWORK_PREFIX}-proxy`).status).toBe(0);
+    expect((await docker('network', 'inspect', `${NETWORK_PREFIX}-proxy`)).status).toBe(0);
     const stop = await agent.api('POST', '/infrastructure/proxy-network/stop');
     expect(stop.status).toBe(400);
     expect(stop.body.code).toBe('NOT_STOPPABLE');
