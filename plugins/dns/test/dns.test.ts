@@ -245,13 +245,17 @@ describe('dns zones and records against pdns', () => {
   });
 
   it('plans and applies a zone creation and deletion', async () => {
-    const plan = await agent.api('POST', '/dns/dnsserver/zones', { body: { name: 'planned.example.', nameservers: ['ns1.planned.example.'] }, query: { plan: 'true' } });
+    const plan = await agent.api('POST', '/dns/dnsserver/zones', { body: { name: 'Planned.Example.', kind: 'Master', nameservers: ['ns1.planned.example.'] }, query: { plan: 'true' } });
     expect(plan.status).toBe(201);
     expect(plan.body.data.changes[0]).toMatchObject({ type: 'dns_zone', id: 'planned.example.', actions: ['create'] });
     expect((await agent.api('GET', '/dns/dnsserver/zones/planned.example.')).status).toBe(404);
     const applied = await agent.api('POST', `/plans/${plan.body.data.id}/apply`);
     expect(applied.status, applied.text).toBe(201);
+    expect(applied.body.data.result).toMatchObject({ name: 'planned.example.', kind: 'Master' });
     expect(await dig(pdns, 'planned.example.', 'NS')).toEqual(['ns1.planned.example.']);
+    // Planning the same creation again is refused: the zone exists now.
+    const again = await agent.api('POST', '/dns/dnsserver/zones', { body: { name: 'planned.example.', nameservers: ['ns1.planned.example.'] }, query: { plan: 'true' } });
+    expect(again.status).toBe(409);
 
     const del = await agent.api('DELETE', '/dns/dnsserver/zones/planned.example.', { query: { plan: 'true' } });
     expect(del.status).toBe(201);
