@@ -13,42 +13,54 @@ const DEP_B = `obsb${run}`;
 const DEP_C = `obsc${run}`;
 const WEB = `obs-web-${run}`;
 const BURNER = `obs-burner-${run}`;
-const SICK = `obs-sick-${run}`;
 const OUTSIDER = `obs-outsider-${run}`;
 const DEP_D = `obsd${run}`;
-const DOOMED = `obs-doomed-${run}`;
-const VICTIM = `obs-victim-${run}`;
-const ALL = [WEB, BURNER, SICK, OUTSIDER, DOOMED, VICTIM];
+const PLAIN = [WEB, BURNER, OUTSIDER];
 const IDLE = 'while :; do sleep 1; done';
+
+/**
+ * Real compose deployments for what the agent restarts: the health watcher and restart actions only touch
+ * containers of this agent's deployments (other agents testing on the same engine leave them alone too).
+ */
+const service = (script: string, healthcheck: string[] | null) => `
+    image: agent-test/busybox:latest
+    command: ["sh", "-c", "trap 'exit 0' TERM; ${script}"]
+    labels:
+      agent.test: "1"
+      agent.obs.run: "${run}"
+${healthcheck ? `    healthcheck:
+      test: ${JSON.stringify(healthcheck)}
+      interval: 1s
+      timeout: 1s
+      retries: 1
+` : ''}`;
+// api: unhealthy on its first run, healthy once restarted.
+const COMPOSE_C = `services:
+  api:${service(`if [ -f /tmp/started ]; then touch /tmp/healthy; fi; touch /tmp/started; ${IDLE}`, ['CMD', 'test', '-f', '/tmp/healthy'])}`;
+// db: never healthy (the watcher gives up); worker: restarted by an alert rule.
+const COMPOSE_D = `services:
+  db:${service(IDLE, ['CMD', 'false'])}
+  worker:${service(IDLE, null)}`;
 
 describe('observability app', () => {
   let agent: TestAgent;
   let sink: HttpSink;
+  let SICK = '';
+  let DOOMED = '';
+  let VICTIM = '';
   const obs = (method: string, path: string, opts: Parameters<TestAgent['api']>[2] = {}) => agent.api(method, `/plugin/observability${path}`, opts);
 
   beforeAll(async () => {
     sink = await startHttpSink();
-    await removeContainers(ALL);
+    await removeContainers(PLAIN);
     await Promise.all([
       runContainer({ name: WEB, deployment: DEP_A, service: 'web', labels: { 'agent.obs.run': run }, script: IDLE }),
       runContainer({ name: BURNER, deployment: DEP_B, service: 'worker', labels: { 'agent.obs.run': run }, script: `while [ ! -f /tmp/stop ]; do :; done; ${IDLE}` }),
-      runContainer({
-        name: SICK, deployment: DEP_C, service: 'api', labels: { 'agent.obs.run': run },
-        options: ['--health-cmd', 'test -f /tmp/healthy', '--health-interval', '1s', '--health-retries', '1', '--health-timeout', '1s'],
-        // Unhealthy on its first run, healthy once restarted.
-        script: `if [ -f /tmp/started ]; then touch /tmp/healthy; fi; touch /tmp/started; ${IDLE}`,
-      }),
-      // Never healthy: the watcher gives up after max_retries restarts.
-      runContainer({
-        name: DOOMED, deployment: DEP_D, service: 'db', labels: { 'agent.obs.run': run },
-        options: ['--health-cmd', 'false', '--health-interval', '1s', '--health-retries', '1', '--health-timeout', '1s'], script: IDLE,
-      }),
-      runContainer({ name: VICTIM, deployment: DEP_D, service: 'worker', labels: { 'agent.obs.run': run }, script: IDLE }),
       // Same run, no deployment label: outside any deployment.
       runContainer({ name: OUTSIDER, labels: { 'agent.obs.run': run }, script: IDLE }),
     ]);
     agent = await startAgent({
-      plugins: ['docker', 'notifications', 'observability', FIXTURE],
+      plugins: ['docker', 'deployments', 'notifications', 'observability', FIXTURE],
       config: {
         observability: {
           sample_interval: 1,
@@ -57,14 +69,24 @@ describe('observability app', () => {
         },
       },
     });
+    for (const [name, compose] of [[DEP_C, COMPOSE_C], [DEP_D, COMPOSE_D]] as const) {
+      const created = await agent.api('POST', '/deployments', { body: { name, compose_content: compose, auto_start: true } });
+      expect(created.status, created.text).toBe(201);
+      expect(created.body.data.start_error).toBeNull();
+    }
+    const nameOf = async (deployment: string, svc: string) =>
+      docker('ps', '--filter', `label=com.docker.compose.project=${deployment}`, '--filter', `label=com.docker.compose.service=${svc}`, '--format', '{{.Names}}');
+    [SICK, DOOMED, VICTIM] = await Promise.all([nameOf(DEP_C, 'api'), nameOf(DEP_D, 'db'), nameOf(DEP_D, 'worker')]);
+    expect(SICK && DOOMED && VICTIM).toBeTruthy();
     await agent.api('PUT', '/notifications/targets', {
       body: [{ id: 'ops-hook', name: 'ops-hook', url: `generic+http://127.0.0.1:${new URL(sink.url).port}/alerts`, events: ['health.recovered', 'health.gave_up'] }],
     });
   });
 
   afterAll(async () => {
+    for (const name of [DEP_C, DEP_D]) await agent?.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } }).catch(() => undefined);
     await agent?.stop();
-    await removeContainers(ALL);
+    await removeContainers([...PLAIN, SICK, DOOMED, VICTIM].filter(Boolean));
     await sink?.close();
   });
 

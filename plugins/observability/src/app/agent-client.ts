@@ -36,6 +36,14 @@ export class AgentClient {
     if (res.status >= 300) throw new Error(`restart refused: ${res.status} ${res.body?.error ?? ''}`.trim());
   }
 
+  /** Names of the agent's deployments; empty when the deployments plugin is not enabled. */
+  async deploymentNames(): Promise<string[]> {
+    const res = await this.call('GET', '/deployments');
+    if (res.status === 404) return [];
+    if (res.status !== 200) throw new Error(`listing deployments: ${res.status} ${res.body?.error ?? ''}`.trim());
+    return (res.body.data as { name: string }[]).map((d) => d.name);
+  }
+
   /** Queues a notification; failures are logged, never thrown (an alert must not fail because of a target). */
   async notify(message: NotificationMessage): Promise<void> {
     try {

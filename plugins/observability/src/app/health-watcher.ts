@@ -36,6 +36,8 @@ export class HealthWatcher {
     private readonly actions: WatcherActions,
     private readonly options: () => WatcherOptions,
     private readonly log: Logger,
+    /** Whether a container belongs to a deployment of this agent (scope `deployments`). */
+    private readonly managed: (deployment: string | null) => boolean,
   ) {}
 
   status(name: string): { restarts: number; gaveUp: boolean } {
@@ -47,7 +49,7 @@ export class HealthWatcher {
   check(containers: ContainerInfo[], now = Date.now()): void {
     const opts = this.options();
     for (const c of containers) {
-      if (opts.scope === 'deployments' && c.deployment === null) continue;
+      if (opts.scope === 'deployments' && !this.managed(c.deployment)) continue;
       let w = this.watches.get(c.name);
       if (!w) {
         if (c.health !== 'unhealthy') continue;

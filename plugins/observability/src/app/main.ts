@@ -7,11 +7,12 @@ import { appEnvironment } from '@agent/sdk/app';
 import { routes } from '../api.js';
 import { AgentClient } from './agent-client.js';
 import { AlertEngine } from './alerts.js';
-import { Collector } from './collector.js';
+import { Collector, type ContainerInfo } from './collector.js';
 import { DockerClient } from './docker.js';
 import { createHandlers } from './handlers.js';
 import { HealthWatcher } from './health-watcher.js';
 import { HostSampler } from './host-metrics.js';
+import { KnownDeployments } from './known-deployments.js';
 import { Journal } from './journal.js';
 import { log } from './log.js';
 import { SeriesStore } from './series-store.js';
@@ -30,8 +31,13 @@ const agent = new AgentClient(env.agentUrl, env.agentToken, log);
 const collector = new Collector(docker, new HostSampler(config().disk_path || env.dataDir), store,
   () => ({ labels: config().container_labels, concurrency: config().stats_concurrency }), log);
 
+const known = new KnownDeployments(agent, log);
+const managed = (deployment: string | null) => config().health.scope === 'all' || known.has(deployment);
+
 const restart = async (containerId: string, name: string, deployment: string | null, reason: string) => {
   try {
+    await known.ensure([deployment]);
+    if (!managed(deployment)) throw new Error('not a container of a deployment of this agent (health.scope is deployments)');
     await agent.restartContainer(containerId);
     journal.addHealthEvent({ container: name, deployment, action: 'restarted', attempt: 0, message: `${name} restarted: ${reason}` });
   } catch (err) {
@@ -39,7 +45,13 @@ const restart = async (containerId: string, name: string, deployment: string | n
   }
 };
 const alerts = new AlertEngine(env.dataDir, journal, { notify: (m) => agent.notify(m), restart }, log, () => config().health.cooldown * 1000);
-const watcher = new HealthWatcher(journal, { restart: (id) => agent.restartContainer(id), notify: (m) => agent.notify(m) }, () => config().health, log);
+const watcher = new HealthWatcher(journal, { restart: (id) => agent.restartContainer(id), notify: (m) => agent.notify(m) }, () => config().health, log, managed);
+
+/** The watcher needs to know which projects are this agent's deployments before it looks at them. */
+async function checkHealth(list: ContainerInfo[]): Promise<void> {
+  if (config().health.scope === 'deployments') await known.ensure(list.filter((c) => c.health === 'unhealthy').map((c) => c.deployment));
+  watcher.check(list);
+}
 
 const stopping = new AbortController();
 let timer: NodeJS.Timeout | null = null;
@@ -47,8 +59,9 @@ let timer: NodeJS.Timeout | null = null;
 async function round(): Promise<void> {
   try {
     if (await collector.tick()) {
+      await known.ensure();
       alerts.evaluate(collector);
-      watcher.check(collector.containers);
+      await checkHealth(collector.containers);
     }
   } catch (err) {
     log.error('collection round failed', { error: String((err as Error)?.stack ?? err) });
@@ -67,7 +80,7 @@ docker.followEvents((e) => {
   if (!e.Action.startsWith('health_status') || pending) return;
   pending = setTimeout(() => {
     pending = null;
-    collector.refreshContainers().then((list) => watcher.check(list), () => undefined);
+    collector.refreshContainers().then((list) => checkHealth(list), () => undefined);
   }, 200);
 }, stopping.signal, (err) => log.warn('docker event stream interrupted', { error: err.message }));
 
