@@ -398,6 +398,14 @@ describe('agentctl and a changing agent', () => {
       const listen = new URL(agent.url).host;
       const { dataDir } = agent;
       await agent.stop();
+      // While it is down, help and skeletons still work from the cached copy.
+      const offline = await home.run(['plans', 'apply', '--help']);
+      expect(offline.code).toBe(0);
+      expect(offline.stdout).toMatch(/Method and path\s+POST \/api\/plans\/\{id\}\/apply/);
+      expect(offline.stderr).toMatch(/warning: cannot reach the agent at .*ECONNREFUSED; using its description cached at/);
+      const down = await home.run(['plans', 'list']);
+      expect(down.code).toBe(1);
+      expect(down.stderr).toContain('ECONNREFUSED');
       agent = await startAgent({ listen, dataDir, plugins: [HELLO] });
       const res = await home.run(['hello', 'create', '-f', 'name=New']);
       expect(res.stderr).toBe('');

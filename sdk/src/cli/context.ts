@@ -1,6 +1,6 @@
 /** What every command needs: global options, the resolved connection, a client and the agent's description. */
 import {
-  AgentClient, DescriptionCache, ProfileStore, loadDescription, resolveConnection,
+  AgentClient, AgentConnectionError, ApiDescription, DescriptionCache, ProfileStore, loadDescription, resolveConnection,
   type Connection, type LoadedDescription,
 } from '../client/index.js';
 import type { CliIO } from './io.js';
@@ -64,11 +64,20 @@ export class CliContext {
   async description(refresh = false): Promise<LoadedDescription> {
     if (this.loaded && (!refresh || this.loaded.fresh)) return this.loaded;
     const ttl = Number(this.io.env.AGENTCTL_DESCRIPTION_TTL);
-    this.loaded = await loadDescription(this.client(), {
-      cache: this.cache,
-      refresh: refresh || !!this.globals.refresh,
-      maxAgeMs: Number.isFinite(ttl) && this.io.env.AGENTCTL_DESCRIPTION_TTL ? ttl * 1000 : undefined,
-    });
+    const client = this.client();
+    try {
+      this.loaded = await loadDescription(client, {
+        cache: this.cache,
+        refresh: refresh || !!this.globals.refresh,
+        maxAgeMs: Number.isFinite(ttl) && this.io.env.AGENTCTL_DESCRIPTION_TTL ? ttl * 1000 : undefined,
+      });
+    } catch (err) {
+      // Unreachable agent: help, skeletons and --dry-run still work from the last copy seen.
+      const cached = err instanceof AgentConnectionError ? this.cache.latest(client.url) : undefined;
+      if (!cached) throw err;
+      this.warn(this.err.yellow(`warning: ${(err as Error).message}; using its description cached at ${cached.fetched_at} (version ${cached.version})`));
+      this.loaded = { description: new ApiDescription(cached.document), fresh: true, version: cached.version };
+    }
     return this.loaded;
   }
 
