@@ -24,7 +24,7 @@ export const configSchema = Type.Object({
       enabled: Type.Boolean({ default: true }),
       cooldown: Seconds(60, 1, 86400, 'seconds between two restarts of the same container'),
       max_retries: Type.Integer({ minimum: 0, maximum: 100, default: 3, description: 'restarts before giving up' }),
-      scope: Type.Union([Type.Literal('deployments'), Type.Literal('all')], { default: 'deployments', description: 'containers of deployments only, or every container' }),
+      scope: Type.Union([Type.Literal('deployments'), Type.Literal('all')], { default: 'deployments', description: "containers of this agent's deployments only, or every container" }),
     }, { default: {} }),
     alerts: Type.Object({
       events_max: Type.Integer({ minimum: 10, maximum: 100_000, default: 1000, description: 'alert and health events kept' }),
