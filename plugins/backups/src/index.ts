@@ -81,10 +81,17 @@ export default definePlugin({
 
     const configs = await BackupConfigs.open(ctx.store, ctx.scheduler, ctx.log, async (deployment, config, output) => {
       if (!deploymentExists(deployment)) throw new Error(`deployment '${deployment}' no longer exists`);
-      await backupAndWait({
-        deployment, include_database: config.include_database, exclude_patterns: config.exclude_patterns,
-        destination: config.destination, trigger: 'scheduled', retention: config.retention, description: 'scheduled backup',
-      }, output);
+      // Background work is audited by the plugin (requests are audited by the core).
+      try {
+        const done = await backupAndWait({
+          deployment, include_database: config.include_database, exclude_patterns: config.exclude_patterns,
+          destination: config.destination, trigger: 'scheduled', retention: config.retention, description: 'scheduled backup',
+        }, output);
+        ctx.audit({ action: 'backups.scheduled', resource_type: 'backups', resource_id: done.backup_id, deployment, success: true, detail: { size: done.size } });
+      } catch (err) {
+        ctx.audit({ action: 'backups.scheduled', resource_type: 'backups', deployment, success: false, detail: { error: (err as Error).message.slice(0, 300) } });
+        throw err;
+      }
     });
 
     ctx.services.provide(backupsService, {
