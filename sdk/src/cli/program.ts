@@ -102,9 +102,10 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
     return EXIT.ok;
   }
   // `agentctl help <group> [operation]` is `agentctl <group> [operation] --help` (commander only goes one level).
-  const helpAt = argv.indexOf('help');
-  if (helpAt >= 0 && prescan(argv).positionals[0] === 'help' && prescan(argv).positionals.length > 1) {
-    argv = [...argv.slice(0, helpAt), ...argv.slice(helpAt + 1), '--help'];
+  const words = prescan(argv).positionals;
+  if (words[0] === 'help' && words.length > 1) {
+    const at = argv.indexOf('help');
+    argv = [...argv.slice(0, at), ...argv.slice(at + 1), '--help'];
   }
   const pre = prescan(argv);
   const ctx = new CliContext(io, pre.globals, VERSION);
@@ -145,8 +146,8 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
   if (wantsOperations) {
     try {
       let loaded = await ctx.description();
-      const target = first === 'help' ? pre.positionals[1] : first;
-      const targetOp = first === 'help' ? pre.positionals[2] : second;
+      const target = first && !staticNames.has(first) ? first : undefined;
+      const targetOp = target ? second : undefined;
       if (target && !loaded.fresh) {
         // A command the cached copy does not know may be new on the agent: look again before giving up.
         const group = loaded.description.group(target);
