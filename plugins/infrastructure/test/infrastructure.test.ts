@@ -2,7 +2,7 @@
  * Infrastructure services on the real Docker engine: the DNS server template runs a locally built PowerDNS image
  * (no registry), is driven through /api/infrastructure and /api/dns/dnsserver, and answers dig on its published
  * port; a deployment's container joins the shared network and reaches the service by its alias. The shared
- * database runs a PostgreSQL image built locally the same way (the backups plugin's test image).
+ * database and the cache run PostgreSQL and Redis images built locally the same way.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { POSTGRES_IMAGE, ensurePostgresImage } from '../../backups/test/helpers/postgres-image.js';
-import { PDNS_IMAGE, ensurePdnsImage } from './pdns-image.js';
+import { PDNS_IMAGE, REDIS_IMAGE, ensurePdnsImage, ensureRedisImage } from './local-images.js';
 
 const RUN = `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 const PROJECT_PREFIX = `${RUN}-infra`;
@@ -66,6 +66,7 @@ async function until<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolea
 
 beforeAll(async () => {
   ensurePdnsImage();
+  ensureRedisImage();
   ensurePostgresImage();
   [apiPort, dnsPort] = [await freePort(), await freePort()];
   agent = await startAgent({
@@ -224,6 +225,24 @@ describe('infrastructure services', () => {
     expect(test.status, test.text).toBe(200);
     expect(test.body.data.type).toBe('postgres');
     expect((await agent.api('POST', '/infrastructure/database/stop')).body.data.status).toBe('stopped');
+  });
+
+  it('runs the shared cache with its password and memory limit', async () => {
+    const port = await freePort();
+    const password = `cache${RUN}`;
+    const started = await agent.api('POST', '/infrastructure/cache/start', {
+      body: { settings: { image: REDIS_IMAGE, password, port, bind: '127.0.0.1', max_memory_mb: 64 } },
+    });
+    expect(started.status, started.text).toBe(200);
+    await until('cache healthy', async () => (await agent.api('GET', '/infrastructure/cache')).body.data, (d) => d.health === 'healthy');
+    const cli = (...args: string[]) => run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), '--no-auth-warning', ...args]);
+    expect((await cli('-a', password, 'SET', 'greeting', 'hello')).stdout.trim()).toBe('OK');
+    expect((await cli('-a', password, 'GET', 'greeting')).stdout.trim()).toBe('hello');
+    expect((await cli('-a', password, 'CONFIG', 'GET', 'maxmemory')).stdout).toContain(String(64 * 1024 * 1024));
+    expect((await cli('GET', 'greeting')).stdout).toMatch(/NOAUTH/);
+    const logs = await agent.api('GET', '/infrastructure/cache/logs', { query: { filter: 'ready to accept' } });
+    expect(logs.body.data.length).toBeGreaterThan(0);
+    expect((await agent.api('POST', '/infrastructure/cache/stop')).body.data.status).toBe('stopped');
   });
 
   it('creates the proxy network; a shared network cannot be stopped', async () => {
