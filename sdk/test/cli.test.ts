@@ -358,6 +358,8 @@ describe('agentctl', () => {
     expect(await complete(['plans', 'ap'])).toEqual(['apply']);
     expect(await complete(['hello', 'create', '--pl'])).toEqual(['--plan']);
     expect(await complete(['completion', ''])).toEqual(['bash', 'zsh']);
+    expect(await complete(['plans', 'list', '--status', 'a'])).toEqual(['available', 'applying', 'applied']);
+    expect(await complete(['hello', 'create', '-f', ''])).toEqual(['name=', 'message=']);
     const zsh = await home.run(['__complete', 'zsh', 'hello', 'c']);
     expect(zsh.stdout.trim()).toBe('create:Greet someone');
   });

@@ -3,7 +3,7 @@
  * `agentctl __complete <shell> <words…> <current>` which answers from the cached description only (no network),
  * so completing is instant and works offline.
  */
-import { ApiDescription, DescriptionCache, resolveConnection, ProfileStore, kebab, type Operation } from '../../client/index.js';
+import { ApiDescription, DescriptionCache, ProfileStore, enumValues, kebab, listFields, nonNull, resolveConnection, type Operation } from '../../client/index.js';
 import type { CliIO } from '../io.js';
 import { RESERVED, isBooleanParam } from '../operation-options.js';
 
@@ -95,8 +95,18 @@ export function completionCandidates(io: CliIO, before: string[], current: strin
 
   let candidates: [string, string][] = [];
   const [first, second] = words;
+  const op = first && second && description ? description.find(first, second) : undefined;
+  if (op && previous && (previous === '-f' || previous === '--field') && op.body) {
+    // Body fields, for -f key=value (array items are set with an index, so they are left out).
+    candidates = listFields(op.body).filter((f) => !f.path.includes('[]')).map((f) => [`${f.path}=`, `${f.type}${f.required ? ', required' : ''}`]);
+    return candidates.filter(([name]) => name.startsWith(current));
+  }
+  const param = op && previous?.startsWith('--') ? op.queryParams.find((p) => `--${kebab(p.name)}` === previous) : undefined;
+  if (param) {
+    const choices = enumValues(nonNull(param.schema)) ?? (isBooleanParam(param) ? [true, false] : []);
+    return choices.map((c): [string, string] => [String(c), param.name]).filter(([name]) => name.startsWith(current));
+  }
   if (current.startsWith('-')) {
-    const op = first && second && description ? description.find(first, second) : undefined;
     candidates = op ? operationFlags(op, description!) : [];
     candidates.push(...GLOBAL_FLAGS.map((f): [string, string] => [f, 'global option']), ['--profile', 'use a saved profile'], ['--url', 'agent URL'], ['--token', 'token']);
   } else if (!first) {
