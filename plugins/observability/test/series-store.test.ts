@@ -71,6 +71,13 @@ describe('series store (SQLite tiers)', () => {
     expect(folded).toEqual({ ...unfolded });
   });
 
+  it('answers a range starting in the future with nothing', () => {
+    const { store } = open();
+    fill(store, T0, T0 + 600);
+    const rows = store.series({ deployment: 'shop' });
+    expect(store.query(rows, T0 + 3600, 10, 600, T0 + 600)).toMatchObject({ timestamps: [], series: [{ values: [] }] });
+  });
+
   it('prunes by retention and persists across reopening', () => {
     const { store, file } = open();
     fill(store, T0, T0 + 3600);

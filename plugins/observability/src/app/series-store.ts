@@ -165,7 +165,7 @@ export class SeriesStore {
    */
   query(rows: SeriesRow[], since: number, sampleInterval: number, rawRetention: number, nowSeconds = Date.now() / 1000): QueryResult {
     const until = Math.floor(nowSeconds);
-    since = Math.floor(since);
+    since = Math.min(Math.floor(since), until);
     const range = Math.max(1, until - since);
     const wanted = Math.max(sampleInterval, range / MAX_POINTS);
     let step = STEPS.find((s) => s >= wanted) ?? 86400;
