@@ -214,6 +214,10 @@ describe('dns zones and records against pdns', () => {
     expect(mixed.status).toBe(400);
     expect(mixed.body.field).toBe('rrsets[1].records[0].content');
     expect(await dig(pdns, `good.${ZONE}`, 'A')).toEqual([]);
+    // What only the server can judge (a CNAME beside other records) comes back as its own message.
+    const conflict = await patch([{ name: `www.${ZONE}`, type: 'CNAME', changetype: 'REPLACE', records: [{ content: 'elsewhere.example.' }] }]);
+    expect(conflict.status).toBe(400);
+    expect(conflict.body).toMatchObject({ code: 'DNS_REJECTED', error: expect.stringContaining('CNAME') });
     const after = (await agent.api('GET', `/dns/dnsserver/zones/${ZONE}`)).body.data;
     expect(after).toEqual(before);
   });
