@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { container } from 'tsyringe';
-import { coreServices } from '@agent/sdk';
+import { coreServices, deploymentsService, type DeploymentsService } from '@agent/sdk';
 import { REPO_ROOT, type LoadedConfig } from './config/config.js';
 import { createRootLogger, sdkLogger } from './log.js';
 import { loadSecrets } from './store/secrets.js';
@@ -27,6 +27,7 @@ import { PlanEngine, type PlansDoc } from './plans/engine.js';
 import { CoreScheduler } from './scheduler/scheduler.js';
 import { SettingsStore, type SettingsDoc } from './settings/registry.js';
 import { PluginHost } from './plugins/host.js';
+import { serviceAvailable } from './plugins/context.js';
 import { AppHost } from './plugins/app-host.js';
 import { createPluginProxy } from './plugins/proxy.js';
 import { createHttpApp } from './http/app.js';
@@ -55,7 +56,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const audit = new CoreAuditLog(journal);
   const catalog = new ResourceCatalog();
   catalog.declare({ name: 'plans', description: 'plans: preview and apply changes', operator: 'write', viewer: 'read', plugin: 'core' });
-  catalog.declare({ name: 'plugins', description: 'the plugin list', operator: 'read', viewer: 'read', plugin: 'core' });
+  catalog.declare({ name: 'plugins', description: 'the plugin list; write = create deployments from plugins', operator: 'write', viewer: 'read', plugin: 'core' });
   const tokens = new TokenService(secrets.jwtKey, core.auth.token_ttl);
   const identity = new Identity(await openDocument<IdentityDoc>(join(coreDir, 'identity.json'), emptyIdentity()), catalog, tokens);
   const limiter = new LoginLimiter(core.auth.login_max_failures, core.auth.login_max_failures_per_ip, core.auth.lockout * 1000);
@@ -99,6 +100,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     }))),
     plugins: () => host.plugins,
     appState: (name) => apps.state(name),
+    deployments: () => (serviceAvailable(container, deploymentsService.id) ? container.resolve<DeploymentsService>(deploymentsService.id) : undefined),
   }).map((spec) => registry.prepareRoute('core', spec)));
 
   const apps = new AppHost(sdkLogger(root, { component: 'apps' }), core.data_dir, () => url, (name) => identity.issueSystemToken(name));

@@ -1,6 +1,6 @@
 export { definePlugin } from './plugin.js';
 export type {
-  PluginDefinition, PluginContext, Logger, ResourceDeclaration, AppDefinition, AppRouteSpec, AgentInfo,
+  PluginDefinition, PluginContext, Logger, ResourceDeclaration, AppDefinition, AppRouteSpec, AgentInfo, DeployableDefinition,
 } from './plugin.js';
 export { Reply, reply } from './http.js';
 export type {

@@ -49,6 +49,16 @@ export interface AppDefinition {
   env?: Record<string, string>;
 }
 
+/**
+ * What a plugin can deploy: `POST /api/plugins/<name>/deployments {name, config}` validates `config` against
+ * `config` and creates a compose deployment from what `render` returns.
+ */
+export interface DeployableDefinition<T extends TObject = TObject> {
+  summary: string;
+  config: T;
+  render(config: Static<T>): { compose_content: string; env_vars?: { key: string; value: string }[] } | Promise<{ compose_content: string; env_vars?: { key: string; value: string }[] }>;
+}
+
 export interface AgentInfo {
   version: string;
   /** The agent's data folder (absolute). */
@@ -112,6 +122,8 @@ export interface PluginDefinition<C extends TObject | undefined = undefined> {
   stop?(): void | Promise<void>;
   /** Makes this plugin an app: a separate process the core runs and proxies to. */
   app?: AppDefinition;
+  /** Lets operators create deployments from this plugin. */
+  deployable?: DeployableDefinition<any>;
 }
 
 /** Declares a plugin. The identity function exists for type inference. */

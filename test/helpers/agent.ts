@@ -101,7 +101,7 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
   });
   let output = '';
   const url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`agent did not become ready in 20 s:\n${output}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`agent did not become ready in 60 s:\n${output}`)), 60_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const m = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"agent ready"/.exec(output);

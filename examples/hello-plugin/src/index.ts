@@ -31,6 +31,31 @@ export default definePlugin({
   }),
   resources: { greetings: { description: 'greetings kept by the hello plugin', operator: 'write', viewer: 'read' } },
 
+  // POST /api/plugins/hello/deployments {name, config} creates a deployment from this: a web page with a greeting.
+  deployable: {
+    summary: 'A tiny web server (busybox httpd) answering with a greeting, published on 127.0.0.1',
+    config: Type.Object({
+      greeting: Type.String({ default: 'Hello from the hello plugin', maxLength: 200 }),
+      image: Type.String({ default: 'busybox:1.36', pattern: '^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9._-]+)?$', maxLength: 200 }),
+      port: Type.Integer({ default: 8088, minimum: 1024, maximum: 65535 }),
+    }),
+    // The compose file is rendered as JSON (valid YAML), and the greeting travels through .env, so no value from
+    // the request is ever pasted into compose or shell text.
+    render: (config) => ({
+      compose_content: JSON.stringify({
+        services: {
+          web: {
+            image: config.image,
+            command: ['sh', '-c', 'mkdir -p /srv && printf "%s\\n" "$$GREETING" > /srv/index.html && exec httpd -f -p 8080 -h /srv'],
+            environment: { GREETING: '${GREETING}' },
+            ports: [`127.0.0.1:${config.port}:8080`],
+          },
+        },
+      }, null, 2),
+      env_vars: [{ key: 'GREETING', value: config.greeting }],
+    }),
+  },
+
   async setup(ctx) {
     const doc = await ctx.store.document({ next_id: 1, greetings: [] as Greeting[] });
     const db = ctx.store.journal();
