@@ -100,7 +100,7 @@ export function registerSettingsRoutes(ctx: PluginContext, registry: SettingsReg
         valuesSchema.properties[def.plugin] = { type: 'object', properties: shown, required: Object.keys(shown) };
         bodySchema.properties[def.plugin] = { type: 'object', properties: editable };
       }
-      valuesSchema.required = Object.keys(valuesSchema.properties);
+      // Sections are not `required`: a plugin that fails in `start` after this ran withdraws its settings.
       bodySchema.additionalProperties = false;
     },
   };
