@@ -1,16 +1,18 @@
 /**
- * Connections given by a deployment's database service: a real deployment (deployments + docker plugins) runs a
- * PostgreSQL image built locally from the host's binaries; the agent finds its container address and takes the
- * login from its environment. Also: a principal with databases:read only cannot use allow_write.
+ * Connections given by a deployment's database service: real deployments (deployments + docker plugins) run
+ * PostgreSQL and MariaDB images built locally from the host's binaries; the agent finds the container address and
+ * takes the login from its environment. Also: a principal with databases:read only cannot use allow_write.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { ensurePostgresImage } from '../../backups/test/helpers/postgres-image.js';
+import { ensureMariaDbImage } from './mariadb-image.js';
 
 const RUN = `t${randomBytes(3).toString('hex')}`;
 const DEPLOYMENT = `${RUN}-dbapp`;
+const MARIA_DEPLOYMENT = `${RUN}-mariaapp`;
 const PASSWORD = `pw-${randomBytes(6).toString('hex')}`;
 let agent: TestAgent;
 
@@ -31,35 +33,55 @@ const compose = (image: string) => `services:
       agent.test: "1"
 `;
 
+const mariaCompose = (image: string) => `services:
+  mariadb:
+    image: ${image}
+    environment:
+      MARIADB_ROOT_PASSWORD: \${DB_PASSWORD}
+      MARIADB_DATABASE: shop
+    stop_signal: SIGKILL
+    labels:
+      agent.test: "1"
+`;
+
 beforeAll(async () => {
-  const image = ensurePostgresImage();
+  const [pgImage, mariaImage] = [ensurePostgresImage(), ensureMariaDbImage()];
   agent = await startAgent({ plugins: ['docker', 'deployments', 'databases', 'access'] });
-  const created = await agent.api('POST', '/deployments', {
-    body: { name: DEPLOYMENT, compose_content: compose(image), env_vars: [{ key: 'DB_PASSWORD', value: PASSWORD }], auto_start: true },
-  });
-  expect(created.status, created.text).toBe(201);
+  for (const [name, content] of [[DEPLOYMENT, compose(pgImage)], [MARIA_DEPLOYMENT, mariaCompose(mariaImage)]] as const) {
+    const created = await agent.api('POST', '/deployments', {
+      body: { name, compose_content: content, env_vars: [{ key: 'DB_PASSWORD', value: PASSWORD }], auto_start: true },
+    });
+    expect(created.status, created.text).toBe(201);
+  }
 });
 
 afterAll(async () => {
-  await agent?.api('DELETE', `/deployments/${DEPLOYMENT}`, { query: { remove_files: true } });
+  for (const name of [DEPLOYMENT, MARIA_DEPLOYMENT]) await agent?.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } });
   await agent?.stop();
-  const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${DEPLOYMENT}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
-  if (ids.length) spawnSync('docker', ['rm', '-f', '-v', ...ids]);
-  spawnSync('docker', ['network', 'rm', `${DEPLOYMENT}_default`]);
+  for (const name of [DEPLOYMENT, MARIA_DEPLOYMENT]) {
+    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    if (ids.length) spawnSync('docker', ['rm', '-f', '-v', ...ids]);
+    spawnSync('docker', ['network', 'rm', `${name}_default`]);
+  }
 });
+
+/** Polls `test` until the server in the container listens (it initialises first: 424 meanwhile). */
+async function whenReady(body: Record<string, unknown>) {
+  const end = Date.now() + 60_000;
+  let res = await post('test', body);
+  while (res.status !== 200 && Date.now() < end) {
+    expect([424, 409, 404]).toContain(res.status);
+    await new Promise((r) => setTimeout(r, 300));
+    res = await post('test', body);
+  }
+  return res;
+}
 
 const post = (path: string, body: Record<string, unknown>, token?: string) => agent.api('POST', `/databases/${path}`, { body, token });
 
 describe('databases of a deployment', () => {
   it('connects to the deployment\'s database service with the login of its environment', async () => {
-    // The server initialises its data folder first: unreachable (424) until it listens.
-    const end = Date.now() + 60_000;
-    let res = await post('test', { deployment: DEPLOYMENT });
-    while (res.status !== 200 && Date.now() < end) {
-      expect([424, 409, 404]).toContain(res.status);
-      await new Promise((r) => setTimeout(r, 300));
-      res = await post('test', { deployment: DEPLOYMENT });
-    }
+    const res = await whenReady({ deployment: DEPLOYMENT });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data).toMatchObject({ type: 'postgres', port: 5432, database: 'appdata', host: expect.stringMatching(/^\d+\.\d+\.\d+\.\d+$/) });
     expect(res.text).not.toContain(PASSWORD);
@@ -74,9 +96,21 @@ describe('databases of a deployment', () => {
     // Writing queries are audited with the statement kind, never the text or the login.
     const audit = await agent.api('GET', '/audit/events', { query: { action: 'databases.query.write' } });
     expect(audit.status).toBe(200);
-    expect(audit.body.data).toHaveLength(1);
+    expect(audit.body.data.filter((e: { deployment: string }) => e.deployment === DEPLOYMENT)).toHaveLength(1);
     expect(audit.body.data[0]).toMatchObject({ deployment: DEPLOYMENT, success: true, detail: { statement: 'CREATE', length: 'CREATE TABLE notes (id int)'.length } });
     expect(JSON.stringify(audit.body.data)).not.toContain(PASSWORD);
+  });
+
+  it('finds a MariaDB service by its image and logs in as root with MARIADB_ROOT_PASSWORD', async () => {
+    const res = await whenReady({ deployment: MARIA_DEPLOYMENT });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ type: 'mariadb', port: 3306, database: 'shop' });
+    const write = await post('query', { deployment: MARIA_DEPLOYMENT, query: 'CREATE TABLE orders (id INT)', allow_write: true });
+    expect(write.status, write.text).toBe(200);
+    const tables = await post('tables', { deployment: MARIA_DEPLOYMENT, database: 'shop' });
+    expect(tables.body.data.map((t: { name: string }) => t.name)).toEqual(['orders']);
+    const user = await post('users/create', { deployment: MARIA_DEPLOYMENT, user: 'shop_app', user_password: 'Sh0p-app-pass' });
+    expect(user.status, user.text).toBe(201);
   });
 
   it('answers clear errors for unknown deployments, non-database services and mixed fields', async () => {

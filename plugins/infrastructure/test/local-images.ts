@@ -7,20 +7,24 @@
  *  - agent-test/redis: redis-server and redis-cli in PATH, data in /data.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 export const PDNS_IMAGE = 'agent-test/pdns:4.7';
 export const REDIS_IMAGE = 'agent-test/redis:7';
 
-interface ImageSpec {
+export interface ImageSpec {
   tag: string;
   /** Executables and modules copied at the same path, with their libraries. */
   binaries: string[];
   /** Plain files: source → path in the image. */
   files?: Record<string, string>;
   dirs?: string[];
+  /** Folders copied whole at the same path (data files a server reads at run time). */
+  trees?: string[];
+  /** Last step before the image is packed, with the root folder (e.g. to initialise a data folder). */
+  prepare?(root: string): void;
   /** Script written to /start.sh and used as entrypoint. */
   start?: string;
   /** `docker import -c` changes (ENV, VOLUME, CMD, …). */
@@ -40,9 +44,10 @@ function copy(root: string, file: string, dest = file): void {
   chmodSync(target, 0o755);
 }
 
-function ensureImage(spec: ImageSpec): string {
+/** Builds the image unless an image with that tag exists. */
+export function ensureImage(spec: ImageSpec): string {
   if (spawnSync('docker', ['image', 'inspect', spec.tag], { stdio: 'ignore' }).status === 0) return spec.tag;
-  for (const file of [...spec.binaries, ...Object.keys(spec.files ?? {})]) {
+  for (const file of [...spec.binaries, ...Object.keys(spec.files ?? {}), ...(spec.trees ?? [])]) {
     if (!existsSync(file)) throw new Error(`${file} is missing for ${spec.tag}: run bash test/env/up.sh (test/env/packages.d/infrastructure.txt)`);
   }
   const root = mkdtempSync(join(tmpdir(), 'image-rootfs-'));
@@ -63,10 +68,12 @@ function ensureImage(spec: ImageSpec): string {
       mkdirSync(dirname(join(root, dest)), { recursive: true });
       copyFileSync(src, join(root, dest));
     }
+    for (const tree of spec.trees ?? []) cpSync(tree, join(root, tree), { recursive: true, dereference: true });
     writeFileSync(join(root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\n');
     writeFileSync(join(root, 'etc/group'), 'root:x:0:\n');
     if (spec.start) writeFileSync(join(root, 'start.sh'), spec.start, { mode: 0o755 });
     chmodSync(join(root, 'tmp'), 0o1777);
+    spec.prepare?.(root);
     const tar = spawnSync('tar', ['-C', root, '-c', '.'], { maxBuffer: 512 * 1024 * 1024 });
     if (tar.status !== 0) throw new Error(`tar failed: ${tar.stderr}`);
     const changes = [...spec.changes, 'LABEL agent.test=1'].flatMap((c) => ['-c', c]);
