@@ -1,5 +1,5 @@
 /**
- * The `docker` service: the Docker engine as plugins see it (provided by the deployments plugin).
+ * The `docker` service: the Docker engine as plugins see it (provided by the docker plugin).
  * Plugins never talk to the engine themselves. Every method throws HttpError 503 `DOCKER_UNAVAILABLE` when the
  * engine does not answer, and 404 `NOT_FOUND` for an unknown container.
  */
