@@ -98,7 +98,7 @@ export async function followFile(path: string, onLine: (line: string) => void | 
     watcher = null;
   }
   // Polling as well: watch events are lost on some file systems and after rotation.
-  const timer = setInterval(() => void read().catch(() => undefined), 500);
+  const timer = setInterval(() => void read().catch(() => undefined), 100);
   await new Promise<void>((resolve) => {
     if (signal.aborted) return resolve();
     signal.addEventListener('abort', () => resolve(), { once: true });

@@ -29,6 +29,8 @@ export interface Entry {
   meta: DeploymentMeta;
   /** Service names from the compose file (cached; refreshed whenever the file is written or re-read). */
   services: string[];
+  /** Why the last start failed, until a start or stop succeeds (a deployment that never came up is `failed`). */
+  failure: string | null;
 }
 
 export interface ManagerOptions {
@@ -65,6 +67,8 @@ export class DeploymentManager implements DeploymentsService {
   /** The last list, reused until a deployment or the container state changes (listing is the hot path). */
   private listed: DeploymentInfo[] | null = null;
   private listedEngineUp = false;
+  private listedJson: Buffer | null = null;
+  private listedJsonFor: DeploymentInfo[] | null = null;
 
   constructor(readonly opts: ManagerOptions) {
     opts.cache.onChange(() => this.invalidate());
@@ -72,6 +76,17 @@ export class DeploymentManager implements DeploymentsService {
 
   invalidate(): void {
     this.listed = null;
+    this.listedJson = null;
+  }
+
+  /** `{"data": list()}` serialised once per change: the full list is what most clients ask for. */
+  listJson(): Buffer {
+    const list = this.list();
+    if (!this.listedJson || this.listedJsonFor !== list) {
+      this.listedJson = Buffer.from(JSON.stringify({ data: list }));
+      this.listedJsonFor = list;
+    }
+    return this.listedJson;
   }
 
   root(): string {
@@ -123,7 +138,7 @@ export class DeploymentManager implements DeploymentsService {
     } catch (err) {
       this.opts.log.warn('compose file of a deployment does not parse', { name, error: (err as Error).message });
     }
-    const entry: Entry = { name, dir, composeFile: composeName, meta, services };
+    const entry: Entry = { name, dir, composeFile: composeName, meta, services, failure: this.entries.get(name)?.failure ?? null };
     this.entries.set(name, entry);
     this.invalidate();
     return entry;
@@ -146,7 +161,7 @@ export class DeploymentManager implements DeploymentsService {
     return {
       name: entry.name,
       path: entry.dir,
-      status: deploymentStatus(entry.services, containers, this.cache.engineUp()),
+      status: deploymentStatus(entry.services, containers, this.cache.engineUp(), entry.failure !== null),
       created_at: entry.meta.created_at,
       services: serviceStates(entry.services, containers),
       compose_file: p.compose,
@@ -207,7 +222,12 @@ export class DeploymentManager implements DeploymentsService {
   private async up(entry: Entry, extra: string[] = []): Promise<void> {
     try {
       await this.composeRun(entry, ['up', '-d', '--remove-orphans', ...extra], 'starting');
+      entry.failure = null;
+    } catch (err) {
+      entry.failure = (err as Error).message;
+      throw err;
     } finally {
+      this.invalidate();
       await this.cache.reconcile();
     }
   }
@@ -338,7 +358,9 @@ export class DeploymentManager implements DeploymentsService {
     await this.lock.run(name, async () => {
       try {
         await this.composeRun(entry, ['stop'], 'stopping');
+        entry.failure = null;
       } finally {
+        this.invalidate();
         await this.cache.reconcile();
       }
       this.opts.events.emit('deployment.stopped', { name });

@@ -30,14 +30,14 @@ export function serviceStates(services: string[], containers: ContainerSummary[]
   });
 }
 
-export function deploymentStatus(services: string[], containers: ContainerSummary[], engineUp: boolean): DeploymentStatus {
+export function deploymentStatus(services: string[], containers: ContainerSummary[], engineUp: boolean, startFailed = false): DeploymentStatus {
   if (!engineUp) return 'unknown';
   if (services.length === 0) return 'unknown';
   const states = serviceStates(services, containers).filter((s) => services.includes(s.name));
   const running = states.filter((s) => s.status === 'running').length;
   if (running === states.length) return 'running';
   if (running > 0) return 'partial';
-  const failed = containers.some((c) => c.state === 'dead' || c.state === 'restarting' || (c.state === 'exited' && !STOP_EXIT_CODES.has(exitCodeOf(c) ?? 0)));
+  const failed = startFailed || containers.some((c) => c.state === 'dead' || c.state === 'restarting' || (c.state === 'exited' && !STOP_EXIT_CODES.has(exitCodeOf(c) ?? 0)));
   return failed ? 'failed' : 'stopped';
 }
 

@@ -149,9 +149,27 @@ describe('deployments lifecycle against the real engine', () => {
       expect([400, 404]).toContain(res.status);
       expect(res.body.code).toBeTruthy();
     }
+    for (const [method, suffix, body] of [['GET', ''], ['PUT', '', { compose_content: 'x' }], ['DELETE', ''], ['POST', '/start'], ['POST', '/stop'], ['POST', '/restart'], ['GET', '/logs'], ['GET', '/stats'], ['GET', '/log-sources'], ['PUT', '/log-sources', { sources: [] }]] as const) {
+      const res = await agent.api(method, `/deployments/Bad_Name${suffix}`, body ? { body } : {});
+      expect(res.status, `${method} ${suffix}`).toBe(400);
+      expect(res.body).toEqual(expect.objectContaining({ error: expect.stringContaining('name'), code: 'VALIDATION_FAILED' }));
+    }
     expect((await agent.api('GET', '/deployments/nope-nope')).status).toBe(404);
     expect((await agent.api('POST', '/deployments/nope-nope/start')).status).toBe(404);
     expect((await agent.api('PUT', `/deployments/nope-nope`, { body: {} })).status).toBe(400);
+  });
+
+  it('keeps a deployment whose start fails, as failed, with the reason', async () => {
+    const n = uniqueName('broken');
+    const res = await agent.api('POST', '/deployments', { body: { name: n, auto_start: true, compose_content: 'services:\n  a:\n    image: 127.0.0.1:9/agent-test/missing:latest\n    labels: {agent.test: "1"}\n' } });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data.status).toBe('failed');
+    expect(res.body.data.start_error).toMatch(/failed/);
+    const start = await agent.api('POST', `/deployments/${n}/start`);
+    expect(start.status).toBe(502);
+    expect(start.body.code).toBe('COMPOSE_FAILED');
+    expect((await get(n)).body.data.status).toBe('failed');
+    expect((await agent.api('DELETE', `/deployments/${n}`, { query: { remove_files: true } })).status).toBe(200);
   });
 
   it('allows bind mounts inside the deployment folder', async () => {
