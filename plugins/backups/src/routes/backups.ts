@@ -135,10 +135,12 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   });
 
   ctx.route({
-    method: 'GET', path: '/backups/:id/download', permission: 'backups:read', operationId: 'backups.download',
-    summary: 'Download the archive (.tar.gz, streamed)', produces: 'application/gzip',
+    // The archive holds the deployment's .env and database dumps: downloading needs write, not read.
+    method: 'GET', path: '/backups/:id/download', permission: 'backups:write', operationId: 'backups.download',
+    summary: 'Download the archive (.tar.gz, streamed; needs backups:write: it holds secrets)', produces: 'application/gzip',
     params: Type.Object({ id: Type.String({ pattern: BACKUP_ID }) }),
     deployment: (req) => safeGet(service, req.params.id)?.deployment,
+    deploymentLevel: 'write',
     handler: async (req) => {
       const b = service.get(req.params.id);
       const filename = `${b.deployment}-${b.id}.tar.gz`;
