@@ -21,7 +21,7 @@ describe('templates', () => {
     mkdirSync(join(deploymentsDir, discovered));
     writeFileSync(join(deploymentsDir, discovered, 'compose.yaml'), 'services:\n  a:\n    image: agent-test/busybox:latest\n');
     mkdirSync(join(deploymentsDir, 'no-compose-here'));
-    agent = await startAgent({ plugins: ['docker', 'deployments'], config: { templates: { path: dir }, deployments: { path: deploymentsDir } } });
+    agent = await startAgent({ plugins: ['docker', 'deployments', 'access', 'system'], config: { templates: { path: dir }, deployments: { path: deploymentsDir } } });
   });
   afterAll(async () => {
     await agent?.stop();
@@ -91,6 +91,40 @@ describe('templates', () => {
     expect(res.body.data.invalid.map((i: any) => i.folder).sort()).toEqual(['bad-compose', 'broken-json']);
     expect(res.body.data.invalid.find((i: any) => i.folder === 'bad-compose').error).toMatch(/line 1/);
     expect((await agent.api('GET', '/templates/new-one')).body.data).toMatchObject({ category: 'testing', env: [{ key: 'A', default: '1', secret: false }] });
+  });
+
+  it('grants the creator admin access, filters lists for others, drops grants on delete', async () => {
+    const pass = 'Operator-Pass-123!';
+    for (const username of ['ops1', 'ops2']) {
+      const res = await agent.api('POST', '/users', { body: { username, email: `${username}@example.com`, password: pass, role: 'operator' } });
+      expect(res.status, res.text).toBe(201);
+    }
+    const [t1, t2] = [await agent.login('ops1', pass), await agent.login('ops2', pass)];
+    const name = uniqueName('owned');
+    const created = await agent.api('POST', '/deployments', { token: t1, body: { name, compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n' } });
+    expect(created.status, created.text).toBe(201);
+    const mine = await agent.api('GET', '/deployments', { token: t1 });
+    expect(mine.body.data.map((d: any) => d.name)).toEqual([name]);
+    expect((await agent.api('GET', '/deployments', { token: t2 })).body.data).toEqual([]);
+    expect((await agent.api('GET', `/deployments/${name}`, { token: t2 })).status).toBe(404);
+    expect((await agent.api('POST', `/deployments/${name}/start`, { token: t2 })).status).toBe(404);
+    const users = await agent.api('GET', `/deployments/${name}/users`);
+    expect(users.body.data).toEqual(expect.arrayContaining([expect.objectContaining({ username: 'ops1', access_level: 'admin' })]));
+    expect((await agent.api('DELETE', `/deployments/${name}`, { token: t1, query: { remove_files: true } })).status).toBe(200);
+    const ops1 = (await agent.api('GET', '/users')).body.data.find((u: any) => u.username === 'ops1');
+    expect((await agent.api('GET', `/users/${ops1.id}/deployments`)).body.data).toEqual([]);
+  });
+
+  it('lets an admin relax the host-safety policy in the settings', async () => {
+    const privileged = { name: uniqueName('priv'), compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n    privileged: true\n' };
+    const settings = await agent.api('GET', '/settings');
+    expect(settings.body.data.values.deployments).toEqual({ host_safety: true });
+    expect((await agent.api('POST', '/deployments', { query: { plan: true }, body: privileged })).body.code).toBe('HOST_SAFETY');
+    const off = await agent.api('PUT', '/settings', { body: { deployments: { host_safety: false } } });
+    expect(off.status, off.text).toBe(200);
+    expect((await agent.api('POST', '/deployments', { query: { plan: true }, body: privileged })).status).toBe(201);
+    await agent.api('PUT', '/settings', { body: { deployments: { host_safety: true } } });
+    expect((await agent.api('POST', '/deployments', { query: { plan: true }, body: privileged })).status).toBe(400);
   });
 
   it('discovered the folder that existed at start', async () => {
