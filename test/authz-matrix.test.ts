@@ -1,10 +1,13 @@
 /**
  * The authorization matrix: every operation of `/api/openapi.json` (agent with all built-in plugins) × every kind
- * of principal → the class of answer it must get: 401 (anonymous, expired token, revoked key), 403 (permission or
+ * of principal → the class of answer it must get: 401 (anonymous, expired token, expired or revoked key), 403 (permission or
  * deployment level missing), 404/403 (a deployment it may not see) or anything but 401/403 (holds the right).
  * Operations come from the live description, so routes added by later plugins are covered without editing this.
  * Inputs are harmless (see `buildVariant`): throwaway ids, no valid creation bodies.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { decodeJwt, SignJWT } from 'jose';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request, startAgent, type TestAgent } from './helpers/agent.js';
@@ -138,13 +141,20 @@ describe('authorization matrix (all built-in plugins)', () => {
     const revoked = await must(api('POST', '/api/apikeys', { name: 'matrix-revoked', role: 'admin' }), 201);
     await must(api('POST', `/api/apikeys/${revoked.id}/revoke`), 200);
     const expiring = await must(api('POST', '/api/apikeys', { name: 'matrix-expiring', role: 'admin', expires_in: 1 }), 201);
-    const expiredToken = (await request(agent.url, 'POST', '/auth/login', { body: { api_key: expiring.key } })).body.data.token as string;
+    // The admin's own session token, correctly signed with the agent's key, but expired a minute ago.
+    const jwtKey = Buffer.from(readFileSync(join(agent.dataDir, 'secrets', 'jwt.key'), 'utf8').trim(), 'base64');
+    const adminClaims = decodeJwt(agent.token);
+    const expiredToken = await new SignJWT({ tv: adminClaims.tv })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('agent').setSubject(adminClaims.sub!)
+      .setIssuedAt(Math.floor(Date.now() / 1000) - 120).setExpirationTime(Math.floor(Date.now() / 1000) - 60)
+      .sign(new Uint8Array(jwtKey));
 
     // Least privileged first: a destructive operation a stronger principal may run comes after the weaker ones'
     // refusals were recorded, and `ensureDeployments` restores what it removed before the next operation.
     principals.push(
       matrixPrincipal('anonymous', null, null),
       matrixPrincipal('expired-token', expiredToken, null),
+      matrixPrincipal('expired-key', expiring.key, null),
       matrixPrincipal('revoked-key', revoked.key, null),
       matrixPrincipal('viewer', viewer, await infoOf(viewer)),
       matrixPrincipal('reader-one-deployment', reader, await infoOf(reader)),
@@ -152,9 +162,14 @@ describe('authorization matrix (all built-in plugins)', () => {
       matrixPrincipal('operator', operator, await infoOf(operator)),
       matrixPrincipal('admin', agent.token, await infoOf(agent.token)),
     );
-    // The expired token must really be expired before the matrix runs.
+    // The same token unexpired works: only the expiry makes the difference.
+    const fresh = await new SignJWT({ tv: adminClaims.tv })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('agent').setSubject(adminClaims.sub!)
+      .setIssuedAt().setExpirationTime('5m').sign(new Uint8Array(jwtKey));
+    if ((await request(agent.url, 'GET', '/auth/validate', { token: fresh })).status !== 200) throw new Error('a token signed like the agent\'s is refused');
+    // The expiring key must really be expired before the matrix runs.
     const deadline = Date.now() + 5000;
-    while ((await request(agent.url, 'GET', '/auth/validate', { token: expiredToken })).status !== 401) {
+    while ((await request(agent.url, 'GET', '/auth/validate', { token: expiring.key })).status !== 401) {
       if (Date.now() > deadline) throw new Error('the expiring key did not expire');
       await new Promise((r) => setTimeout(r, 100));
     }
