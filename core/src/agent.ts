@@ -113,7 +113,10 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     validateResponses: process.env.AGENT_VALIDATE_RESPONSES === '1',
   });
   const sockets = createSocketServer(registry, identity, root);
-  const server: Server = createServer({ requestTimeout: 3600_000 }, app.callback());
+  // Keep-alive longer than clients' own idle timeouts (undici: 4 s), so a client never reuses a connection the
+  // agent is closing at that moment.
+  const server: Server = createServer({ requestTimeout: 3600_000, keepAliveTimeout: 65_000 }, app.callback());
+  server.headersTimeout = 66_000;
   server.on('upgrade', (req, socket, head) => {
     const ip = req.socket.remoteAddress ?? '';
     if (sockets.upgrade(req, socket, head, ip) || proxy.upgrade(req, socket, head, ip)) return;
