@@ -288,7 +288,8 @@ export class Identity implements IdentityService {
   /** A token for an app plugin's system principal (admin rights; valid until the agent restarts). */
   async issueSystemToken(name: string): Promise<string> {
     this.systemNames.add(name);
-    return (await this.tokens.issue(`s:${name}`, this.bootNonce)).token;
+    // Bound to this run by the boot nonce, so it needs no short expiry: the app keeps it until the agent restarts.
+    return (await this.tokens.issue(`s:${name}`, this.bootNonce, undefined, 10 * 365 * 86400)).token;
   }
 
   /** Resolves a principal id (`user:3`, `api_key:5`, `system:observability`) to what it may do now. */

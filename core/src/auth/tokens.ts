@@ -16,8 +16,9 @@ export class TokenService {
 
   constructor(private readonly key: Uint8Array, private readonly ttlSeconds: number) {}
 
-  async issue(sub: string, tokenVersion: number, maxExpiry?: number): Promise<{ token: string; expires_at: string }> {
-    let exp = Math.floor(Date.now() / 1000) + this.ttlSeconds;
+  /** `ttlSeconds` overrides the configured lifetime (app tokens live as long as the agent run they belong to). */
+  async issue(sub: string, tokenVersion: number, maxExpiry?: number, ttlSeconds = this.ttlSeconds): Promise<{ token: string; expires_at: string }> {
+    let exp = Math.floor(Date.now() / 1000) + ttlSeconds;
     if (maxExpiry !== undefined) exp = Math.min(exp, maxExpiry);
     const { SignJWT } = await loadJose();
     const token = await new SignJWT({ tv: tokenVersion })
