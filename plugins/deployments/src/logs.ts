@@ -21,12 +21,15 @@ export function pickContainers(containers: ContainerSummary[], service: string |
   return list.sort((a, b) => (a.service ?? '').localeCompare(b.service ?? ''));
 }
 
-async function collect(docker: DockerService, c: ContainerSummary, tail: number, filter?: string): Promise<DeploymentLogLine[]> {
+/** The last `keep` (0 = all) lines of `tail` read lines that contain `filter`. */
+async function collect(docker: DockerService, c: ContainerSummary, tail: number, keep: number, filter?: string): Promise<DeploymentLogLine[]> {
   const out: DeploymentLogLine[] = [];
   for await (const line of docker.containerLogs(c.id, { tail, timestamps: true }) as AsyncIterable<LogLine>) {
-    if (!filter || line.text.includes(filter)) out.push({ service: c.service, container: c.name, stream: line.stream, time: line.time, text: line.text });
+    if (filter && !line.text.includes(filter)) continue;
+    out.push({ service: c.service, container: c.name, stream: line.stream, time: line.time, text: line.text });
+    if (keep > 0 && out.length > keep * 2) out.splice(0, out.length - keep);
   }
-  return out;
+  return keep > 0 && out.length > keep ? out.slice(-keep) : out;
 }
 
 /**
@@ -34,7 +37,7 @@ async function collect(docker: DockerService, c: ContainerSummary, tail: number,
  * 20× the tail first, then everything only if that did not find enough matching lines.
  */
 export async function containerLogs(docker: DockerService, containers: ContainerSummary[], tail: number, filter?: string): Promise<DeploymentLogLine[]> {
-  const readAll = async (perContainer: number) => (await Promise.all(containers.map((c) => collect(docker, c, perContainer, filter)))).flat();
+  const readAll = async (perContainer: number) => (await Promise.all(containers.map((c) => collect(docker, c, perContainer, tail, filter)))).flat();
   let lines: DeploymentLogLine[];
   if (filter && tail > 0) {
     lines = await readAll(tail * 20);

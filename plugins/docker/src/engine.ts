@@ -170,14 +170,15 @@ export class DockerEngine implements DockerService {
           tail: options.tail === undefined || options.tail === 0 ? 'all' : options.tail,
           ...(options.since ? { since: options.since } : {}),
         };
-        if (!options.follow) {
-          const buf = (await self.call(`container '${id}'`, () => container.logs({ ...params, follow: false } as Docker.ContainerLogsOptions & { follow: false }))) as unknown as Buffer;
-          yield* splitter.push(Buffer.isBuffer(buf) ? buf : Buffer.from(String(buf)));
-          yield* splitter.flush();
-          return;
-        }
         if (options.signal?.aborted) return;
-        const stream = (await self.call(`container '${id}'`, () => container.logs({ ...params, follow: true } as Docker.ContainerLogsOptions & { follow: true }))) as unknown as Readable;
+        // Always a stream (dockerode buffers non-follow logs whole: a 1 GB log must not be held in memory).
+        const stream = await self.call(`container '${id}'`, () => new Promise<Readable>((resolve, reject) => {
+          self.opts.docker.modem.dial({
+            path: `/containers/${encodeURIComponent(info.Id)}/logs?`, method: 'GET', isStream: true,
+            statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
+            options: { ...params, follow: options.follow ?? false },
+          } as never, (err: unknown, data: unknown) => (err ? reject(err) : resolve(data as Readable)));
+        }));
         const onAbort = () => stream.destroy();
         options.signal?.addEventListener('abort', onAbort, { once: true });
         try {

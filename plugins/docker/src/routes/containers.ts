@@ -1,5 +1,5 @@
 /** 4.4 containers: list, start/stop/restart, delete (stopped only), logs. */
-import { errors, reply, Type, type PluginContext } from '@agent/sdk';
+import { errors, reply, Type, type LogLine as LogLineType, type PluginContext } from '@agent/sdk';
 import type { DockerEngine } from '../engine.js';
 import { ContainerSummary, LogLine } from '../schemas.js';
 import { assertCanSee, canSee } from '../access.js';
@@ -81,10 +81,12 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
       const details = await target(req.params.id, req.principal, 'read');
       const tail = req.query.tail ?? 100;
       const filter = req.query.filter;
-      const lines = [];
-      // A filter is applied after reading: read everything when one is given, then keep the last `tail` matches.
-      for await (const line of engine.containerLogs(details.id, { tail: filter ? 0 : tail, timestamps: req.query.timestamps ?? true })) {
-        if (!filter || line.text.includes(filter)) lines.push(line);
+      const lines: LogLineType[] = [];
+      // The engine cannot filter: with a filter every line is read (streamed), keeping only the last `tail` matches.
+      for await (const line of engine.containerLogs(details.id, { tail: filter ? 0 : tail, timestamps: req.query.timestamps ?? true, signal: req.signal })) {
+        if (filter && !line.text.includes(filter)) continue;
+        lines.push(line);
+        if (tail > 0 && lines.length > tail * 2) lines.splice(0, lines.length - tail);
       }
       return tail > 0 && lines.length > tail ? lines.slice(-tail) : lines;
     },
