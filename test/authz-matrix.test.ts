@@ -229,6 +229,14 @@ describe('authorization matrix (all built-in plugins)', () => {
     expect([...kinds].sort()).toEqual(['allowed', 'forbidden', 'hidden', 'unauthenticated']);
   });
 
+  it('answers plain reads (GET without ids or required query) with success to every principal holding the right', () => {
+    // A principal that may read a collection gets it (possibly empty, filtered to what it may see), never a
+    // client error; a 5xx from a missing external service (DNS server, …) is not an authorization matter.
+    const plain = (op: Operation) => op.method === 'GET' && op.kind === 'http' && !op.params.some((p) => p.in === 'path' || p.required);
+    const bad = cells.filter((c) => plain(c.op) && c.expected.kind === 'allowed' && typeof c.status === 'number' && c.status >= 400 && c.status < 500);
+    expect(bad.map((c) => `${c.op.method} ${c.variant.url} × ${c.who}: ${c.status} ${c.detail}`)).toEqual([]);
+  });
+
   it('summarises the matrix per principal', () => {
     const columns = ['2xx', '400', '401', '403', '404', '409', 'other 4xx', '5xx', 'timeout'];
     const table: Record<string, Record<string, number>> = {};
