@@ -5,7 +5,8 @@
  * Operations come from the live description, so routes added by later plugins are covered without editing this.
  * Inputs are harmless (see `buildVariant`): throwaway ids, no valid creation bodies.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt, SignJWT } from 'jose';
 import WebSocket from 'ws';
@@ -101,7 +102,15 @@ describe('authorization matrix (all built-in plugins)', () => {
   let ensureDeployments: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
-    agent = await startAgent({ plugins: ['*'] });
+    // The edge plugin defaults to the host's nginx (/etc/nginx/agent, nginx -s reload): point it at a scratch
+    // folder with no-op commands, the matrix is about who may call what, not about nginx.
+    const edgeDir = mkdtempSync(join(tmpdir(), 'authz-edge-'));
+    agent = await startAgent({
+      plugins: ['*'],
+      config: {
+        proxy: { config_dir: edgeDir, test_command: ['true'], reload_command: ['true'], access_log: join(edgeDir, 'access.log'), error_log: join(edgeDir, 'error.log') },
+      },
+    });
     const api = (method: string, path: string, body?: unknown, token?: string) => agent.api(method, path, { body, token });
     const must = async (res: Promise<{ status: number; text: string; body: any }>, status: number) => {
       const r = await res;
