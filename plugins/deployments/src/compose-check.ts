@@ -3,7 +3,7 @@
  * (known keys, services with an image or build), and the host-safety policy.
  */
 import { LineCounter, parseDocument, isMap, isScalar, type Document } from 'yaml';
-import { errors, HttpError } from '@agent/sdk';
+import { errors } from '@agent/sdk';
 
 const TOP_LEVEL = new Set(['version', 'name', 'services', 'volumes', 'networks', 'configs', 'secrets', 'include']);
 const SERVICE_KEYS = new Set([
@@ -94,5 +94,3 @@ export function parseCompose(text: string, deployment?: string): ParsedCompose {
   }
   return { parsed, services: Object.keys(services) };
 }
-
-export const isHttp = (e: unknown): e is HttpError => e instanceof HttpError;

@@ -11,6 +11,11 @@ const MAX_SCAN = 512 * 1024 * 1024;
 
 /** The last `count` lines (0 = all) containing `filter`, oldest first. */
 export async function readLastLines(path: string, count: number, filter?: string): Promise<string[]> {
+  return (await readLastLinesAt(path, count, filter)).lines;
+}
+
+/** Like `readLastLines`, with the size the lines were read up to (where a follow must continue). */
+export async function readLastLinesAt(path: string, count: number, filter?: string): Promise<{ lines: string[]; size: number }> {
   const fh = await open(path, 'r');
   try {
     const { size } = await fh.stat();
@@ -45,15 +50,18 @@ export async function readLastLines(path: string, count: number, filter?: string
         if (!filter || line.includes(filter)) out.push(line);
       }
     }
-    return out.reverse();
+    return { lines: out.reverse(), size };
   } finally {
     await fh.close();
   }
 }
 
-/** Calls `onLine` for every line appended after the call, until `signal` aborts. */
-export async function followFile(path: string, onLine: (line: string) => void | Promise<void>, signal: AbortSignal, filter?: string): Promise<void> {
-  let offset = (await stat(path)).size;
+/**
+ * Calls `onLine` for every line appended after `from` (default: the current end), until `signal` aborts. Pass the
+ * size an initial tail read up to, so no line written in between is lost.
+ */
+export async function followFile(path: string, onLine: (line: string) => void | Promise<void>, signal: AbortSignal, filter?: string, from?: number): Promise<void> {
+  let offset = from ?? (await stat(path)).size;
   let partial = '';
   let busy = false;
   let pending = false;

@@ -220,6 +220,9 @@ export class DeploymentManager implements DeploymentsService {
 
   /** `up -d`: creates what is missing and recreates services whose configuration changed. */
   private async up(entry: Entry, extra: string[] = []): Promise<void> {
+    // Checked again at every start: a container may have turned a bind-mounted folder into a symlink out of it.
+    const p = this.paths(entry);
+    this.validate(entry.name, entry.dir, (await readText(p.compose)) ?? '', parseEnv((await readText(p.env)) ?? ''));
     try {
       await this.composeRun(entry, ['up', '-d', '--remove-orphans', ...extra], 'starting');
       entry.failure = null;

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
@@ -177,6 +177,12 @@ describe('deployments lifecycle against the real engine', () => {
     const res = await agent.api('POST', '/deployments', { body: { name: n, compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n    volumes: ["./data:/data", "named:/named"]\nvolumes:\n  named: {}\n' } });
     expect(res.status, res.text).toBe(201);
     writeFileSync(join(root, n, 'note.txt'), 'x');
+    // A bind-mounted folder turned into a symlink out of the deployment is refused at the next start.
+    symlinkSync('/etc', join(root, n, 'data'));
+    const start = await agent.api('POST', `/deployments/${n}/start`);
+    expect(start.status).toBe(400);
+    expect(start.body.code).toBe('HOST_SAFETY');
     expect((await agent.api('DELETE', `/deployments/${n}`, { query: { remove_files: true } })).status).toBe(200);
+    expect(existsSync('/etc/hostname')).toBe(true);
   });
 });

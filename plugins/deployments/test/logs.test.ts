@@ -117,6 +117,13 @@ describe('deployment logs, log sources, stats and health', () => {
     await until(async () => stream.messages.some((m) => m.text === 'appended line'), Boolean, 5_000, 50);
     expect(stream.messages.map((m) => m.text ?? m.type)).toEqual(['ready', 'line 499', 'appended line']);
     stream.ws.close();
+    // A line written right after the socket is ready (while the initial tail is read) is not lost.
+    const racing = openStream(agent, `/deployments/${name}/logs/stream`, { source: 'app', tail: '1' });
+    await until(async () => racing.messages.length, (n) => n >= 1, 5_000, 5);
+    appendFileSync(join(dir, 'logs', 'app.log'), 'racing line\n');
+    await until(async () => racing.messages.some((m) => m.text === 'racing line'), Boolean, 5_000, 50);
+    expect(racing.messages.filter((m) => m.text === 'racing line')).toHaveLength(1);
+    racing.ws.close();
   });
 
   it('reports stats of every running container', async () => {

@@ -5,7 +5,7 @@ import { NameParams } from '../schemas.js';
 import type { LogSourceSpec } from '../files.js';
 import { assertService, containerLogs, pickContainers, type DeploymentLogLine } from '../logs.js';
 import { CONTAINER_SOURCE, resolveSourceFile, SOURCE_ID, validateCustomSources, type LogSourceView } from '../log-sources.js';
-import { followFile, readLastLines } from '../file-tail.js';
+import { followFile, readLastLines, readLastLinesAt } from '../file-tail.js';
 
 const LogQuery = {
   tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 100, description: 'number of lines; 0 = all' })),
@@ -89,8 +89,9 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
       const file = fileSource(entry, req.query.source ?? 'stdout');
       if (file) {
         const path = await resolveSourceFile(entry.dir, file.path!);
-        for (const text of await readLastLines(path, tail, filter)) await send({ service: null, container: null, stream: 'file', time: null, text });
-        await followFile(path, (text) => send({ service: null, container: null, stream: 'file', time: null, text }), conn.signal, filter);
+        const initial = await readLastLinesAt(path, tail, filter);
+        for (const text of initial.lines) await send({ service: null, container: null, stream: 'file', time: null, text });
+        await followFile(path, (text) => send({ service: null, container: null, stream: 'file', time: null, text }), conn.signal, filter, initial.size);
         return;
       }
       await followContainers(conn, await containersOf(entry, req.query.service, true), tail, filter, send);
