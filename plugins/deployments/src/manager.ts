@@ -81,7 +81,7 @@ export class DeploymentManager implements DeploymentsService {
 
   /** `{"data": list()}` serialised once per change: the full list is what most clients ask for. */
   listJson(): Buffer {
-    const list = this.list();
+    const list = this.snapshot();
     if (!this.listedJson || this.listedJsonFor !== list) {
       this.listedJson = Buffer.from(JSON.stringify({ data: list }));
       this.listedJsonFor = list;
@@ -170,6 +170,11 @@ export class DeploymentManager implements DeploymentsService {
   }
 
   list(): DeploymentInfo[] {
+    return [...this.snapshot()];
+  }
+
+  /** The memoized list (shared: never hand it out to be mutated). */
+  private snapshot(): DeploymentInfo[] {
     // Engine availability is part of every status: a change of it must not serve a stale list.
     if (this.listed && this.listedEngineUp === this.cache.engineUp()) return this.listed;
     this.listedEngineUp = this.cache.engineUp();
@@ -211,7 +216,15 @@ export class DeploymentManager implements DeploymentsService {
   // ---- compose ---------------------------------------------------------------------------------------------------
 
   async composeRun(entry: Entry, args: string[], what: string): Promise<string> {
-    const result = await this.opts.docker.compose.run(entry.name, entry.dir, ['-f', entry.composeFile, ...args]);
+    const started = Date.now();
+    const release = this.cache.hold(entry.name);
+    let result;
+    try {
+      result = await this.opts.docker.compose.run(entry.name, entry.dir, ['-f', entry.composeFile, ...args]);
+    } finally {
+      release();
+    }
+    this.opts.log.debug('compose run', { deployment: entry.name, args: args.join(' '), exit_code: result.exit_code, ms: Date.now() - started });
     if (result.exit_code !== 0) {
       throw new HttpError(502, 'COMPOSE_FAILED', `${what} of '${entry.name}' failed (exit ${result.exit_code}): ${tailOf(result.output)}`);
     }

@@ -52,12 +52,13 @@ export class StateCache {
   /** Whether the last reconcile reached the engine. */
   private fresh = false;
   private readonly changeListeners = new Set<() => void>();
+  private readonly held = new Map<string, number>();
 
   constructor(private readonly docker: DockerService, private readonly log: Logger, private readonly intervalMs: number) {}
 
   start(): void {
     this.unsubscribe = this.docker.onEvent((e) => {
-      if (e.type === 'container' && e.deployment && !e.action.startsWith('exec_')) this.schedule();
+      if (e.type === 'container' && e.deployment && !e.action.startsWith('exec_') && !this.held.has(e.deployment)) this.schedule();
     });
     const tick = () => {
       this.timer = setTimeout(() => void this.reconcile().finally(tick), this.intervalMs);
@@ -71,6 +72,19 @@ export class StateCache {
     if (this.debounce) clearTimeout(this.debounce);
     if (this.trailing) clearTimeout(this.trailing);
     this.unsubscribe?.();
+  }
+
+  /**
+   * While compose works on a deployment, its events are ignored (the caller reconciles once at the end): listing
+   * containers on every event of an `up` only competes with compose for the engine.
+   */
+  hold(deployment: string): () => void {
+    this.held.set(deployment, (this.held.get(deployment) ?? 0) + 1);
+    return () => {
+      const n = (this.held.get(deployment) ?? 1) - 1;
+      if (n <= 0) this.held.delete(deployment);
+      else this.held.set(deployment, n);
+    };
   }
 
   onChange(listener: () => void): () => void {
