@@ -4,10 +4,10 @@
  * never touch the user's `~/.docker`.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
+import { freePort } from '../../../test/helpers/net.js';
 
 export interface TestRegistry {
   host: string;
@@ -17,16 +17,6 @@ export interface TestRegistry {
   docker(args: string[]): Promise<string>;
   stop(): Promise<void>;
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
 
 export async function startRegistry(username = 'pusher', password = `Pw-${Math.random().toString(36).slice(2)}`): Promise<TestRegistry> {
   const dir = mkdtempSync(join(tmpdir(), 'agent-test-registry-'));

@@ -4,9 +4,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+export { freePort } from '../../../test/helpers/net.js';
+import { freePort } from '../../../test/helpers/net.js';
 
 export interface DbServer {
   type: 'mariadb' | 'postgres';
@@ -21,17 +22,6 @@ export interface DbServer {
 const asRoot = process.getuid?.() === 0;
 /** `nobody`: the servers refuse to run as root. */
 const UNPRIVILEGED = { uid: 65534, gid: 65534 };
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function workDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));

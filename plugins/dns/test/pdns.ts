@@ -4,9 +4,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../../../test/helpers/net.js';
 
 export interface PowerDns {
   apiUrl: string;
@@ -18,17 +18,6 @@ export interface PowerDns {
 const asRoot = process.getuid?.() === 0;
 const UNPRIVILEGED = { uid: 65534, gid: 65534 };
 const SCHEMA = '/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function run(cmd: string, args: string[], options: { stdinFile?: string; asUser?: boolean } = {}): Promise<{ code: number; out: string }> {
   return new Promise((resolve, reject) => {

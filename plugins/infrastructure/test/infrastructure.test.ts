@@ -6,13 +6,13 @@
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { POSTGRES_IMAGE, ensurePostgresImage } from '../../backups/test/helpers/postgres-image.js';
 import { PDNS_IMAGE, REDIS_IMAGE, ensurePdnsImage, ensureRedisImage } from './local-images.js';
+import { freePort } from '../../../test/helpers/net.js';
 
 const RUN = `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 const PROJECT_PREFIX = `${RUN}-infra`;
@@ -25,17 +25,6 @@ const APP_CONTAINER = `${RUN}-app-web`;
 let agent: TestAgent;
 let apiPort: number;
 let dnsPort: number;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * Programs run asynchronously: a blocked event loop would miss the agent closing an idle keep-alive socket and

@@ -1,6 +1,7 @@
 /** Test containers on the real engine: labelled `agent.test=1`, unique names, removed by `removeAll`. */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { waitFor } from '../../../test/helpers/net.js';
 
 const run = promisify(execFile);
 
@@ -34,17 +35,6 @@ export async function removeContainers(names: string[]): Promise<void> {
   await run('docker', ['rm', '-f', ...names]).catch(() => undefined);
 }
 
-export async function poll<T>(fn: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 30_000, everyMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+/** Polls until `fn` holds (30 s, every 250 ms by default). */
+export const poll = <T>(fn: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 30_000, everyMs = 250): Promise<T> =>
+  waitFor(fn, what, timeoutMs, everyMs);
