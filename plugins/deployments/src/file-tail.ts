@@ -107,6 +107,8 @@ export async function followFile(path: string, onLine: (line: string) => void | 
   }
   // Polling as well: watch events are lost on some file systems and after rotation.
   const timer = setInterval(() => void read().catch(() => undefined), 100);
+  // Whatever was appended before the watch existed.
+  void read().catch(() => undefined);
   await new Promise<void>((resolve) => {
     if (signal.aborted) return resolve();
     signal.addEventListener('abort', () => resolve(), { once: true });
