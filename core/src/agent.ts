@@ -133,8 +133,10 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     if (p.definition?.app) await apps.start(p.name, p.packageDir, p.definition.app, p.staged!.ctx.config as Record<string, unknown>);
   }
 
+  const memory = process.memoryUsage();
   root.info({
     url, version: VERSION, ms: Date.now() - startedAt,
+    memory_mb: { rss: Math.round(memory.rss / 1048576), heap_used: Math.round(memory.heapUsed / 1048576), heap_total: Math.round(memory.heapTotal / 1048576), external: Math.round(memory.external / 1048576) },
     plugins: host.running().map((p) => p.name), failed: host.plugins.filter((p) => p.status === 'failed').map((p) => p.name),
   }, 'agent ready');
 

@@ -3,7 +3,6 @@
  * The core authenticates each request, checks the permission the app declared for the route, and forwards it
  * with the caller's principal in a short-lived HS256 token in the `x-agent-principal` header.
  */
-import { jwtVerify } from 'jose';
 import { principalFrom, type Principal, type PrincipalInfo } from './principal.js';
 
 export const PRINCIPAL_HEADER = 'x-agent-principal';
@@ -52,6 +51,8 @@ export async function verifyPrincipal(
   const raw = headers[PRINCIPAL_HEADER];
   const token = Array.isArray(raw) ? raw[0] : raw;
   if (!token) throw new Error('missing principal header');
+  // jose is loaded on first use: the agent itself imports this module for the header name only.
+  const { jwtVerify } = await import('jose');
   const { payload } = await jwtVerify(token, new TextEncoder().encode(app.secret), {
     issuer: 'agent',
     audience: `app:${app.name}`,

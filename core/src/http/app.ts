@@ -155,8 +155,10 @@ export function createHttpApp(deps: HttpDeps): Koa {
           if (length > config.api.body_limit) throw errors.tooLarge(`request body larger than ${config.api.body_limit} bytes`);
           await parseBody(ctx);
         }
-        const query: Record<string, unknown> = { ...ctx.query };
+        // koa parses the query once per request; it is only copied when `plan` has to be taken out.
+        let query = ctx.query as Record<string, unknown>;
         if ('plan' in query) {
+          query = { ...query };
           if (query.plan !== 'true' && query.plan !== 'false') throw errors.badRequest('query.plan: must be true or false');
           wantsPlan = query.plan === 'true';
           delete query.plan;
@@ -173,7 +175,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
           return controller.signal;
         };
         const result = await execute({
-          route, principal, params: { ...ctx.params }, query, body: ctx.request.body, ip, path: ctx.path,
+          route, principal, params: ctx.params, query, body: ctx.request.body, ip, path: ctx.path,
           headers: ctx.headers, signal, raw: { req: ctx.req, res: ctx.res }, wantsPlan,
         }, plans, validateResponse);
         deployment = result.deployment;

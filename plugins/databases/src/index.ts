@@ -6,8 +6,6 @@ import {
   definePlugin, deploymentsService, dockerService, errors, reply, Type, type Principal, type RouteRequest,
 } from '@agent/sdk';
 import { resolveConnection, type ResolveDeps } from './connection.js';
-import { openMysql } from './drivers/mysql.js';
-import { openPostgres } from './drivers/postgres.js';
 import {
   ConnectionBody, CreateDatabaseBody, CreateUserBody, CreatedDatabase, CreatedUser, DatabaseItem, GrantBody, GrantResponse,
   QueryBody, QueryResponse, TableItem, TablesBody, TestResponse,
@@ -18,8 +16,9 @@ import type { ConnectionSpec, DbSession } from './types.js';
 /** Bytes of row data one answer carries at most; beyond it the result is marked truncated. */
 const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 
-export function openSession(spec: ConnectionSpec): Promise<DbSession> {
-  return spec.type === 'postgres' ? openPostgres(spec) : openMysql(spec);
+/** The client libraries (pg, mysql2) are loaded with the first connection, not at agent start. */
+export async function openSession(spec: ConnectionSpec): Promise<DbSession> {
+  return spec.type === 'postgres' ? (await import('./drivers/postgres.js')).openPostgres(spec) : (await import('./drivers/mysql.js')).openMysql(spec);
 }
 
 async function withSession<T>(spec: ConnectionSpec, fn: (s: DbSession) => Promise<T>): Promise<T> {

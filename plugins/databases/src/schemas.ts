@@ -1,7 +1,6 @@
 /** Request and response schemas of the database routes; every name that reaches SQL has a strict pattern. */
 import { Nullable, Secret, Type, deploymentName, type Static } from '@agent/sdk';
-import { MYSQL_PRIVILEGES } from './drivers/mysql.js';
-import { POSTGRES_PRIVILEGES } from './drivers/postgres.js';
+import { MYSQL_PRIVILEGES, POSTGRES_PRIVILEGES } from './drivers/privileges.js';
 import type { DbType } from './types.js';
 
 /** Database, user, schema and table names: quoted by the driver, and still limited to plain characters. */

@@ -47,6 +47,7 @@ export class DockerEngine implements DockerService {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private composeCommand: string[] | null = null;
+  private composeDetection: Promise<void> = Promise.resolve();
   private readonly listeners = new Set<(e: DockerEvent) => void>();
   private eventStream: (NodeJS.ReadableStream & { destroy?: () => void }) | null = null;
   private eventsSince = Math.floor(Date.now() / 1000);
@@ -62,8 +63,12 @@ export class DockerEngine implements DockerService {
 
   /** Detection of the compose CLI and the first ping run side by side (start-up time). */
   async start(composeCommand: Promise<string[] | null>): Promise<void> {
-    const [command] = await Promise.all([composeCommand, this.check()]);
-    this.composeCommand = command;
+    // Detecting compose runs `docker compose version` / `docker-compose version` (python, ~0.5 s): it finishes in
+    // the background instead of holding up the agent's start; compose runs wait for it.
+    this.composeDetection = composeCommand.then((command) => {
+      this.composeCommand = command;
+    });
+    await this.check();
     const tick = () => {
       this.timer = setTimeout(() => void this.check().finally(() => !this.stopped && tick()), this.opts.checkIntervalMs);
       this.timer.unref();
@@ -411,6 +416,7 @@ export class DockerEngine implements DockerService {
     run: async (project: string, dir: string, args: string[], options: ComposeRunOptions = {}) => {
       this.assertAvailable();
       if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(project)) throw errors.badRequest(`invalid compose project name '${project}'`);
+      await this.composeDetection;
       return runCompose(this.compose.command(), this.opts.dockerHost, project, dir, args, options);
     },
   };

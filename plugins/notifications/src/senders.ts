@@ -1,5 +1,4 @@
 /** Delivers one message to one parsed target. Throws a DeliveryError whose text never contains secrets. */
-import nodemailer from 'nodemailer';
 import type { NotificationMessage } from '@agent/sdk';
 import type { ParsedTarget } from './targets.js';
 
@@ -78,6 +77,8 @@ export async function deliver(target: ParsedTarget, m: Outgoing, endpoints: Endp
       }
       return;
     case 'smtp': {
+      // nodemailer is loaded with the first e-mail, not at agent start.
+      const { default: nodemailer } = await import('nodemailer');
       const transport = nodemailer.createTransport({
         host: target.host,
         port: target.port,

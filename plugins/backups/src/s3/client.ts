@@ -3,11 +3,14 @@
  * the agent's HTTP errors. Works against any S3-compatible server (path-style addressing optional).
  */
 import type { Readable } from 'node:stream';
-import {
-  CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand,
-  ListBucketsCommand, ListObjectsV2Command, S3Client, S3ServiceException,
-} from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import type { S3Client } from '@aws-sdk/client-s3';
+
+type S3Sdk = typeof import('@aws-sdk/client-s3');
+type S3Storage = typeof import('@aws-sdk/lib-storage');
+
+// The AWS SDK is a large module graph (~20 MB): it is loaded with the first object-store call, not at agent start.
+let sdk: Promise<[S3Sdk, S3Storage]> | null = null;
+const loadSdk = () => (sdk ??= Promise.all([import('@aws-sdk/client-s3'), import('@aws-sdk/lib-storage')]));
 import { HttpError, errors } from '@agent/sdk';
 
 export interface S3Endpoint {
@@ -56,7 +59,8 @@ export function s3Error(err: unknown, what: string): HttpError {
     case 'InvalidAccessKeyId': case 'SignatureDoesNotMatch': case 'AccessDenied':
       return errors.badGateway(`${what}: the object store refused the credentials (${code})`, 'OBJECT_STORE_AUTH_FAILED');
   }
-  if (err instanceof S3ServiceException || statusOf(err)) {
+  // S3ServiceException carries `$fault`; checked by shape so the SDK need not be loaded here.
+  if (typeof (err as { $fault?: unknown } | null)?.$fault === 'string' || statusOf(err)) {
     const status = statusOf(err);
     if (status === 404) return errors.notFound(`${what}: not found`, 'OBJECT_NOT_FOUND');
     return errors.badGateway(`${what}: the object store answered ${status ?? ''} ${code}`.trim(), 'OBJECT_STORE_ERROR');
@@ -68,19 +72,24 @@ export function s3Error(err: unknown, what: string): HttpError {
 }
 
 export class ObjectStoreClient {
-  readonly s3: S3Client;
+  private client: S3Client | null = null;
 
-  constructor(endpoint: S3Endpoint) {
-    this.s3 = new S3Client({
-      endpoint: endpoint.endpoint,
-      region: endpoint.region,
-      forcePathStyle: endpoint.path_style,
-      credentials: { accessKeyId: endpoint.access_key_id, secretAccessKey: endpoint.secret_access_key },
+  constructor(private readonly endpoint: S3Endpoint) {}
+
+  /** The SDK and a client for this endpoint, created on first use. */
+  private async s3(): Promise<{ s3: S3Client; sdk: S3Sdk; storage: S3Storage }> {
+    const [s3sdk, storage] = await loadSdk();
+    this.client ??= new s3sdk.S3Client({
+      endpoint: this.endpoint.endpoint,
+      region: this.endpoint.region,
+      forcePathStyle: this.endpoint.path_style,
+      credentials: { accessKeyId: this.endpoint.access_key_id, secretAccessKey: this.endpoint.secret_access_key },
       // Only checksums the API requires: many S3-compatible servers do not know the newer CRC headers.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       maxAttempts: 2,
     });
+    return { s3: this.client, sdk: s3sdk, storage };
   }
 
   private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
@@ -92,13 +101,15 @@ export class ObjectStoreClient {
   }
 
   async listBuckets(): Promise<{ name: string; created_at: string | null }[]> {
-    const out = await this.call('list buckets', () => this.s3.send(new ListBucketsCommand({})));
+    const { s3, sdk: c } = await this.s3();
+    const out = await this.call('list buckets', () => s3.send(new c.ListBucketsCommand({})));
     return (out.Buckets ?? []).map((b) => ({ name: b.Name ?? '', created_at: b.CreationDate?.toISOString() ?? null }));
   }
 
   async bucketExists(bucket: string): Promise<boolean> {
+    const { s3, sdk: c } = await this.s3();
     try {
-      await this.s3.send(new HeadBucketCommand({ Bucket: bucket }));
+      await s3.send(new c.HeadBucketCommand({ Bucket: bucket }));
       return true;
     } catch (err) {
       if (statusOf(err) === 404) return false;
@@ -107,15 +118,18 @@ export class ObjectStoreClient {
   }
 
   async createBucket(bucket: string): Promise<void> {
-    await this.call(`create bucket ${bucket}`, () => this.s3.send(new CreateBucketCommand({ Bucket: bucket })));
+    const { s3, sdk: c } = await this.s3();
+    await this.call(`create bucket ${bucket}`, () => s3.send(new c.CreateBucketCommand({ Bucket: bucket })));
   }
 
   async deleteBucket(bucket: string): Promise<void> {
-    await this.call(`delete bucket ${bucket}`, () => this.s3.send(new DeleteBucketCommand({ Bucket: bucket })));
+    const { s3, sdk: c } = await this.s3();
+    await this.call(`delete bucket ${bucket}`, () => s3.send(new c.DeleteBucketCommand({ Bucket: bucket })));
   }
 
   async listObjects(bucket: string, options: { prefix?: string; limit?: number; token?: string } = {}): Promise<{ items: ObjectInfo[]; next_token: string | null }> {
-    const out = await this.call(`list objects of ${bucket}`, () => this.s3.send(new ListObjectsV2Command({
+    const { s3, sdk: c } = await this.s3();
+    const out = await this.call(`list objects of ${bucket}`, () => s3.send(new c.ListObjectsV2Command({
       Bucket: bucket, Prefix: options.prefix || undefined, MaxKeys: options.limit ?? 1000, ContinuationToken: options.token || undefined,
     })));
     return {
@@ -135,8 +149,9 @@ export class ObjectStoreClient {
   }
 
   async head(bucket: string, key: string): Promise<{ size: number; etag: string; metadata: Record<string, string> } | null> {
+    const { s3, sdk: c } = await this.s3();
     try {
-      const out = await this.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      const out = await s3.send(new c.HeadObjectCommand({ Bucket: bucket, Key: key }));
       return { size: out.ContentLength ?? 0, etag: (out.ETag ?? '').replace(/"/g, ''), metadata: out.Metadata ?? {} };
     } catch (err) {
       if (statusOf(err) === 404) return null;
@@ -149,9 +164,10 @@ export class ObjectStoreClient {
    * whose parts (8 MiB) are the only thing held in memory.
    */
   async upload(bucket: string, key: string, body: Readable, options: { length?: number; contentType?: string; metadata?: Record<string, string>; signal?: AbortSignal } = {}): Promise<{ etag: string }> {
+    const { s3, storage } = await this.s3();
     return this.call(`upload ${key}`, async () => {
-      const upload = new Upload({
-        client: this.s3,
+      const upload = new storage.Upload({
+        client: s3,
         params: { Bucket: bucket, Key: key, Body: body, ContentType: options.contentType ?? 'application/octet-stream', ContentLength: options.length, Metadata: options.metadata },
         partSize: 8 * 1024 * 1024,
         queueSize: 2,
@@ -169,15 +185,17 @@ export class ObjectStoreClient {
   }
 
   async download(bucket: string, key: string, signal?: AbortSignal): Promise<{ body: Readable; length: number | null; contentType: string | null; etag: string }> {
-    const out = await this.call(`download ${key}`, () => this.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal }));
+    const { s3, sdk: c } = await this.s3();
+    const out = await this.call(`download ${key}`, () => s3.send(new c.GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal }));
     return { body: out.Body as Readable, length: out.ContentLength ?? null, contentType: out.ContentType ?? null, etag: (out.ETag ?? '').replace(/"/g, '') };
   }
 
   async deleteObject(bucket: string, key: string): Promise<void> {
-    await this.call(`delete ${key}`, () => this.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })));
+    const { s3, sdk: c } = await this.s3();
+    await this.call(`delete ${key}`, () => s3.send(new c.DeleteObjectCommand({ Bucket: bucket, Key: key })));
   }
 
   destroy(): void {
-    this.s3.destroy();
+    this.client?.destroy();
   }
 }

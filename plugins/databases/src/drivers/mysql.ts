@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import mysql from 'mysql2';
 import { HttpError } from '@agent/sdk';
 import { toHttpError } from '../db-errors.js';
+import { MYSQL_PRIVILEGES } from './privileges.js';
 import { takeWithinBudget } from '../statement.js';
 import type { ConnectionSpec, DatabaseInfo, DbSession, GrantInput, QueryOptions, QueryResult, ServerInfo, TableInfo } from '../types.js';
 
@@ -14,10 +15,6 @@ type Conn = mysql.Connection;
 const SYSTEM_SCHEMAS = new Set(['mysql', 'information_schema', 'performance_schema', 'sys']);
 
 /** Privileges a MySQL/MariaDB GRANT accepts (the keywords come from this list, never from the request). */
-export const MYSQL_PRIVILEGES = new Set([
-  'ALL', 'SELECT', 'INSERT', 'UPDATE', 'DELETE', 'CREATE', 'DROP', 'ALTER', 'INDEX', 'REFERENCES', 'TRIGGER', 'EXECUTE',
-  'CREATE VIEW', 'SHOW VIEW', 'CREATE ROUTINE', 'ALTER ROUTINE', 'EVENT', 'LOCK TABLES', 'CREATE TEMPORARY TABLES',
-]);
 
 const TABLE_TYPES: Record<string, string> = { 'BASE TABLE': 'table', VIEW: 'view', 'SYSTEM VIEW': 'system_view', SEQUENCE: 'sequence' };
 

@@ -7,12 +7,10 @@ import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { HttpError } from '@agent/sdk';
 import { toHttpError } from '../db-errors.js';
+import { POSTGRES_PRIVILEGES, DATABASE_PRIVILEGES, TABLE_PRIVILEGES } from './privileges.js';
 import { takeWithinBudget } from '../statement.js';
 import type { ConnectionSpec, DatabaseInfo, DbSession, GrantInput, QueryOptions, QueryResult, TableInfo } from '../types.js';
 
-const DATABASE_PRIVILEGES = new Set(['CONNECT', 'CREATE', 'TEMPORARY']);
-const TABLE_PRIVILEGES = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']);
-export const POSTGRES_PRIVILEGES = new Set(['ALL', ...DATABASE_PRIVILEGES, ...TABLE_PRIVILEGES]);
 
 const RELKINDS: Record<string, string> = { r: 'table', v: 'view', m: 'materialized_view', p: 'partitioned_table', f: 'foreign_table' };
 

@@ -7,12 +7,15 @@ import { Agent } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as acme from 'acme-client';
+import type * as Acme from 'acme-client';
 import type { Logger } from '@agent/sdk';
 import type { EdgeConfig } from '../config.js';
 
+// acme-client (with its crypto stack, ~28 MB) is loaded when a certificate is first needed, not at agent start.
+let acmeModule: Promise<typeof Acme> | null = null;
+
 export class AcmeIssuer {
-  private client: acme.Client | null = null;
+  private client: Acme.Client | null = null;
 
   constructor(
     private readonly config: EdgeConfig['certificates'],
@@ -20,14 +23,21 @@ export class AcmeIssuer {
     private readonly webroot: string,
     private readonly log: Logger,
   ) {
-    if (config.directory_ca_file) {
-      // A private ACME directory (tests, internal CAs): trust its CA for the API calls.
-      acme.axios.defaults.httpsAgent = new Agent({ ca: readFileSync(config.directory_ca_file) });
-    }
   }
 
-  private async account(): Promise<acme.Client> {
+  private load(): Promise<typeof Acme> {
+    return (acmeModule ??= import('acme-client').then((acme) => {
+      if (this.config.directory_ca_file) {
+        // A private ACME directory (tests, internal CAs): trust its CA for the API calls.
+        acme.axios.defaults.httpsAgent = new Agent({ ca: readFileSync(this.config.directory_ca_file) });
+      }
+      return acme;
+    }));
+  }
+
+  private async account(): Promise<Acme.Client> {
     if (this.client) return this.client;
+    const acme = await this.load();
     const dir = join(this.dataDir, 'acme');
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const keyFile = join(dir, `account-${createHash('sha256').update(this.config.directory_url).digest('hex').slice(0, 16)}.pem`);
@@ -47,6 +57,7 @@ export class AcmeIssuer {
   /** Obtains a certificate for `names` (the first is the subject); returns the private key and the chain (PEM). */
   async issue(names: string[]): Promise<{ key: string; chain: string }> {
     const client = await this.account();
+    const acme = await this.load();
     const key = await acme.crypto.createPrivateEcdsaKey();
     const [, csr] = await acme.crypto.createCsr({ commonName: names[0], altNames: names }, key);
     const order = await client.createOrder({ identifiers: names.map((value) => ({ type: 'dns', value })) });
