@@ -70,7 +70,7 @@ export class CoreAuditLog implements AuditLog {
     const detail = e.detail ? JSON.stringify(redactDeep(e.detail)) : null;
     this.queue.push([
       new Date(now).toISOString(), now, e.actor_type, e.actor_id, e.actor_name ?? null, e.action, e.resource_type,
-      e.resource_id ?? null, e.deployment ?? null, e.success ? 1 : 0, e.status ?? null, e.client_ip ?? null, detail,
+      e.resource_id === null || e.resource_id === undefined ? null : String(e.resource_id), e.deployment ?? null, e.success ? 1 : 0, e.status ?? null, e.client_ip ?? null, detail,
     ]);
     if (this.queue.length >= FLUSH_BATCH) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), FLUSH_DELAY_MS).unref();

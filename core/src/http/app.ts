@@ -175,7 +175,8 @@ export function createHttpApp(deps: HttpDeps): Koa {
           return controller.signal;
         };
         const result = await execute({
-          route, principal, params: ctx.params, query, body: ctx.request.body, ip, path: ctx.path,
+          // A copy: validation coerces params in place (`'2'` → `2`), the audit record keeps the raw path values.
+          route, principal, params: { ...ctx.params }, query, body: ctx.request.body, ip, path: ctx.path,
           headers: ctx.headers, signal, raw: { req: ctx.req, res: ctx.res }, wantsPlan,
         }, plans, validateResponse);
         deployment = result.deployment;
