@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { container } from 'tsyringe';
 import { coreServices, deploymentsService, type DeploymentsService } from '@agent/sdk';
 import { REPO_ROOT, type LoadedConfig } from './config/config.js';
-import { createRootLogger, sdkLogger } from './log.js';
+import { createRootLogger, flushLogs, sdkLogger } from './log.js';
 import { loadSecrets } from './store/secrets.js';
 import { createSealer } from './store/sealer.js';
 import { openDocument } from './store/documents.js';
@@ -163,7 +163,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       await identity.flush();
       journal.close();
       root.info('stopped');
-      root.flush();
+      await flushLogs(root);
     })());
   return { url, stop };
 }

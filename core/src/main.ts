@@ -22,6 +22,11 @@ async function main(): Promise<void> {
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     if (++signals > 1) process.exit(130);
+    // In-flight requests get 10 s (see agent.stop); whatever still hangs after 30 s does not keep the process alive.
+    setTimeout(() => {
+      process.stderr.write(`shutdown did not finish in 30 s after ${signal}; exiting\n`);
+      process.exit(1);
+    }, 30_000).unref();
     agent
       .stop()
       .then(() => process.exit(0))
