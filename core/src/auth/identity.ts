@@ -52,6 +52,8 @@ export class Identity implements IdentityService {
   private keysById = new Map<number, StoredKey>();
   private keysByHash = new Map<string, StoredKey>();
   private principals = new Map<string, Principal>();
+  /** Verified user tokens → principal; emptied with the principal cache whenever users, keys or grants change. */
+  private readonly userTokens = new Map<string, { principal: Principal; exp: number }>();
   private lastUsedDirty = false;
   /** App plugins' own principals; their tokens are only valid for this run of the agent. */
   private readonly systemNames = new Set<string>();
@@ -73,6 +75,7 @@ export class Identity implements IdentityService {
     this.keysById = new Map(this.doc.data.api_keys.map((k) => [k.id, k]));
     this.keysByHash = new Map(this.doc.data.api_keys.map((k) => [k.key_hash, k]));
     this.principals.clear();
+    this.userTokens.clear();
   }
 
   private async change<R>(fn: (d: IdentityDoc) => R): Promise<R> {
@@ -84,6 +87,7 @@ export class Identity implements IdentityService {
   /** Drops cached principals (role presets change when plugins declare resources). */
   invalidate(): void {
     this.principals.clear();
+    this.userTokens.clear();
   }
 
   private checkPermissions(permissions: string[]): void {
@@ -380,6 +384,11 @@ export class Identity implements IdentityService {
       if (p) this.touchKey(k, ip);
       return p;
     }
+    const known = this.userTokens.get(bearer);
+    if (known) {
+      if (known.exp > Date.now() / 1000) return known.principal;
+      this.userTokens.delete(bearer);
+    }
     const claims = await this.tokens.verify(bearer);
     if (!claims) return null;
     const [kind, rawId] = claims.sub.split(':');
@@ -388,7 +397,12 @@ export class Identity implements IdentityService {
     if (kind === 'u') {
       const u = this.usersById.get(id);
       if (!u || u.token_version !== claims.tv) return null;
-      return this.cachedPrincipal(`u:${id}`, () => this.principalOf({ user_id: id }));
+      const principal = this.cachedPrincipal(`u:${id}`, () => this.principalOf({ user_id: id }));
+      if (principal) {
+        if (this.userTokens.size >= 10_000) this.userTokens.delete(this.userTokens.keys().next().value!);
+        this.userTokens.set(bearer, { principal, exp: claims.exp });
+      }
+      return principal;
     }
     if (kind === 'k') {
       const k = this.keysById.get(id);

@@ -72,20 +72,23 @@ export function createHttpApp(deps: HttpDeps): Koa {
   const validateResponse = deps.validateResponses ? makeResponseValidator(log) : undefined;
   const allowedOrigins = new Set(config.api.allowed_origins);
 
-  app.use(async (ctx, next) => {
-    try {
-      await next();
-      if (ctx.status === 405 && ctx.body === undefined) throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${ctx.method} is not allowed on ${ctx.path}`);
-      if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) throw errors.notFound(`no route ${ctx.method} ${ctx.path}`);
-    } catch (err) {
-      const answer = toErrorAnswer(err);
-      if (answer.internal) log.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
-      if (ctx.headerSent || !ctx.writable) return;
-      ctx.status = answer.status;
-      for (const [k, v] of Object.entries(answer.headers ?? {})) ctx.set(k, v);
-      ctx.body = answer.body;
-    }
-  });
+  const answerError = (ctx: Koa.Context, err: unknown) => {
+    const answer = toErrorAnswer(err);
+    if (answer.internal) log.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
+    if (ctx.headerSent || !ctx.writable) return;
+    ctx.status = answer.status;
+    for (const [k, v] of Object.entries(answer.headers ?? {})) ctx.set(k, v);
+    ctx.body = answer.body;
+  };
+  // Plain promise callbacks rather than an async function: this wraps every request.
+  app.use((ctx, next) =>
+    next().then(
+      () => {
+        if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) answerError(ctx, errors.notFound(`no route ${ctx.method} ${ctx.path}`));
+      },
+      (err: unknown) => answerError(ctx, err),
+    ),
+  );
 
   if (config.api.enable_cors) {
     app.use(async (ctx, next) => {
@@ -110,10 +113,6 @@ export function createHttpApp(deps: HttpDeps): Koa {
     });
   }
 
-  app.use(async (ctx, next) => {
-    if (ctx.path.startsWith('/api/plugin/')) return deps.proxy(ctx);
-    return next();
-  });
 
   // koa-body (and the multipart stack it pulls in) is loaded with the first request that has a body.
   let bodyParser: Promise<Koa.Middleware> | null = null;
@@ -128,18 +127,26 @@ export function createHttpApp(deps: HttpDeps): Koa {
     await (await bodyParser)(ctx, async () => undefined);
   };
 
-  // One router per first path segment: @koa/router tests every route's regexp in turn, so a single router over
-  // a few hundred routes would cost a linear scan per request.
-  const routers = new Map<string, Router>();
-  const routerFor = (path: string): Router => {
+  // Routes are grouped by their first path segment, so a request only tests the few routes of its group. Paths are
+  // compiled by @koa/router (its path syntax and decoding); the matched handler is called directly rather than
+  // through the router's middleware, which composes a fresh chain on every request.
+  interface Entry {
+    layer: Router.Layer;
+    methods: Set<string>;
+    handler: Koa.Middleware;
+  }
+  const compiler = new Router({ prefix: '/api' });
+  const groups = new Map<string, Entry[]>();
+  const add = (path: string, method: string, handler: Koa.Middleware) => {
     const first = path.split('/')[1] ?? '';
     const key = first.startsWith(':') ? '*' : first;
-    let router = routers.get(key);
-    if (!router) routers.set(key, (router = new Router({ prefix: '/api' })));
-    return router;
+    const layer = compiler.register(path, [method], handler as never) as unknown as Router.Layer;
+    let list = groups.get(key);
+    if (!list) groups.set(key, (list = []));
+    list.push({ layer, methods: new Set(layer.methods), handler });
   };
   for (const route of registry.routes) {
-    routerFor(route.path).register(route.path, [route.method], async (ctx) => {
+    add(route.path, route.method, async (ctx) => {
       const ip = ctx.ip;
       let principal: Principal | null = null;
       let status = 500;
@@ -182,7 +189,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
         deployment = result.deployment;
         const reply = result.reply;
         status = reply.status;
-        for (const [k, v] of Object.entries(reply.headers)) ctx.set(k, v);
+        for (const k in reply.headers) ctx.set(k, reply.headers[k]!);
         ctx.status = reply.status;
         if (reply.stream !== undefined) ctx.body = reply.stream;
         else if (reply.body) ctx.body = reply.body;
@@ -196,7 +203,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
             ...auditActor(principal),
             action: wantsPlan ? `${route.operationId}.plan` : route.operationId,
             resource_type: resourceTypeOf(route.path),
-            resource_id: Object.values(ctx.params ?? {})[0] ?? null,
+            resource_id: Object.values((ctx.params ?? {}) as Record<string, string>)[0] ?? null,
             deployment,
             success: status < 400,
             status,
@@ -207,19 +214,29 @@ export function createHttpApp(deps: HttpDeps): Koa {
       }
     });
   }
-  const dispatch = new Map<string, Koa.Middleware>();
-  for (const [key, router] of routers) {
-    const routes = router.routes() as unknown as Koa.Middleware;
-    const methods = router.allowedMethods({ throw: false }) as unknown as Koa.Middleware;
-    dispatch.set(key, (ctx, next) => routes(ctx, () => methods(ctx, next)));
-  }
-  const fallback = dispatch.get('*');
+  const fallback = groups.get('*') ?? [];
   app.use((ctx, next) => {
-    if (!ctx.path.startsWith('/api/')) return next();
-    const end = ctx.path.indexOf('/', 5);
-    const segment = ctx.path.slice(5, end < 0 ? undefined : end);
-    const handler = dispatch.get(segment) ?? fallback;
-    return handler ? handler(ctx, next) : next();
+    const path = ctx.path;
+    if (!path.startsWith('/api/')) return next();
+    if (path.startsWith('/api/plugin/')) return deps.proxy(ctx);
+    const end = path.indexOf('/', 5);
+    const list = groups.get(path.slice(5, end < 0 ? undefined : end)) ?? fallback;
+    let allowed: string[] | null = null;
+    for (const entry of list) {
+      if (!entry.layer.regexp.test(path)) continue;
+      if (entry.methods.has(ctx.method)) {
+        ctx.params = entry.layer.params(path, entry.layer.captures(path), {});
+        return entry.handler(ctx, next);
+      }
+      (allowed ??= []).push(...entry.methods);
+    }
+    if (!allowed) return next();
+    ctx.set('Allow', [...new Set(allowed)].join(', '));
+    if (ctx.method === 'OPTIONS') {
+      ctx.status = 204;
+      return;
+    }
+    throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${ctx.method} is not allowed on ${path}`);
   });
   return app;
 }
