@@ -9,7 +9,7 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const ADMIN_PASSWORD = 'Bench-Admin-Pass-1';
 /** The agent runs with the Node flags `npm start` uses (scripts/lib.mjs). */
 export { NODE_FLAGS } from '../scripts/lib.mjs';
-import { NODE_FLAGS } from '../scripts/lib.mjs';
+import { AGENT_ENTRY, NODE_FLAGS } from '../scripts/lib.mjs';
 
 /** Starts the agent; resolves once it printed "agent ready". */
 export async function startAgent({ plugins = ['*'], config = {}, dataDir } = {}) {
@@ -18,7 +18,7 @@ export async function startAgent({ plugins = ['*'], config = {}, dataDir } = {})
   const yaml = JSON.stringify({ listen: '127.0.0.1:0', data_dir: data, log: { level: 'warn' }, plugins: { enabled: plugins }, ...config });
   writeFileSync(join(work, 'agent.yaml'), yaml); // JSON is valid YAML
   const started = process.hrtime.bigint();
-  const child = spawn(process.execPath, [...NODE_FLAGS, join(ROOT, 'core/dist/main.js'), '--config', join(work, 'agent.yaml')], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, AGENT_ENTRY, '--config', join(work, 'agent.yaml')], {
     env: { ...process.env, AGENT_ADMIN_PASSWORD: ADMIN_PASSWORD, AGENT_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT, startAgent, request } from '../../test/helpers/agent.js';
+import { AGENT_ENTRY, startAgent, request } from '../../test/helpers/agent.js';
 import { FIXTURE } from './helpers/fixture.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agent-config-'));
@@ -13,7 +13,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function refuse(yaml: string, env: Record<string, string> = {}) {
   const path = join(dir, `c${Math.random().toString(36).slice(2)}.yaml`);
   writeFileSync(path, yaml);
-  const r = spawnSync(process.execPath, [join(REPO_ROOT, 'core/dist/main.js'), '--config', path], {
+  const r = spawnSync(process.execPath, [AGENT_ENTRY, '--config', path], {
     env: { ...process.env, AGENT_DATA_DIR: join(dir, 'data'), ...env }, encoding: 'utf8', timeout: 20_000,
   });
   return { code: r.status, stderr: r.stderr };
@@ -36,7 +36,7 @@ describe('configuration', () => {
   });
 
   it('refuses a missing --config file', () => {
-    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'core/dist/main.js'), '--config', join(dir, 'absent.yaml')], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [AGENT_ENTRY, '--config', join(dir, 'absent.yaml')], { encoding: 'utf8' });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('does not exist');
   });

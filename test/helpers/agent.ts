@@ -1,5 +1,5 @@
 /**
- * Starts the real agent (core/dist/main.js) in a child process on a free loopback port with a temporary data
+ * Starts the real agent (core/dist/agent.mjs, as npm start runs it) in a child process on a free loopback port with a temporary data
  * folder, and drives it over HTTP. Used by every test suite.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -10,6 +10,9 @@ import { stringify } from 'yaml';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 export const ADMIN_PASSWORD = 'Admin-Test-Pass-1';
+/** The agent as `npm start` runs it: the bundled core (scripts/lib.mjs, AGENT_ENTRY) with the same Node flags. */
+export const AGENT_ENTRY = join(REPO_ROOT, 'core/dist/agent.mjs');
+const NODE_FLAGS = ['--max-semi-space-size=1'];
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -94,7 +97,7 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
   };
   const configPath = join(workDir, 'agent.yaml');
   writeFileSync(configPath, stringify(config));
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'core/dist/main.js'), '--config', configPath], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, AGENT_ENTRY, '--config', configPath], {
     cwd: workDir,
     env: { ...process.env, AGENT_ADMIN_PASSWORD: ADMIN_PASSWORD, AGENT_VALIDATE_RESPONSES: '1', ...(options.env ?? {}) },
     stdio: ['ignore', 'pipe', 'pipe'],

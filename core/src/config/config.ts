@@ -5,7 +5,7 @@
  * which validate their own.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { parseDuration, parseSize } from './units.js';
@@ -44,8 +44,23 @@ export interface LoadedConfig {
   baseDir: string;
 }
 
-/** The repository root (core/dist/config → ../../..), where built-in plugins live. */
-export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+/**
+ * The repository root, where built-in plugins live: the nearest folder above this module whose package.json
+ * declares the workspaces (the module runs from core/dist/config, or bundled from core/dist).
+ */
+export const REPO_ROOT = ((): string => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    try {
+      if ((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { workspaces?: unknown }).workspaces) return dir;
+    } catch {
+      // no package.json here
+    }
+    const parent = dirname(dir);
+    if (parent === dir) return resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+    dir = parent;
+  }
+})();
 
 const duration = { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^\\d+(ms|s|m|h|d)?$' }] };
 
