@@ -70,8 +70,14 @@ export class DeploymentManager implements DeploymentsService {
   private listedJson: Buffer | null = null;
   private listedJsonFor: DeploymentInfo[] | null = null;
 
+  /** Separator compose puts in container names: v1 `app_web_1`, v2 `app-web-1` (known once detection ends). */
+  containerNameSeparator = '-';
+
   constructor(readonly opts: ManagerOptions) {
     opts.cache.onChange(() => this.invalidate());
+    opts.docker.compose.command().then((command) => {
+      this.containerNameSeparator = command.length === 1 ? '_' : '-';
+    }, () => { /* no compose: keep v2 naming */ });
   }
 
   invalidate(): void {

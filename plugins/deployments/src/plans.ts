@@ -34,10 +34,7 @@ export function envChange(before: Record<string, string>, after: Record<string, 
 /** The name compose gives a service's container when it has none yet. */
 export const predictedName = (manager: DeploymentManager, deployment: string, service: string, def: any): string => {
   if (def && typeof def.container_name === 'string') return def.container_name;
-  let sep = '-';
-  try {
-    sep = manager.opts.docker.compose.command().length === 1 ? '_' : '-';
-  } catch { /* no compose: keep v2 naming */ }
+  const sep = manager.containerNameSeparator;
   return `${deployment}${sep}${service}${sep}1`;
 };
 

@@ -47,7 +47,9 @@ export class DockerEngine implements DockerService {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private composeCommand: string[] | null = null;
-  private composeDetection: Promise<void> = Promise.resolve();
+  private detected!: () => void;
+  /** Settles once `start` has detected the compose CLI (compose runs and `compose.command()` wait for it). */
+  private readonly composeDetection = new Promise<void>((resolve) => (this.detected = resolve));
   private readonly listeners = new Set<(e: DockerEvent) => void>();
   private eventStream: (NodeJS.ReadableStream & { destroy?: () => void }) | null = null;
   private eventsSince = Math.floor(Date.now() / 1000);
@@ -65,9 +67,9 @@ export class DockerEngine implements DockerService {
   async start(composeCommand: Promise<string[] | null>): Promise<void> {
     // Detecting compose runs `docker compose version` / `docker-compose version` (python, ~0.5 s): it finishes in
     // the background instead of holding up the agent's start; compose runs wait for it.
-    this.composeDetection = composeCommand.then((command) => {
+    void composeCommand.then((command) => {
       this.composeCommand = command;
-    });
+    }).finally(this.detected);
     await this.check();
     const tick = () => {
       this.timer = setTimeout(() => void this.check().finally(() => !this.stopped && tick()), this.opts.checkIntervalMs);
@@ -409,15 +411,15 @@ export class DockerEngine implements DockerService {
   };
 
   readonly compose = {
-    command: (): string[] => {
+    command: async (): Promise<string[]> => {
+      await this.composeDetection;
       if (!this.composeCommand) throw errors.unavailable('neither `docker compose` nor `docker-compose` is installed', 'COMPOSE_UNAVAILABLE');
       return [...this.composeCommand];
     },
     run: async (project: string, dir: string, args: string[], options: ComposeRunOptions = {}) => {
       this.assertAvailable();
       if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(project)) throw errors.badRequest(`invalid compose project name '${project}'`);
-      await this.composeDetection;
-      return runCompose(this.compose.command(), this.opts.dockerHost, project, dir, args, options);
+      return runCompose(await this.compose.command(), this.opts.dockerHost, project, dir, args, options);
     },
   };
 }

@@ -61,8 +61,12 @@ describe('edge: certificates from a real ACME server (pebble)', () => {
     expect(served.cert.subjectAltName).toContain(`DNS:${alias}`);
     const viaAlias = await httpsGet(nginx.httpsPort, alias, '/', root);
     expect(viaAlias.status).toBe(200);
-    // Port 80 redirects to HTTPS but still serves ACME challenges.
-    const plain = await hit(nginx.httpPort, host, '/x?y=1');
+    // Port 80 redirects to HTTPS but still serves ACME challenges. (A reload is graceful: an old worker may
+    // still take a connection on port 80 for a few milliseconds after the new ones serve 443.)
+    const plain = await waitFor(async () => {
+      const r = await hit(nginx.httpPort, host, '/x?y=1');
+      return r.status === 301 && r;
+    }, 'the HTTP → HTTPS redirect', 5000, 50);
     expect(plain.status).toBe(301);
     expect(plain.headers.location).toBe(`https://${host}:${nginx.httpsPort}/x?y=1`);
     expect((await hit(nginx.httpPort, host, '/.well-known/acme-challenge/missing')).status).toBe(404);

@@ -140,8 +140,11 @@ export interface DockerService {
   };
 
   compose: {
-    /** The detected compose command: `['docker', 'compose']` or `['docker-compose']`. */
-    command(): string[];
+    /**
+     * The detected compose command: `['docker', 'compose']` or `['docker-compose']` (detection runs in the
+     * background at start; this waits for it). Rejects with 503 COMPOSE_UNAVAILABLE when neither is installed.
+     */
+    command(): Promise<string[]>;
     /** Runs a compose subcommand (argv) for a project: cwd = `dir`, project name = `project`. */
     run(project: string, dir: string, args: string[], options?: { signal?: AbortSignal; onLine?: (line: string) => void; env?: Record<string, string> }): Promise<ComposeRunResult>;
   };
