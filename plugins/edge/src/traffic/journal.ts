@@ -64,14 +64,38 @@ export function likePattern(pattern: string): string {
 const ROWS_PER_STATEMENT = 50;
 /** Matches counted at most for `total` (unless an exact total is asked). */
 export const COUNT_CAP = 10_000;
-/** Below this many matches, fetching them all and sorting beats walking the time order. */
+/** Below this many matches, fetching them all through the most selective index and sorting beats a walk. */
 const RARE_MATCHES = 1000;
+/**
+ * Rows per span at most: a time window's total reads only the rows of the (at most two) spans it cuts. Small
+ * batches (a trickle of lines) extend the last span up to this size.
+ */
+const SPAN_ROWS = 1024;
+/** Pages of a filter on deployment/status merge one index walk per (deployment, status code) up to this many. */
+const MAX_PARTS = 64;
+const HOUR_MS = 3_600_000;
+/** The source index is partitioned by hour: new entries land in the current hour's part, which stays small. */
+const HOUR = `time_ms / ${HOUR_MS}`;
 
+/**
+ * Layout, chosen so that an insert touches few index pages (ingest rate) and a page walks an index already in
+ * the order of the answer (page latency):
+ * - rows are kept in log order (`id`), which is time order: nginx stamps each line when it writes it. Pages are
+ *   newest first by `id`; the per-value indexes (deployment, status) end with the rowid, so a filtered page walks
+ *   one of them backwards and stops after `limit` matches.
+ * - `traffic_spans` bounds the ids of every batch by the times it holds, so a time window becomes an id range
+ *   (exactly: the time predicate still applies to each row) without a time index.
+ * - the source index is (hour, source_ip): with one big (source_ip) index every insert landed on a random page.
+ * - `traffic_counts` holds the number of rows per (deployment, method, status), kept by inserts and cleanups in
+ *   the same transactions: totals of those filters are exact and read no rows.
+ */
 export class TrafficJournal {
-  private readonly insert: SqlStatement;
   private readonly insertBatch: (records: TrafficRecord[]) => void;
+  private readonly deleteOld: (before: number) => number;
 
   constructor(readonly db: SqlDatabase) {
+    // Index pages of a large journal stay cached between batches (SQLite grows its cache only as it needs it).
+    db.pragma('cache_size = -65536');
     db.exec(`
       CREATE TABLE IF NOT EXISTS traffic (
         id INTEGER PRIMARY KEY,
@@ -86,58 +110,135 @@ export class TrafficJournal {
         source_ip TEXT NOT NULL,
         user_agent TEXT NOT NULL
       );
-      CREATE INDEX IF NOT EXISTS traffic_time ON traffic (time_ms);
-      CREATE INDEX IF NOT EXISTS traffic_deployment ON traffic (deployment, time_ms);
-      CREATE INDEX IF NOT EXISTS traffic_status ON traffic (status, time_ms);
-      CREATE INDEX IF NOT EXISTS traffic_ip ON traffic (source_ip, time_ms);
-      -- Counts of the common filter combinations (deployment [+ method] [+ status]) read this index alone.
+      DROP INDEX IF EXISTS traffic_time;
+      DROP INDEX IF EXISTS traffic_deployment;
+      DROP INDEX IF EXISTS traffic_status;
+      DROP INDEX IF EXISTS traffic_ip;
       DROP INDEX IF EXISTS traffic_counts;
-      CREATE INDEX IF NOT EXISTS traffic_dep_method_status ON traffic (deployment, method, status);
-      -- Exact row count without scanning (kept by add and cleanup in the same transactions).
-      CREATE TABLE IF NOT EXISTS traffic_rows (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL);
-      INSERT OR IGNORE INTO traffic_rows (id, n) SELECT 1, COUNT(*) FROM traffic;
+      DROP INDEX IF EXISTS traffic_dep_method_status;
+      DROP TABLE IF EXISTS traffic_rows;
+      DROP INDEX IF EXISTS traffic_by_deployment;
+      CREATE INDEX IF NOT EXISTS traffic_by_deployment_status ON traffic (deployment, status);
+      CREATE INDEX IF NOT EXISTS traffic_by_status ON traffic (status);
+      CREATE INDEX IF NOT EXISTS traffic_by_source ON traffic (${HOUR}, source_ip);
+      CREATE TABLE IF NOT EXISTS traffic_spans (first_id INTEGER PRIMARY KEY, last_id INTEGER NOT NULL, min_time INTEGER NOT NULL, max_time INTEGER NOT NULL, rows INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS traffic_counts (
+        deployment TEXT NOT NULL, method TEXT NOT NULL, status INTEGER NOT NULL, n INTEGER NOT NULL,
+        PRIMARY KEY (deployment, method, status)
+      ) WITHOUT ROWID;
     `);
+    this.migrate();
     const cols = '(time_ms, deployment, host, method, path, status, bytes, duration_ms, source_ip, user_agent)';
     const values = (n: number) => Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
-    this.insert = db.prepare(`INSERT INTO traffic ${cols} VALUES ${values(1)}`);
+    const one = db.prepare(`INSERT INTO traffic ${cols} VALUES ${values(1)}`);
     // Many rows per statement: far fewer calls into SQLite per line.
     const wide = db.prepare(`INSERT INTO traffic ${cols} VALUES ${values(ROWS_PER_STATEMENT)}`);
-    const bump = db.prepare('UPDATE traffic_rows SET n = n + ? WHERE id = 1');
-    const params = (r: TrafficRecord) => [r.time_ms, r.deployment, r.host, r.method, r.path, r.status, r.bytes, r.duration_ms, r.source_ip, r.user_agent];
+    const bumpCount = db.prepare('INSERT INTO traffic_counts (deployment, method, status, n) VALUES (?, ?, ?, ?) ON CONFLICT (deployment, method, status) DO UPDATE SET n = n + excluded.n');
+    const lastSpan = db.prepare('SELECT first_id, last_id, min_time, max_time, rows FROM traffic_spans ORDER BY first_id DESC LIMIT 1');
+    const putSpan = db.prepare('INSERT OR REPLACE INTO traffic_spans (first_id, last_id, min_time, max_time, rows) VALUES (?, ?, ?, ?, ?)');
     this.insertBatch = db.transaction((records: TrafficRecord[]) => {
       let i = 0;
+      let lastId = 0;
+      const flat: unknown[] = new Array(ROWS_PER_STATEMENT * 10);
       for (; i + ROWS_PER_STATEMENT <= records.length; i += ROWS_PER_STATEMENT) {
-        const flat: unknown[] = [];
-        for (let k = i; k < i + ROWS_PER_STATEMENT; k++) flat.push(...params(records[k]!));
-        wide.run(...flat);
+        for (let k = 0; k < ROWS_PER_STATEMENT; k++) {
+          const r = records[i + k]!;
+          const o = k * 10;
+          flat[o] = r.time_ms; flat[o + 1] = r.deployment; flat[o + 2] = r.host; flat[o + 3] = r.method; flat[o + 4] = r.path;
+          flat[o + 5] = r.status; flat[o + 6] = r.bytes; flat[o + 7] = r.duration_ms; flat[o + 8] = r.source_ip; flat[o + 9] = r.user_agent;
+        }
+        lastId = Number(wide.run(...flat).lastInsertRowid);
       }
-      for (; i < records.length; i++) this.insert.run(...params(records[i]!));
-      bump.run(records.length);
+      for (; i < records.length; i++) {
+        const r = records[i]!;
+        lastId = Number(one.run(r.time_ms, r.deployment, r.host, r.method, r.path, r.status, r.bytes, r.duration_ms, r.source_ip, r.user_agent).lastInsertRowid);
+      }
+      // Rows of one transaction get consecutive ids (one writer, ids = max + 1).
+      const firstId = lastId - records.length + 1;
+      const counts = new Map<string, { r: TrafficRecord; n: number }>();
+      for (const r of records) {
+        const key = `${r.deployment}\n${r.method}\n${r.status}`;
+        const c = counts.get(key);
+        if (c) c.n++;
+        else counts.set(key, { r, n: 1 });
+      }
+      for (const { r, n } of counts.values()) bumpCount.run(r.deployment, r.method, r.status, n);
+      let last = lastSpan.get() as { first_id: number; last_id: number; min_time: number; max_time: number; rows: number } | undefined;
+      if (!last || last.last_id !== firstId - 1 || last.rows >= SPAN_ROWS) last = undefined;
+      let k = 0;
+      while (k < records.length) {
+        const room = last ? SPAN_ROWS - last.rows : SPAN_ROWS;
+        const end = Math.min(records.length, k + room);
+        let min = last?.min_time ?? Infinity;
+        let max = last?.max_time ?? -Infinity;
+        for (let x = k; x < end; x++) {
+          const t = records[x]!.time_ms;
+          if (t < min) min = t;
+          if (t > max) max = t;
+        }
+        putSpan.run(last?.first_id ?? firstId + k, firstId + end - 1, min, max, (last?.rows ?? 0) + end - k);
+        last = undefined;
+        k = end;
+      }
     });
     this.deleteOld = db.transaction((before: number) => {
-      const n = db.prepare('DELETE FROM traffic WHERE time_ms < ?').run(before).changes;
-      db.prepare('UPDATE traffic_rows SET n = MAX(0, n - ?) WHERE id = 1').run(n);
+      // Rows older than `before` can only sit in spans that start before it.
+      const hi = (db.prepare('SELECT MAX(last_id) AS hi FROM traffic_spans WHERE min_time < ?').get(before) as { hi: number | null }).hi;
+      if (hi === null) return 0;
+      const gone = db.prepare('SELECT deployment, method, status, COUNT(*) AS n FROM traffic WHERE id <= ? AND time_ms < ? GROUP BY deployment, method, status').all(hi, before) as { deployment: string; method: string; status: number; n: number }[];
+      const dec = db.prepare('UPDATE traffic_counts SET n = n - ? WHERE deployment = ? AND method = ? AND status = ?');
+      for (const g of gone) dec.run(g.n, g.deployment, g.method, g.status);
+      db.prepare('DELETE FROM traffic_counts WHERE n <= 0').run();
+      const n = db.prepare('DELETE FROM traffic WHERE id <= ? AND time_ms < ?').run(hi, before).changes;
+      // Spans the cut went through keep their bounds (still valid) with their rows counted again.
+      db.prepare('DELETE FROM traffic_spans WHERE max_time < ? AND last_id <= ?').run(before, hi);
+      db.prepare(`UPDATE traffic_spans SET rows = (SELECT COUNT(*) FROM traffic WHERE id BETWEEN first_id AND last_id) WHERE min_time < ? AND first_id <= ?`).run(before, hi);
+      db.prepare('DELETE FROM traffic_spans WHERE rows = 0').run();
       return n;
     });
   }
 
-  private readonly deleteOld: (before: number) => number;
-
-  private count(sql: string, params: unknown[]): number {
-    if (!sql) return (this.db.prepare('SELECT n FROM traffic_rows WHERE id = 1').get() as { n: number } | undefined)?.n ?? 0;
-    return (this.db.prepare(`SELECT COUNT(*) AS n FROM traffic ${sql}`).get(...params) as { n: number }).n;
+  /** Journals written before spans and counts existed: spans of SPAN_ROWS ids and counts from a scan. */
+  private migrate(): void {
+    const spans = (this.db.prepare('SELECT COUNT(*) AS n FROM traffic_spans').get() as { n: number }).n;
+    if (spans > 0) return;
+    this.db.transaction(() => {
+      this.db.prepare(`INSERT INTO traffic_spans (first_id, last_id, min_time, max_time, rows)
+        SELECT MIN(id), MAX(id), MIN(time_ms), MAX(time_ms), COUNT(*) FROM traffic GROUP BY id / ${SPAN_ROWS}`).run();
+      this.db.prepare('DELETE FROM traffic_counts').run();
+      this.db.prepare('INSERT INTO traffic_counts (deployment, method, status, n) SELECT deployment, method, status, COUNT(*) FROM traffic GROUP BY deployment, method, status').run();
+    })();
   }
 
   add(records: TrafficRecord[]): void {
     if (records.length) this.insertBatch(records);
   }
 
+  /** The ids that can hold rows of a time window (null: none can). */
+  private idRange(start?: number, end?: number): { lo: number; hi: number } | null {
+    const lo = start === undefined ? null : (this.db.prepare('SELECT MIN(first_id) AS v FROM traffic_spans WHERE max_time >= ?').get(start) as { v: number | null }).v;
+    const hi = end === undefined ? null : (this.db.prepare('SELECT MAX(last_id) AS v FROM traffic_spans WHERE min_time <= ?').get(end) as { v: number | null }).v;
+    if ((start !== undefined && lo === null) || (end !== undefined && hi === null)) return null;
+    return { lo: lo ?? 0, hi: hi ?? Number.MAX_SAFE_INTEGER };
+  }
+
+  /** The hours (newest first) that can hold rows of a time window. */
+  private hours(start?: number, end?: number): number[] {
+    const r = this.db.prepare('SELECT MIN(min_time) AS min, MAX(max_time) AS max FROM traffic_spans').get() as { min: number | null; max: number | null };
+    if (r.min === null || r.max === null) return [];
+    const from = Math.floor(Math.max(r.min, start ?? r.min) / HOUR_MS);
+    const to = Math.floor(Math.min(r.max, end ?? r.max) / HOUR_MS);
+    const out: number[] = [];
+    for (let h = to; h >= from; h--) out.push(h);
+    return out;
+  }
+
   /**
-   * WHERE clause of a filter. For pages (`page`), the unary `+` keeps SQLite from choosing an index on the status
-   * range or the method, which would force a sort of every match: pages walk an index that is already in time
-   * order (time, deployment+time, status+time for one code, source+time) and stop after `limit` rows.
+   * WHERE clause of a filter (null: nothing can match). With `page`, the unary `+` keeps SQLite from choosing the
+   * status index for a status range or the method, which would force a sort of every match: pages walk an index
+   * whose entries are in id order for one value (deployment, one status code) or the table itself.
    */
-  private where(f: TrafficFilter, page = false): { sql: string; params: unknown[] } {
+  private where(f: TrafficFilter, page = false): { sql: string; params: unknown[] } | null {
     const plus = page ? '+' : '';
     const clauses: string[] = [];
     const params: unknown[] = [];
@@ -162,7 +263,7 @@ export class TrafficJournal {
       params.push(base, base + 99);
     }
     if (f.source_ip) {
-      clauses.push('source_ip = ?');
+      clauses.push(`source_ip = ?`);
       params.push(f.source_ip);
     }
     if (f.host) {
@@ -173,56 +274,168 @@ export class TrafficJournal {
       clauses.push("path LIKE ? ESCAPE '\\'");
       params.push(likePattern(f.path));
     }
-    if (f.start_ms !== undefined) {
-      clauses.push('time_ms >= ?');
-      params.push(f.start_ms);
-    }
-    if (f.end_ms !== undefined) {
-      clauses.push('time_ms <= ?');
-      params.push(f.end_ms);
+    if (f.start_ms !== undefined || f.end_ms !== undefined) {
+      const range = this.idRange(f.start_ms, f.end_ms);
+      if (!range) return null;
+      clauses.push('id BETWEEN ? AND ?');
+      params.push(range.lo, range.hi);
+      if (f.start_ms !== undefined) {
+        clauses.push('time_ms >= ?');
+        params.push(f.start_ms);
+      }
+      if (f.end_ms !== undefined) {
+        clauses.push('time_ms <= ?');
+        params.push(f.end_ms);
+      }
     }
     return { sql: clauses.length ? `WHERE ${clauses.join(' AND ')}` : '', params };
   }
 
+  /** Exact count from `traffic_counts`, for filters on deployment, method and status only (else undefined). */
+  private countedTotal(f: TrafficFilter): number | undefined {
+    if (f.source_ip || f.host || f.path || f.start_ms !== undefined || f.end_ms !== undefined) return undefined;
+    const where = this.where(f)!;
+    return (this.db.prepare(`SELECT COALESCE(SUM(n), 0) AS n FROM traffic_counts ${where.sql}`).get(...where.params) as { n: number }).n;
+  }
+
   /**
-   * One page, newest first, and the number of matches. Counting stops at `COUNT_CAP` matches (`capped`) unless
-   * `exact` is asked: an exact count of a broad filter reads every matching index entry, which is what made
-   * pages slow. Rare matches (up to RARE_MATCHES) are fetched through the most selective index and sorted;
-   * more frequent ones by walking a time-ordered index until the page is full (a short walk when matches are
-   * frequent).
+   * One page, newest first, and the number of matches. Totals of deployment/method/status filters are exact and
+   * free; other filters count up to `COUNT_CAP` matches (`capped`) unless `exact` is asked. Rare matches (up to
+   * RARE_MATCHES) are fetched through the most selective index and sorted; frequent ones by walking an index in
+   * id order until the page is full; a source address through its hourly index parts, newest hour first.
    */
   query(f: TrafficFilter, limit: number, offset: number, exact = false): { items: TrafficRow[]; total: number; capped: boolean } {
-    const { sql, params } = this.where(f);
-    let total: number;
+    const where = this.where(f);
+    if (!where) return { items: [], total: 0, capped: false };
+    if (f.source_ip) return this.querySource(f, where, limit, offset, exact);
+    let total = this.countedTotal(f) ?? this.windowTotal(f);
     let capped = false;
-    if (!sql || exact) total = this.count(sql, params);
-    else {
-      total = (this.db.prepare(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM traffic ${sql} LIMIT ${COUNT_CAP + 1})`).get(...params) as { n: number }).n;
-      if (total > COUNT_CAP) {
-        total = COUNT_CAP;
-        capped = true;
-      }
-    }
-    if (total === 0 || offset >= total && !capped) return { items: [], total, capped };
+    if (total === undefined) ({ total, capped } = this.partsCount(f, exact) ?? this.count(where, exact));
+    if (total === 0 || (offset >= total && !capped)) return { items: [], total, capped };
+    const merged = this.mergedPage(f, limit, offset);
+    if (merged) return { items: merged.map(toRow), total, capped };
     let rows: RawRow[];
-    if (sql && total <= RARE_MATCHES) {
-      rows = this.db.prepare(`SELECT * FROM traffic WHERE id IN (SELECT id FROM traffic ${sql}) ORDER BY time_ms DESC, id DESC LIMIT ? OFFSET ?`).all(...params, limit, offset) as RawRow[];
+    if (where.sql && total <= RARE_MATCHES) {
+      rows = this.db.prepare(`SELECT * FROM traffic WHERE id IN (SELECT id FROM traffic ${where.sql}) ORDER BY id DESC LIMIT ? OFFSET ?`).all(...where.params, limit, offset) as RawRow[];
     } else {
-      const page = this.where(f, true);
-      rows = this.db.prepare(`SELECT * FROM traffic ${page.sql} ORDER BY time_ms DESC, id DESC LIMIT ? OFFSET ?`).all(...page.params, limit, offset) as RawRow[];
+      const page = this.where(f, true)!;
+      rows = this.db.prepare(`SELECT * FROM traffic ${page.sql} ORDER BY id DESC LIMIT ? OFFSET ?`).all(...page.params, limit, offset) as RawRow[];
     }
     return { items: rows.map(toRow), total, capped };
   }
 
+  /** Exact total of a filter on a time window alone: whole spans by their row counts, cut spans row by row. */
+  private windowTotal(f: TrafficFilter): number | undefined {
+    if (f.deployment !== undefined || f.deployments || f.method || f.status_code !== undefined || f.status_group || f.source_ip || f.host || f.path) return undefined;
+    const start = f.start_ms ?? -Infinity;
+    const end = f.end_ms ?? Infinity;
+    let total = 0;
+    const cut = this.db.prepare('SELECT COUNT(*) AS n FROM traffic WHERE id BETWEEN ? AND ? AND time_ms >= ? AND time_ms <= ?');
+    for (const s of this.db.prepare('SELECT first_id, last_id, min_time, max_time, rows FROM traffic_spans WHERE max_time >= ? AND min_time <= ?').iterate(start, end) as IterableIterator<{ first_id: number; last_id: number; min_time: number; max_time: number; rows: number }>) {
+      if (s.min_time >= start && s.max_time <= end) total += s.rows;
+      else total += (cut.get(s.first_id, s.last_id, start, end) as { n: number }).n;
+    }
+    return total;
+  }
+
+  /**
+   * A page of a filter on deployments and/or status: the (deployment, status code) pairs that have rows (from
+   * `traffic_counts`) each walk their own part of an index newest first for at most offset + limit ids, and the
+   * parts are merged. Rare combinations (a deployment's few 5xx) cost as little as frequent ones.
+   * Null when the filter has neither, or too many parts.
+   */
+  private mergedPage(f: TrafficFilter, limit: number, offset: number): RawRow[] | null {
+    const p = this.parts(f);
+    if (!p) return null;
+    const need = offset + limit;
+    const walk = this.db.prepare(`SELECT id FROM traffic WHERE ${p.key}${p.rest.sql} ORDER BY id DESC LIMIT ?`);
+    const ids: number[] = [];
+    for (const key of p.keys) for (const r of walk.all(...key, ...p.rest.params, need) as { id: number }[]) ids.push(r.id);
+    return this.rowsById(ids.sort((a, b) => b - a).slice(offset, need));
+  }
+
+  /** Count of a filter on deployments and/or status with other conditions: part by part, up to the cap. */
+  private partsCount(f: TrafficFilter, exact: boolean): { total: number; capped: boolean } | undefined {
+    const p = this.parts(f);
+    if (!p) return undefined;
+    const count = this.db.prepare(exact
+      ? `SELECT COUNT(*) AS n FROM traffic WHERE ${p.key}${p.rest.sql}`
+      : `SELECT COUNT(*) AS n FROM (SELECT 1 FROM traffic WHERE ${p.key}${p.rest.sql} LIMIT ?)`);
+    let total = 0;
+    for (const key of p.keys) {
+      total += (count.get(...key, ...p.rest.params, ...(exact ? [] : [COUNT_CAP + 1 - total])) as { n: number }).n;
+      if (!exact && total > COUNT_CAP) return { total: COUNT_CAP, capped: true };
+    }
+    return { total, capped: false };
+  }
+
+  /**
+   * The (deployment, status code) pairs — or status codes — a filter on deployments and/or status can match
+   * (from `traffic_counts`), the index condition of one pair and the rest of the filter. Undefined when the
+   * filter has neither, or has too many pairs.
+   */
+  private parts(f: TrafficFilter): { keys: unknown[][]; key: string; rest: { sql: string; params: unknown[] } } | undefined {
+    const byDeployment = f.deployment !== undefined || f.deployments !== undefined;
+    if (!byDeployment && f.status_code === undefined && !f.status_group) return undefined;
+    const keyFilter = this.where({ deployment: f.deployment, deployments: f.deployments, method: f.method, status_code: f.status_code, status_group: f.status_group })!;
+    const rows = this.db.prepare(`SELECT DISTINCT ${byDeployment ? 'deployment, ' : ''}status FROM traffic_counts ${keyFilter.sql} ${keyFilter.sql ? 'AND' : 'WHERE'} n > 0 LIMIT ${MAX_PARTS + 1}`)
+      .all(...keyFilter.params) as { deployment?: string; status: number }[];
+    if (rows.length > MAX_PARTS) return undefined;
+    const rest = this.where({ method: f.method, host: f.host, path: f.path, start_ms: f.start_ms, end_ms: f.end_ms }, true) ?? { sql: 'WHERE 0', params: [] };
+    return {
+      keys: rows.map((r) => (byDeployment ? [r.deployment, r.status] : [r.status])),
+      key: byDeployment ? 'deployment = ? AND status = ?' : 'status = ?',
+      rest: { sql: rest.sql ? ` AND ${rest.sql.slice('WHERE '.length)}` : '', params: rest.params },
+    };
+  }
+
+  private rowsById(ids: number[]): RawRow[] {
+    if (ids.length === 0) return [];
+    return this.db.prepare(`SELECT * FROM traffic WHERE id IN (${ids.map(() => '?').join(',')}) ORDER BY id DESC`).all(...ids) as RawRow[];
+  }
+
+  private count(where: { sql: string; params: unknown[] }, exact: boolean): { total: number; capped: boolean } {
+    if (exact || !where.sql) return { total: (this.db.prepare(`SELECT COUNT(*) AS n FROM traffic ${where.sql}`).get(...where.params) as { n: number }).n, capped: false };
+    const n = (this.db.prepare(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM traffic ${where.sql} LIMIT ${COUNT_CAP + 1})`).get(...where.params) as { n: number }).n;
+    return n > COUNT_CAP ? { total: COUNT_CAP, capped: true } : { total: n, capped: false };
+  }
+
+  /** Pages of one source address: hour by hour through (hour, source_ip), newest hour first. */
+  private querySource(f: TrafficFilter, where: { sql: string; params: unknown[] }, limit: number, offset: number, exact: boolean) {
+    const inHour = this.db.prepare(`SELECT id FROM traffic ${where.sql} AND ${HOUR} = ? ORDER BY id DESC`);
+    const need = offset + limit;
+    const ids: number[] = [];
+    let total = 0;
+    let capped = false;
+    let full = false;
+    let straddle = false;
+    for (const hour of this.hours(f.start_ms, f.end_ms)) {
+      const found = (inHour.all(...where.params, hour) as { id: number }[]);
+      total += found.length;
+      // One more hour once the page is full: lines stamped a moment apart may straddle an hour in log order.
+      if (!straddle) {
+        if (full) straddle = true;
+        for (const r of found) ids.push(r.id);
+        if (ids.length >= need) full = true;
+      }
+      if (straddle && !exact && total > COUNT_CAP) {
+        total = COUNT_CAP;
+        capped = true;
+        break;
+      }
+    }
+    return { items: this.rowsById(ids.sort((a, b) => b - a).slice(offset, offset + limit)).map(toRow), total, capped };
+  }
+
   /** Requests, status groups, bytes and latency percentiles per deployment (one pass over the rows). */
   stats(f: TrafficFilter) {
-    const { sql, params } = this.where(f);
+    const where = this.where(f) ?? { sql: 'WHERE 0', params: [] };
     type Acc = { deployment: string | null; requests: number; bytes: number; status: Record<string, number>; durations: number[] };
     const groups = () => ({ '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 } as Record<string, number>);
     const per = new Map<string, Acc>();
     const all: number[] = [];
     const total = { requests: 0, bytes: 0, status: groups() };
-    for (const row of this.db.prepare(`SELECT deployment, status, bytes, duration_ms FROM traffic ${sql}`).iterate(...params) as IterableIterator<{ deployment: string; status: number; bytes: number; duration_ms: number }>) {
+    for (const row of this.db.prepare(`SELECT deployment, status, bytes, duration_ms FROM traffic ${where.sql}`).iterate(...where.params) as IterableIterator<{ deployment: string; status: number; bytes: number; duration_ms: number }>) {
       let s = per.get(row.deployment);
       if (!s) per.set(row.deployment, (s = { deployment: row.deployment || null, requests: 0, bytes: 0, status: groups(), durations: [] }));
       const key = `${Math.floor(row.status / 100)}xx`;
@@ -245,11 +458,19 @@ export class TrafficJournal {
     return { total: { ...total, p50_ms: pct(all, 0.5), p95_ms: pct(all, 0.95) }, deployments };
   }
 
+  /** The most frequent values of `column` (path or source_ip) among a filter's rows. */
+  top(f: TrafficFilter, column: 'path' | 'source_ip', limit: number): { value: string; requests: number }[] {
+    const where = this.where(f);
+    if (!where) return [];
+    return this.db.prepare(`SELECT ${column} AS value, COUNT(*) AS requests FROM traffic ${where.sql} GROUP BY ${column} ORDER BY requests DESC LIMIT ?`).all(...where.params, limit) as { value: string; requests: number }[];
+  }
+
   /** Requests for host names no deployment owns (the default server), by host. */
   unknownDomains(f: TrafficFilter, limit: number) {
-    const { sql, params } = this.where({ ...f, deployment: '' });
+    const where = this.where({ ...f, deployment: '' });
+    if (!where) return [];
     return this.db.prepare(`SELECT host, COUNT(*) AS requests, COUNT(DISTINCT source_ip) AS sources, MIN(time_ms) AS first, MAX(time_ms) AS last
-      FROM traffic ${sql} GROUP BY host ORDER BY requests DESC LIMIT ?`).all(...params, limit) as { host: string; requests: number; sources: number; first: number; last: number }[];
+      FROM traffic ${where.sql} GROUP BY host ORDER BY requests DESC LIMIT ?`).all(...where.params, limit) as { host: string; requests: number; sources: number; first: number; last: number }[];
   }
 
   cleanup(olderThanMs: number): number {

@@ -39,7 +39,7 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
 
   ctx.route({
     method: 'GET', path: '/traffic/logs', permission: 'traffic:read', operationId: 'traffic.logs', tag: 'traffic',
-    summary: 'Requests the proxy served, newest first',
+    summary: 'Requests the proxy served, newest first (in the order the proxy logged them)',
     query: Type.Object({
       deployment: Type.Optional(deploymentName()),
       method: Type.Optional(Type.String({ pattern: '^[A-Z]{3,10}$', description: 'HTTP method' })),
@@ -129,13 +129,13 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       const since = sinceParam(req.query.since, DAY);
       const s = journal.stats({ deployment: name, start_ms: since });
       const row = s.deployments[0];
-      const top = (col: string) => journal.db.prepare(`SELECT ${col} AS k, COUNT(*) AS n FROM traffic WHERE deployment = ? AND time_ms >= ? GROUP BY ${col} ORDER BY n DESC LIMIT 10`).all(name, since) as { k: string; n: number }[];
+      const top = (col: 'path' | 'source_ip') => journal.top({ deployment: name, start_ms: since }, col, 10);
       return {
         deployment: name, since: new Date(since).toISOString(),
         requests: row?.requests ?? 0, bytes: row?.bytes ?? 0, status: row?.status ?? { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 },
         p50_ms: row?.p50_ms ?? null, p95_ms: row?.p95_ms ?? null,
-        top_paths: top('path').map((r) => ({ path: r.k, requests: r.n })),
-        top_sources: top('source_ip').map((r) => ({ source_ip: r.k, requests: r.n })),
+        top_paths: top('path').map((r) => ({ path: r.value, requests: r.requests })),
+        top_sources: top('source_ip').map((r) => ({ source_ip: r.value, requests: r.requests })),
       };
     },
   });
