@@ -89,6 +89,13 @@ const HOUR = `time_ms / ${HOUR_MS}`;
  * - `traffic_counts` holds the number of rows per (deployment, method, status), kept by inserts and cleanups in
  *   the same transactions: totals of those filters are exact and read no rows.
  */
+/** A filter on deployments and/or status split into index parts (see `parts`). */
+interface Parts {
+  keys: unknown[][];
+  key: string;
+  rest: { sql: string; params: unknown[] };
+}
+
 export class TrafficJournal {
   private readonly insertBatch: (records: TrafficRecord[]) => void;
   private readonly deleteOld: (before: number) => number;
@@ -308,12 +315,12 @@ export class TrafficJournal {
     const where = this.where(f);
     if (!where) return { items: [], total: 0, capped: false };
     if (f.source_ip) return this.querySource(f, where, limit, offset, exact);
+    const parts = this.parts(f);
     let total = this.countedTotal(f) ?? this.windowTotal(f);
     let capped = false;
-    if (total === undefined) ({ total, capped } = this.partsCount(f, exact) ?? this.count(where, exact));
+    if (total === undefined) ({ total, capped } = (parts && this.partsCount(parts, exact)) ?? this.count(where, exact));
     if (total === 0 || (offset >= total && !capped)) return { items: [], total, capped };
-    const merged = this.mergedPage(f, limit, offset);
-    if (merged) return { items: merged.map(toRow), total, capped };
+    if (parts) return { items: this.mergedPage(parts, limit, offset).map(toRow), total, capped };
     let rows: RawRow[];
     if (where.sql && total <= RARE_MATCHES) {
       rows = this.db.prepare(`SELECT * FROM traffic WHERE id IN (SELECT id FROM traffic ${where.sql}) ORDER BY id DESC LIMIT ? OFFSET ?`).all(...where.params, limit, offset) as RawRow[];
@@ -342,11 +349,8 @@ export class TrafficJournal {
    * A page of a filter on deployments and/or status: the (deployment, status code) pairs that have rows (from
    * `traffic_counts`) each walk their own part of an index newest first for at most offset + limit ids, and the
    * parts are merged. Rare combinations (a deployment's few 5xx) cost as little as frequent ones.
-   * Null when the filter has neither, or too many parts.
    */
-  private mergedPage(f: TrafficFilter, limit: number, offset: number): RawRow[] | null {
-    const p = this.parts(f);
-    if (!p) return null;
+  private mergedPage(p: Parts, limit: number, offset: number): RawRow[] {
     const need = offset + limit;
     const walk = this.db.prepare(`SELECT id FROM traffic WHERE ${p.key}${p.rest.sql} ORDER BY id DESC LIMIT ?`);
     const ids: number[] = [];
@@ -355,9 +359,7 @@ export class TrafficJournal {
   }
 
   /** Count of a filter on deployments and/or status with other conditions: part by part, up to the cap. */
-  private partsCount(f: TrafficFilter, exact: boolean): { total: number; capped: boolean } | undefined {
-    const p = this.parts(f);
-    if (!p) return undefined;
+  private partsCount(p: Parts, exact: boolean): { total: number; capped: boolean } {
     const count = this.db.prepare(exact
       ? `SELECT COUNT(*) AS n FROM traffic WHERE ${p.key}${p.rest.sql}`
       : `SELECT COUNT(*) AS n FROM (SELECT 1 FROM traffic WHERE ${p.key}${p.rest.sql} LIMIT ?)`);
@@ -374,7 +376,7 @@ export class TrafficJournal {
    * (from `traffic_counts`), the index condition of one pair and the rest of the filter. Undefined when the
    * filter has neither, or has too many pairs.
    */
-  private parts(f: TrafficFilter): { keys: unknown[][]; key: string; rest: { sql: string; params: unknown[] } } | undefined {
+  private parts(f: TrafficFilter): Parts | undefined {
     const byDeployment = f.deployment !== undefined || f.deployments !== undefined;
     if (!byDeployment && f.status_code === undefined && !f.status_group) return undefined;
     const keyFilter = this.where({ deployment: f.deployment, deployments: f.deployments, method: f.method, status_code: f.status_code, status_group: f.status_group })!;
