@@ -18,6 +18,7 @@ export type { JobSpec, JobHandle, JobExecution, JobRunContext, Scheduler } from 
 export { coreServices } from './core-services.js';
 export type {
   IdentityService, UserRecord, ApiKeyRecord, DeploymentGrant, ResourcePolicy, AuditLog, AuditEventInput,
+  AuditEventRow, AuditTerms, AuditSearchQuery, AuditSearchResult,
   SettingsRegistry, SettingDefinition, PluginSettings,
 } from './core-services.js';
 export * from './schema.js';

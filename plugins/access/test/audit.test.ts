@@ -167,6 +167,30 @@ describe('audit endpoints', () => {
     expect(scoped.total).toBeLessThan(s.total);
   });
 
+  it('computes filtered statistics like SQL over the journal (ids from the search)', async () => {
+    const journal = new Database(join(agent.dataDir, 'core', 'journal.sqlite'), { readonly: true });
+    try {
+      const sqlStats = (where: string, params: unknown[]) => {
+        const all = (sql: string) => journal.prepare(sql).all(...params);
+        const totals = journal.prepare(`SELECT COUNT(*) AS total, COALESCE(SUM(success), 0) AS ok FROM audit_events ${where}`).get(...params) as { total: number; ok: number };
+        return {
+          total: totals.total,
+          by_action: all(`SELECT action, COUNT(*) AS count, SUM(1 - success) AS failed FROM audit_events ${where} GROUP BY action ORDER BY count DESC, action LIMIT 20`),
+          by_resource: all(`SELECT resource_type, COUNT(*) AS count FROM audit_events ${where} GROUP BY resource_type ORDER BY count DESC, resource_type LIMIT 20`),
+        };
+      };
+      const pick = (s: { total: number; by_action: unknown; by_resource: unknown }) => ({ total: s.total, by_action: s.by_action, by_resource: s.by_resource });
+      // Read the journal after the request: the agent flushes its queue before answering.
+      const admin = (await agent.api('GET', '/api/audit/stats', { query: { actor_type: 'user', success: true } })).body.data;
+      expect(pick(admin)).toEqual(sqlStats(`WHERE actor_type = 'user' AND success = 1`, []));
+      const scoped = (await agent.api('GET', '/api/audit/stats', { token: opToken, query: { resource_type: 'users' } })).body.data;
+      expect(scoped.total).toBeGreaterThan(0);
+      expect(pick(scoped)).toEqual(sqlStats(`WHERE resource_type = 'users' AND (actor_id = ? OR deployment = 'shop')`, [`user:${opId}`]));
+    } finally {
+      journal.close();
+    }
+  });
+
   it('exports CSV per RFC 4180, safe against formula injection', async () => {
     const res = await agent.api('POST', '/api/audit/export', { body: { format: 'csv', actor_type: 'user' } });
     expect(res.status).toBe(200);

@@ -1,9 +1,9 @@
 /**
- * Reading the core's `audit_events` table: filters of spec 4.14 turned into SQL with bound parameters, the
- * visibility rule for non-admins, and row → JSON mapping. Every value is bound; only column names from the
- * fixed list below are ever written into SQL text.
+ * Reading the core's audit journal: filters of spec 4.14 turned into a search of the core (lists) or into SQL
+ * with bound parameters (one event, stats, export), the visibility rule for non-admins, and row → JSON mapping.
+ * Every value is bound; only column names from the fixed list below are ever written into SQL text.
  */
-import type { IdentityService, Principal, SqlDatabase, SqlStatement } from '@agent/sdk';
+import type { AuditEventRow, AuditSearchQuery, IdentityService, Principal, SqlDatabase, SqlStatement } from '@agent/sdk';
 
 export interface AuditFilter {
   actor_id?: string;
@@ -18,22 +18,7 @@ export interface AuditFilter {
   end_time?: string;
 }
 
-export interface AuditRow {
-  id: number;
-  time: string;
-  time_ms: number;
-  actor_type: 'user' | 'api_key' | 'system';
-  actor_id: string;
-  actor_name: string | null;
-  action: string;
-  resource_type: string;
-  resource_id: string | null;
-  deployment: string | null;
-  success: number;
-  status: number | null;
-  client_ip: string | null;
-  detail: string | null;
-}
+export type AuditRow = AuditEventRow;
 
 export const COLUMNS = 'id, time, time_ms, actor_type, actor_id, actor_name, action, resource_type, resource_id, deployment, success, status, client_ip, detail';
 
@@ -60,15 +45,20 @@ export interface Where {
 
 const EQUALS: (keyof AuditFilter)[] = ['actor_id', 'actor_type', 'action', 'resource_type', 'resource_id', 'deployment', 'client_ip'];
 
+/** The actor ids of a principal's own actions: the user and each of its keys (a key alone: itself). */
+function ownActorIds(principal: Principal, identity: IdentityService): string[] {
+  return principal.user_id === null
+    ? [principal.id]
+    : [`user:${principal.user_id}`, ...identity.apiKeys.list({ user_id: principal.user_id }).map((k) => `api_key:${k.id}`)];
+}
+
 /**
  * What a non-admin may read: events about deployments it can access, and its own actions (as the user or through
  * any of its keys). Admins read everything.
  */
 export function visibility(principal: Principal, identity: IdentityService): Where | null {
   if (principal.isAdmin) return null;
-  const own = principal.user_id === null
-    ? [principal.id]
-    : [`user:${principal.user_id}`, ...identity.apiKeys.list({ user_id: principal.user_id }).map((k) => `api_key:${k.id}`)];
+  const own = ownActorIds(principal, identity);
   const parts = [`actor_id IN (${own.map(() => '?').join(',')})`];
   const params: unknown[] = [...own];
   const names = Object.keys(principal.deployments);
@@ -80,9 +70,40 @@ export function visibility(principal: Principal, identity: IdentityService): Whe
   return { sql: `(${parts.join(' OR ')})`, params };
 }
 
-export function buildWhere(filter: AuditFilter, scope: Where | null): Where {
+/** The same rule as `visibility`, as the clauses of a core search (undefined: everything). */
+export function searchScope(principal: Principal, identity: IdentityService): AuditSearchQuery['anyOf'] {
+  if (principal.isAdmin) return undefined;
+  const anyOf: NonNullable<AuditSearchQuery['anyOf']> = [{ field: 'actor_id', values: ownActorIds(principal, identity) }];
+  const names = Object.keys(principal.deployments);
+  if (names.includes('*')) anyOf.push({ field: 'deployment', present: true });
+  else if (names.length > 0) anyOf.push({ field: 'deployment', values: names });
+  return anyOf;
+}
+
+/** A filter as a core search (a page of `limit` from `offset`). */
+export function toSearch(filter: AuditFilter, anyOf: AuditSearchQuery['anyOf'], page: { limit: number; offset: number; countCap: number }): AuditSearchQuery {
+  const { start_time, end_time, ...equals } = filter;
+  return {
+    equals, anyOf, ...page,
+    start_ms: start_time === undefined ? undefined : Date.parse(start_time),
+    end_ms: end_time === undefined ? undefined : Date.parse(end_time),
+  };
+}
+
+/** Ids bounding a time window (from the core), or null when the window holds no event. */
+export type IdRange = { first: number; last: number } | null;
+
+/**
+ * SQL conditions of a filter. The table has no column indexes (the core's postings serve lists): a time window
+ * is narrowed to its id range (`range`, from `AuditLog.idRange`), which SQLite reads as a rowid range.
+ */
+export function buildWhere(filter: AuditFilter, scope: Where | null, range?: IdRange): Where {
   const parts: string[] = [];
   const params: unknown[] = [];
+  if (range !== undefined) {
+    parts.push('id BETWEEN ? AND ?');
+    params.push(range?.first ?? 0, range?.last ?? -1);
+  }
   for (const key of EQUALS) {
     const value = filter[key];
     if (value !== undefined) {

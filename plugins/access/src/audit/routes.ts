@@ -1,11 +1,13 @@
 /** `/api/audit/*` (spec 2.13, 4.14) and the retention job over the core's audit journal. */
 import {
   errors, reply, Type,
-  type AuditLog, type IdentityService, type PluginContext, type Static,
+  type AuditLog, type IdentityService, type PluginContext, type Principal, type Static,
 } from '@agent/sdk';
 import { AuditEventView } from '../schemas.js';
 import { exportStream } from './export.js';
-import { buildWhere, COLUMNS, StatementCache, toView, visibility, type AuditFilter, type AuditRow } from './query.js';
+import {
+  buildWhere, COLUMNS, searchScope, StatementCache, toSearch, toView, visibility, type AuditFilter, type AuditRow, type IdRange, type Where,
+} from './query.js';
 
 const ActorType = Type.Union([Type.Literal('user'), Type.Literal('api_key'), Type.Literal('system')]);
 const Text = (description: string) => Type.Optional(Type.String({ minLength: 1, maxLength: 256, description }));
@@ -46,6 +48,10 @@ export const AuditSettings = Type.Object({
 });
 
 const DAY_MS = 86_400_000;
+/** Matches up to which stats aggregate the rows the search found, by id (beyond: a scan of the table). */
+const STATS_BY_IDS = 100_000;
+/** Ids per DELETE statement of a cleanup. */
+const DELETE_SLICE = 16_384;
 /** Beyond this many matches a filtered list reports `total: COUNT_CAP, total_exact: false` (exact counts: /audit/stats). */
 export const COUNT_CAP = 10_000;
 
@@ -54,6 +60,27 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   const db = () => audit.database;
   const statements = new StatementCache(db);
   const settings = ctx.settings(AuditSettings);
+
+  /** Ids bounding a filter's time window (undefined without one): SQL scans read only that rowid range. */
+  const rangeOf = (f: AuditFilter): IdRange | undefined => (f.start_time === undefined && f.end_time === undefined
+    ? undefined
+    : audit.idRange(f.start_time === undefined ? undefined : Date.parse(f.start_time), f.end_time === undefined ? undefined : Date.parse(f.end_time)));
+
+  /**
+   * The rows a stats query aggregates: with column filters or a non-admin's visibility, the ids the core's search
+   * finds (up to STATS_BY_IDS: rowid reads instead of scanning the table, which has no column indexes); else, or
+   * beyond, the filter in SQL (a time window read as its id range).
+   */
+  const statsWhere = (filter: AuditFilter, principal: Principal): Where => {
+    const { start_time: _start, end_time: _end, ...equals } = filter;
+    const scope = searchScope(principal, identity);
+    if (scope || Object.values(equals).some((v) => v !== undefined)) {
+      const found = audit.search({ ...toSearch(filter, scope, { limit: STATS_BY_IDS, offset: 0, countCap: STATS_BY_IDS }), idsOnly: true });
+      if (found.exact) return { sql: 'WHERE id IN (SELECT value FROM json_each(?))', params: [JSON.stringify(found.ids)] };
+    }
+    db();
+    return buildWhere(filter, visibility(principal, identity), rangeOf(filter));
+  };
 
   const checkRange = (f: AuditFilter) => {
     if (f.start_time && f.end_time && Date.parse(f.start_time) > Date.parse(f.end_time)) {
@@ -64,29 +91,16 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   ctx.route({
     method: 'GET', path: '/audit/events', permission: 'audit:read', tag: 'audit', operationId: 'audit.list',
     summary: 'Audit events, newest first, with the filters of the spec (limit default 50, max 1000)',
-    description: `Non-admins see the events of deployments they can access and their own actions. \`meta.total\` is exact for an unfiltered list and up to ${COUNT_CAP.toLocaleString('en')} matches; beyond, it is ${COUNT_CAP} with \`meta.total_exact: false\` (\`GET /api/audit/stats\` counts exactly).`,
+    description: `Non-admins see the events of deployments they can access and their own actions. \`meta.total\` is exact for an unfiltered list or a time window alone, and up to ${COUNT_CAP} matches; beyond, it is ${COUNT_CAP} with \`meta.total_exact: false\` (\`GET /api/audit/stats\` counts exactly).`,
     query: FilterQuery,
     response: Type.Array(AuditEventView),
     handler: (req) => {
       const { limit = 50, offset = 0, ...filter } = req.query;
       checkRange(filter);
-      db();
-      const where = buildWhere(filter, visibility(req.principal, identity));
-      const rows = statements.get(`SELECT ${COLUMNS} FROM audit_events ${where.sql} ORDER BY time_ms DESC, id DESC LIMIT ? OFFSET ?`)
-        .all(...where.params, limit, offset) as AuditRow[];
-      // Counting is bounded: an unfiltered count is cheap (SQLite counts b-tree pages); a filtered one stops at
-      // COUNT_CAP, so a page costs the same whether 10 thousand or a million events match.
-      let total: number;
-      let exact = true;
-      if (!where.sql) total = (statements.get('SELECT COUNT(*) AS n FROM audit_events').get() as { n: number }).n;
-      else {
-        total = (statements.get(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM audit_events ${where.sql} LIMIT ${COUNT_CAP + 1})`).get(...where.params) as { n: number }).n;
-        if (total > COUNT_CAP) {
-          total = COUNT_CAP;
-          exact = false;
-        }
-      }
-      return reply.ok(rows.map(toView), undefined, { total, limit, offset, total_exact: exact });
+      // The core's search walks its block postings newest first and stops counting past COUNT_CAP, so a page
+      // costs about the same whether ten thousand or a million events match.
+      const found = audit.search(toSearch(filter, searchScope(req.principal, identity), { limit, offset, countCap: COUNT_CAP }));
+      return reply.ok(found.rows.map(toView), undefined, { total: found.total, limit, offset, total_exact: found.exact });
     },
   });
 
@@ -116,8 +130,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
     handler: (req) => {
       const { top = 20, ...filter } = req.query;
       checkRange(filter);
-      db();
-      const w = buildWhere(filter, visibility(req.principal, identity));
+      const w = statsWhere(filter, req.principal);
       const q = (sql: string, ...extra: unknown[]) => statements.get(sql).all(...w.params, ...extra) as Record<string, unknown>[];
       const totals = statements.get(`SELECT COUNT(*) AS total, COALESCE(SUM(success), 0) AS ok FROM audit_events ${w.sql}`).get(...w.params) as { total: number; ok: number };
       return {
@@ -127,7 +140,8 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
         by_action: q(`SELECT action, COUNT(*) AS count, SUM(1 - success) AS failed FROM audit_events ${w.sql} GROUP BY action ORDER BY count DESC, action LIMIT ?`, top) as never,
         by_actor: q(`SELECT actor_id, actor_type, MAX(actor_name) AS actor_name, COUNT(*) AS count FROM audit_events ${w.sql} GROUP BY actor_id, actor_type ORDER BY count DESC, actor_id LIMIT ?`, top) as never,
         by_resource: q(`SELECT resource_type, COUNT(*) AS count FROM audit_events ${w.sql} GROUP BY resource_type ORDER BY count DESC, resource_type LIMIT ?`, top) as never,
-        by_success: q(`SELECT success, COUNT(*) AS count FROM audit_events ${w.sql} GROUP BY success ORDER BY success DESC`).map((r) => ({ success: r.success === 1, count: r.count as number })),
+        // From the totals (success is 0 or 1): one scan less.
+        by_success: [{ success: true, count: totals.ok }, { success: false, count: totals.total - totals.ok }].filter((r) => r.count > 0),
         per_day: q(`SELECT strftime('%Y-%m-%d', time_ms / 1000, 'unixepoch') AS day, COUNT(*) AS count, SUM(1 - success) AS failed FROM audit_events ${w.sql} GROUP BY day ORDER BY day DESC LIMIT 366`) as never,
       };
     },
@@ -147,7 +161,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
       const { format = 'json', limit = 100_000, ...filter } = req.body;
       checkRange(filter);
       db();
-      const where = buildWhere(filter, visibility(req.principal, identity));
+      const where = buildWhere(filter, visibility(req.principal, identity), rangeOf(filter));
       const batch = statements.get(`SELECT ${COLUMNS} FROM audit_events ${where.sql ? `${where.sql} AND` : 'WHERE'} id > ? ORDER BY id LIMIT ?`);
       const stamp = new Date().toISOString().replace(/[-:]/g, '').slice(0, 15);
       return reply.stream(exportStream(format, { batch, params: where.params, limit }, req.signal), {
@@ -157,15 +171,21 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
     },
   });
 
-  /** Deletes events older than `cutoffMs` in slices, so the writer is never blocked for long. */
+  /**
+   * Deletes events older than `cutoffMs`, a few blocks of ids per statement, within the id range that can hold
+   * them. The core's triggers note the blocks touched; reading `database` again re-indexes them (the postings of
+   * emptied blocks are dropped, the block the cut goes through is rebuilt from its rows).
+   */
   const deleteOlderThan = (cutoffMs: number): number => {
-    const slice = statements.get('DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE time_ms < ? ORDER BY time_ms LIMIT 20000)');
+    const range = audit.idRange(undefined, cutoffMs - 1);
+    if (!range) return 0;
+    const slice = statements.get('DELETE FROM audit_events WHERE id BETWEEN ? AND ? AND time_ms < ?');
     let deleted = 0;
-    for (;;) {
-      const n = slice.run(cutoffMs).changes;
-      deleted += n;
-      if (n < 20000) return deleted;
+    for (let from = range.first; from <= range.last; from += DELETE_SLICE) {
+      deleted += slice.run(from, Math.min(range.last, from + DELETE_SLICE - 1), cutoffMs).changes;
     }
+    db();
+    return deleted;
   };
 
   ctx.route({
