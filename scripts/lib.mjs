@@ -1,6 +1,6 @@
 // Shared by the npm scripts: dependency install and build, so `npm start` / `npm test` work on a fresh clone.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -51,21 +51,59 @@ export function workspaceProjects() {
 
 /** What runs the agent: the core and its dependencies bundled in one file (see `bundleCore`). */
 export const AGENT_ENTRY = join(ROOT, 'core', 'dist', 'agent.mjs');
+/** Bundled built-in plugins (`<name>.mjs`) and `manifest.json`, which the plugin loader reads. */
+export const BUILTIN_BUNDLE_DIR = join(ROOT, 'core', 'dist', 'builtin');
+
+const ESBUILD = join(ROOT, 'node_modules', 'esbuild', 'bin', 'esbuild');
+const ESBUILD_COMMON = [
+  '--bundle', '--splitting', '--minify-whitespace', '--minify-syntax', '--platform=node', '--format=esm', '--target=node20', '--log-level=warning', '--legal-comments=none',
+  // Native modules and optional native add-ons stay outside (loaded from node_modules when used).
+  '--external:better-sqlite3', '--external:argon2', '--external:cpu-features', '--external:pg-native',
+  // The scheduler sets luxon's default locale on the copy cron-parser requires (core/src/scheduler).
+  '--external:luxon',
+  `--alias:ssh2=${join(ROOT, 'scripts', 'shims', 'ssh2-lazy.cjs')}`,
+  // CommonJS dependencies inside a bundle still call require() for Node's own modules.
+  "--banner:js=import { createRequire as __agentRequire } from 'node:module'; const require = __agentRequire(import.meta.url);",
+];
+
+/** Newest modification time of the files under `dir` (a plugin's build output). */
+export function newestMtime(dir) {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
 
 /**
- * Bundles core/dist/main.js with its dependencies into AGENT_ENTRY: Node 20 spends most of the agent's start-up
- * resolving and compiling a few hundred small module files, and one file loads in a fraction of that time.
- * The SDK stays external (plugins and the core must share one copy of it), and so do the native modules.
+ * Bundles what the agent loads at start, because Node 20 spends most of a start resolving and compiling a few
+ * hundred small module files, and a few large files load in a fraction of that time:
+ * - the SDK (`sdk/dist/bundle/`, what `@agent/sdk` resolves to): one copy shared by the core, the built-in
+ *   plugins and third-party plugins (core checks `instanceof Reply`);
+ * - the core (`core/dist/agent.mjs`) and every built-in plugin (`core/dist/builtin/<name>.mjs`) in one build,
+ *   so the dependencies they share are loaded once (split into chunks; dynamic imports load on first use).
+ * The manifest records how new each plugin's build was when bundled: the loader falls back to a plugin's own
+ * `dist/` when it was rebuilt since (e.g. `tsc -p plugins/x` alone), so a stale bundle is never run.
  */
 export function bundleCore() {
-  const esbuild = join(ROOT, 'node_modules', 'esbuild', 'bin', 'esbuild');
-  must(esbuild, [
-    join(ROOT, 'core', 'dist', 'main.js'), '--bundle', '--platform=node', '--format=esm', '--target=node20',
-    `--outfile=${AGENT_ENTRY}`, '--log-level=warning', '--legal-comments=none',
-    '--external:@agent/sdk', '--external:@agent/sdk/*', '--external:better-sqlite3', '--external:argon2',
-    // CommonJS dependencies inside the bundle still call require() for Node's own modules.
-    "--banner:js=import { createRequire as __agentRequire } from 'node:module'; const require = __agentRequire(import.meta.url);",
+  must(ESBUILD, [
+    `index=${join(ROOT, 'sdk', 'dist', 'index.js')}`, `app=${join(ROOT, 'sdk', 'dist', 'app.js')}`, `client=${join(ROOT, 'sdk', 'dist', 'client', 'index.js')}`,
+    ...ESBUILD_COMMON, `--outdir=${join(ROOT, 'sdk', 'dist', 'bundle')}`, '--out-extension:.js=.mjs', '--chunk-names=chunks/[name]-[hash]',
   ]);
+  const plugins = existsSync(join(ROOT, 'plugins'))
+    ? readdirSync(join(ROOT, 'plugins')).sort().filter((n) => existsSync(join(ROOT, 'plugins', n, 'dist', 'index.js')))
+    : [];
+  const manifest = Object.fromEntries(plugins.map((n) => [n, { file: `${n}.mjs`, built: newestMtime(join(ROOT, 'plugins', n, 'dist')) }]));
+  rmSync(BUILTIN_BUNDLE_DIR, { recursive: true, force: true });
+  rmSync(join(ROOT, 'core', 'dist', 'chunks'), { recursive: true, force: true });
+  must(ESBUILD, [
+    `agent=${join(ROOT, 'core', 'dist', 'main.js')}`,
+    ...plugins.map((n) => `builtin/${n}=${join(ROOT, 'plugins', n, 'dist', 'index.js')}`),
+    ...ESBUILD_COMMON, `--outdir=${join(ROOT, 'core', 'dist')}`, '--out-extension:.js=.mjs', '--chunk-names=chunks/[name]-[hash]',
+    '--external:@agent/sdk', '--external:@agent/sdk/*',
+  ]);
+  writeFileSync(join(BUILTIN_BUNDLE_DIR, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
 }
 
 /** Regenerates the solution tsconfig from the workspaces, runs `tsc -b`, then bundles the core. */

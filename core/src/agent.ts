@@ -22,7 +22,6 @@ import { Identity, emptyIdentity, type IdentityDoc } from './auth/identity.js';
 import { LoginLimiter } from './auth/login-limiter.js';
 import { RouteRegistry } from './openapi/registry.js';
 import { buildOpenApi } from './openapi/document.js';
-import { warmUp } from './openapi/validation.js';
 import { PlanEngine, type PlansDoc } from './plans/engine.js';
 import { CoreScheduler } from './scheduler/scheduler.js';
 import { SettingsStore, type SettingsDoc } from './settings/registry.js';
@@ -139,8 +138,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     memory_mb: { rss: Math.round(memory.rss / 1048576), heap_used: Math.round(memory.heapUsed / 1048576), heap_total: Math.round(memory.heapTotal / 1048576), external: Math.round(memory.external / 1048576) },
     plugins: host.running().map((p) => p.name), failed: host.plugins.filter((p) => p.status === 'failed').map((p) => p.name),
   }, 'agent ready');
-
-  warmUp((err) => log.error('a route schema does not compile', { error: err.message }));
+  bus.emit('agent.ready', { url });
 
   let stopping: Promise<void> | null = null;
   const stop = () =>

@@ -4,6 +4,8 @@
  *   declare module '@agent/sdk' { interface AgentEvents { 'hello.said': { to: string } } }
  */
 export interface AgentEvents {
+  /** The agent serves requests (every plugin started): the moment for background work that can wait. */
+  'agent.ready': { url: string };
   'plugin.started': { name: string };
   'plugin.failed': { name: string; error: string };
   'deployment.created': { name: string };

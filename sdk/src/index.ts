@@ -23,3 +23,5 @@ export type {
 } from './core-services.js';
 export * from './schema.js';
 export * from './services/index.js';
+export { cjsExports } from './modules.js';
+export { compareText } from './text.js';

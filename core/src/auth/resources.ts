@@ -1,4 +1,5 @@
 /** The permission catalogue: resources declared by the core and the plugins, and what each role preset gets. */
+import { compareText } from '@agent/sdk';
 import type { ResourcePolicy, Role } from '@agent/sdk';
 
 export class ResourceCatalog {
@@ -26,7 +27,7 @@ export class ResourceCatalog {
   }
 
   list(): ResourcePolicy[] {
-    return [...this.policies.values()].sort((a, b) => a.name.localeCompare(b.name));
+    return [...this.policies.values()].sort((a, b) => compareText(a.name, b.name));
   }
 
   rolePermissions(role: Role): string[] {

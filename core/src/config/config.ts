@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRequire } from 'node:module';
+import * as yamlModule from 'yaml';
 import { parseDuration, parseSize } from './units.js';
 import { compilePlain } from '../openapi/validation.js';
 
@@ -107,8 +107,8 @@ const coreSchema = {
   },
 } as const;
 
-// yaml is only loaded when there is YAML to read (a config file or AGENT__ overrides).
-const loadYaml = (): typeof import('yaml') => createRequire(import.meta.url)('yaml') as typeof import('yaml');
+// Bundled with the core (scripts/lib.mjs), where it loads in a fraction of the time of its many module files.
+const loadYaml = (): typeof import('yaml') => yamlModule;
 
 const CORE_KEYS = new Set(Object.keys(coreSchema.properties));
 

@@ -5,7 +5,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { errors, HttpError, type Principal } from '@agent/sdk';
+import { cjsExports, errors, HttpError, type Principal } from '@agent/sdk';
 import type { CoreConfig } from '../config/config.js';
 import type { RootLogger } from '../log.js';
 import type { Identity } from '../auth/identity.js';
@@ -117,7 +117,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
   // koa-body (and the multipart stack it pulls in) is loaded with the first request that has a body.
   let bodyParser: Promise<Koa.Middleware> | null = null;
   const parseBody = async (ctx: Koa.Context) => {
-    bodyParser ??= import('koa-body').then(({ koaBody, HttpMethodEnum }) => koaBody({
+    bodyParser ??= import('koa-body').then(cjsExports).then(({ koaBody, HttpMethodEnum }) => koaBody({
       json: true, text: false, urlencoded: false, multipart: false, jsonLimit: config.api.body_limit, jsonStrict: true,
       parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE], includeUnparsed: false,
       onError: (err) => {

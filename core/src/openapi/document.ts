@@ -1,4 +1,5 @@
 /** `/api/openapi.json`: an OpenAPI 3.1 document generated from the registry (enabled plugins only). */
+import { compareText } from '@agent/sdk';
 import type { RouteRegistry, RegisteredAppRoute, RegisteredRoute, RegisteredSocket } from './registry.js';
 import { closeObjects } from './validation.js';
 import { neededLevel } from '../http/execute.js';
@@ -158,8 +159,8 @@ export function buildOpenApi({ version, registry, resources, plugins }: Document
     },
     servers: [{ url: '/' }],
     security: [{ bearerAuth: [] }],
-    tags: [...tags].sort(([a], [b]) => a.localeCompare(b)).map(([name, description]) => ({ name, ...(description ? { description } : {}) })),
-    paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
+    tags: [...tags].sort(([a], [b]) => compareText(a, b)).map(([name, description]) => ({ name, ...(description ? { description } : {}) })),
+    paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => compareText(a, b))),
     components: {
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'A JWT from POST /api/auth/login, or an API key.' },

@@ -66,17 +66,14 @@ export interface Validator {
 }
 
 /**
- * Compiling a schema is the most expensive step of start-up (ajv generates code), so each validator compiles on
- * first use; `warmUp` compiles the rest in the background once the agent is ready.
+ * Compiling a schema is the most expensive step of start-up (ajv generates code) and each compiled validator
+ * stays in memory, so a route's validators compile on its first request (a few milliseconds, once).
  */
-const pending = new Set<() => void>();
-
 function make(ajv: Ajv2020, location: 'body' | 'query' | 'params', schema: unknown): Validator {
   const closed = closeObjects(schema);
   let fn: ValidateFunction | null = null;
   const compile = (): ValidateFunction => {
     if (!fn) {
-      pending.delete(compileNow);
       try {
         fn = ajv.compile(closed);
       } catch (err) {
@@ -85,8 +82,6 @@ function make(ajv: Ajv2020, location: 'body' | 'query' | 'params', schema: unkno
     }
     return fn;
   };
-  const compileNow = () => void compile();
-  pending.add(compileNow);
   const validate = ((value: unknown) => {
     const check = compile();
     if (check(value)) return null;
@@ -97,29 +92,38 @@ function make(ajv: Ajv2020, location: 'body' | 'query' | 'params', schema: unkno
   return validate;
 }
 
-/** Compiles the validators not used yet, a few per tick, so the first requests do not pay for it. */
-export function warmUp(onError: (err: Error) => void): void {
-  const step = () => {
-    let n = 0;
-    for (const compile of pending) {
-      try {
-        compile();
-      } catch (err) {
-        onError(err as Error);
-      }
-      if (++n >= 10) break;
-    }
-    if (pending.size > 0) setImmediate(step);
-  };
-  setImmediate(step);
-}
-
 export const bodyValidator = (schema: unknown) => make(bodyAjv, 'body', schema);
 export const queryValidator = (schema: unknown) => make(queryAjv, 'query', schema);
 export const paramsValidator = (schema: unknown) => make(queryAjv, 'params', schema);
 
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * What validating `{}` with ajv's `useDefaults` gives for an object schema, without compiling it: every property's
+ * `default` (a copy), nested objects filled the same way. Null when a required property has no default (only
+ * validation can then say what is wrong). Used for config and settings sections nobody has set.
+ */
+export function defaultsOf(schema: unknown): Record<string, unknown> | null {
+  const fill = (node: unknown, target: Record<string, unknown>): boolean => {
+    if (!isRecord(node)) return true;
+    for (const [key, property] of Object.entries(isRecord(node.properties) ? node.properties : {})) {
+      if (!isRecord(property)) continue;
+      if (target[key] === undefined && 'default' in property) target[key] = structuredClone(property.default);
+      const value = target[key];
+      if (property.type === 'object' && isRecord(value) && !fill(property, value)) return false;
+    }
+    return (Array.isArray(node.required) ? (node.required as string[]) : []).every((key) => target[key] !== undefined);
+  };
+  const out: Record<string, unknown> = {};
+  return fill(schema, out) ? out : null;
+}
+
 /** Validates without the HTTP error wrapping (config sections, settings): `<prefix>.<field>: <problem>` or null. */
 export function compilePlain(schema: unknown): (value: unknown, prefix: string) => string | null {
-  const fn = bodyAjv.compile(closeObjects(schema));
-  return (value, prefix) => (fn(value) ? null : describeError(prefix, fn.errors![0]!));
+  const closed = closeObjects(schema);
+  let fn: ValidateFunction | null = null; // compiled on first use (settings sections may never be changed)
+  return (value, prefix) => {
+    fn ??= bodyAjv.compile(closed);
+    return fn(value) ? null : describeError(prefix, fn.errors![0]!);
+  };
 }

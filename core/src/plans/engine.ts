@@ -7,8 +7,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import {
   errors, principalFrom, Reply,
-  type Document, type PlanChange, type PlanSnapshot, type Principal, type PrincipalInfo,
-} from '@agent/sdk';
+  type Document, type PlanChange, type PlanSnapshot, type Principal, type PrincipalInfo, compareText } from '@agent/sdk';
 import type { RegisteredRoute } from '../openapi/registry.js';
 import { REDACTED, redactBySchema, redactDeep } from './redact.js';
 
@@ -141,7 +140,7 @@ export class PlanEngine {
   list(principal: Principal, filter: { status?: PlanStatus }): Record<string, unknown>[] {
     return this.doc.data.plans
       .filter((p) => this.visible(p, principal) && (!filter.status || this.effectiveStatus(p) === filter.status))
-      .sort((a, b) => b.created_at.localeCompare(a.created_at))
+      .sort((a, b) => compareText(b.created_at, a.created_at))
       .map((p) => this.view(p));
   }
 

@@ -5,13 +5,13 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { coreServices, type PluginDefinition } from '@agent/sdk';
 import type { RootLogger } from '../log.js';
 import { sdkLogger } from '../log.js';
 import { ConfigError } from '../config/config.js';
-import { compilePlain } from '../openapi/validation.js';
+import { compilePlain, defaultsOf } from '../openapi/validation.js';
 import type { AgentEventBus } from '../events/bus.js';
 import type { CoreScheduler } from '../scheduler/scheduler.js';
 import { createContext, serviceAvailable, type ContextDeps, type StagedPlugin } from './context.js';
@@ -31,7 +31,7 @@ export interface PluginRecord {
   staged: StagedPlugin | null;
 }
 
-interface Candidate {
+export interface Candidate {
   spec: string;
   dir: string;
   builtin: boolean;
@@ -79,9 +79,39 @@ function discover(enabled: string[], builtinDir: string, baseDir: string): { fou
   return { found, missing };
 }
 
-async function importDefinition(dir: string): Promise<{ definition: PluginDefinition<any>; version: string }> {
+/** Newest modification time of the files under `dir`. */
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * The bundled build of a built-in plugin (scripts/lib.mjs `bundleCore`: `<repo>/core/dist/builtin/<name>.mjs`,
+ * much quicker to load than the plugin's own files), when one exists and the plugin was not rebuilt since.
+ */
+export function bundledEntry(candidate: Candidate, manifest: Record<string, { file: string; built: number }> | null): string | null {
+  const entry = candidate.builtin ? manifest?.[basename(candidate.dir)] : undefined;
+  if (!entry) return null;
+  const file = join(candidate.dir, '..', '..', 'core', 'dist', 'builtin', entry.file);
+  const dist = join(candidate.dir, 'dist');
+  return existsSync(file) && existsSync(dist) && newestMtime(dist) <= entry.built ? file : null;
+}
+
+export function readManifest(builtinDir: string): Record<string, { file: string; built: number }> | null {
+  try {
+    return JSON.parse(readFileSync(join(builtinDir, '..', 'core', 'dist', 'builtin', 'manifest.json'), 'utf8')) as Record<string, { file: string; built: number }>;
+  } catch {
+    return null;
+  }
+}
+
+async function importDefinition(dir: string, bundled: string | null): Promise<{ definition: PluginDefinition<any>; version: string }> {
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { main?: string; version?: string; exports?: unknown };
-  const main = join(dir, pkg.main ?? 'dist/index.js');
+  const main = bundled ?? join(dir, pkg.main ?? 'dist/index.js');
   if (!existsSync(main)) throw new Error(`${main} does not exist (is the plugin built?)`);
   const mod = (await import(pathToFileURL(main).href)) as { default?: PluginDefinition<any> };
   const definition = mod.default;
@@ -153,9 +183,10 @@ export class PluginHost {
       this.plugins.push({ name: m.spec, version: '', description: '', builtin: false, source: m.spec, packageDir: '', status: 'failed', error: m.error, definition: null, staged: null });
       this.root.error({ plugin: m.spec, error: m.error }, 'plugin not found');
     }
+    const manifest = readManifest(builtinDir);
     const loaded = await Promise.all(found.map(async (c) => {
       try {
-        return { c, ...(await importDefinition(c.dir)) };
+        return { c, ...(await importDefinition(c.dir, bundledEntry(c, manifest))) };
       } catch (err) {
         return { c, error: (err as Error).message };
       }
@@ -184,6 +215,12 @@ export class PluginHost {
         const owner = claimed.get(section);
         if (owner) throw new ConfigError(`config section '${section}' is claimed by both '${owner}' and '${def.name}'`);
         claimed.set(section, def.name);
+        // A section the config file leaves out takes its defaults without compiling a validator (start-up time).
+        const defaults = sections[section] === undefined ? defaultsOf(schema) : null;
+        if (defaults) {
+          config[section] = defaults;
+          continue;
+        }
         const value = sections[section] ?? {};
         const problem = compilePlain(schema)(value, `config ${section}`);
         if (problem) throw new ConfigError(problem);

@@ -2,12 +2,18 @@
  * Scheduled jobs (node-schedule) with recorded executions. A plugin's jobs fire only while it runs; a run that
  * is still going when the next one is due is skipped, never stacked.
  */
+import { createRequire } from 'node:module';
 import schedule from 'node-schedule';
 import cronParser from 'cron-parser';
 import { errors, type JobExecution, type JobHandle, type JobRunContext, type JobSpec, type Logger, type Scheduler } from '@agent/sdk';
 import type { Journal } from '../store/journal.js';
 
 const OUTPUT_LIMIT = 64 * 1024;
+
+// node-schedule's date library (luxon, via cron-parser) asks ICU for the system locale on its first date, which
+// maps ~7 MB of ICU data into the process for good; schedules need no locale (the time zone is unaffected).
+// luxon stays outside the bundle (scripts/lib.mjs) so that this is the copy cron-parser uses.
+(createRequire(import.meta.url)('luxon') as { Settings: { defaultLocale: string } }).Settings.defaultLocale = 'en-US';
 const JOB_NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;
 
 const SCHEMA = `

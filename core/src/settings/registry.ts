@@ -3,7 +3,7 @@
  * edited through `PUT /api/settings` (served by a plugin through `coreServices.settings`).
  */
 import { errors, type Document, type EventBus, type PluginSettings, type SettingDefinition, type SettingsRegistry, type TObject } from '@agent/sdk';
-import { compilePlain } from '../openapi/validation.js';
+import { compilePlain, defaultsOf } from '../openapi/validation.js';
 import { REDACTED } from '../plans/redact.js';
 
 export interface SettingsDoc {
@@ -24,9 +24,8 @@ export class SettingsStore implements SettingsRegistry {
   define<T extends TObject>(plugin: string, schema: T, options: { restart?: string[]; secret?: string[] } = {}): PluginSettings<T> {
     if (this.defined.has(plugin)) throw new Error(`settings of '${plugin}' are already defined`);
     const validate = compilePlain(schema);
-    const defaults: Record<string, unknown> = {};
-    const problem = validate(defaults, `settings ${plugin}`);
-    if (problem !== null) throw new Error(`${problem} (every setting needs a default)`);
+    const defaults = defaultsOf(schema);
+    if (!defaults) throw new Error(`settings ${plugin}: a required setting has no default (every setting needs one)`);
     const def: Defined = { plugin, schema, restart: options.restart ?? [], secret: options.secret ?? [], validate, defaults, listeners: new Set() };
     this.defined.set(plugin, def);
     return {

@@ -2,7 +2,7 @@
  * credentials: registry configurations and stored credentials. Provides the `credentials` service, through which
  * image pulls (docker plugin) and compose deployments find the credential of an image's registry.
  */
-import { credentialsService, definePlugin, type CredentialsService } from '@agent/sdk';
+import { credentialsService, definePlugin, type CredentialsService, compareText } from '@agent/sdk';
 import { registerCredentialRoutes, type CredentialsDoc } from './credential-routes.js';
 import { imageRegistryHost, RegistryCatalog, type RegistriesDoc } from './registries.js';
 import { registerRegistryRoutes } from './registry-routes.js';
@@ -31,7 +31,7 @@ export default definePlugin({
         // Several credentials for one registry: the one that last tested valid, else the newest.
         const candidates = doc.data.credentials
           .filter((c) => slugs.has(c.registry))
-          .sort((a, b) => Number(b.last_test?.valid ?? false) - Number(a.last_test?.valid ?? false) || b.updated_at.localeCompare(a.updated_at));
+          .sort((a, b) => Number(b.last_test?.valid ?? false) - Number(a.last_test?.valid ?? false) || compareText(b.updated_at, a.updated_at));
         const c = candidates[0];
         if (!c) return null;
         return { username: c.username, password: c.password, serveraddress: host === 'docker.io' ? 'https://index.docker.io/v1/' : host };

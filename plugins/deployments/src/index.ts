@@ -61,12 +61,15 @@ export default definePlugin({
     const m = manager;
     const c = cache;
     starters.push(async () => {
-      const loaded = await catalog.load();
-      if (loaded.invalid.length) ctx.log.warn('invalid templates skipped', { invalid: loaded.invalid });
+      // Parsing every template's compose file is not needed to serve: it finishes in the background.
+      void catalog.load().then((loaded) => {
+        if (loaded.invalid.length) ctx.log.warn('invalid templates skipped', { invalid: loaded.invalid });
+        ctx.log.info('templates loaded', { count: loaded.count });
+      }, (err: Error) => ctx.log.error('templates could not be loaded', { error: err.message }));
       await m.discover();
       c.start();
       await c.reconcile();
-      ctx.log.info('deployments discovered', { root, count: m.entries.size, templates: loaded.count });
+      ctx.log.info('deployments discovered', { root, count: m.entries.size });
     });
   },
 

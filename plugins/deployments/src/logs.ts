@@ -1,5 +1,5 @@
 /** Reading deployment logs: container output merged across services by time, or a file source from its end. */
-import { errors, type ContainerSummary, type DockerService, type LogLine } from '@agent/sdk';
+import { errors, type ContainerSummary, type DockerService, type LogLine, compareText } from '@agent/sdk';
 
 export interface DeploymentLogLine {
   service: string | null;
@@ -18,7 +18,7 @@ export const timeKey = (time: string | null): string => {
 
 export function pickContainers(containers: ContainerSummary[], service: string | undefined, running = false): ContainerSummary[] {
   const list = containers.filter((c) => (!service || c.service === service) && (!running || c.state === 'running'));
-  return list.sort((a, b) => (a.service ?? '').localeCompare(b.service ?? ''));
+  return list.sort((a, b) => compareText((a.service ?? ''), b.service ?? ''));
 }
 
 /** The last `keep` (0 = all) lines of `tail` read lines that contain `filter`. */

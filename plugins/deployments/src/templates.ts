@@ -81,9 +81,22 @@ export class TemplateCatalog {
   private templates = new Map<string, Template>();
   private invalid: InvalidTemplate[] = [];
 
+  private loading: Promise<unknown> = Promise.resolve();
+
   constructor(readonly dir: string) {}
 
-  async load(): Promise<{ count: number; invalid: InvalidTemplate[] }> {
+  /** Waits for a load in progress (the first one runs in the background of the agent's start). */
+  async ready(): Promise<void> {
+    await this.loading.catch(() => undefined);
+  }
+
+  load(): Promise<{ count: number; invalid: InvalidTemplate[] }> {
+    const loading = this.read();
+    this.loading = loading;
+    return loading;
+  }
+
+  private async read(): Promise<{ count: number; invalid: InvalidTemplate[] }> {
     const next = new Map<string, Template>();
     const invalid: InvalidTemplate[] = [];
     let folders: string[] = [];

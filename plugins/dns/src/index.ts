@@ -5,8 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
-  definePlugin, errors, infrastructureService, reply, Type, type InfrastructureService, type PlanChange,
-} from '@agent/sdk';
+  definePlugin, errors, infrastructureService, reply, Type, type InfrastructureService, type PlanChange, compareText } from '@agent/sdk';
 import { diff, normaliseChanges, touchedSets } from './changes.js';
 import { PowerDnsClient, type PdnsZone } from './pdns.js';
 import { checkFqdn, checkZoneName, RECORD_TYPES } from './records.js';
@@ -30,7 +29,7 @@ const toSummary = (z: PdnsZone) => ({
 const toDetails = (z: PdnsZone) => {
   const rrsets = (z.rrsets ?? [])
     .map((s) => ({ name: s.name, type: s.type, ttl: s.ttl, records: s.records.map((r) => ({ content: r.content, disabled: r.disabled })) }))
-    .sort((a, b) => a.name.localeCompare(b.name) || a.type.localeCompare(b.type));
+    .sort((a, b) => compareText(a.name, b.name) || compareText(a.type, b.type));
   const ns = rrsets.find((s) => s.type === 'NS' && s.name === z.name);
   return { ...toSummary(z), nameservers: ns ? ns.records.map((r) => r.content) : [], rrsets };
 };
@@ -148,7 +147,7 @@ export default definePlugin({
       method: 'GET', path: '/dns/dnsserver/zones', permission: 'dns:read', operationId: 'dns.listZones',
       summary: 'List zones',
       response: Type.Array(ZoneSummary),
-      handler: async () => (await pdns.listZones()).map(toSummary).sort((a, b) => a.name.localeCompare(b.name)),
+      handler: async () => (await pdns.listZones()).map(toSummary).sort((a, b) => compareText(a.name, b.name)),
     });
 
     const zoneCreation = (body: { name: string; kind?: 'Native' | 'Master'; nameservers?: string[] }) => {

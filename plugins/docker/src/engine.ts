@@ -42,14 +42,16 @@ function bounded(limit: number) {
   };
 }
 
+/** Compose detection runs at the latest this long after the engine started (the agent may be embedded without ready). */
+const DETECT_AFTER_MS = 3000;
+
 export class DockerEngine implements DockerService {
   private up = false;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private composeCommand: string[] | null = null;
-  private detected!: () => void;
-  /** Settles once `start` has detected the compose CLI (compose runs and `compose.command()` wait for it). */
-  private readonly composeDetection = new Promise<void>((resolve) => (this.detected = resolve));
+  private detect: (() => Promise<string[] | null>) | null = null;
+  private composeDetection: Promise<void> | null = null;
   private readonly listeners = new Set<(e: DockerEvent) => void>();
   private eventStream: (NodeJS.ReadableStream & { destroy?: () => void }) | null = null;
   private eventsSince = Math.floor(Date.now() / 1000);
@@ -63,13 +65,14 @@ export class DockerEngine implements DockerService {
 
   // ---- availability -------------------------------------------------------------------------------------------
 
-  /** Detection of the compose CLI and the first ping run side by side (start-up time). */
-  async start(composeCommand: Promise<string[] | null>): Promise<void> {
-    // Detecting compose runs `docker compose version` / `docker-compose version` (python, ~0.5 s): it finishes in
-    // the background instead of holding up the agent's start; compose runs wait for it.
-    void composeCommand.then((command) => {
-      this.composeCommand = command;
-    }).finally(this.detected);
+  /**
+   * Detecting compose runs `docker compose version` / `docker-compose version` (python, ~0.5 s). It does not hold
+   * up the agent's start: it runs once the agent is ready (`detectCompose()`), or at the first compose call, or
+   * after `DETECT_AFTER_MS` at the latest; compose calls wait for it.
+   */
+  async start(detect: () => Promise<string[] | null>): Promise<void> {
+    this.detect = detect;
+    setTimeout(() => void this.detectCompose(), DETECT_AFTER_MS).unref();
     await this.check();
     const tick = () => {
       this.timer = setTimeout(() => void this.check().finally(() => !this.stopped && tick()), this.opts.checkIntervalMs);
@@ -410,9 +413,18 @@ export class DockerEngine implements DockerService {
     },
   };
 
+  /** Starts the compose detection (once); resolves when it is done. */
+  detectCompose(): Promise<void> {
+    if (!this.detect) return Promise.resolve(); // not started
+    this.composeDetection ??= this.detect().then((command) => {
+      this.composeCommand = command;
+    }, () => undefined);
+    return this.composeDetection;
+  }
+
   readonly compose = {
     command: async (): Promise<string[]> => {
-      await this.composeDetection;
+      await this.detectCompose();
       if (!this.composeCommand) throw errors.unavailable('neither `docker compose` nor `docker-compose` is installed', 'COMPOSE_UNAVAILABLE');
       return [...this.composeCommand];
     },

@@ -42,6 +42,8 @@ export default definePlugin({
     composeChoice = ctx.config.docker.compose;
     engine = new DockerEngine({ docker, dockerHost: endpoint.dockerHost, log: ctx.log, events: ctx.events, checkIntervalMs: ctx.config.docker.check_interval * 1000 });
     ctx.services.provide(dockerService, engine);
+    const started = engine;
+    ctx.events.on('agent.ready', () => void started.detectCompose());
     const pulls = new PullJobs(engine, () => ctx.services.optional(credentialsService), ctx.log);
     containerRoutes(ctx, engine);
     imageRoutes(ctx, engine, pulls);
@@ -51,7 +53,8 @@ export default definePlugin({
   },
 
   async start() {
-    await engine!.start(detectCompose(composeChoice));
+    const choice = composeChoice;
+    await engine!.start(() => detectCompose(choice));
   },
 
   stop() {

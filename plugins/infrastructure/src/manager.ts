@@ -8,8 +8,7 @@ import { stringify } from 'yaml';
 import {
   HttpError, errors,
   type ContainerHealth, type ContainerSummary, type Document, type DockerService, type InfrastructureService,
-  type InfrastructureState, type InfrastructureStatus, type LogLine, type Logger,
-} from '@agent/sdk';
+  type InfrastructureState, type InfrastructureStatus, type LogLine, type Logger, compareText } from '@agent/sdk';
 import { SHARED_NETWORKS, TEMPLATES, initialSettings, maskSettings, mergeSettings, templateOf, type NetworkKey, type SettingValue, type Template } from './templates.js';
 
 export interface ServiceState {
@@ -264,7 +263,7 @@ export class InfrastructureManager implements InfrastructureService {
         lines.push({ ...line, service });
       }
     }
-    lines.sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''));
+    lines.sort((a, b) => compareText((a.time ?? ''), b.time ?? ''));
     return tail === 0 ? lines : lines.slice(-tail);
   }
 }

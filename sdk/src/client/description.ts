@@ -3,6 +3,7 @@
  * operationIds (`deployments.list` → `deployments list`, `plans.apply` → `plans apply`), with their parameters and
  * body schema resolved. Nothing here is specific to one agent version: whatever the agent publishes is offered.
  */
+import { compareText } from '../text.js';
 import { derefSchema, resolveRef, type JsonSchema } from './json-schema.js';
 
 export interface OperationParameter {
@@ -143,7 +144,7 @@ export class ApiDescription {
         if (op) ops.push(op);
       }
     }
-    this.operations = ops.sort((a, b) => a.group.localeCompare(b.group) || a.name.localeCompare(b.name));
+    this.operations = ops.sort((a, b) => compareText(a.group, b.group) || compareText(a.name, b.name));
     for (const t of (document.tags ?? []) as Json[]) if (t.description) this.tagDescriptions.set(kebab(String(t.name)), String(t.description));
   }
 

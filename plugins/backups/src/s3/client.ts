@@ -10,8 +10,8 @@ type S3Storage = typeof import('@aws-sdk/lib-storage');
 
 // The AWS SDK is a large module graph (~20 MB): it is loaded with the first object-store call, not at agent start.
 let sdk: Promise<[S3Sdk, S3Storage]> | null = null;
-const loadSdk = () => (sdk ??= Promise.all([import('@aws-sdk/client-s3'), import('@aws-sdk/lib-storage')]));
-import { HttpError, errors } from '@agent/sdk';
+const loadSdk = () => (sdk ??= Promise.all([import('@aws-sdk/client-s3').then(cjsExports), import('@aws-sdk/lib-storage').then(cjsExports)]));
+import { HttpError, cjsExports, errors } from '@agent/sdk';
 
 export interface S3Endpoint {
   endpoint: string;

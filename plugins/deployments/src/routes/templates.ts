@@ -1,5 +1,5 @@
 /** 4.5 templates: list, categories, refresh from disk, compose content. */
-import { errors, Nullable, Type, type PluginContext } from '@agent/sdk';
+import { errors, Nullable, Type, type PluginContext, compareText } from '@agent/sdk';
 import type { TemplateCatalog } from '../templates.js';
 
 const TemplateSchema = Type.Object({
@@ -26,7 +26,8 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
       search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'text in the id, name, description or tags' })),
     }),
     response: Type.Array(TemplateSchema),
-    handler: (req) => {
+    handler: async (req) => {
+      await catalog.ready();
       const q = req.query.search?.toLowerCase();
       return catalog.list()
         .filter((t) => !req.query.category || t.category === req.query.category)
@@ -39,10 +40,11 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
     method: 'GET', path: '/templates/categories', permission: 'templates:read', operationId: 'templates.categories', tag: 'templates',
     summary: 'Template categories with counts',
     response: Type.Array(Type.Object({ category: Type.String(), count: Type.Integer() })),
-    handler: () => {
+    handler: async () => {
+      await catalog.ready();
       const counts = new Map<string, number>();
       for (const t of catalog.list()) counts.set(t.category, (counts.get(t.category) ?? 0) + 1);
-      return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([category, count]) => ({ category, count }));
+      return [...counts].sort(([a], [b]) => compareText(a, b)).map(([category, count]) => ({ category, count }));
     },
   });
 
@@ -59,7 +61,8 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
     summary: 'One template',
     params: IdParams,
     response: TemplateSchema,
-    handler: (req) => {
+    handler: async (req) => {
+      await catalog.ready();
       const t = catalog.get(req.params.id);
       if (!t) throw errors.notFound(`template '${req.params.id}' not found`);
       return view(t);
@@ -73,6 +76,7 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
     params: IdParams,
     response: Type.Object({ id: Type.String(), compose_content: Type.String(), env: Type.Array(Type.Object({ key: Type.String(), value: Type.String(), secret: Type.Boolean(), required: Type.Boolean() })) }),
     handler: async (req) => {
+      await catalog.ready();
       const t = catalog.get(req.params.id);
       if (!t) throw errors.notFound(`template '${req.params.id}' not found`);
       return { id: t.id, compose_content: await catalog.compose(t.id), env: t.env.map((e) => ({ key: e.key, value: e.default, secret: e.secret, required: e.required })) };

@@ -1,5 +1,5 @@
 /** 4.4 containers: list, start/stop/restart, delete (stopped only), logs. */
-import { errors, reply, Type, type LogLine as LogLineType, type PluginContext } from '@agent/sdk';
+import { errors, reply, Type, type LogLine as LogLineType, type PluginContext, compareText } from '@agent/sdk';
 import type { DockerEngine } from '../engine.js';
 import { ContainerSummary, LogLine } from '../schemas.js';
 import { assertCanSee, canSee } from '../access.js';
@@ -28,7 +28,7 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
     response: Type.Array(ContainerSummary),
     handler: async (req) => {
       const list = await engine.listContainers({ all: req.query.all ?? true, ...(req.query.deployment ? { deployment: req.query.deployment } : {}) });
-      return list.filter((c) => canSee(req.principal, c.deployment)).sort((a, b) => a.name.localeCompare(b.name));
+      return list.filter((c) => canSee(req.principal, c.deployment)).sort((a, b) => compareText(a.name, b.name));
     },
   });
 

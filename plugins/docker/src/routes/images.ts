@@ -1,5 +1,5 @@
 /** 4.4 images: list, pull (202 + job), delete (409 while a container uses it). */
-import { errors, reply, Type, type PluginContext } from '@agent/sdk';
+import { errors, reply, Type, type PluginContext, compareText } from '@agent/sdk';
 import type { DockerEngine } from '../engine.js';
 import { Image, PullJob } from '../schemas.js';
 import type { PullJobs } from '../pull-jobs.js';
@@ -45,7 +45,7 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
     response: Type.Array(Image),
     handler: async () => {
       engine.assertAvailable();
-      return (await listImages()).sort((a, b) => (a.tags[0] ?? a.id).localeCompare(b.tags[0] ?? b.id));
+      return (await listImages()).sort((a, b) => compareText((a.tags[0] ?? a.id), b.tags[0] ?? b.id));
     },
   });
 

@@ -1,5 +1,5 @@
 /** 4.4 volumes and networks: list, create, delete (409 while in use). */
-import { errors, reply, Type, type PluginContext } from '@agent/sdk';
+import { errors, reply, Type, type PluginContext, compareText } from '@agent/sdk';
 import type Docker from 'dockerode';
 import type { DockerEngine } from '../engine.js';
 import { LabelMap, Network, Volume } from '../schemas.js';
@@ -37,7 +37,7 @@ export function volumeRoutes(ctx: PluginContext<any>, engine: DockerEngine): voi
     response: Type.Array(Volume),
     handler: async (req) => {
       const [list, byVolume] = await Promise.all([engine.call('volumes', () => engine.client.listVolumes()), users()]);
-      return (list.Volumes ?? []).map((v) => view(v, byVolume)).filter((v) => canSee(req.principal, v.deployment)).sort((a, b) => a.name.localeCompare(b.name));
+      return (list.Volumes ?? []).map((v) => view(v, byVolume)).filter((v) => canSee(req.principal, v.deployment)).sort((a, b) => compareText(a.name, b.name));
     },
   });
 
@@ -102,7 +102,7 @@ export function networkRoutes(ctx: PluginContext<any>, engine: DockerEngine): vo
     response: Type.Array(Network),
     handler: async (req) => {
       const [list, byNetwork] = await Promise.all([engine.call('networks', () => engine.client.listNetworks()), users()]);
-      return list.map((n) => view(n, byNetwork)).filter((n) => canSee(req.principal, n.deployment)).sort((a, b) => a.name.localeCompare(b.name));
+      return list.map((n) => view(n, byNetwork)).filter((n) => canSee(req.principal, n.deployment)).sort((a, b) => compareText(a.name, b.name));
     },
   });
 

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as Acme from 'acme-client';
-import type { Logger } from '@agent/sdk';
+import { cjsExports, type Logger } from '@agent/sdk';
 import type { EdgeConfig } from '../config.js';
 
 // acme-client (with its crypto stack, ~28 MB) is loaded when a certificate is first needed, not at agent start.
@@ -26,7 +26,7 @@ export class AcmeIssuer {
   }
 
   private load(): Promise<typeof Acme> {
-    return (acmeModule ??= import('acme-client').then((acme) => {
+    return (acmeModule ??= import('acme-client').then(cjsExports).then((acme) => {
       if (this.config.directory_ca_file) {
         // A private ACME directory (tests, internal CAs): trust its CA for the API calls.
         acme.axios.defaults.httpsAgent = new Agent({ ca: readFileSync(this.config.directory_ca_file) });

@@ -3,6 +3,7 @@
  * generated file (relative path → text). The applier compares this with what is on disk, so a render is also
  * the plan preview. Every value written here was validated against strict patterns before (see validate.ts).
  */
+import { compareText } from '@agent/sdk';
 import { createHash } from 'node:crypto';
 
 export interface ProxyLayout {
@@ -149,7 +150,7 @@ function siteLocations(site: Site, overlays: Overlay[]): LocationOut[] {
       out.push(loc);
     }
   };
-  const routes = [...site.routes].sort((a, b) => b.prefix.length - a.prefix.length || a.prefix.localeCompare(b.prefix));
+  const routes = [...site.routes].sort((a, b) => b.prefix.length - a.prefix.length || compareText(a.prefix, b.prefix));
   for (const r of routes) {
     if (r.prefix === '/') add({ key: '/', route: r, uri: '', overlays: [] });
     else {
@@ -167,7 +168,7 @@ function siteLocations(site: Site, overlays: Overlay[]): LocationOut[] {
     const rest = r.prefix === '/' ? o.path : o.path.slice(r.prefix.length);
     add({ key: `^~ ${o.path}`, route: r, uri: r.strip ? rest : '', overlays: [o] });
   }
-  return out.sort((a, b) => a.key.localeCompare(b.key));
+  return out.sort((a, b) => compareText(a.key, b.key));
 }
 
 export function renderSite(input: RenderInput, site: Site): string {
@@ -210,7 +211,7 @@ export function renderSecurity(input: RenderInput): string {
   for (const p of [...new Set(security.allowPaths)].sort()) lines.push(`    "~^${p.replace(/[.+]/g, '\\$&')}" 1;`);
   lines.push('}');
   lines.push('map "$agent_blocked_ip$agent_allowed_ip$agent_allowed_path" $agent_deny {', '    default 0;', '    100 1;', '}');
-  for (const [deployment, nets] of Object.entries(security.deploymentBlocks).sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [deployment, nets] of Object.entries(security.deploymentBlocks).sort(([a], [b]) => compareText(a, b))) {
     if (nets.length === 0) continue;
     const t = tag(deployment);
     lines.push(`# deployment '${deployment}'`);
@@ -285,7 +286,7 @@ export function renderAll(input: RenderInput): Map<string, string> {
   files.set('agent.conf', renderEntry(input));
   files.set('security/http.conf', renderSecurity(input));
   for (const [path, content] of Object.entries(input.security.htpasswd)) files.set(path, content);
-  for (const site of [...input.sites].sort((a, b) => a.host.localeCompare(b.host))) files.set(siteFile(site.host), renderSite(input, site));
+  for (const site of [...input.sites].sort((a, b) => compareText(a.host, b.host))) files.set(siteFile(site.host), renderSite(input, site));
   if (input.layout.defaultServer) files.set('default.conf', renderDefaultServer(input, generationOf(files)));
   return files;
 }
@@ -293,7 +294,7 @@ export function renderAll(input: RenderInput): Map<string, string> {
 /** Hash of every other generated file: what the default server reports once nginx runs this configuration. */
 export function generationOf(files: Map<string, string>): string {
   const h = createHash('sha256');
-  for (const [path, content] of [...files].sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [path, content] of [...files].sort(([a], [b]) => compareText(a, b))) {
     if (path !== 'default.conf') h.update(`${path}\0${content}\0`);
   }
   return h.digest('hex').slice(0, 16);

@@ -1,5 +1,5 @@
 /** Proxy endpoints (4.5): quick setup of a deployment's domain (2.6), status, removal, the vhost list. */
-import { deploymentName, errors, Nullable, reply, Type } from '@agent/sdk';
+import { deploymentName, errors, Nullable, reply, Type, compareText } from '@agent/sdk';
 import { HOSTNAME } from '@agent/sdk';
 import { siteFile } from '../nginx/render.js';
 import { Domain } from '../schemas.js';
@@ -112,7 +112,7 @@ export function proxyRoutes(rt: Runtime, domains: ReturnType<typeof domainRoutes
         if (d.ssl.enabled && edge.certs.has(d.domain)) h.https = true;
         h.routes.push({ id: d.id, path_prefix: d.path_prefix, strip_prefix: d.strip_prefix, service: d.service, container_port: d.container_port, upstream: d.last_upstream });
       }
-      return [...hosts.values()].sort((a, b) => a.domain.localeCompare(b.domain));
+      return [...hosts.values()].sort((a, b) => compareText(a.domain, b.domain));
     },
   });
 }

@@ -1,4 +1,5 @@
 /** The app's route handlers, keyed by operationId. Everything is filtered by the caller's deployment grants. */
+import { compareText } from '@agent/sdk';
 import { HOST_METRIC_NAMES, type ConfigPatch, type RuleInput } from '../api.js';
 import { canSeeContainer, canUseRuleScope } from './access.js';
 import { normalizeRule, type AlertEngine, type Rule } from './alerts.js';
@@ -68,10 +69,10 @@ export function createHandlers(d: Deps): Record<string, Handler> {
         groups.set(r.info.deployment, list);
       }
       return [...groups.entries()]
-        .sort(([a], [b]) => (a ?? '\uffff').localeCompare(b ?? '\uffff'))
+        .sort(([a], [b]) => compareText((a ?? '\uffff'), b ?? '\uffff'))
         .map(([deployment, list]) => ({
           deployment,
-          containers: list.sort((a, b) => a.info.name.localeCompare(b.info.name)).map((r) => ({
+          containers: list.sort((a, b) => compareText(a.info.name, b.info.name)).map((r) => ({
             container: r.info.name, id: r.info.id, metrics: r.metrics, updated: new Date(r.updated).toISOString(),
           })),
         }));
@@ -114,7 +115,7 @@ export function createHandlers(d: Deps): Record<string, Handler> {
       const only = deploymentParam(req, false);
       return d.collector.containers
         .filter((c) => canSeeContainer(req.principal, c.deployment) && (only === undefined || c.deployment === only))
-        .sort((a, b) => a.name.localeCompare(b.name))
+        .sort((a, b) => compareText(a.name, b.name))
         .map((c) => {
           const w = d.watcher.status(c.name);
           return { container: c.name, id: c.id, deployment: c.deployment, status: c.health, state: c.state, restarts_by_watcher: w.restarts, gave_up: w.gaveUp };
