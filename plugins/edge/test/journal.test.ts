@@ -1,8 +1,15 @@
 // The traffic journal's pages and totals (spans, per-part index walks, counts table, hourly source index)
 // agree with plain SQL over the same rows, before and after a cleanup, with lines slightly out of time order.
+// The access-log parser agrees with JSON.parse, and the reader commits rows and offsets together.
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import type { Logger, SqlDatabase } from '@agent/sdk';
 import { TrafficJournal, type TrafficFilter, type TrafficRecord } from '../src/traffic/journal.js';
+import { parseLine, parseLines } from '../src/traffic/parse.js';
+import { AccessLogReader } from '../src/traffic/ingest.js';
 
 let seed = 7;
 const rnd = (n: number) => {
@@ -89,5 +96,97 @@ describe('traffic journal', () => {
     const f = { deployment: 'b', start_ms: T0 + hour, end_ms: T0 + 5 * hour };
     expect(journal.query(f, 10, 0, true).total).toBe(naive(db, f, 10, 0).total);
     expect(journal.query({ status_code: 201 }, 10, 0).total).toBe(naive(db, { status_code: 201 }, 10, 0).total);
+  });
+});
+
+/** The parser before the fast path: JSON.parse for every line. */
+function reference(line: string): TrafficRecord | null {
+  if (line.length < 10 || line.charCodeAt(0) !== 123) return null;
+  let o: Record<string, string>;
+  try {
+    o = JSON.parse(line) as Record<string, string>;
+  } catch {
+    return null;
+  }
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) return null;
+  const time = Number(o.time);
+  const status = Number(o.status);
+  if (!Number.isFinite(time) || !Number.isFinite(status)) return null;
+  return {
+    time_ms: Math.round(time * 1000), deployment: o.deployment ?? '', host: o.host ?? '', method: o.method ?? '', path: o.path ?? '',
+    status, bytes: Number(o.bytes) || 0, duration_ms: Math.round((Number(o.duration) || 0) * 1000 * 1000) / 1000, source_ip: o.ip ?? '',
+    user_agent: o.ua ?? '', blocked: o.blocked === '1', protected: o.protected === '1', user: o.user ?? '',
+  };
+}
+
+const KEYS = ['time', 'deployment', 'host', 'method', 'path', 'status', 'bytes', 'duration', 'ip', 'ua', 'blocked', 'protected', 'user'];
+/** A line as nginx writes it (values raw between the quotes: the caller escapes them, or not, on purpose). */
+const nginxLine = (v: Record<string, string>) => `{${KEYS.map((k) => `"${k}":"${v[k] ?? ''}"`).join(',')}}`;
+const base: Record<string, string> = {
+  time: '1700000000.250', deployment: 'app', host: 'a.test', method: 'GET', path: '/x', status: '404', bytes: '12', duration: '0.015',
+  ip: '1.2.3.4', ua: 'curl/8', blocked: '0', protected: '1', user: 'bob',
+};
+const oddLines = [
+  nginxLine(base),
+  nginxLine({ ...base, path: '/x?a=\\"1\\"', ua: 'back\\\\slash' }), // escapes (escape=json)
+  nginxLine({ ...base, path: '/\\u001b[31m', ua: 'tab\\there' }), // escaped control characters
+  nginxLine({ ...base, path: '/é/日本/😀', ua: 'Ünïcödé', user: 'zoë' }), // raw UTF-8
+  nginxLine({ ...base, path: '/a\tb' }), // a raw control character: invalid JSON, refused by both
+  nginxLine({ ...base, deployment: '', user: '', ua: '', bytes: '-', duration: '' }), // empty and non-numeric values
+  nginxLine({ ...base, time: 'x' }), nginxLine({ ...base, status: '' }), nginxLine({ ...base, status: '5e2' }),
+  '{"time":"1700000000.5","status":"200"}', // missing fields (an older log_format)
+  '{"status":"200","time":"1700000000.5","ip":"9.9.9.9","deployment":"z"}', // another key order
+  '{"time":1700000000.5,"status":200,"bytes":7,"deployment":3}', // numbers instead of strings
+  `${nginxLine(base).slice(0, -1)},"extra":"1"}`, // an extra key
+  `${nginxLine(base)}\r`, ` ${nginxLine(base)}`, `${nginxLine(base)} `, `${nginxLine(base)}}`, nginxLine(base).slice(0, -1),
+  'not json', '', '[1,2,3,4,5,6,7,8,9,10]', 'null      ', '{"time":"1","status":"2"', '{}        ',
+];
+
+describe('access-log parsing and reading', () => {
+  it('gives what JSON.parse gives, line by line and over a chunk', () => {
+    for (const line of oddLines) expect({ line, r: parseLine(line) }).toEqual({ line, r: reference(line) });
+    const got: TrafficRecord[] = [];
+    parseLines(oddLines.join('\n'), (records) => got.push(...records), 3);
+    expect(got).toEqual(oddLines.map(reference).filter((r) => r !== null));
+    expect(got.length).toBeGreaterThan(8);
+  });
+
+  it('reads appended lines once, in groups, with the offset committed with the rows', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'edge-ingest-'));
+    const path = join(dir, 'access.log');
+    try {
+      const lines = Array.from({ length: 1000 }, (_, i) => nginxLine({ ...base, time: `${1_700_000_000 + i}.000`, ip: `10.0.${i % 7}.1`, path: i % 10 ? `/p${i}` : `/q"${i}`.replace('"', '\\"') }));
+      writeFileSync(path, `${lines.slice(0, 600).join('\n')}\n${lines[600]!.slice(0, 20)}`); // ends mid-line
+      const db = new Database(':memory:');
+      const journal = new TrafficJournal(db);
+      const seen: TrafficRecord[] = [];
+      const ends: boolean[] = [];
+      const log = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined } as unknown as Logger;
+      const sink = { observe: (r: TrafficRecord[]) => void seen.push(...r), end: (ok: boolean) => void ends.push(ok) };
+      const reader = new AccessLogReader(path, db as unknown as SqlDatabase, journal, sink, log);
+      expect(await reader.readNew()).toBe(600);
+      appendFileSync(path, `${lines[600]!.slice(20)}\n${lines.slice(601).join('\n')}\n`);
+      expect(await reader.readNew()).toBe(400);
+      expect(await reader.readNew()).toBe(0);
+      expect(seen).toEqual(lines.map(reference));
+      expect(ends).toEqual([true, true]);
+      const want = new Database(':memory:');
+      new TrafficJournal(want).add(lines.map(reference) as TrafficRecord[]);
+      for (const table of ['traffic', 'traffic_counts']) expect(db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2, 3`).all()).toEqual(want.prepare(`SELECT * FROM ${table} ORDER BY 1, 2, 3`).all());
+      // A trickle extends the last span: the two reads' spans cover the rows exactly
+      expect(db.prepare('SELECT SUM(rows) AS n, MIN(first_id) AS lo, MAX(last_id) AS hi FROM traffic_spans').get()).toEqual({ n: 1000, lo: 1, hi: 1000 });
+
+      // A read whose insert fails leaves no rows, and its lines are skipped (not retried forever).
+      appendFileSync(path, `${lines.slice(0, 5).join('\n')}\n`);
+      db.exec("CREATE TRIGGER refuse BEFORE INSERT ON traffic WHEN NEW.path = '/p3' BEGIN SELECT RAISE(FAIL, 'refused'); END");
+      expect(await reader.readNew()).toBe(0);
+      expect(ends).toEqual([true, true, false]);
+      expect((db.prepare('SELECT COUNT(*) AS n FROM traffic').get() as { n: number }).n).toBe(1000);
+      expect(db.prepare('SELECT SUM(n) AS n FROM traffic_counts').get()).toEqual({ n: 1000 });
+      db.exec('DROP TRIGGER refuse');
+      expect(await reader.readNew()).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

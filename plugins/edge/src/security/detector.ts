@@ -16,10 +16,10 @@ const ATTACK_PATHS: RegExp[] = [
   /<script/, /union(\s|%20|\+)+select/, /\/solr\/admin/, /\/manager\/html/,
 ];
 
-export const isAttackPath = (path: string) => {
-  const p = path.toLowerCase();
-  return ATTACK_PATHS.some((re) => re.test(p));
-};
+/** All of them in one expression: one pass over the path per record instead of one per pattern. */
+const ANY_ATTACK_PATH = new RegExp(ATTACK_PATHS.map((re) => `(?:${re.source})`).join('|'));
+
+export const isAttackPath = (path: string) => ANY_ATTACK_PATH.test(path.toLowerCase());
 
 interface SourceState {
   errors: number[];
@@ -38,6 +38,8 @@ export const BLOCKABLE: ReadonlySet<EventType> = new Set(['scan', 'auth_failure'
 
 export class Detector {
   private readonly sources = new Map<string, SourceState>();
+  /** Sources tracked before the next prune: doubles past what a prune keeps, so pruning stays linear overall. */
+  private pruneAt = 10_000;
 
   constructor(private readonly settings: () => SecuritySettings) {}
 
@@ -46,42 +48,44 @@ export class Detector {
     const s = this.settings();
     const window = s.window_seconds * 1000;
     const out: SecurityEventInput[] = [];
+    // Appends a time to a source's window and drops the times that left it; returns how many remain.
+    const push = (list: number[], time: number) => {
+      list.push(time);
+      const since = time - window;
+      while (list.length && list[0]! < since) list.shift();
+      return list.length;
+    };
+    // One event per source and type per window.
+    const raise = (r: TrafficRecord, st: SourceState, type: EventType, details: Record<string, unknown>) => {
+      const last = st.lastRaised[type];
+      if (last !== undefined && r.time_ms - last < window) return;
+      st.lastRaised[type] = r.time_ms;
+      out.push({
+        time_ms: r.time_ms, type, severity: SEVERITY[type], source_ip: r.source_ip, deployment: r.deployment || null,
+        host: r.host, path: r.path, details: { ...details, status: r.status, method: r.method, user_agent: r.user_agent }, auto_blocked: false,
+      });
+    };
     for (const r of records) {
       if (!r.source_ip) continue;
       let st = this.sources.get(r.source_ip);
       if (!st) this.sources.set(r.source_ip, (st = { errors: [], authFailures: [], requests: [], lastRaised: {}, seen: 0 }));
       st.seen = r.time_ms;
-      const since = r.time_ms - window;
-      const push = (list: number[]) => {
-        list.push(r.time_ms);
-        while (list.length && list[0]! < since) list.shift();
-        return list.length;
-      };
-      const raise = (type: EventType, details: Record<string, unknown>) => {
-        const last = st!.lastRaised[type];
-        if (last !== undefined && r.time_ms - last < window) return;
-        st!.lastRaised[type] = r.time_ms;
-        out.push({
-          time_ms: r.time_ms, type, severity: SEVERITY[type], source_ip: r.source_ip, deployment: r.deployment || null,
-          host: r.host, path: r.path, details: { ...details, status: r.status, method: r.method, user_agent: r.user_agent }, auto_blocked: false,
-        });
-      };
 
       if (r.blocked) {
-        raise('blocked_ip_hit', { reason: 'request from a blocked address' });
+        raise(r, st, 'blocked_ip_hit', { reason: 'request from a blocked address' });
         continue;
       }
-      const requests = push(st.requests);
-      if (requests >= s.rate_threshold) raise('rate_limit', { requests, window_seconds: s.window_seconds, threshold: s.rate_threshold });
+      const requests = push(st.requests, r.time_ms);
+      if (requests >= s.rate_threshold) raise(r, st, 'rate_limit', { requests, window_seconds: s.window_seconds, threshold: s.rate_threshold });
       if (r.status === 401 && r.protected && r.user) {
-        const n = push(st.authFailures);
-        if (n >= s.auth_failure_threshold) raise('auth_failure', { failures: n, window_seconds: s.window_seconds, user: r.user });
+        const n = push(st.authFailures, r.time_ms);
+        if (n >= s.auth_failure_threshold) raise(r, st, 'auth_failure', { failures: n, window_seconds: s.window_seconds, user: r.user });
       }
       if (r.status >= 400 && r.status < 500 && r.status !== 401 && r.status !== 429) {
-        const n = push(st.errors);
-        if (n >= s.scan_threshold) raise('scan', { client_errors: n, window_seconds: s.window_seconds, threshold: s.scan_threshold });
+        const n = push(st.errors, r.time_ms);
+        if (n >= s.scan_threshold) raise(r, st, 'scan', { client_errors: n, window_seconds: s.window_seconds, threshold: s.scan_threshold });
       }
-      if (s.attack_paths && isAttackPath(r.path)) raise('attack_path', { reason: 'request for a well-known attack path' });
+      if (s.attack_paths && isAttackPath(r.path)) raise(r, st, 'attack_path', { reason: 'request for a well-known attack path' });
     }
     this.prune(records.at(-1)?.time_ms ?? Date.now(), window);
     return out;
@@ -89,7 +93,8 @@ export class Detector {
 
   /** Forgets sources quiet for longer than a window (bounded memory under many sources). */
   private prune(now: number, window: number): void {
-    if (this.sources.size < 10_000) return;
+    if (this.sources.size < this.pruneAt) return;
     for (const [ip, st] of this.sources) if (now - st.seen > window) this.sources.delete(ip);
+    this.pruneAt = Math.max(10_000, 2 * this.sources.size);
   }
 }

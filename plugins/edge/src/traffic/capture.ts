@@ -15,6 +15,8 @@ export class Capture {
   readonly reader: AccessLogReader;
   private readonly detector: Detector;
   private readonly pendingBlocks = new Set<string>();
+  /** Automatic blocks decided during the current read, started once its transaction committed. */
+  private decided: { ip: string; id: number; reason: string; duration: number }[] = [];
 
   constructor(
     private readonly rt: Runtime,
@@ -24,11 +26,22 @@ export class Capture {
     private readonly settings: PluginSettings<typeof SecuritySettings>,
   ) {
     this.detector = new Detector(() => settings.get());
-    this.reader = new AccessLogReader(rt.edge.layout.accessLog, journal.db, (records) => this.ingest(records), rt.ctx.log);
+    this.reader = new AccessLogReader(rt.edge.layout.accessLog, journal.db, journal, {
+      observe: (records) => this.observe(records),
+      // The events' ids only exist once committed; a rolled-back read blocks no one.
+      end: (committed) => {
+        const decided = this.decided;
+        this.decided = [];
+        for (const d of decided) {
+          if (committed) this.autoBlock(d);
+          else this.pendingBlocks.delete(d.ip);
+        }
+      },
+    }, rt.ctx.log);
   }
 
-  ingest(records: TrafficRecord[]): void {
-    this.journal.add(records);
+  /** Records already in the journal → security events (and automatic blocks). */
+  observe(records: TrafficRecord[]): void {
     const s = this.settings.get();
     for (const e of this.detector.observe(records)) {
       const id = this.events.add(e);
@@ -36,11 +49,15 @@ export class Capture {
       const ip = e.source_ip;
       if (this.pendingBlocks.has(ip) || this.blocks.activeBlock(ip) || this.blocks.whitelisted(ip)) continue;
       this.pendingBlocks.add(ip);
-      this.blocks.block({ ip, reason: `auto-block: ${e.type} (event ${id})`, duration: s.auto_block_duration, auto: true })
-        .then(() => this.events.markBlocked(id))
-        .catch((err) => this.rt.ctx.log.error('auto-block failed', { ip, error: (err as Error).message }))
-        .finally(() => this.pendingBlocks.delete(ip));
+      this.decided.push({ ip, id, reason: `auto-block: ${e.type} (event ${id})`, duration: s.auto_block_duration });
     }
+  }
+
+  private autoBlock({ ip, id, reason, duration }: { ip: string; id: number; reason: string; duration: number }): void {
+    this.blocks.block({ ip, reason, duration, auto: true })
+      .then(() => this.events.markBlocked(id))
+      .catch((err) => this.rt.ctx.log.error('auto-block failed', { ip, error: (err as Error).message }))
+      .finally(() => this.pendingBlocks.delete(ip));
   }
 
   /** Follows the log in real-time mode, stops following otherwise. */

@@ -5,23 +5,55 @@
  */
 import { open, stat } from 'node:fs/promises';
 import type { Logger, SqlDatabase } from '@agent/sdk';
-import { parseLine, type TrafficRecord } from './journal.js';
+import type { TrafficJournal, TrafficRecord } from './journal.js';
+import { parseLines } from './parse.js';
 
 // Up to ~15k lines per transaction: each commit writes every index page the batch touched, so bigger batches
 // cost far less per line (4k lines: half the rate); small enough not to hold the event loop for long (~0.3 s).
 const CHUNK = 4 * 1024 * 1024;
+/** Records parsed, inserted and observed at a time within a read: few enough to die in V8's young generation. */
+const GROUP = 200;
+
+export interface ReadSink {
+  observe(records: TrafficRecord[]): void;
+  end(committed: boolean): void;
+}
 
 export class AccessLogReader {
   private timer: NodeJS.Timeout | null = null;
   private reading: Promise<number> | null = null;
+  /** One read's lines → journal rows, `onRecords`, and the new offset, in one transaction. */
+  private readonly ingest: (text: string, ino: number, offset: number) => number;
 
+  /**
+   * `sink.observe` sees every record once its row is appended, in log order, inside the read's transaction (the
+   * detector); `sink.end` follows each read, saying whether its transaction committed.
+   */
   constructor(
     private readonly path: string,
     private readonly db: SqlDatabase,
-    private readonly onRecords: (records: TrafficRecord[]) => void,
+    journal: TrafficJournal,
+    private readonly sink: ReadSink,
     private readonly log: Logger,
   ) {
     db.exec('CREATE TABLE IF NOT EXISTS ingest_position (path TEXT PRIMARY KEY, ino INTEGER NOT NULL, offset INTEGER NOT NULL)');
+    // The offset commits with the rows: a crash leaves neither lost nor repeated lines.
+    this.ingest = db.transaction((text: string, ino: number, offset: number) => {
+      const rows = journal.appender();
+      let n = 0;
+      parseLines(text, (records) => {
+        rows.append(records);
+        n += records.length;
+        try {
+          this.sink.observe(records);
+        } catch (err) {
+          this.log.error('traffic observation failed', { error: (err as Error).message });
+        }
+      }, GROUP);
+      rows.finish();
+      this.save(ino, offset);
+      return n;
+    });
   }
 
   private position(): { ino: number; offset: number } {
@@ -46,13 +78,14 @@ export class AccessLogReader {
     } catch {
       return 0;
     }
-    let { ino, offset } = this.position();
+    const stored = this.position();
+    let { ino, offset } = stored;
     if (ino !== st.ino || st.size < offset) {
       ino = st.ino;
       offset = 0;
     }
     if (st.size === offset) {
-      this.save(ino, offset);
+      if (ino !== stored.ino || offset !== stored.offset) this.save(ino, offset);
       return 0;
     }
     const fh = await open(this.path, 'r');
@@ -68,20 +101,18 @@ export class AccessLogReader {
           if (bytesRead === CHUNK) offset += bytesRead; // an absurdly long line: skip it
           break;
         }
-        const complete = buf.toString('utf8', 0, lastNl);
+        const text = buf.toString('utf8', 0, lastNl);
         offset += lastNl + 1;
-        const records: TrafficRecord[] = [];
-        for (const line of complete.split('\n')) {
-          const r = parseLine(line);
-          if (r) records.push(r);
-        }
-        count += records.length;
+        let committed = false;
         try {
-          this.onRecords(records);
+          count += this.ingest(text, ino, offset);
+          committed = true;
         } catch (err) {
+          // As before: lines the journal refuses are skipped, not retried forever.
           this.log.error('traffic ingestion failed', { error: (err as Error).message });
+          this.save(ino, offset);
         }
-        this.save(ino, offset);
+        this.sink.end(committed);
       }
     } finally {
       await fh.close();
