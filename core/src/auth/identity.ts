@@ -375,7 +375,8 @@ export class Identity implements IdentityService {
   }
 
   /** The principal behind a bearer credential (JWT or raw API key), or null. */
-  async authenticate(bearer: string, ip: string): Promise<Principal | null> {
+  /** Synchronous for API keys and user tokens seen before (the common case): no promise per request. */
+  authenticate(bearer: string, ip: string): Principal | null | Promise<Principal | null> {
     if (bearer.startsWith(API_KEY_PREFIX)) {
       const k = this.findKey(bearer);
       if (!k) return null;
@@ -389,6 +390,10 @@ export class Identity implements IdentityService {
       if (known.exp > Date.now() / 1000) return known.principal;
       this.userTokens.delete(bearer);
     }
+    return this.authenticateToken(bearer, ip);
+  }
+
+  private async authenticateToken(bearer: string, ip: string): Promise<Principal | null> {
     const claims = await this.tokens.verify(bearer);
     if (!claims) return null;
     const [kind, rawId] = claims.sub.split(':');
