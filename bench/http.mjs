@@ -74,7 +74,7 @@ const koa = await bareKoa();
 pin(koa.pid, 0);
 // Rounds alternate agent and koa (both up, one loaded at a time), so a drift of the machine's speed during the
 // run weighs on both sides; the ratio is the median of the rounds' ratios.
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const rounds = [];
 for (let i = 0; i < ROUNDS; i++) {
   const a = await load(agent.pid, `${agent.url}/api/auth/validate`, { authorization: `Bearer ${token}` });
