@@ -9,14 +9,9 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CoreAuditLog } from '../src/audit/audit-log.js';
 import { openJournal, type Journal } from '../src/store/journal.js';
+import { seededRandom } from '../../test/helpers/random.js';
 
-let seed = 11;
-const rnd = (n: number) => {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) % n;
-};
+const rnd = seededRandom(11);
 
 const ACTORS = [['user', 'user:1'], ['user', 'user:2'], ['user', 'user:3'], ['api_key', 'api_key:1'], ['api_key', 'api_key:2'], ['system', 'system:backups']] as const;
 function event(): AuditEventInput {

@@ -10,14 +10,9 @@ import type { Logger, SqlDatabase } from '@agent/sdk';
 import { TrafficJournal, type TrafficFilter, type TrafficRecord } from '../src/traffic/journal.js';
 import { parseLine, parseLines } from '../src/traffic/parse.js';
 import { AccessLogReader } from '../src/traffic/ingest.js';
+import { seededRandom } from '../../../test/helpers/random.js';
 
-let seed = 7;
-const rnd = (n: number) => {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) % n;
-};
+const rnd = seededRandom(7);
 
 const T0 = Date.UTC(2026, 0, 1);
 function records(n: number, from: number): TrafficRecord[] {

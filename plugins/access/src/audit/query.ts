@@ -53,24 +53,9 @@ function ownActorIds(principal: Principal, identity: IdentityService): string[] 
 }
 
 /**
- * What a non-admin may read: events about deployments it can access, and its own actions (as the user or through
- * any of its keys). Admins read everything.
+ * What a non-admin may read, as the clauses of a core search: events about deployments it can access, and its own
+ * actions (as the user or through any of its keys). Undefined for an admin: everything.
  */
-export function visibility(principal: Principal, identity: IdentityService): Where | null {
-  if (principal.isAdmin) return null;
-  const own = ownActorIds(principal, identity);
-  const parts = [`actor_id IN (${own.map(() => '?').join(',')})`];
-  const params: unknown[] = [...own];
-  const names = Object.keys(principal.deployments);
-  if (names.includes('*')) parts.push('deployment IS NOT NULL');
-  else if (names.length > 0) {
-    parts.push(`deployment IN (${names.map(() => '?').join(',')})`);
-    params.push(...names);
-  }
-  return { sql: `(${parts.join(' OR ')})`, params };
-}
-
-/** The same rule as `visibility`, as the clauses of a core search (undefined: everything). */
 export function searchScope(principal: Principal, identity: IdentityService): AuditSearchQuery['anyOf'] {
   if (principal.isAdmin) return undefined;
   const anyOf: NonNullable<AuditSearchQuery['anyOf']> = [{ field: 'actor_id', values: ownActorIds(principal, identity) }];
@@ -79,6 +64,24 @@ export function searchScope(principal: Principal, identity: IdentityService): Au
   else if (names.length > 0) anyOf.push({ field: 'deployment', values: names });
   return anyOf;
 }
+
+/** The same clauses as SQL (column names come from the clause type's fixed list; values are bound). */
+export function scopeSql(anyOf: AuditSearchQuery['anyOf']): Where | null {
+  if (!anyOf) return null;
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  for (const clause of anyOf) {
+    if ('present' in clause) parts.push(`${clause.field} IS NOT NULL`);
+    else {
+      parts.push(`${clause.field} IN (${clause.values.map(() => '?').join(',')})`);
+      params.push(...clause.values);
+    }
+  }
+  return { sql: `(${parts.join(' OR ')})`, params };
+}
+
+/** The visibility rule of `searchScope` as SQL conditions (null for an admin). */
+export const visibility = (principal: Principal, identity: IdentityService): Where | null => scopeSql(searchScope(principal, identity));
 
 /** A filter as a core search (a page of `limit` from `offset`). */
 export function toSearch(filter: AuditFilter, anyOf: AuditSearchQuery['anyOf'], page: { limit: number; offset: number; countCap: number }): AuditSearchQuery {

@@ -6,7 +6,7 @@ import {
 import { AuditEventView } from '../schemas.js';
 import { exportStream } from './export.js';
 import {
-  buildWhere, COLUMNS, searchScope, StatementCache, toSearch, toView, visibility, type AuditFilter, type AuditRow, type IdRange, type Where,
+  buildWhere, COLUMNS, scopeSql, searchScope, StatementCache, toSearch, toView, visibility, type AuditFilter, type AuditRow, type IdRange, type Where,
 } from './query.js';
 
 const ActorType = Type.Union([Type.Literal('user'), Type.Literal('api_key'), Type.Literal('system')]);
@@ -79,7 +79,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
       if (found.exact) return { sql: 'WHERE id IN (SELECT value FROM json_each(?))', params: [JSON.stringify(found.ids)] };
     }
     db();
-    return buildWhere(filter, visibility(principal, identity), rangeOf(filter));
+    return buildWhere(filter, scopeSql(scope), rangeOf(filter));
   };
 
   const checkRange = (f: AuditFilter) => {
