@@ -78,8 +78,9 @@ describe('observability app', () => {
       expect(created.status, created.text).toBe(201);
       expect(created.body.data.start_error).toBeNull();
     }
+    // -a: the health watcher may be restarting the unhealthy api container at this very moment.
     const nameOf = async (deployment: string, svc: string) =>
-      docker('ps', '--filter', `label=com.docker.compose.project=${deployment}`, '--filter', `label=com.docker.compose.service=${svc}`, '--format', '{{.Names}}');
+      docker('ps', '-a', '--filter', `label=com.docker.compose.project=${deployment}`, '--filter', `label=com.docker.compose.service=${svc}`, '--format', '{{.Names}}');
     [SICK, DOOMED, VICTIM] = await Promise.all([nameOf(DEP_C, 'api'), nameOf(DEP_D, 'db'), nameOf(DEP_D, 'worker')]);
     expect(SICK && DOOMED && VICTIM).toBeTruthy();
   });
