@@ -12,13 +12,14 @@ export { NODE_FLAGS } from '../scripts/lib.mjs';
 import { AGENT_ENTRY, NODE_FLAGS } from '../scripts/lib.mjs';
 
 /** Starts the agent; resolves once it printed "agent ready". */
-export async function startAgent({ plugins = ['*'], config = {}, dataDir } = {}) {
+/** `nodeFlags` and `entry` let a benchmark compare Node flags or another build of the agent. */
+export async function startAgent({ plugins = ['*'], config = {}, dataDir, nodeFlags = NODE_FLAGS, entry = AGENT_ENTRY } = {}) {
   const work = mkdtempSync(join(tmpdir(), 'agent-bench-'));
   const data = dataDir ?? join(work, 'data');
   const yaml = JSON.stringify({ listen: '127.0.0.1:0', data_dir: data, log: { level: 'warn' }, plugins: { enabled: plugins }, ...config });
   writeFileSync(join(work, 'agent.yaml'), yaml); // JSON is valid YAML
   const started = process.hrtime.bigint();
-  const child = spawn(process.execPath, [...NODE_FLAGS, AGENT_ENTRY, '--config', join(work, 'agent.yaml')], {
+  const child = spawn(process.execPath, [...nodeFlags, entry, '--config', join(work, 'agent.yaml')], {
     env: { ...process.env, AGENT_ADMIN_PASSWORD: ADMIN_PASSWORD, AGENT_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

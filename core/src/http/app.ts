@@ -2,6 +2,7 @@
  * The koa application: error envelope, CORS, the router built from the registry (auth → body → pipeline →
  * audit per route), the plugin proxy, and JSON 404/405 answers.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -12,7 +13,7 @@ import type { Identity } from '../auth/identity.js';
 import type { RouteRegistry, RegisteredRoute } from '../openapi/registry.js';
 import type { PlanEngine } from '../plans/engine.js';
 import type { CoreAuditLog } from '../audit/audit-log.js';
-import { execute } from './execute.js';
+import { execute, type ExecuteResult } from './execute.js';
 import { toErrorAnswer } from './errors.js';
 
 export interface HttpDeps {
@@ -41,9 +42,12 @@ const checked = (principal: Principal | null): Principal => {
  */
 export function authenticateHeader(header: string | undefined, ip: string, identity: Identity): Principal | Promise<Principal> {
   if (!header) throw errors.unauthorized('missing bearer token');
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!m) throw errors.unauthorized('the Authorization header must be "Bearer <token>"');
-  const principal = identity.authenticate(m[1]!, ip);
+  // The usual spelling is taken without a regular expression; anything else goes through the full syntax.
+  let token: string | undefined;
+  if (header.startsWith('Bearer ') && header.indexOf(' ', 7) < 0 && header.length > 7) token = header.slice(7);
+  else token = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+  if (!token) throw errors.unauthorized('the Authorization header must be "Bearer <token>"');
+  const principal = identity.authenticate(token, ip);
   return principal instanceof Promise ? principal.then(checked) : checked(principal);
 }
 
@@ -87,39 +91,33 @@ export function createHttpApp(deps: HttpDeps): Koa {
     for (const [k, v] of Object.entries(answer.headers ?? {})) ctx.set(k, v);
     ctx.body = answer.body;
   };
-  // Plain promise callbacks rather than an async function: this wraps every request.
-  app.use((ctx, next) =>
-    next().then(
-      () => {
-        if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) answerError(ctx, errors.notFound(`no route ${ctx.method} ${ctx.path}`));
-      },
-      (err: unknown) => answerError(ctx, err),
-    ),
-  );
+  /** A request nothing answered (no route, nothing set a body) gets the JSON 404. */
+  const answerUnhandled = (ctx: Koa.Context) => {
+    const response = ctx.response;
+    if (response.status === 404 && response.body === undefined && ctx.respond !== false) answerError(ctx, errors.notFound(`no route ${ctx.method} ${ctx.path}`));
+  };
 
-  if (config.api.enable_cors) {
-    app.use(async (ctx, next) => {
-      const origin = ctx.get('origin');
-      if (!origin) return next();
-      const allowed = allowedOrigins.has(origin);
-      ctx.vary('Origin');
-      if (ctx.method === 'OPTIONS' && ctx.get('access-control-request-method')) {
-        if (!allowed) throw errors.forbidden(`origin ${origin} is not allowed`, 'CORS_ORIGIN_DENIED');
-        ctx.set('Access-Control-Allow-Origin', origin);
-        ctx.set('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
-        ctx.set('Access-Control-Allow-Headers', ctx.get('access-control-request-headers') || 'Authorization, Content-Type');
-        ctx.set('Access-Control-Max-Age', '600');
-        ctx.status = 204;
-        return;
-      }
-      if (allowed) {
-        ctx.set('Access-Control-Allow-Origin', origin);
-        ctx.set('Access-Control-Expose-Headers', 'Content-Disposition, Retry-After');
-      }
-      return next();
-    });
-  }
-
+  /** CORS headers; true when it answered the request itself (a preflight). Throws 403 for a denied preflight. */
+  const cors = config.api.enable_cors ? (ctx: Koa.Context): boolean => {
+    const origin = ctx.get('origin');
+    if (!origin) return false;
+    const allowed = allowedOrigins.has(origin);
+    ctx.vary('Origin');
+    if (ctx.method === 'OPTIONS' && ctx.get('access-control-request-method')) {
+      if (!allowed) throw errors.forbidden(`origin ${origin} is not allowed`, 'CORS_ORIGIN_DENIED');
+      ctx.set('Access-Control-Allow-Origin', origin);
+      ctx.set('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
+      ctx.set('Access-Control-Allow-Headers', ctx.get('access-control-request-headers') || 'Authorization, Content-Type');
+      ctx.set('Access-Control-Max-Age', '600');
+      ctx.status = 204;
+      return true;
+    }
+    if (allowed) {
+      ctx.set('Access-Control-Allow-Origin', origin);
+      ctx.set('Access-Control-Expose-Headers', 'Content-Disposition, Retry-After');
+    }
+    return false;
+  } : null;
 
   // koa-body (and the multipart stack it pulls in) is loaded with the first request that has a body.
   let bodyParser: Promise<Koa.Middleware> | null = null;
@@ -134,17 +132,142 @@ export function createHttpApp(deps: HttpDeps): Koa {
     await (await bodyParser)(ctx, async () => undefined);
   };
 
+  /**
+   * One request on one route: authenticate → body → pipeline → answer, then the audit record of a mutation. Each
+   * step goes on synchronously when it can; only a step that really waits (a token's first use, a request body, an
+   * async handler) makes the call asynchronous.
+   */
+  class RouteCall {
+    private principal: Principal | null = null;
+    private status = 500;
+    private deployment: string | null = null;
+    private wantsPlan = false;
+    private readonly ip: string;
+    private readonly headers: IncomingHttpHeaders;
+
+    constructor(private readonly ctx: Koa.Context, private readonly route: RegisteredRoute) {
+      // ctx.request / ctx.req / ctx.response rather than koa's ctx delegates (megamorphic accessors).
+      this.ip = ctx.request.ip;
+      this.headers = ctx.req.headers;
+    }
+
+    run(): void | Promise<void> {
+      let pending: void | Promise<void>;
+      try {
+        pending = this.authenticate();
+      } catch (err) {
+        return this.failed(err);
+      }
+      if (!pending) return this.record();
+      return pending.then(() => this.record(), (err: unknown) => this.failed(err));
+    }
+
+    private authenticate(): void | Promise<void> {
+      if (this.route.permission !== null) {
+        const found = authenticateHeader(this.headers.authorization, this.ip, identity);
+        if (found instanceof Promise) {
+          return found.then((principal) => {
+            this.principal = principal;
+            return this.readBody();
+          });
+        }
+        this.principal = found;
+      }
+      return this.readBody();
+    }
+
+    private readBody(): void | Promise<void> {
+      const { route, headers } = this;
+      if (!route.validate.body || route.spec.rawBody) return this.execute();
+      const length = Number(headers['content-length'] || 0);
+      if ((length > 0 || headers['transfer-encoding']) && !this.ctx.request.is('json')) {
+        throw errors.badRequest('the body must be JSON (Content-Type: application/json)', 'UNSUPPORTED_MEDIA_TYPE');
+      }
+      if (length > config.api.body_limit) throw errors.tooLarge(`request body larger than ${config.api.body_limit} bytes`);
+      return parseBody(this.ctx).then(() => this.execute());
+    }
+
+    private execute(): void | Promise<void> {
+      const { ctx } = this;
+      const request = ctx.request;
+      // koa parses the query once per request; it is only copied when `plan` has to be taken out.
+      let query = request.query as Record<string, unknown>;
+      if ('plan' in query) {
+        query = { ...query };
+        if (query.plan !== 'true' && query.plan !== 'false') throw errors.badRequest('query.plan: must be true or false');
+        this.wantsPlan = query.plan === 'true';
+        delete query.plan;
+      }
+      // Most handlers never look at the signal: it is created (and the close listener added) on first use.
+      let controller: AbortController | null = null;
+      const signal = () => {
+        if (!controller) {
+          const c = (controller = new AbortController());
+          ctx.res.once('close', () => {
+            if (!ctx.res.writableFinished) c.abort();
+          });
+        }
+        return controller.signal;
+      };
+      const result = execute({
+        // A copy: validation coerces params in place (`'2'` → `2`), the audit record keeps the raw path values.
+        route: this.route, principal: this.principal, params: { ...ctx.params }, query, body: request.body, ip: this.ip,
+        path: request.path, headers: this.headers, signal, raw: { req: ctx.req, res: ctx.res }, wantsPlan: this.wantsPlan,
+      }, plans, validateResponse);
+      if (result instanceof Promise) return result.then((r) => this.answer(r));
+      this.answer(result);
+    }
+
+    private answer({ reply, deployment }: ExecuteResult): void {
+      const { res } = this.ctx;
+      const response = this.ctx.response;
+      this.deployment = deployment;
+      this.status = reply.status;
+      for (const k in reply.headers) response.set(k, reply.headers[k]!);
+      response.status = reply.status;
+      if (reply.stream !== undefined) response.body = reply.stream;
+      else if (reply.body) {
+        // Set directly: koa would otherwise look the type up for every JSON answer.
+        if (!res.hasHeader('content-type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
+        response.body = reply.body;
+      } else response.body = null;
+    }
+
+    private failed(err: unknown): never {
+      this.status = toErrorAnswer(err).status;
+      this.record();
+      throw err;
+    }
+
+    /** The audit record of a mutating request, whatever its outcome. */
+    private record(): void {
+      const { principal, route, status, wantsPlan } = this;
+      if (!principal || !MUTATING.has(route.method) || route.spec.audit === false) return;
+      audit.record({
+        ...auditActor(principal),
+        action: wantsPlan ? `${route.operationId}.plan` : route.operationId,
+        resource_type: resourceTypeOf(route.path),
+        resource_id: Object.values((this.ctx.params ?? {}) as Record<string, string>)[0] ?? null,
+        deployment: this.deployment,
+        success: status < 400,
+        status,
+        client_ip: this.ip,
+        detail: wantsPlan ? { plan: true } : null,
+      });
+    }
+  }
+
   // Routes are grouped by their first path segment, so a request only tests the few routes of its group. Paths are
   // compiled by @koa/router (its path syntax and decoding); the matched handler is called directly rather than
   // through the router's middleware, which composes a fresh chain on every request.
   interface Entry {
     layer: Router.Layer;
     methods: Set<string>;
-    handler: Koa.Middleware;
+    handler: (ctx: Koa.Context) => void | Promise<void>;
   }
   const compiler = new Router({ prefix: '/api' });
   const groups = new Map<string, Entry[]>();
-  const add = (path: string, method: string, handler: Koa.Middleware) => {
+  const add = (path: string, method: string, handler: Entry['handler']) => {
     const first = path.split('/')[1] ?? '';
     const key = first.startsWith(':') ? '*' : first;
     const layer = compiler.register(path, [method], handler as never) as unknown as Router.Layer;
@@ -153,103 +276,50 @@ export function createHttpApp(deps: HttpDeps): Koa {
     list.push({ layer, methods: new Set(layer.methods), handler });
   };
   for (const route of registry.routes) {
-    add(route.path, route.method, async (ctx) => {
-      const ip = ctx.ip;
-      let principal: Principal | null = null;
-      let status = 500;
-      let deployment: string | null = null;
-      let wantsPlan = false;
-      try {
-        if (route.permission !== null) {
-          const found = authenticateHeader(ctx.get('authorization'), ip, identity);
-          principal = found instanceof Promise ? await found : found;
-        }
-        if (route.validate.body && !route.spec.rawBody) {
-          const length = Number(ctx.get('content-length') || 0);
-          if ((length > 0 || ctx.get('transfer-encoding')) && !ctx.is('json')) {
-            throw errors.badRequest('the body must be JSON (Content-Type: application/json)', 'UNSUPPORTED_MEDIA_TYPE');
-          }
-          if (length > config.api.body_limit) throw errors.tooLarge(`request body larger than ${config.api.body_limit} bytes`);
-          await parseBody(ctx);
-        }
-        // koa parses the query once per request; it is only copied when `plan` has to be taken out.
-        let query = ctx.query as Record<string, unknown>;
-        if ('plan' in query) {
-          query = { ...query };
-          if (query.plan !== 'true' && query.plan !== 'false') throw errors.badRequest('query.plan: must be true or false');
-          wantsPlan = query.plan === 'true';
-          delete query.plan;
-        }
-        // Most handlers never look at the signal: it is created (and the close listener added) on first use.
-        let controller: AbortController | null = null;
-        const signal = () => {
-          if (!controller) {
-            const c = (controller = new AbortController());
-            ctx.res.once('close', () => {
-              if (!ctx.res.writableFinished) c.abort();
-            });
-          }
-          return controller.signal;
-        };
-        const result = await execute({
-          // A copy: validation coerces params in place (`'2'` → `2`), the audit record keeps the raw path values.
-          route, principal, params: { ...ctx.params }, query, body: ctx.request.body, ip, path: ctx.path,
-          headers: ctx.headers, signal, raw: { req: ctx.req, res: ctx.res }, wantsPlan,
-        }, plans, validateResponse);
-        deployment = result.deployment;
-        const reply = result.reply;
-        status = reply.status;
-        for (const k in reply.headers) ctx.set(k, reply.headers[k]!);
-        ctx.status = reply.status;
-        if (reply.stream !== undefined) ctx.body = reply.stream;
-        else if (reply.body) {
-          // Set directly: koa would otherwise look the type up for every JSON answer.
-          if (!ctx.res.hasHeader('content-type')) ctx.set('Content-Type', 'application/json; charset=utf-8');
-          ctx.body = reply.body;
-        } else ctx.body = null;
-      } catch (err) {
-        status = toErrorAnswer(err).status;
-        throw err;
-      } finally {
-        if (principal && MUTATING.has(route.method) && route.spec.audit !== false) {
-          audit.record({
-            ...auditActor(principal),
-            action: wantsPlan ? `${route.operationId}.plan` : route.operationId,
-            resource_type: resourceTypeOf(route.path),
-            resource_id: Object.values((ctx.params ?? {}) as Record<string, string>)[0] ?? null,
-            deployment,
-            success: status < 400,
-            status,
-            client_ip: ip,
-            detail: wantsPlan ? { plan: true } : null,
-          });
-        }
-      }
-    });
+    add(route.path, route.method, (ctx) => new RouteCall(ctx, route).run());
   }
   const fallback = groups.get('*') ?? [];
-  app.use((ctx, next) => {
-    const path = ctx.path;
-    if (!path.startsWith('/api/')) return next();
+  /** Finds the route of a request and runs it; undefined when nothing matched (the 404 follows). */
+  const dispatch = (ctx: Koa.Context): void | Promise<void> => {
+    const path = ctx.request.path;
+    if (!path.startsWith('/api/')) return;
     if (path.startsWith('/api/plugin/')) return deps.proxy(ctx);
     const end = path.indexOf('/', 5);
     const list = groups.get(path.slice(5, end < 0 ? undefined : end)) ?? fallback;
+    const method = ctx.req.method!;
     let allowed: string[] | null = null;
     for (const entry of list) {
-      if (!entry.layer.regexp.test(path)) continue;
-      if (entry.methods.has(ctx.method)) {
-        ctx.params = entry.layer.params(path, entry.layer.captures(path), {});
-        return entry.handler(ctx, next);
+      const match = entry.layer.regexp.exec(path);
+      if (!match) continue;
+      if (entry.methods.has(method)) {
+        // The captures of the one match (Layer#captures would run the expression again).
+        ctx.params = entry.layer.params(path, match.slice(1), {});
+        return entry.handler(ctx);
       }
       (allowed ??= []).push(...entry.methods);
     }
-    if (!allowed) return next();
+    if (!allowed) return;
     ctx.set('Allow', [...new Set(allowed)].join(', '));
-    if (ctx.method === 'OPTIONS') {
+    if (method === 'OPTIONS') {
       ctx.status = 204;
       return;
     }
-    throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${ctx.method} is not allowed on ${path}`);
+    throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${path}`);
+  };
+
+  // The only koa middleware: CORS, the route, the error envelope. A route that answers synchronously (most do)
+  // costs no promise here; koa wraps the result once.
+  app.use((ctx) => {
+    let pending: void | Promise<void>;
+    try {
+      if (cors?.(ctx)) return;
+      pending = dispatch(ctx);
+    } catch (err) {
+      answerError(ctx, err);
+      return;
+    }
+    if (pending) return pending.then(() => answerUnhandled(ctx), (err: unknown) => answerError(ctx, err));
+    answerUnhandled(ctx);
   });
   return app;
 }

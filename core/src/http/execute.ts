@@ -82,7 +82,11 @@ class HandlerRequest implements RouteRequest<any, any, any> {
   }
 }
 
-export async function execute(inv: Invocation, plans: PlanEngine, validateResponse?: (route: RegisteredRoute, data: unknown) => void): Promise<ExecuteResult> {
+/**
+ * Runs the pipeline. Synchronous for a synchronous handler (most are): the HTTP layer then answers without a
+ * promise of its own. Errors before the handler runs are thrown, not returned as rejections.
+ */
+export function execute(inv: Invocation, plans: PlanEngine, validateResponse?: (route: RegisteredRoute, data: unknown) => void): ExecuteResult | Promise<ExecuteResult> {
   const { route } = inv;
   const spec = route.spec;
   checkPermission(route.permission, inv.principal);
@@ -120,16 +124,15 @@ export async function execute(inv: Invocation, plans: PlanEngine, validateRespon
 
   if (inv.wantsPlan) {
     if (!spec.plan) throw errors.badRequest(`${route.method} ${route.path} does not support plans`, 'PLAN_NOT_SUPPORTED');
-    const plan = await plans.create({ route, principal: inv.principal!, params: inv.params, query: inv.query, body, path: inv.path });
-    return { reply: new Reply(201, { data: plans.view(plan), message: 'plan created; nothing was changed' }), deployment };
+    return plans.create({ route, principal: inv.principal!, params: inv.params, query: inv.query, body, path: inv.path })
+      .then((plan) => ({ reply: new Reply(201, { data: plans.view(plan), message: 'plan created; nothing was changed' }), deployment }));
   }
 
-  // Most handlers answer synchronously: awaiting only a promise saves a microtask turn per request.
-  let result: unknown = spec.handler(req);
-  if (result instanceof Promise) result = await result;
-  let reply: Reply;
-  if (result instanceof Reply) reply = result;
-  else reply = new Reply(spec.status ?? 200, { data: result === undefined ? null : result });
-  if (validateResponse && reply.body && reply.status < 300 && spec.response) validateResponse(route, reply.body.data);
-  return { reply, deployment };
+  const finish = (result: unknown): ExecuteResult => {
+    const reply = result instanceof Reply ? result : new Reply(spec.status ?? 200, { data: result === undefined ? null : result });
+    if (validateResponse && reply.body && reply.status < 300 && spec.response) validateResponse(route, reply.body.data);
+    return { reply, deployment };
+  };
+  const result: unknown = spec.handler(req);
+  return result instanceof Promise ? result.then(finish) : finish(result);
 }

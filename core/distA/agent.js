@@ -1,0 +1,149 @@
+/**
+ * The composition root: builds the core services (registered in a tsyringe container, which also carries the
+ * services plugins provide), loads the plugins, serves HTTP and websockets, and stops everything in order.
+ */
+import 'reflect-metadata';
+import { createServer } from 'node:http';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { container } from 'tsyringe';
+import { coreServices, deploymentsService } from '@agent/sdk';
+import { REPO_ROOT } from './config/config.js';
+import { createRootLogger, flushLogs, sdkLogger } from './log.js';
+import { loadSecrets } from './store/secrets.js';
+import { createSealer } from './store/sealer.js';
+import { openDocument } from './store/documents.js';
+import { openJournal } from './store/journal.js';
+import { AgentEventBus } from './events/bus.js';
+import { CoreAuditLog } from './audit/audit-log.js';
+import { ResourceCatalog } from './auth/resources.js';
+import { TokenService } from './auth/tokens.js';
+import { Identity, emptyIdentity } from './auth/identity.js';
+import { LoginLimiter } from './auth/login-limiter.js';
+import { RouteRegistry } from './openapi/registry.js';
+import { buildOpenApi } from './openapi/document.js';
+import { PlanEngine } from './plans/engine.js';
+import { CoreScheduler } from './scheduler/scheduler.js';
+import { SettingsStore } from './settings/registry.js';
+import { PluginHost } from './plugins/host.js';
+import { serviceAvailable } from './plugins/context.js';
+import { AppHost } from './plugins/app-host.js';
+import { createPluginProxy } from './plugins/proxy.js';
+import { createHttpApp } from './http/app.js';
+import { createSocketServer } from './http/websocket.js';
+import { coreRoutes } from './http/core-routes.js';
+export const VERSION = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).version;
+export async function startAgent(loaded, print = (l) => process.stdout.write(l + '\n')) {
+    const startedAt = Date.now();
+    const { core } = loaded;
+    mkdirSync(core.data_dir, { recursive: true, mode: 0o700 });
+    const root = createRootLogger(core.log.level);
+    const log = sdkLogger(root, { component: 'core' });
+    const secrets = loadSecrets(core.data_dir);
+    const sealer = createSealer(secrets.dataKey);
+    const coreDir = join(core.data_dir, 'core');
+    const journal = openJournal(join(coreDir, 'journal.sqlite'));
+    const bus = new AgentEventBus(log);
+    const audit = new CoreAuditLog(journal);
+    const catalog = new ResourceCatalog();
+    catalog.declare({ name: 'plans', description: 'plans: preview and apply changes', operator: 'write', viewer: 'read', plugin: 'core' });
+    catalog.declare({ name: 'plugins', description: 'the plugin list; write = create deployments from plugins', operator: 'write', viewer: 'read', plugin: 'core' });
+    const tokens = new TokenService(secrets.jwtKey, core.auth.token_ttl);
+    const identity = new Identity(await openDocument(join(coreDir, 'identity.json'), emptyIdentity()), catalog, tokens);
+    const limiter = new LoginLimiter(core.auth.login_max_failures, core.auth.login_max_failures_per_ip, core.auth.lockout * 1000);
+    const registry = new RouteRegistry();
+    const plans = new PlanEngine(await openDocument(join(coreDir, 'plans.json.enc'), { plans: [] }, sealer), core.plans.ttl, (id) => registry.byOperationId(id), (id) => identity.principalById(id));
+    await plans.recover();
+    const scheduler = new CoreScheduler(journal, sdkLogger(root, { component: 'scheduler' }));
+    const settings = new SettingsStore(await openDocument(join(coreDir, 'settings.json'), { values: {} }), bus);
+    const admin = await identity.bootstrapAdmin(core.admin_password);
+    if (admin.generated) {
+        print('');
+        print(`First start: created user "admin" with password: ${admin.generated}`);
+        print('This password is shown once. Change it with PUT /api/users/me/password (or set AGENT_ADMIN_PASSWORD before the first start).');
+        print('');
+    }
+    else if (admin.created)
+        log.info('created user "admin" with the configured password');
+    container.register(coreServices.identity.id, { useValue: identity });
+    container.register(coreServices.audit.id, { useValue: audit });
+    container.register(coreServices.settings.id, { useValue: settings });
+    let url = '';
+    const host = new PluginHost(root, {
+        registry, catalog, settings, container, audit, sealer,
+        agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
+    }, bus, scheduler);
+    await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections);
+    identity.invalidate();
+    let openapi = null;
+    registry.commit(coreRoutes({
+        version: VERSION, startedAt, identity, limiter, audit, plans, registry, tokenTtl: core.auth.token_ttl,
+        openapi: () => (openapi ??= JSON.stringify(buildOpenApi({
+            version: VERSION, registry, resources: identity.resources(),
+            plugins: host.running().map((p) => ({ name: p.name, description: p.description })),
+        }))),
+        plugins: () => host.plugins,
+        appState: (name) => apps.state(name),
+        deployments: () => (serviceAvailable(container, deploymentsService.id) ? container.resolve(deploymentsService.id) : undefined),
+    }).map((spec) => registry.prepareRoute('core', spec)));
+    const apps = new AppHost(sdkLogger(root, { component: 'apps' }), core.data_dir, () => url, (name) => identity.issueSystemToken(name));
+    await host.start();
+    scheduler.forPlugin('core').job({ name: 'plans.purge', cron: '17 * * * *', run: () => plans.purge() });
+    const proxy = createPluginProxy({ registry, identity, apps, audit, log: root });
+    const app = createHttpApp({
+        config: core, log: root, identity, registry, plans, audit, proxy: (ctx) => proxy.http(ctx),
+        validateResponses: process.env.AGENT_VALIDATE_RESPONSES === '1',
+    });
+    const sockets = createSocketServer(registry, identity, root);
+    // Keep-alive longer than clients' own idle timeouts (undici: 4 s), so a client never reuses a connection the
+    // agent is closing at that moment.
+    const server = createServer({ requestTimeout: 3600_000, keepAliveTimeout: 65_000 }, app.callback());
+    server.headersTimeout = 66_000;
+    server.on('upgrade', (req, socket, head) => {
+        const ip = req.socket.remoteAddress ?? '';
+        if (sockets.upgrade(req, socket, head, ip) || proxy.upgrade(req, socket, head, ip))
+            return;
+        socket.end('HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"error":"no websocket endpoint here","code":"NOT_FOUND"}');
+    });
+    await new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(core.listen.port, core.listen.host, () => resolve());
+    });
+    const address = server.address();
+    url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+    for (const p of host.running()) {
+        if (p.definition?.app)
+            await apps.start(p.name, p.packageDir, p.definition.app, p.staged.ctx.config);
+    }
+    const memory = process.memoryUsage();
+    root.info({
+        url, version: VERSION, ms: Date.now() - startedAt,
+        memory_mb: { rss: Math.round(memory.rss / 1048576), heap_used: Math.round(memory.heapUsed / 1048576), heap_total: Math.round(memory.heapTotal / 1048576), external: Math.round(memory.external / 1048576) },
+        plugins: host.running().map((p) => p.name), failed: host.plugins.filter((p) => p.status === 'failed').map((p) => p.name),
+    }, 'agent ready');
+    bus.emit('agent.ready', { url });
+    let stopping = null;
+    const stop = () => (stopping ??= (async () => {
+        root.info('shutting down');
+        const closed = new Promise((resolve) => server.close(() => resolve()));
+        sockets.close();
+        // Keep-alive connections are closed as soon as their in-flight request is answered; 10 s at most.
+        const idle = setInterval(() => server.closeIdleConnections(), 50);
+        server.closeIdleConnections();
+        const force = setTimeout(() => server.closeAllConnections(), 10_000);
+        await closed;
+        clearInterval(idle);
+        clearTimeout(force);
+        proxy.close();
+        await apps.stopAll();
+        await host.stop();
+        scheduler.stop();
+        audit.flush();
+        await identity.flush();
+        journal.close();
+        root.info('stopped');
+        await flushLogs(root);
+    })());
+    return { url, stop };
+}
+//# sourceMappingURL=agent.js.map

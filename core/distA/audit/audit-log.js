@@ -1,0 +1,275 @@
+import { redactDeep } from '../plans/redact.js';
+import { DERIVED, INDEX_COLUMNS, INSERT_COLUMNS, LAYOUT_VERSION, ROW_WIDTH, SCHEMA } from './layout.js';
+import { BLOCK_SIZE, BlockBuilder, BUCKETS, FIELD_COUNT } from './postings.js';
+import { AuditSearcher } from './search.js';
+/**
+ * Events are written together once this many are queued, or after a delay: FLUSH_DELAY_MS when writes are
+ * quick, up to MAX_DELAY_MS when they are slow (a burst): each commit rewrites the open block's postings it
+ * touched, so bigger batches under load cost less per event. Shutdown and every read flush first.
+ */
+const FLUSH_BATCH = 50_000;
+const FLUSH_DELAY_MS = 20;
+const MAX_DELAY_MS = 1000;
+/** Rows per INSERT statement: far fewer calls into SQLite per event. */
+const ROWS_PER_STATEMENT = 50;
+/**
+ * Times never go backwards by less than this (a clock stepped back a little: events keep the last stamp, so
+ * ids stay in time order). Beyond, events take the clock's time: answers stay exact (block time bounds), only
+ * the order of those events is by id.
+ */
+const MAX_HOLD_MS = 10_000;
+export class CoreAuditLog {
+    db;
+    /** Queued events, ROW_WIDTH values each in INSERT order (the id is filled in when written). */
+    queue = [];
+    delayMs = FLUSH_DELAY_MS;
+    timer = null;
+    /** Highest id ever assigned (AUTOINCREMENT: ids are not reused) and highest id indexed in the postings. */
+    lastId = 0;
+    indexedTo = 0;
+    lastStamp = 0;
+    isoMs = NaN;
+    iso = '';
+    /** Postings of the newest block, kept in memory: each flush rewrites the terms it touched. */
+    open = null;
+    /** Every non-empty block, ascending (mirrors `audit_blocks`). */
+    blocks = [];
+    s;
+    write;
+    searcher;
+    constructor(db) {
+        this.db = db;
+        const hasLayout = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_layout'").get() !== undefined;
+        const current = hasLayout && db.prepare('SELECT version FROM audit_layout').pluck().get() === LAYOUT_VERSION;
+        if (!current)
+            db.exec(DERIVED);
+        db.exec(SCHEMA);
+        // Reads of the audit endpoints (page rows, scans of stats and exports) run from memory-mapped pages.
+        db.pragma('mmap_size = 268435456');
+        // Pages stay cached between batches (SQLite grows its cache only as it needs it).
+        db.pragma('cache_size = -65536');
+        const values = (n) => Array.from({ length: n }, () => `(${Array(ROW_WIDTH).fill('?').join(',')})`).join(',');
+        this.s = {
+            one: db.prepare(`INSERT INTO audit_events (${INSERT_COLUMNS}) VALUES ${values(1)}`),
+            wide: db.prepare(`INSERT INTO audit_events (${INSERT_COLUMNS}) VALUES ${values(ROWS_PER_STATEMENT)}`),
+            state: db.prepare('SELECT (SELECT MAX(id) FROM audit_events) AS max_id, EXISTS (SELECT 1 FROM audit_dirty) AS dirty'),
+            rowsFrom: db.prepare(`SELECT ${INDEX_COLUMNS} FROM audit_events WHERE id >= ? ORDER BY id LIMIT ${BLOCK_SIZE}`).raw(),
+            blockRows: db.prepare(`SELECT ${INDEX_COLUMNS} FROM audit_events WHERE id BETWEEN ? AND ? ORDER BY id`).raw(),
+            blockStats: db.prepare(`SELECT COUNT(*) AS n, MIN(time_ms) AS min, MAX(time_ms) AS max, COALESCE(SUM(back), 0) = 0 AS ordered
+        FROM (SELECT time_ms, time_ms < LAG(time_ms) OVER (ORDER BY id) AS back FROM audit_events WHERE id BETWEEN ? AND ?)`),
+            putPosting: db.prepare('INSERT OR REPLACE INTO audit_postings (block, field, bucket, terms) VALUES (?, ?, ?, ?)'),
+            // Every (field, bucket) of the block: one primary-key search each (the key starts with the field).
+            dropPostings: db.prepare(`DELETE FROM audit_postings WHERE field IN (${Array.from({ length: FIELD_COUNT }, (_, i) => i).join(',')})
+        AND bucket IN (${Array.from({ length: BUCKETS }, (_, i) => i).join(',')}) AND block = ?`),
+            putBlock: db.prepare('INSERT OR REPLACE INTO audit_blocks (block, n, min_time, max_time, ordered) VALUES (?, ?, ?, ?, ?)'),
+            dropBlock: db.prepare('DELETE FROM audit_blocks WHERE block = ?'),
+            dirty: db.prepare('SELECT block, MAX(what) AS what FROM audit_dirty GROUP BY block ORDER BY block'),
+            clearDirty: db.prepare('DELETE FROM audit_dirty'),
+        };
+        this.write = db.transaction((rows, external) => {
+            if (external) {
+                this.catchUp();
+                this.repair();
+            }
+            this.insert(rows);
+            if (this.open)
+                this.persist(this.open);
+        });
+        db.transaction(() => this.load(current))();
+        this.searcher = new AuditSearcher(db, () => this.blocks);
+    }
+    get database() {
+        this.flush();
+        return this.db;
+    }
+    record(e) {
+        let now = Date.now();
+        if (now < this.lastStamp && this.lastStamp - now < MAX_HOLD_MS)
+            now = this.lastStamp;
+        else
+            this.lastStamp = now;
+        // A burst records many events in one millisecond: one ISO string for all of them.
+        if (now !== this.isoMs) {
+            this.isoMs = now;
+            this.iso = new Date(now).toISOString();
+        }
+        const detail = e.detail ? JSON.stringify(redactDeep(e.detail)) : null;
+        const resourceId = e.resource_id === null || e.resource_id === undefined ? null : String(e.resource_id);
+        this.queue.push(0, this.iso, now, e.actor_type, e.actor_id, e.actor_name ?? null, e.action, e.resource_type, resourceId, e.deployment ?? null, e.success ? 1 : 0, e.status ?? null, e.client_ip ?? null, detail);
+        if (this.queue.length >= FLUSH_BATCH * ROW_WIDTH)
+            this.flush();
+        else
+            this.timer ??= setTimeout(() => this.flush(), this.delayMs).unref();
+    }
+    search(query) {
+        this.flush();
+        return this.searcher.search(query);
+    }
+    idRange(start_ms = -Infinity, end_ms = Infinity) {
+        this.flush();
+        let first = -1;
+        let last = -1;
+        for (const b of this.blocks) {
+            if (b.max < start_ms || b.min > end_ms)
+                continue;
+            if (first < 0)
+                first = b.block;
+            last = b.block;
+        }
+        return first < 0 ? null : { first: first * BLOCK_SIZE, last: last * BLOCK_SIZE + BLOCK_SIZE - 1 };
+    }
+    flush() {
+        if (this.timer) {
+            clearTimeout(this.timer);
+            this.timer = null;
+        }
+        // Rows another connection appended, deleted or changed are indexed before anything is read or written.
+        const state = this.s.state.get();
+        const external = (state.max_id ?? 0) > this.indexedTo || state.dirty === 1;
+        if (this.queue.length === 0 && !external)
+            return;
+        const rows = this.queue;
+        this.queue = [];
+        const t0 = performance.now();
+        try {
+            this.write(rows, external);
+        }
+        catch (err) {
+            // Rolled back: the ids and postings kept in memory may name rows that were not written; start again from
+            // what is stored (the queued events are lost, as with any failed commit).
+            this.open = null;
+            this.indexedTo = 0;
+            this.db.transaction(() => this.load(true))();
+            throw err;
+        }
+        // The next batch waits twice as long as this one took to write: at most a third of the time goes to flushes.
+        if (rows.length > 0)
+            this.delayMs = Math.min(MAX_DELAY_MS, Math.max(FLUSH_DELAY_MS, 2 * (performance.now() - t0)));
+    }
+    insert(rows) {
+        for (let o = 0; o < rows.length; o += ROW_WIDTH)
+            rows[o] = ++this.lastId;
+        const wide = ROWS_PER_STATEMENT * ROW_WIDTH;
+        let o = 0;
+        for (; o + wide <= rows.length; o += wide)
+            this.s.wide.run(rows.slice(o, o + wide));
+        for (; o < rows.length; o += ROW_WIDTH)
+            this.s.one.run(rows.slice(o, o + ROW_WIDTH));
+        for (o = 0; o < rows.length; o += ROW_WIDTH)
+            this.append(rows, o);
+    }
+    /** Adds a written row (flat array at `o`) to the open block; moving to the next block makes the last one final. */
+    append(rows, o) {
+        const id = rows[o];
+        const block = Math.floor(id / BLOCK_SIZE);
+        if (this.open?.block !== block) {
+            if (this.open)
+                this.persist(this.open);
+            this.open = new BlockBuilder(block);
+        }
+        this.open.add(rows, o);
+        this.indexedTo = id;
+    }
+    /** At open: indexes the rows of the newest block (rebuilt from its rows, so a crash loses nothing) or all of them. */
+    load(current) {
+        const maxId = this.s.state.get().max_id ?? 0;
+        const seq = this.db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'audit_events'").get()?.seq ?? 0;
+        this.lastId = Math.max(maxId, seq);
+        let from = 0;
+        if (current) {
+            this.blocks = this.db.prepare('SELECT block, n, min_time AS min, max_time AS max, ordered FROM audit_blocks ORDER BY block').all()
+                .map((b) => ({ ...b, ordered: b.ordered === 1 }));
+            this.repair();
+            const newest = this.blocks.at(-1);
+            if (newest)
+                from = newest.block * BLOCK_SIZE;
+        }
+        // Else a journal of an older agent (nine column indexes, dropped by SCHEMA) or of another layout: every row
+        // is indexed, once, here (a few seconds per million events).
+        this.indexFrom(from);
+        if (this.open)
+            this.persist(this.open);
+        if (!current)
+            this.db.prepare('INSERT INTO audit_layout (version) VALUES (?)').run(LAYOUT_VERSION);
+        for (const b of this.blocks)
+            if (b.max > this.lastStamp)
+                this.lastStamp = b.max;
+    }
+    /** Indexes every stored row from id `from` on, after the open block's (the next persist writes it). */
+    indexFrom(from) {
+        for (;;) {
+            const rows = this.s.rowsFrom.all(from);
+            for (const row of rows)
+                this.append(row, 0);
+            if (rows.length < BLOCK_SIZE)
+                return;
+            from = rows.at(-1)[0] + 1;
+        }
+    }
+    /** Rows another connection appended after the last indexed one. */
+    catchUp() {
+        const maxId = this.s.state.get().max_id ?? 0;
+        if (maxId <= this.indexedTo)
+            return;
+        this.indexFrom(this.indexedTo + 1);
+        this.lastId = Math.max(this.lastId, maxId);
+    }
+    /** Blocks whose rows were deleted or changed (triggers): postings rebuilt from the rows, or only their bounds. */
+    repair() {
+        const dirty = this.s.dirty.all();
+        if (dirty.length === 0)
+            return;
+        for (const { block, what } of dirty) {
+            if (what === 2 || block === this.open?.block)
+                this.rebuild(block);
+            else {
+                const lo = block * BLOCK_SIZE;
+                const st = this.s.blockStats.get(lo, lo + BLOCK_SIZE - 1);
+                this.setInfo({ block, n: st.n, min: st.min, max: st.max, ordered: st.ordered === 1 });
+            }
+        }
+        this.s.clearDirty.run();
+    }
+    rebuild(block) {
+        const b = new BlockBuilder(block);
+        const lo = block * BLOCK_SIZE;
+        for (const row of this.s.blockRows.all(lo, lo + BLOCK_SIZE - 1))
+            b.add(row, 0);
+        this.s.dropPostings.run(block);
+        this.persist(b);
+        if (this.open?.block === block)
+            this.open = b;
+    }
+    /** Writes the postings a block changed since its last write, and its bounds. */
+    persist(b) {
+        for (const p of b.takeTouched())
+            this.s.putPosting.run(b.block, p.field, p.bucket, p.terms);
+        this.setInfo({ block: b.block, n: b.n, min: b.minTime, max: b.maxTime, ordered: b.ordered });
+    }
+    /** Stores a block's count and bounds (an empty block is dropped), here and in `audit_blocks`. */
+    setInfo(info) {
+        const blocks = this.blocks;
+        let lo = 0;
+        let hi = blocks.length;
+        while (lo < hi) {
+            const mid = (lo + hi) >>> 1;
+            if (blocks[mid].block < info.block)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        const found = blocks[lo]?.block === info.block;
+        if (info.n === 0) {
+            if (found)
+                blocks.splice(lo, 1);
+            this.s.dropBlock.run(info.block);
+            return;
+        }
+        if (found)
+            blocks[lo] = info;
+        else
+            blocks.splice(lo, 0, info);
+        this.s.putBlock.run(info.block, info.n, info.min, info.max, info.ordered ? 1 : 0);
+    }
+}
+//# sourceMappingURL=audit-log.js.map

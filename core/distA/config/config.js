@@ -1,0 +1,203 @@
+/**
+ * Agent configuration: `agent.yaml` (or `--config` / `AGENT_CONFIG`), every key with a default, then environment
+ * overrides: the shortcuts `AGENT_LISTEN`, `AGENT_DATA_DIR`, `AGENT_ADMIN_PASSWORD`, `AGENT_LOG_LEVEL`, and
+ * `AGENT__<section>__<key>=<yaml value>` for any key. Top-level sections other than the core's belong to plugins,
+ * which validate their own.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as yamlModule from 'yaml';
+import { parseDuration, parseSize } from './units.js';
+import { compilePlain } from '../openapi/validation.js';
+export class ConfigError extends Error {
+    constructor(message) {
+        super(message);
+        this.name = 'ConfigError';
+    }
+}
+/**
+ * The repository root, where built-in plugins live: the nearest folder above this module whose package.json
+ * declares the workspaces (the module runs from core/dist/config, or bundled from core/dist).
+ */
+export const REPO_ROOT = (() => {
+    let dir = dirname(fileURLToPath(import.meta.url));
+    for (;;) {
+        try {
+            if (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).workspaces)
+                return dir;
+        }
+        catch {
+            // no package.json here
+        }
+        const parent = dirname(dir);
+        if (parent === dir)
+            return resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+        dir = parent;
+    }
+})();
+const duration = { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^\\d+(ms|s|m|h|d)?$' }] };
+const coreSchema = {
+    type: 'object',
+    additionalProperties: true,
+    properties: {
+        listen: { type: 'string', default: '127.0.0.1:8090' },
+        data_dir: { type: 'string', minLength: 1, default: './data' },
+        admin_password: { type: ['string', 'null'], minLength: 8, default: null },
+        log: {
+            type: 'object', additionalProperties: false, default: {},
+            properties: { level: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'silent'], default: 'info' } },
+        },
+        api: {
+            type: 'object', additionalProperties: false, default: {},
+            properties: {
+                enable_cors: { type: 'boolean', default: false },
+                allowed_origins: { type: 'array', items: { type: 'string', pattern: '^https?://[^/\\s]+$' }, default: [] },
+                body_limit: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^\\d+(b|kb|mb|gb)?$' }], default: '10mb' },
+                trust_proxy: { type: 'boolean', default: false },
+            },
+        },
+        auth: {
+            type: 'object', additionalProperties: false, default: {},
+            properties: {
+                token_ttl: { ...duration, default: '24h' },
+                login_max_failures: { type: 'integer', minimum: 1, default: 5 },
+                login_max_failures_per_ip: { type: 'integer', minimum: 1, default: 20 },
+                lockout: { ...duration, default: '15m' },
+            },
+        },
+        plans: {
+            type: 'object', additionalProperties: false, default: {},
+            properties: { ttl: { ...duration, default: '24h' } },
+        },
+        plugins: {
+            type: 'object', additionalProperties: false, default: {},
+            properties: {
+                enabled: { type: 'array', items: { type: 'string', minLength: 1 }, default: ['*'] },
+                builtin_dir: { type: 'string', default: '' },
+            },
+        },
+    },
+};
+// Bundled with the core (scripts/lib.mjs), where it loads in a fraction of the time of its many module files.
+const loadYaml = () => yamlModule;
+const CORE_KEYS = new Set(Object.keys(coreSchema.properties));
+const validateCore = compilePlain(coreSchema);
+function parseListen(text) {
+    const m = /^(?:\[([0-9a-fA-F:]+)\]|([^:\s]+)):(\d{1,5})$/.exec(text.trim());
+    const port = m ? Number(m[3]) : NaN;
+    if (!m || port > 65535)
+        throw new ConfigError(`config listen: '${text}' is not host:port`);
+    return { host: m[1] ?? m[2], port, text };
+}
+function setPath(target, path, value) {
+    let node = target;
+    for (const part of path.slice(0, -1)) {
+        const next = node[part];
+        if (typeof next !== 'object' || next === null || Array.isArray(next))
+            node[part] = {};
+        node = node[part];
+    }
+    node[path[path.length - 1]] = value;
+}
+function envOverrides(raw, env) {
+    const shortcuts = {
+        AGENT_LISTEN: ['listen'],
+        AGENT_DATA_DIR: ['data_dir'],
+        AGENT_ADMIN_PASSWORD: ['admin_password'],
+        AGENT_LOG_LEVEL: ['log', 'level'],
+    };
+    for (const [name, path] of Object.entries(shortcuts)) {
+        const value = env[name];
+        if (value !== undefined && value !== '')
+            setPath(raw, path, value);
+    }
+    for (const [name, value] of Object.entries(env)) {
+        if (!name.startsWith('AGENT__') || value === undefined)
+            continue;
+        const path = name.slice('AGENT__'.length).split('__').map((p) => p.toLowerCase());
+        if (path.some((p) => !/^[a-z0-9_]+$/.test(p)))
+            throw new ConfigError(`environment ${name}: not a config key path`);
+        let parsed = value;
+        try {
+            parsed = loadYaml().parse(value);
+        }
+        catch {
+            parsed = value;
+        }
+        setPath(raw, path, parsed);
+    }
+}
+export function findConfigFile(argv, env) {
+    const idx = argv.findIndex((a) => a === '--config' || a.startsWith('--config='));
+    if (idx >= 0) {
+        const arg = argv[idx];
+        const value = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[idx + 1];
+        if (!value)
+            throw new ConfigError('--config needs a file path');
+        return { path: resolve(value), explicit: true };
+    }
+    if (env.AGENT_CONFIG)
+        return { path: resolve(env.AGENT_CONFIG), explicit: true };
+    return { path: resolve('agent.yaml'), explicit: false };
+}
+export function loadConfig(argv = process.argv.slice(2), env = process.env) {
+    const { path, explicit } = findConfigFile(argv, env);
+    let raw = {};
+    let file = null;
+    if (existsSync(path)) {
+        file = path;
+        let parsed;
+        const yaml = loadYaml();
+        try {
+            parsed = yaml.parse(readFileSync(path, 'utf8'));
+        }
+        catch (err) {
+            if (err instanceof yaml.YAMLParseError) {
+                const pos = err.linePos?.[0];
+                throw new ConfigError(`config ${path}${pos ? `:${pos.line}:${pos.col}` : ''}: ${err.message.split('\n')[0]}`);
+            }
+            throw new ConfigError(`config ${path}: ${err.message}`);
+        }
+        if (parsed !== null && parsed !== undefined) {
+            if (typeof parsed !== 'object' || Array.isArray(parsed))
+                throw new ConfigError(`config ${path}: the top level must be a mapping`);
+            raw = parsed;
+        }
+    }
+    else if (explicit) {
+        throw new ConfigError(`config file ${path} does not exist`);
+    }
+    envOverrides(raw, env);
+    const problem = validateCore(raw, 'config');
+    if (problem)
+        throw new ConfigError(problem);
+    const baseDir = file ? dirname(file) : process.cwd();
+    const r = raw;
+    const dur = (key, value) => {
+        const seconds = parseDuration(value);
+        if (seconds === null || seconds <= 0)
+            throw new ConfigError(`config ${key}: '${String(value)}' is not a duration`);
+        return seconds;
+    };
+    const bodyLimit = parseSize(r.api.body_limit);
+    if (bodyLimit === null)
+        throw new ConfigError(`config api.body_limit: '${String(r.api.body_limit)}' is not a size`);
+    const abs = (p) => (isAbsolute(p) ? p : resolve(baseDir, p));
+    const core = {
+        listen: parseListen(String(r.listen)),
+        data_dir: abs(String(r.data_dir)),
+        admin_password: r.admin_password ?? null,
+        log: r.log,
+        api: { ...r.api, body_limit: bodyLimit },
+        auth: { ...r.auth, token_ttl: dur('auth.token_ttl', r.auth.token_ttl), lockout: dur('auth.lockout', r.auth.lockout) },
+        plans: { ttl: dur('plans.ttl', r.plans.ttl) },
+        plugins: { enabled: r.plugins.enabled, builtin_dir: r.plugins.builtin_dir ? abs(r.plugins.builtin_dir) : resolve(REPO_ROOT, 'plugins') },
+    };
+    const sections = {};
+    for (const [key, value] of Object.entries(raw))
+        if (!CORE_KEYS.has(key))
+            sections[key] = value;
+    return { core, sections, file, baseDir };
+}
+//# sourceMappingURL=config.js.map

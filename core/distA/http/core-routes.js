@@ -1,0 +1,219 @@
+/** The routes the core serves itself: health, auth, the live OpenAPI document, plans and the plugin list. */
+import { errors, HttpError, reply, Secret, Type, DEPLOYMENT_NAME } from '@agent/sdk';
+import { compilePlain } from '../openapi/validation.js';
+import { formatDuration } from '../config/units.js';
+import { auditActor, resourceTypeOf } from './app.js';
+import { execute } from './execute.js';
+const PrincipalSchema = Type.Object({
+    type: Type.String(), id: Type.String(), name: Type.String(), role: Type.String(),
+    user_id: Type.Union([Type.Integer(), Type.Null()]), permissions: Type.Array(Type.String()),
+    deployments: Type.Record(Type.String(), Type.String()),
+});
+const PlanView = Type.Object({
+    id: Type.String(), action: Type.String(), status: Type.String(), summary: Type.String(),
+    resource: Type.Object({ type: Type.String(), id: Type.String() }), changes: Type.Array(Type.Object({})),
+    created_at: Type.String(), expires_at: Type.String(),
+});
+const PluginView = Type.Object({
+    name: Type.String(), version: Type.String(), description: Type.String(), status: Type.String(),
+    error: Type.Union([Type.String(), Type.Null()]), builtin: Type.Boolean(),
+});
+export function coreRoutes(d) {
+    const pluginView = (p, detailed) => {
+        const own = d.registry.forPlugin(p.name);
+        const base = {
+            name: p.name, version: p.version, description: p.description, status: p.status, error: p.error, builtin: p.builtin,
+            source: p.source, deployable: p.definition?.deployable ? { summary: p.definition.deployable.summary } : null, app: p.definition?.app ? d.appState(p.name) ? { ...d.appState(p.name), secret: undefined } : { status: 'stopped' } : null,
+            provides: (p.definition?.provides ?? []).map((r) => r.id),
+            requires: (p.definition?.requires ?? []).map((r) => r.id),
+            route_count: own.routes.length + own.sockets.length + own.appRoutes.length,
+        };
+        if (!detailed)
+            return base;
+        return {
+            ...base,
+            routes: [
+                ...own.routes.map((r) => ({ method: r.method, path: `/api${r.path}`, operation_id: r.operationId, permission: r.permission ?? 'public', plan: !!r.spec.plan })),
+                ...own.sockets.map((s) => ({ method: 'GET', path: `/api${s.path}`, operation_id: s.operationId, permission: s.permission, websocket: true })),
+                ...own.appRoutes.map((a) => ({ method: a.method, path: `/api/plugin/${a.plugin}${a.path}`, operation_id: a.operationId, permission: a.permission })),
+            ],
+            jobs: p.staged?.scheduler.list() ?? [],
+            resources: d.identity.resources().filter((r) => r.plugin === p.name),
+            deployable: p.definition?.deployable ? { summary: p.definition.deployable.summary, config: p.definition.deployable.config } : null,
+        };
+    };
+    return [
+        {
+            method: 'GET', path: '/health', public: true, tag: 'system', operationId: 'system.health',
+            summary: 'Agent health (no authentication)',
+            response: Type.Object({ status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]), version: Type.String(), uptime: Type.String() }),
+            handler: () => ({
+                status: d.plugins().some((p) => p.status === 'failed') ? 'degraded' : 'ok',
+                version: d.version,
+                uptime: formatDuration((Date.now() - d.startedAt) / 1000),
+            }),
+        },
+        {
+            method: 'GET', path: '/auth/status', public: true, tag: 'auth', operationId: 'auth.status',
+            summary: 'Whether authentication is enabled and which login methods are accepted',
+            response: Type.Object({ enabled: Type.Boolean(), methods: Type.Array(Type.String()), token_ttl_seconds: Type.Number() }),
+            handler: () => ({ enabled: true, methods: ['password', 'api_key'], token_ttl_seconds: d.tokenTtl }),
+        },
+        {
+            method: 'POST', path: '/auth/login', public: true, tag: 'auth', operationId: 'auth.login', audit: false,
+            summary: 'Obtain a token with a username and password, or with an API key',
+            description: 'Send either `{username, password}` or `{api_key}`. Repeated failures lock the username and the client IP out for a while (429).',
+            body: Type.Object({
+                username: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+                password: Type.Optional(Secret({ minLength: 1, maxLength: 512 })),
+                api_key: Type.Optional(Secret({ minLength: 1, maxLength: 200, description: 'an API key (`agk_…`)' })),
+            }),
+            response: Type.Object({ token: Type.String(), expires_at: Type.String() }),
+            handler: async (req) => {
+                const { username, password, api_key } = req.body;
+                const byPassword = username !== undefined || password !== undefined;
+                if (byPassword === (api_key !== undefined))
+                    throw errors.badRequest('send either {username, password} or {api_key}');
+                if (byPassword && (username === undefined || password === undefined))
+                    throw errors.badRequest(`body.${username === undefined ? 'username' : 'password'}: required field is missing`);
+                const who = byPassword ? username : null;
+                const wait = d.limiter.retryAfter(who, req.ip);
+                if (wait > 0) {
+                    throw new HttpError(429, 'TOO_MANY_ATTEMPTS', `too many failed logins; try again in ${wait} s`, undefined, { 'retry-after': String(wait) });
+                }
+                const record = (success, actor_type, actor_id, actor_name) => d.audit.record({ actor_type, actor_id, actor_name, action: 'auth.login', resource_type: 'auth', success, status: success ? 200 : 401, client_ip: req.ip });
+                if (byPassword) {
+                    const result = await d.identity.loginWithPassword(username, password);
+                    if (!result) {
+                        d.limiter.fail(username, req.ip);
+                        record(false, 'user', `user:${d.identity.users.findByUsername(username)?.id ?? 'unknown'}`, username);
+                        throw errors.unauthorized('invalid username or password', 'INVALID_CREDENTIALS');
+                    }
+                    d.limiter.succeed(username);
+                    record(true, 'user', `user:${result.user.id}`, result.user.username);
+                    return { token: result.token, expires_at: result.expires_at, user: { id: result.user.id, username: result.user.username, role: result.user.role } };
+                }
+                const result = await d.identity.loginWithApiKey(api_key, req.ip);
+                if (!result) {
+                    d.limiter.fail(null, req.ip);
+                    record(false, 'api_key', 'api_key:unknown', api_key.slice(0, 10));
+                    throw errors.unauthorized('invalid, expired or revoked API key', 'INVALID_CREDENTIALS');
+                }
+                record(true, 'api_key', `api_key:${result.api_key.id}`, result.api_key.name);
+                return { token: result.token, expires_at: result.expires_at, api_key: { id: result.api_key.id, name: result.api_key.name, role: result.api_key.role } };
+            },
+        },
+        {
+            method: 'GET', path: '/auth/validate', permission: 'authenticated', tag: 'auth', operationId: 'auth.validate',
+            summary: 'Check the current token and show its principal',
+            response: Type.Object({ valid: Type.Literal(true), principal: PrincipalSchema }),
+            handler: (req) => ({ valid: true, principal: req.principal.toJSON() }),
+        },
+        {
+            method: 'GET', path: '/openapi.json', permission: 'authenticated', tag: 'system', operationId: 'system.openapi',
+            summary: 'The live OpenAPI 3.1 description of this agent (enabled plugins only)', produces: 'application/json',
+            handler: () => reply.stream(d.openapi(), { contentType: 'application/json; charset=utf-8' }),
+        },
+        {
+            method: 'GET', path: '/plans', permission: 'plans:read', tag: 'plans', operationId: 'plans.list',
+            summary: 'List plans (your own; every plan for an admin)',
+            query: Type.Object({ status: Type.Optional(Type.Union(['available', 'applying', 'applied', 'failed', 'obsolete', 'expired'].map((s) => Type.Literal(s)))) }),
+            response: Type.Array(PlanView),
+            handler: (req) => d.plans.list(req.principal, req.query),
+        },
+        {
+            method: 'GET', path: '/plans/:id', permission: 'plans:read', tag: 'plans', operationId: 'plans.get',
+            summary: 'One plan, sensitive values redacted',
+            params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+            response: PlanView,
+            handler: (req) => d.plans.view(d.plans.get(req.params.id, req.principal)),
+        },
+        {
+            method: 'POST', path: '/plans/:id/apply', permission: 'plans:write', tag: 'plans', operationId: 'plans.apply',
+            summary: 'Run the reviewed change (409 PLAN_STALE when what it depends on changed, 410 PLAN_EXPIRED)',
+            params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+            handler: (req) => d.plans.apply(req.params.id, req.principal, async (inv) => {
+                let status = 500;
+                let deployment = null;
+                try {
+                    const result = await execute({
+                        route: inv.route, principal: inv.principal, params: inv.params, query: inv.query, body: inv.body, ip: req.ip,
+                        path: inv.path, headers: {}, signal: () => req.signal, raw: req.raw, wantsPlan: false, planId: inv.planId,
+                    }, d.plans);
+                    status = result.reply.status;
+                    deployment = result.deployment;
+                    return result.reply;
+                }
+                catch (err) {
+                    status = err.status ?? 500;
+                    throw err;
+                }
+                finally {
+                    d.audit.record({
+                        ...auditActor(inv.principal), action: inv.route.operationId, resource_type: resourceTypeOf(inv.route.path),
+                        resource_id: Object.values(inv.params)[0] ?? null, deployment, success: status < 400, status, client_ip: req.ip,
+                        detail: { plan: inv.planId, applied_by: req.principal.id },
+                    });
+                }
+            }),
+        },
+        {
+            method: 'DELETE', path: '/plans/:id', permission: 'plans:write', tag: 'plans', operationId: 'plans.discard',
+            summary: 'Discard a plan',
+            params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+            handler: async (req) => {
+                await d.plans.discard(req.params.id, req.principal);
+                return reply.ok(null, 'plan discarded');
+            },
+        },
+        {
+            method: 'GET', path: '/plugins', permission: 'plugins:read', tag: 'plugins', operationId: 'plugins.list',
+            summary: 'Plugins with version, status, route and job counts',
+            response: Type.Array(PluginView),
+            handler: () => d.plugins().map((p) => pluginView(p, false)),
+        },
+        {
+            method: 'GET', path: '/plugins/:name', permission: 'plugins:read', tag: 'plugins', operationId: 'plugins.get',
+            summary: 'One plugin with its routes, jobs and permission resources',
+            params: Type.Object({ name: Type.String({ pattern: '^[@a-z0-9][a-z0-9./_-]*$', maxLength: 214 }) }),
+            response: PluginView,
+            handler: (req) => {
+                const p = d.plugins().find((x) => x.name === req.params.name);
+                if (!p)
+                    throw errors.notFound(`plugin '${req.params.name}' not found`);
+                return pluginView(p, true);
+            },
+        },
+        {
+            method: 'POST', path: '/plugins/:name/deployments', permission: 'plugins:write', tag: 'plugins', operationId: 'plugins.deploy', status: 201,
+            summary: 'Create a deployment from a plugin (its `deployable` template, with the given config)',
+            params: Type.Object({ name: Type.String({ pattern: '^[@a-z0-9][a-z0-9./_-]*$', maxLength: 214 }) }),
+            body: Type.Object({
+                name: Type.String({ pattern: DEPLOYMENT_NAME, description: 'name of the new deployment' }),
+                config: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'values for the plugin\'s deployment config schema (see GET /api/plugins/:name)' })),
+            }),
+            handler: async (req) => {
+                const { name: pluginName } = req.params;
+                const body = req.body;
+                const plugin = d.plugins().find((p) => p.name === pluginName && p.status === 'running');
+                if (!plugin)
+                    throw errors.notFound(`plugin '${pluginName}' not found`);
+                const deployable = plugin.definition?.deployable;
+                if (!deployable)
+                    throw errors.badRequest(`plugin '${pluginName}' offers no deployment`, 'PLUGIN_NOT_DEPLOYABLE');
+                const deployments = d.deployments();
+                if (!deployments)
+                    throw errors.unavailable('no enabled plugin manages deployments', 'DEPLOYMENTS_UNAVAILABLE');
+                if (!req.principal.can('deployments:write'))
+                    throw errors.forbidden("permission 'deployments:write' required");
+                const config = structuredClone(body.config ?? {});
+                const problem = compilePlain(deployable.config)(config, 'body.config');
+                if (problem)
+                    throw errors.badRequest(problem);
+                const rendered = await deployable.render(config);
+                return deployments.create({ name: body.name, compose_content: rendered.compose_content, env_vars: rendered.env_vars, auto_start: true }, req.principal);
+            },
+        },
+    ];
+}
+//# sourceMappingURL=core-routes.js.map

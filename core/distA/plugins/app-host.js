@@ -1,0 +1,158 @@
+/**
+ * Runs app plugins as child processes on loopback ports and keeps them up: a crashed app is restarted with
+ * exponential backoff (1 s doubling to 30 s, reset after a minute of uptime). Each app gets a per-run secret to
+ * verify the principal header, and a token of its own system principal to call the agent back.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer, connect } from 'node:net';
+import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+async function freePort() {
+    return new Promise((resolvePort, reject) => {
+        const srv = createServer();
+        srv.unref();
+        srv.on('error', reject);
+        srv.listen(0, '127.0.0.1', () => {
+            const port = srv.address().port;
+            srv.close(() => resolvePort(port));
+        });
+    });
+}
+function waitForPort(port, timeoutMs, alive) {
+    const deadline = Date.now() + timeoutMs;
+    return new Promise((done) => {
+        const attempt = () => {
+            if (!alive())
+                return done(false);
+            const sock = connect(port, '127.0.0.1');
+            sock.once('connect', () => {
+                sock.destroy();
+                done(true);
+            });
+            sock.once('error', () => {
+                sock.destroy();
+                if (Date.now() > deadline)
+                    done(false);
+                else
+                    setTimeout(attempt, 50);
+            });
+        };
+        attempt();
+    });
+}
+export class AppHost {
+    log;
+    dataDir;
+    agentUrl;
+    issueToken;
+    apps = new Map();
+    stopping = false;
+    constructor(log, dataDir, agentUrl, issueToken) {
+        this.log = log;
+        this.dataDir = dataDir;
+        this.agentUrl = agentUrl;
+        this.issueToken = issueToken;
+    }
+    state(name) {
+        return this.apps.get(name)?.state;
+    }
+    async start(name, packageDir, app, config) {
+        const appDataDir = join(this.dataDir, 'plugins', name, 'app');
+        mkdirSync(appDataDir, { recursive: true, mode: 0o700 });
+        const managed = {
+            state: { name, status: 'starting', pid: null, port: null, restarts: 0, last_exit: null, secret: randomBytes(32).toString('hex') },
+            child: null,
+            backoffMs: 1000,
+            startedAt: 0,
+            timer: null,
+            spawn: () => undefined,
+        };
+        this.apps.set(name, managed);
+        managed.spawn = () => {
+            void (async () => {
+                const port = await freePort();
+                const token = await this.issueToken(name);
+                if (this.stopping)
+                    return;
+                const child = spawn(process.execPath, [join(packageDir, app.entry)], {
+                    cwd: packageDir,
+                    stdio: ['ignore', 'pipe', 'pipe'],
+                    env: {
+                        ...process.env,
+                        ...app.env,
+                        AGENT_APP_NAME: name,
+                        AGENT_APP_HOST: '127.0.0.1',
+                        AGENT_APP_PORT: String(port),
+                        AGENT_APP_SECRET: managed.state.secret,
+                        AGENT_APP_DATA_DIR: appDataDir,
+                        AGENT_APP_CONFIG: JSON.stringify(config),
+                        AGENT_URL: this.agentUrl(),
+                        AGENT_APP_TOKEN: token,
+                    },
+                });
+                managed.child = child;
+                managed.startedAt = Date.now();
+                managed.state = { ...managed.state, status: 'starting', pid: child.pid ?? null, port };
+                const forward = (stream, level) => {
+                    let buffer = '';
+                    stream?.setEncoding('utf8');
+                    stream?.on('data', (chunk) => {
+                        buffer += chunk;
+                        let nl;
+                        while ((nl = buffer.indexOf('\n')) >= 0) {
+                            const line = buffer.slice(0, nl);
+                            buffer = buffer.slice(nl + 1);
+                            if (line.trim())
+                                this.log[level]('app output', { app: name, line: line.slice(0, 2000) });
+                        }
+                    });
+                };
+                forward(child.stdout, 'info');
+                forward(child.stderr, 'warn');
+                child.on('exit', (code, signal) => {
+                    managed.child = null;
+                    managed.state = { ...managed.state, status: this.stopping ? 'stopped' : 'crashed', pid: null, last_exit: { code, signal, at: new Date().toISOString() } };
+                    if (this.stopping)
+                        return;
+                    if (Date.now() - managed.startedAt > 60_000)
+                        managed.backoffMs = 1000;
+                    this.log.warn('app exited; restarting', { app: name, code, signal, in_ms: managed.backoffMs });
+                    managed.timer = setTimeout(() => {
+                        managed.state.restarts++;
+                        managed.spawn();
+                    }, managed.backoffMs);
+                    managed.backoffMs = Math.min(managed.backoffMs * 2, 30_000);
+                });
+                const up = await waitForPort(port, 15_000, () => managed.child === child);
+                if (up && managed.child === child) {
+                    managed.state = { ...managed.state, status: 'running' };
+                    this.log.info('app running', { app: name, port, pid: child.pid });
+                }
+                else if (managed.child === child) {
+                    this.log.error('app did not open its port in time; restarting', { app: name });
+                    child.kill('SIGKILL');
+                }
+            })().catch((err) => this.log.error('app spawn failed', { app: name, error: String(err) }));
+        };
+        managed.spawn();
+    }
+    /** Stops every app: SIGTERM, then SIGKILL after 5 s. */
+    async stopAll() {
+        this.stopping = true;
+        await Promise.all([...this.apps.values()].map((m) => new Promise((done) => {
+            if (m.timer)
+                clearTimeout(m.timer);
+            const child = m.child;
+            if (!child)
+                return done();
+            const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
+            child.once('exit', () => {
+                clearTimeout(kill);
+                done();
+            });
+            child.kill('SIGTERM');
+        })));
+    }
+}
+//# sourceMappingURL=app-host.js.map

@@ -1,0 +1,302 @@
+/**
+ * The plugin host: finds the enabled plugins, validates their config sections, orders them by the services they
+ * provide and require, runs `setup` then `start`, and stops them in reverse order. A plugin that fails is
+ * reported (with its name and the reason) and disabled; the agent keeps running.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { coreServices } from '@agent/sdk';
+import { sdkLogger } from '../log.js';
+import { ConfigError } from '../config/config.js';
+import { compilePlain, defaultsOf } from '../openapi/validation.js';
+import { createContext, serviceAvailable } from './context.js';
+const CORE_SERVICE_IDS = new Set(Object.values(coreServices).map((r) => r.id));
+function isPluginDir(dir) {
+    return existsSync(join(dir, 'package.json')) && statSync(dir).isDirectory();
+}
+/** Turns `plugins.enabled` into package folders: `*` (all built-ins), `!name` (exclude), names, paths, packages. */
+function discover(enabled, builtinDir, baseDir) {
+    const builtins = existsSync(builtinDir)
+        ? readdirSync(builtinDir).filter((n) => isPluginDir(join(builtinDir, n))).sort()
+        : [];
+    const excluded = new Set(enabled.filter((e) => e.startsWith('!')).map((e) => e.slice(1)));
+    const found = [];
+    const missing = [];
+    const seen = new Set();
+    const add = (c) => {
+        if (seen.has(c.dir))
+            return;
+        seen.add(c.dir);
+        found.push(c);
+    };
+    for (const spec of enabled) {
+        if (spec.startsWith('!'))
+            continue;
+        if (spec === '*') {
+            for (const n of builtins)
+                if (!excluded.has(n))
+                    add({ spec: n, dir: join(builtinDir, n), builtin: true });
+        }
+        else if (spec.startsWith('.') || isAbsolute(spec)) {
+            const dir = resolve(baseDir, spec);
+            if (isPluginDir(dir))
+                add({ spec, dir, builtin: false });
+            else
+                missing.push({ spec, error: `no plugin package at ${dir}` });
+        }
+        else if (/^[a-z][a-z0-9-]*$/.test(spec) && builtins.includes(spec)) {
+            if (!excluded.has(spec))
+                add({ spec, dir: join(builtinDir, spec), builtin: true });
+        }
+        else {
+            try {
+                const pkg = createRequire(join(baseDir, 'agent.yaml')).resolve(`${spec}/package.json`);
+                add({ spec, dir: dirname(pkg), builtin: false });
+            }
+            catch {
+                missing.push({ spec, error: `plugin '${spec}' is neither a built-in plugin nor an installed package` });
+            }
+        }
+    }
+    return { found, missing };
+}
+/** Newest modification time of the files under `dir`. */
+function newestMtime(dir) {
+    let newest = 0;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        const path = join(dir, entry.name);
+        newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+    }
+    return newest;
+}
+/**
+ * The bundled build of a built-in plugin (scripts/lib.mjs `bundleCore`: `<repo>/core/dist/builtin/<name>.mjs`,
+ * much quicker to load than the plugin's own files), when one exists and the plugin was not rebuilt since.
+ */
+export function bundledEntry(candidate, manifest) {
+    const entry = candidate.builtin ? manifest?.[basename(candidate.dir)] : undefined;
+    if (!entry)
+        return null;
+    const file = join(candidate.dir, '..', '..', 'core', 'dist', 'builtin', entry.file);
+    const dist = join(candidate.dir, 'dist');
+    return existsSync(file) && existsSync(dist) && newestMtime(dist) <= entry.built ? file : null;
+}
+export function readManifest(builtinDir) {
+    try {
+        return JSON.parse(readFileSync(join(builtinDir, '..', 'core', 'dist', 'builtin', 'manifest.json'), 'utf8'));
+    }
+    catch {
+        return null;
+    }
+}
+async function importDefinition(dir, bundled) {
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    const main = bundled ?? join(dir, pkg.main ?? 'dist/index.js');
+    if (!existsSync(main))
+        throw new Error(`${main} does not exist (is the plugin built?)`);
+    const mod = (await import(pathToFileURL(main).href));
+    const definition = mod.default;
+    if (!definition || typeof definition !== 'object' || typeof definition.setup !== 'function' || typeof definition.name !== 'string') {
+        throw new Error(`${main} does not export a plugin (default export of definePlugin)`);
+    }
+    return { definition, version: definition.version ?? pkg.version ?? '0.0.0' };
+}
+/** Dependency order: providers before consumers (required and optional). Cycles are reported. */
+function order(records) {
+    const providers = new Map();
+    for (const r of records)
+        for (const ref of r.definition.provides ?? [])
+            providers.set(ref.id, r.name);
+    const deps = new Map();
+    for (const r of records) {
+        const set = new Set();
+        for (const ref of [...(r.definition.requires ?? []), ...(r.definition.optional ?? [])]) {
+            const p = providers.get(ref.id);
+            if (p && p !== r.name)
+                set.add(p);
+        }
+        deps.set(r.name, set);
+    }
+    const ordered = [];
+    const done = new Set();
+    let progress = true;
+    while (progress) {
+        progress = false;
+        for (const r of records) {
+            if (done.has(r.name))
+                continue;
+            if ([...deps.get(r.name)].every((d) => done.has(d))) {
+                ordered.push(r);
+                done.add(r.name);
+                progress = true;
+            }
+        }
+    }
+    return { ordered, cyclic: records.filter((r) => !done.has(r.name)) };
+}
+export class PluginHost {
+    root;
+    deps;
+    bus;
+    scheduler;
+    plugins = [];
+    constructor(root, deps, bus, scheduler) {
+        this.root = root;
+        this.deps = deps;
+        this.bus = bus;
+        this.scheduler = scheduler;
+    }
+    get(name) {
+        return this.plugins.find((p) => p.name === name);
+    }
+    running() {
+        return this.plugins.filter((p) => p.status === 'running');
+    }
+    fail(record, error) {
+        record.status = 'failed';
+        record.error = error;
+        this.root.error({ plugin: record.name, error }, 'plugin disabled');
+        this.bus.emit('plugin.failed', { name: record.name, error });
+    }
+    /** Loads and sets up the enabled plugins. Throws ConfigError for invalid config (the agent must not start). */
+    async load(enabled, builtinDir, baseDir, sections) {
+        const { found, missing } = discover(enabled, builtinDir, baseDir);
+        for (const m of missing) {
+            this.plugins.push({ name: m.spec, version: '', description: '', builtin: false, source: m.spec, packageDir: '', status: 'failed', error: m.error, definition: null, staged: null });
+            this.root.error({ plugin: m.spec, error: m.error }, 'plugin not found');
+        }
+        const manifest = readManifest(builtinDir);
+        const loaded = await Promise.all(found.map(async (c) => {
+            try {
+                return { c, ...(await importDefinition(c.dir, bundledEntry(c, manifest))) };
+            }
+            catch (err) {
+                return { c, error: err.message };
+            }
+        }));
+        const claimed = new Map();
+        const configs = new Map();
+        for (const l of loaded) {
+            const base = { builtin: l.c.builtin, source: l.c.spec, packageDir: l.c.dir, staged: null };
+            if ('error' in l) {
+                const record = { ...base, name: l.c.spec, version: '', description: '', status: 'failed', error: l.error ?? 'unknown error', definition: null };
+                this.plugins.push(record);
+                this.root.error({ plugin: record.name, error: record.error }, 'plugin could not be loaded');
+                continue;
+            }
+            const def = l.definition;
+            if (this.get(def.name)) {
+                this.root.error({ plugin: def.name, source: l.c.spec }, 'a plugin with this name is already loaded; this one is ignored');
+                continue;
+            }
+            const record = { ...base, name: def.name, version: l.version, description: def.description ?? '', status: 'stopped', error: null, definition: def };
+            this.plugins.push(record);
+            // Config sections: each top-level property of the plugin's config schema is a top-level config key.
+            const config = {};
+            const props = (def.config?.properties ?? {});
+            for (const [section, schema] of Object.entries(props)) {
+                const owner = claimed.get(section);
+                if (owner)
+                    throw new ConfigError(`config section '${section}' is claimed by both '${owner}' and '${def.name}'`);
+                claimed.set(section, def.name);
+                // A section the config file leaves out takes its defaults without compiling a validator (start-up time).
+                const defaults = sections[section] === undefined ? defaultsOf(schema) : null;
+                if (defaults) {
+                    config[section] = defaults;
+                    continue;
+                }
+                const value = sections[section] ?? {};
+                const problem = compilePlain(schema)(value, `config ${section}`);
+                if (problem)
+                    throw new ConfigError(problem);
+                config[section] = value;
+            }
+            configs.set(def.name, config);
+        }
+        for (const section of Object.keys(sections)) {
+            if (!claimed.has(section))
+                this.root.warn({ section }, 'config section is not used by any enabled plugin');
+        }
+        const candidates = this.plugins.filter((p) => p.definition && p.status === 'stopped');
+        const { ordered, cyclic } = order(candidates);
+        for (const r of cyclic)
+            this.fail(r, 'its service dependencies form a cycle');
+        for (const record of ordered)
+            await this.setup(record, configs.get(record.name) ?? {});
+    }
+    async setup(record, config) {
+        const def = record.definition;
+        for (const ref of def.requires ?? []) {
+            if (CORE_SERVICE_IDS.has(ref.id))
+                continue;
+            if (!serviceAvailable(this.deps.container, ref.id)) {
+                const provider = this.plugins.find((p) => p.definition?.provides?.some((s) => s.id === ref.id));
+                this.fail(record, provider
+                    ? `requires service '${ref.id}' from plugin '${provider.name}', which is ${provider.status === 'failed' ? 'failed' : 'not running'}`
+                    : `requires service '${ref.id}', which no enabled plugin provides`);
+                return;
+            }
+        }
+        const log = sdkLogger(this.root, { plugin: def.name });
+        const staged = createContext(def, record.packageDir, config, log, this.scheduler.forPlugin(def.name), this.bus.scoped(), this.deps);
+        record.staged = staged;
+        try {
+            await def.setup(staged.ctx);
+            const missing = (def.provides ?? []).filter((ref) => !staged.provided.has(ref.id));
+            if (missing.length)
+                throw new Error(`declares but does not provide service(s) ${missing.map((m) => `'${m.id}'`).join(', ')}`);
+            this.deps.registry.commit(staged.entries);
+            record.status = 'running';
+        }
+        catch (err) {
+            this.rollback(record);
+            this.fail(record, `setup failed: ${err?.message ?? String(err)}`);
+        }
+    }
+    rollback(record) {
+        const staged = record.staged;
+        if (!staged)
+            return;
+        staged.scheduler.stopAll();
+        staged.events.dispose();
+        for (const id of staged.provided)
+            this.deps.container.register(id, { useValue: undefined });
+        this.deps.catalog.dropPlugin(record.name);
+        this.deps.settings.drop(record.name);
+        staged.journal()?.close();
+    }
+    /** Runs `start` of every plugin set up, in dependency order, then arms their jobs. */
+    async start() {
+        for (const record of this.running()) {
+            try {
+                await record.definition.start?.();
+                record.staged.scheduler.startAll();
+                this.bus.emit('plugin.started', { name: record.name });
+            }
+            catch (err) {
+                this.fail(record, `start failed: ${err?.message ?? String(err)}`);
+                this.deps.registry.removePlugin(record.name);
+                this.rollback(record);
+            }
+        }
+    }
+    async stop() {
+        for (const record of [...this.running()].reverse()) {
+            try {
+                record.staged.scheduler.stopAll();
+                await record.definition.stop?.();
+                for (const close of record.staged.closers.reverse())
+                    await close();
+                record.staged.events.dispose();
+                record.staged.journal()?.close();
+                record.status = 'stopped';
+            }
+            catch (err) {
+                this.root.error({ plugin: record.name, error: String(err) }, 'plugin stop failed');
+            }
+        }
+    }
+}
+//# sourceMappingURL=host.js.map

@@ -1,0 +1,125 @@
+import httpProxy from 'http-proxy';
+import { errors, HttpError } from '@agent/sdk';
+import { PRINCIPAL_HEADER } from '@agent/sdk/app';
+import { authenticateHeader, auditActor } from '../http/app.js';
+import { checkPermission } from '../http/execute.js';
+import { toErrorAnswer } from '../http/errors.js';
+const PREFIX = '/api/plugin/';
+/** Rejects encoded separators/dots, dot segments, empty segments and backslashes in the raw path. */
+export function unsafePath(rawPath) {
+    if (/%2e|%2f|%5c|%00/i.test(rawPath) || rawPath.includes('\\'))
+        return true;
+    return rawPath.split('/').slice(1).some((seg, i, all) => seg === '.' || seg === '..' || (seg === '' && i < all.length - 1));
+}
+export function createPluginProxy(deps) {
+    const proxy = httpProxy.createProxyServer({ xfwd: false, ws: true, proxyTimeout: 120_000 });
+    proxy.on('error', (err, _req, res) => {
+        deps.log.warn({ error: String(err) }, 'plugin proxy error');
+        const r = res;
+        if (r.writeHead && !r.headersSent) {
+            r.writeHead(502, { 'content-type': 'application/json' });
+            r.end(JSON.stringify({ error: 'the app plugin did not answer', code: 'PLUGIN_UNAVAILABLE' }));
+        }
+        else
+            r.destroy?.();
+    });
+    const resolve = (method, url) => {
+        const q = url.indexOf('?');
+        const rawPath = q >= 0 ? url.slice(0, q) : url;
+        const search = q >= 0 ? url.slice(q) : '';
+        if (unsafePath(rawPath))
+            throw errors.badRequest('path contains dot segments or encoded separators', 'INVALID_PATH');
+        const after = rawPath.slice(PREFIX.length);
+        const slash = after.indexOf('/');
+        const name = slash >= 0 ? after.slice(0, slash) : after;
+        const rest = slash >= 0 ? after.slice(slash) : '/';
+        const candidates = deps.registry.appRoutes.filter((a) => a.plugin === name);
+        if (candidates.length === 0)
+            throw errors.notFound(`no app plugin '${name}'`);
+        let pathMatched = false;
+        for (const route of candidates) {
+            const params = route.match(rest);
+            if (!params)
+                continue;
+            pathMatched = true;
+            if (route.method !== method)
+                continue;
+            const state = deps.apps.state(name);
+            if (!state || state.status !== 'running' || !state.port) {
+                throw new HttpError(502, 'PLUGIN_UNAVAILABLE', `app plugin '${name}' is ${state?.status ?? 'not running'}`);
+            }
+            return { name, route, params, rest, search, target: `http://127.0.0.1:${state.port}`, secret: state.secret };
+        }
+        if (pathMatched)
+            throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${rawPath}`);
+        throw errors.notFound(`app plugin '${name}' has no route ${method} ${rest}`);
+    };
+    const sign = async (principal, r) => new (await import('jose')).SignJWT({ principal: principal.toJSON() })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setIssuer('agent')
+        .setAudience(`app:${r.name}`)
+        .setIssuedAt()
+        .setExpirationTime('60s')
+        .sign(new TextEncoder().encode(r.secret));
+    const authorize = async (req, ip, r, query) => {
+        const header = req.headers.authorization;
+        const principal = await authenticateHeader(Array.isArray(header) ? header[0] : header, ip, deps.identity);
+        checkPermission(r.route.permission, principal);
+        const paramsError = r.route.validate.params(r.params);
+        if (paramsError)
+            throw paramsError;
+        const queryError = r.route.validate.query(query);
+        if (queryError)
+            throw queryError;
+        return principal;
+    };
+    const prepare = async (req, principal, r, ip) => {
+        req.headers[PRINCIPAL_HEADER] = await sign(principal, r);
+        delete req.headers.authorization;
+        req.headers['x-forwarded-for'] = ip;
+        req.url = r.rest + r.search;
+    };
+    return {
+        async http(ctx) {
+            const ip = ctx.ip;
+            const r = resolve(ctx.method, ctx.originalUrl);
+            const principal = await authorize(ctx.req, ip, r, { ...ctx.query });
+            await prepare(ctx.req, principal, r, ip);
+            ctx.respond = false;
+            await new Promise((done) => {
+                ctx.res.once('close', () => done());
+                proxy.web(ctx.req, ctx.res, { target: r.target });
+            });
+            if (ctx.method !== 'GET') {
+                deps.audit.record({
+                    ...auditActor(principal), action: r.route.operationId, resource_type: r.name, resource_id: Object.values(r.params)[0] ?? null,
+                    success: ctx.res.statusCode < 400, status: ctx.res.statusCode, client_ip: ip,
+                });
+            }
+        },
+        /** Handles an upgrade under `/api/plugin/`; returns false when the path is not ours. */
+        upgrade(req, socket, head, ip) {
+            if (!req.url?.startsWith(PREFIX))
+                return false;
+            void (async () => {
+                try {
+                    const r = resolve('GET', req.url);
+                    const query = Object.fromEntries(new URLSearchParams(r.search.slice(1)));
+                    const principal = await authorize(req, ip, r, query);
+                    await prepare(req, principal, r, ip);
+                    proxy.ws(req, socket, head, { target: r.target });
+                }
+                catch (err) {
+                    const answer = toErrorAnswer(err);
+                    const body = JSON.stringify(answer.body);
+                    socket.end(`HTTP/1.1 ${answer.status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+                }
+            })();
+            return true;
+        },
+        close() {
+            proxy.close();
+        },
+    };
+}
+//# sourceMappingURL=proxy.js.map

@@ -1,0 +1,154 @@
+/**
+ * Scheduled jobs (node-schedule) with recorded executions. A plugin's jobs fire only while it runs; a run that
+ * is still going when the next one is due is skipped, never stacked.
+ */
+import { createRequire } from 'node:module';
+import schedule from 'node-schedule';
+import cronParser from 'cron-parser';
+import { errors } from '@agent/sdk';
+const OUTPUT_LIMIT = 64 * 1024;
+// node-schedule's date library (luxon, via cron-parser) asks ICU for the system locale on its first date, which
+// maps ~7 MB of ICU data into the process for good; schedules need no locale (the time zone is unaffected).
+// luxon stays outside the bundle (scripts/lib.mjs) so that this is the copy cron-parser uses.
+createRequire(import.meta.url)('luxon').Settings.defaultLocale = 'en-US';
+const JOB_NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS job_executions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  plugin TEXT NOT NULL,
+  job TEXT NOT NULL,
+  trigger TEXT NOT NULL,
+  status TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  duration_ms INTEGER,
+  output TEXT NOT NULL DEFAULT '',
+  error TEXT
+);
+CREATE INDEX IF NOT EXISTS job_executions_job ON job_executions(plugin, job, id);
+`;
+export function validateCron(expression) {
+    const fields = expression.trim().split(/\s+/);
+    if (fields.length < 5 || fields.length > 6)
+        return `expected 5 or 6 fields, got ${fields.length}`;
+    try {
+        cronParser.parseExpression(expression);
+        return null;
+    }
+    catch (err) {
+        return err.message;
+    }
+}
+export class CoreScheduler {
+    db;
+    log;
+    insert;
+    finish;
+    shutdown = new AbortController();
+    constructor(db, log) {
+        this.db = db;
+        this.log = log;
+        db.exec(SCHEMA);
+        // Runs cut short by a crash are not left "running" forever.
+        db.prepare(`UPDATE job_executions SET status = 'failed', error = 'interrupted by agent stop' WHERE status = 'running'`).run();
+        this.insert = db.prepare(`INSERT INTO job_executions (plugin, job, trigger, status, started_at) VALUES (?, ?, ?, 'running', ?)`);
+        this.finish = db.prepare(`UPDATE job_executions SET status = ?, finished_at = ?, duration_ms = ?, output = ?, error = ? WHERE id = ?`);
+    }
+    get(id) {
+        return this.db.prepare(`SELECT * FROM job_executions WHERE id = ?`).get(id);
+    }
+    async runEntry(plugin, entry, trigger) {
+        if (entry.running && trigger === 'cron') {
+            this.log.warn('job still running; this run is skipped', { plugin, job: entry.spec.name });
+            throw new Error('already running');
+        }
+        entry.running = true;
+        const started = Date.now();
+        const id = Number(this.insert.run(plugin, entry.spec.name, trigger, new Date(started).toISOString()).lastInsertRowid);
+        let output = '';
+        const ctx = {
+            signal: this.shutdown.signal,
+            trigger,
+            output: (line) => {
+                if (output.length < OUTPUT_LIMIT)
+                    output = (output + line + '\n').slice(0, OUTPUT_LIMIT);
+            },
+        };
+        let error = null;
+        try {
+            await entry.spec.run(ctx);
+        }
+        catch (err) {
+            error = err?.message ?? String(err);
+            this.log.error('job failed', { plugin, job: entry.spec.name, error });
+        }
+        finally {
+            entry.running = false;
+        }
+        const ended = Date.now();
+        this.finish.run(error ? 'failed' : 'succeeded', new Date(ended).toISOString(), ended - started, output, error, id);
+        return this.get(id);
+    }
+    /** The scheduler a plugin sees; its jobs are armed by `startAll` and cancelled by `stopAll`. */
+    forPlugin(plugin) {
+        const entries = new Map();
+        let started = false;
+        const arm = (entry) => {
+            entry.job = schedule.scheduleJob(`${plugin}:${entry.spec.name}`, entry.spec.cron, () => {
+                this.runEntry(plugin, entry, 'cron').catch(() => undefined);
+            });
+        };
+        return {
+            job: (spec) => {
+                if (!JOB_NAME.test(spec.name))
+                    throw new Error(`invalid job name '${spec.name}'`);
+                if (entries.has(spec.name))
+                    throw new Error(`job '${spec.name}' is already scheduled`);
+                const problem = validateCron(spec.cron);
+                if (problem)
+                    throw errors.badRequest(`invalid cron expression '${spec.cron}': ${problem}`, 'INVALID_CRON');
+                const entry = { spec, job: null, running: false };
+                entries.set(spec.name, entry);
+                if (started)
+                    arm(entry);
+                return {
+                    name: spec.name,
+                    nextRun: () => entry.job?.nextInvocation() ?? null,
+                    runNow: () => this.runEntry(plugin, entry, 'manual'),
+                    cancel: () => {
+                        entry.job?.cancel();
+                        entry.job = null;
+                        entries.delete(spec.name);
+                    },
+                };
+            },
+            validateCron,
+            executions: (filter) => {
+                const limit = Math.min(filter?.limit ?? 50, 1000);
+                const offset = filter?.offset ?? 0;
+                return (filter?.job
+                    ? this.db.prepare(`SELECT * FROM job_executions WHERE plugin = ? AND job = ? ORDER BY id DESC LIMIT ? OFFSET ?`).all(plugin, filter.job, limit, offset)
+                    : this.db.prepare(`SELECT * FROM job_executions WHERE plugin = ? ORDER BY id DESC LIMIT ? OFFSET ?`).all(plugin, limit, offset));
+            },
+            startAll: () => {
+                started = true;
+                for (const entry of entries.values())
+                    if (!entry.job)
+                        arm(entry);
+            },
+            stopAll: () => {
+                started = false;
+                for (const entry of entries.values()) {
+                    entry.job?.cancel();
+                    entry.job = null;
+                }
+            },
+            list: () => [...entries.values()].map((e) => ({ name: e.spec.name, cron: e.spec.cron, next_run: e.job?.nextInvocation()?.toISOString() ?? null })),
+        };
+    }
+    stop() {
+        this.shutdown.abort();
+        void schedule.gracefulShutdown();
+    }
+}
+//# sourceMappingURL=scheduler.js.map
