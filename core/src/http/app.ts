@@ -191,7 +191,8 @@ export function createHttpApp(deps: HttpDeps): Koa {
       const { ctx } = this;
       const request = ctx.request;
       // koa parses the query once per request; it is only copied when `plan` has to be taken out.
-      let query = request.query as Record<string, unknown>;
+      // No query string (the usual case): a fresh empty object, without koa's parse and cache.
+      let query = (ctx.req.url!.includes('?') ? request.query : {}) as Record<string, unknown>;
       if ('plan' in query) {
         query = { ...query };
         if (query.plan !== 'true' && query.plan !== 'false') throw errors.badRequest('query.plan: must be true or false');
@@ -227,9 +228,10 @@ export function createHttpApp(deps: HttpDeps): Koa {
       response.status = reply.status;
       if (reply.stream !== undefined) response.body = reply.stream;
       else if (reply.body) {
-        // Set directly: koa would otherwise look the type up for every JSON answer.
+        // Serialized here, with the type set directly: given an object, koa looks the JSON type up again and takes
+        // its generic path on every answer.
         if (!res.hasHeader('content-type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
-        response.body = reply.body;
+        response.body = JSON.stringify(reply.body);
       } else response.body = null;
     }
 

@@ -1,3 +1,0 @@
-#!/usr/bin/env node
-export {};
-//# sourceMappingURL=main.d.ts.map
