@@ -11,8 +11,10 @@ export const ADMIN_PASSWORD = 'Bench-Admin-Pass-1';
 export { NODE_FLAGS } from '../scripts/lib.mjs';
 import { AGENT_ENTRY, NODE_FLAGS } from '../scripts/lib.mjs';
 
-/** Starts the agent; resolves once it printed "agent ready". */
-/** `nodeFlags` and `entry` let a benchmark compare Node flags or another build of the agent. */
+/**
+ * Starts the agent; resolves once it printed "agent ready". `nodeFlags` and `entry` let a benchmark compare Node
+ * flags or another build of the agent.
+ */
 export async function startAgent({ plugins = ['*'], config = {}, dataDir, nodeFlags = NODE_FLAGS, entry = AGENT_ENTRY } = {}) {
   const work = mkdtempSync(join(tmpdir(), 'agent-bench-'));
   const data = dataDir ?? join(work, 'data');

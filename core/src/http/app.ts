@@ -42,12 +42,9 @@ const checked = (principal: Principal | null): Principal => {
  */
 export function authenticateHeader(header: string | undefined, ip: string, identity: Identity): Principal | Promise<Principal> {
   if (!header) throw errors.unauthorized('missing bearer token');
-  // The usual spelling is taken without a regular expression; anything else goes through the full syntax.
-  let token: string | undefined;
-  if (header.startsWith('Bearer ') && header.indexOf(' ', 7) < 0 && header.length > 7) token = header.slice(7);
-  else token = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
-  if (!token) throw errors.unauthorized('the Authorization header must be "Bearer <token>"');
-  const principal = identity.authenticate(token, ip);
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!m) throw errors.unauthorized('the Authorization header must be "Bearer <token>"');
+  const principal = identity.authenticate(m[1]!, ip);
   return principal instanceof Promise ? principal.then(checked) : checked(principal);
 }
 
@@ -190,8 +187,8 @@ export function createHttpApp(deps: HttpDeps): Koa {
     private execute(): void | Promise<void> {
       const { ctx } = this;
       const request = ctx.request;
-      // koa parses the query once per request; it is only copied when `plan` has to be taken out.
-      // No query string (the usual case): a fresh empty object, without koa's parse and cache.
+      // Without a query string (the usual case) a fresh empty object, not koa's parse; the query is only copied
+      // when `plan` has to be taken out.
       let query = (ctx.req.url!.includes('?') ? request.query : {}) as Record<string, unknown>;
       if ('plan' in query) {
         query = { ...query };

@@ -6,8 +6,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import {
-  errors, principalFrom, Reply,
-  type Document, type PlanChange, type PlanSnapshot, type Principal, type PrincipalInfo, compareText } from '@agent/sdk';
+  compareText, errors, principalFrom, Reply,
+  type Document, type PlanChange, type PlanSnapshot, type Principal, type PrincipalInfo,
+} from '@agent/sdk';
 import type { RegisteredRoute } from '../openapi/registry.js';
 import { REDACTED, redactBySchema, redactDeep } from './redact.js';
 

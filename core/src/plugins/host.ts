@@ -93,17 +93,24 @@ function newestMtime(dir: string): number {
  * The bundled build of a built-in plugin (scripts/lib.mjs `bundleCore`: `<repo>/core/dist/builtin/<name>.mjs`,
  * much quicker to load than the plugin's own files), when one exists and the plugin was not rebuilt since.
  */
-export function bundledEntry(candidate: Candidate, manifest: Record<string, { file: string; built: number }> | null): string | null {
-  const entry = candidate.builtin ? manifest?.[basename(candidate.dir)] : undefined;
+export function bundledEntry(candidate: Candidate, manifest: BundleManifest | null): string | null {
+  const entry = candidate.builtin ? manifest?.entries[basename(candidate.dir)] : undefined;
   if (!entry) return null;
-  const file = join(candidate.dir, '..', '..', 'core', 'dist', 'builtin', entry.file);
+  const file = join(manifest!.dir, entry.file);
   const dist = join(candidate.dir, 'dist');
   return existsSync(file) && existsSync(dist) && newestMtime(dist) <= entry.built ? file : null;
 }
 
-export function readManifest(builtinDir: string): Record<string, { file: string; built: number }> | null {
+/** The bundle folder and its manifest: plugin folder name → bundled file and build time. */
+export interface BundleManifest {
+  dir: string;
+  entries: Record<string, { file: string; built: number }>;
+}
+
+export function readManifest(builtinDir: string): BundleManifest | null {
+  const dir = join(builtinDir, '..', 'core', 'dist', 'builtin');
   try {
-    return JSON.parse(readFileSync(join(builtinDir, '..', 'core', 'dist', 'builtin', 'manifest.json'), 'utf8')) as Record<string, { file: string; built: number }>;
+    return { dir, entries: JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as BundleManifest['entries'] };
   } catch {
     return null;
   }
