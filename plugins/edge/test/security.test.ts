@@ -145,7 +145,7 @@ describe('edge: security enforced in nginx, traffic journal and security events'
     expect(off.status).toBe(200);
     await waitFor(async () => (await get('/', from('127.0.0.7'))).status === 200, 'deployment rules off');
     // Every rule is gone, not only the block: an old nginx worker may still answer with the previous rules.
-    await waitFor(async () => (await get('/sub/', from('127.0.0.3'))).status === 200, 'protected path off');
+    await waitFor(async () => (await get('/sub/')).status === 200, 'protected path off');
   });
 
   it('records every proxied request in the traffic journal within 2 s, with filters', async () => {
