@@ -1,0 +1,12 @@
+#!/usr/bin/env node
+// The `host-agent` command. npm links a package's bins when it installs the package, which on a fresh clone is
+// before the build creates dist/: this committed file exists from the start and loads the built agent.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const main = new URL('../dist/agent.mjs', import.meta.url);
+if (!existsSync(fileURLToPath(main))) {
+  process.stderr.write('host-agent: the agent is not built yet; run `npm run build` (or `npm start`) in the repository first\n');
+  process.exit(1);
+}
+await import(main.href);
