@@ -192,6 +192,8 @@ export interface SettingDefinition {
   /** Keys whose values are secrets (masked on read). */
   secret: string[];
 }
+  /** Keys that need a permission beyond `settings:write` to change, e.g. `{host_safety: 'host-safety:write'}`. */
+  permissions: Record<string, string>;
 
 export interface SettingsRegistry {
   definitions(): SettingDefinition[];

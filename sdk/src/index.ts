@@ -25,3 +25,4 @@ export * from './schema.js';
 export * from './services/index.js';
 export { cjsExports } from './modules.js';
 export { compareText } from './text.js';
+export { isInside, openInside, readTextInside, UNSAFE_FILE } from './files.js';

@@ -92,7 +92,12 @@ export interface PluginContext<C = Record<string, unknown>> {
   /** Records an audit event (background work; requests are audited by the core). */
   audit(event: Omit<AuditEventInput, 'actor_type' | 'actor_id'> & Partial<Pick<AuditEventInput, 'actor_type' | 'actor_id'>>): void;
   /** Runtime settings of this plugin, editable through `PUT /api/settings`. */
-  settings<T extends TObject>(schema: T, options?: { restart?: (keyof Static<T> & string)[]; secret?: (keyof Static<T> & string)[] }): PluginSettings<T>;
+  settings<T extends TObject>(schema: T, options?: {
+    restart?: (keyof Static<T> & string)[];
+    secret?: (keyof Static<T> & string)[];
+    /** Keys that need a permission beyond `settings:write` to change. */
+    permissions?: Partial<Record<keyof Static<T> & string, Permission>>;
+  }): PluginSettings<T>;
   /** Called in reverse order at shutdown, after `stop`. */
   onClose(fn: () => void | Promise<void>): void;
 }

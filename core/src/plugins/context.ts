@@ -116,8 +116,8 @@ export function createContext(
     },
     job: (spec: JobSpec): JobHandle => scheduler.job(spec),
     audit: (event) => deps.audit.record({ actor_type: 'system', actor_id: `system:${name}`, ...event }),
-    settings: <T extends TObject>(schema: T, options?: { restart?: string[]; secret?: string[] }): PluginSettings<T> =>
-      deps.settings.define(name, schema, options as { restart?: string[]; secret?: string[] }),
+    settings: <T extends TObject>(schema: T, options?: { restart?: string[]; secret?: string[]; permissions?: Partial<Record<string, string>> }): PluginSettings<T> =>
+      deps.settings.define(name, schema, options as { restart?: string[]; secret?: string[]; permissions?: Record<string, string> }),
     onClose: (fn) => {
       closers.push(fn);
     },

@@ -21,12 +21,14 @@ export class SettingsStore implements SettingsRegistry {
 
   constructor(private readonly doc: Document<SettingsDoc>, private readonly events: EventBus) {}
 
-  define<T extends TObject>(plugin: string, schema: T, options: { restart?: string[]; secret?: string[] } = {}): PluginSettings<T> {
+  define<T extends TObject>(plugin: string, schema: T, options: { restart?: string[]; secret?: string[]; permissions?: Record<string, string> } = {}): PluginSettings<T> {
     if (this.defined.has(plugin)) throw new Error(`settings of '${plugin}' are already defined`);
     const validate = compilePlain(schema);
     const defaults = defaultsOf(schema);
     if (!defaults) throw new Error(`settings ${plugin}: a required setting has no default (every setting needs one)`);
-    const def: Defined = { plugin, schema, restart: options.restart ?? [], secret: options.secret ?? [], validate, defaults, listeners: new Set() };
+    const def: Defined = {
+      plugin, schema, restart: options.restart ?? [], secret: options.secret ?? [], permissions: { ...(options.permissions ?? {}) }, validate, defaults, listeners: new Set(),
+    };
     this.defined.set(plugin, def);
     return {
       get: () => this.current(plugin) as any,
@@ -51,7 +53,7 @@ export class SettingsStore implements SettingsRegistry {
   }
 
   definitions(): SettingDefinition[] {
-    return [...this.defined.values()].map(({ plugin, schema, restart, secret }) => ({ plugin, schema, restart, secret }));
+    return [...this.defined.values()].map(({ plugin, schema, restart, secret, permissions }) => ({ plugin, schema, restart, secret, permissions }));
   }
 
   values(): Record<string, Record<string, unknown>> {

@@ -423,15 +423,16 @@ export class BackupService {
 
   /** Starts one database service of a deployment (compose up of that service) and waits until it answers. */
   private async startDatabase(deployment: string, comp: DatabaseComponent, signal?: AbortSignal): Promise<DatabaseService> {
-    const info = this.deployment(deployment);
+    this.deployment(deployment);
     const declared = await this.dbTools.declared(deployment);
     const match = declared.find((d) => d.service === comp.service);
     if (!match) throw new Error(`deployment '${deployment}' has no database service '${comp.service}' to restore into`);
     if (match.engine !== comp.engine) throw new Error(`service '${comp.service}' is ${match.engine}, the dump is ${comp.engine}`);
     let db = await this.dbTools.resolve(deployment, comp.service, comp.engine);
     if (!db) {
-      const r = await this.docker.compose.run(deployment, info.path, ['up', '-d', comp.service], { signal });
-      if (r.exit_code !== 0) throw new Error(`starting service '${comp.service}' failed: ${r.output.slice(-500)}`);
+      // Through the deployment's own start: the restored files are checked like any others before anything runs.
+      await this.deployments.startServices(deployment, [comp.service]);
+      if (signal?.aborted) throw new Error('restore cancelled');
       db = await this.dbTools.resolve(deployment, comp.service, comp.engine);
       if (!db) throw new Error(`service '${comp.service}' did not start`);
     }

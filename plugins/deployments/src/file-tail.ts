@@ -1,22 +1,26 @@
 /**
  * Log files read from the end: the last N (matching) lines without reading the whole file, and following
- * appended lines (truncation and rotation restart from the beginning of the new file).
+ * appended lines (truncation and rotation restart from the beginning of the new file). Files are reached through
+ * an opener (never a path): a deployment's log file may be replaced by a symlink at any moment, and every read
+ * opens it again the safe way.
  */
 import { watch, type FSWatcher } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+
+export type Opener = () => Promise<FileHandle>;
 
 const CHUNK = 64 * 1024;
 /** A filter that matches nothing must not scan a huge file forever. */
 const MAX_SCAN = 512 * 1024 * 1024;
 
 /** The last `count` lines (0 = all) containing `filter`, oldest first. */
-export async function readLastLines(path: string, count: number, filter?: string): Promise<string[]> {
-  return (await readLastLinesAt(path, count, filter)).lines;
+export async function readLastLines(open: Opener, count: number, filter?: string): Promise<string[]> {
+  return (await readLastLinesAt(open, count, filter)).lines;
 }
 
 /** Like `readLastLines`, with the size the lines were read up to (where a follow must continue). */
-export async function readLastLinesAt(path: string, count: number, filter?: string): Promise<{ lines: string[]; size: number }> {
-  const fh = await open(path, 'r');
+export async function readLastLinesAt(open: Opener, count: number, filter?: string): Promise<{ lines: string[]; size: number }> {
+  const fh = await open();
   try {
     const { size } = await fh.stat();
     const out: string[] = [];
@@ -60,8 +64,8 @@ export async function readLastLinesAt(path: string, count: number, filter?: stri
  * Calls `onLine` for every line appended after `from` (default: the current end), until `signal` aborts. Pass the
  * size an initial tail read up to, so no line written in between is lost.
  */
-export async function followFile(path: string, onLine: (line: string) => void | Promise<void>, signal: AbortSignal, filter?: string, from?: number): Promise<void> {
-  let offset = from ?? (await stat(path)).size;
+export async function followFile(path: string, open: Opener, onLine: (line: string) => void | Promise<void>, signal: AbortSignal, filter?: string, from?: number): Promise<void> {
+  let offset = from ?? (await sizeOf(open)) ?? 0;
   let partial = '';
   let busy = false;
   let pending = false;
@@ -75,14 +79,15 @@ export async function followFile(path: string, onLine: (line: string) => void | 
     try {
       do {
         pending = false;
-        const size = (await stat(path).catch(() => ({ size: offset }))).size;
-        if (size < offset) {
-          offset = 0;
-          partial = '';
-        }
-        if (size === offset) continue;
-        const fh = await open(path, 'r');
+        // A missing (rotated) or unsafe file reads as unchanged until a regular file is back.
+        const fh = await open().catch(() => null);
+        if (!fh) continue;
         try {
+          const { size } = await fh.stat();
+          if (size < offset) {
+            offset = 0;
+            partial = '';
+          }
           while (offset < size && !signal.aborted) {
             const buf = Buffer.alloc(Math.min(CHUNK, size - offset));
             const { bytesRead } = await fh.read(buf, 0, buf.length, offset);
@@ -101,6 +106,7 @@ export async function followFile(path: string, onLine: (line: string) => void | 
     }
   };
   try {
+    // Only a wake-up call: what is read is whatever `open` finds then.
     watcher = watch(path, () => void read().catch(() => undefined));
   } catch {
     watcher = null;
@@ -115,4 +121,14 @@ export async function followFile(path: string, onLine: (line: string) => void | 
   });
   clearInterval(timer);
   watcher?.close();
+}
+
+async function sizeOf(open: Opener): Promise<number | null> {
+  const fh = await open().catch(() => null);
+  if (!fh) return null;
+  try {
+    return (await fh.stat()).size;
+  } finally {
+    await fh.close();
+  }
 }

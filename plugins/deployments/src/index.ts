@@ -6,6 +6,7 @@
 import { isAbsolute, join, resolve } from 'node:path';
 import { coreServices, definePlugin, deploymentsService, dockerService, Type } from '@agent/sdk';
 import { DeploymentManager } from './manager.js';
+import { DeploymentRecords, emptyRecords } from './records.js';
 import { StateCache } from './state.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { logRoutes } from './routes/logs.js';
@@ -32,23 +33,25 @@ export default definePlugin({
   resources: {
     deployments: { description: 'compose deployments, their logs and stats', operator: 'write', viewer: 'read' },
     templates: { description: 'deployment templates', operator: 'write', viewer: 'read' },
+    'host-safety': { description: 'host-safety exceptions of deployments and the policy switch (admins)', operator: 'none', viewer: 'none' },
   },
   provides: [deploymentsService],
   requires: [dockerService],
 
-  setup(ctx) {
+  async setup(ctx) {
     const docker = ctx.services.get(dockerService);
     const configured = ctx.config.deployments.path;
     const root = configured ? (isAbsolute(configured) ? configured : resolve(configured)) : join(ctx.agent.dataDir, 'deployments');
     const settings = ctx.settings(Type.Object({
       host_safety: Type.Boolean({
         default: true,
-        description: 'refuse privileged containers, host namespaces, root-equivalent capabilities, the Docker socket and host paths outside the deployment folder',
+        description: 'check every deployment against the host-safety policy (see the plugin README); turning it off needs host-safety:write',
       }),
-    }));
+    }), { permissions: { host_safety: 'host-safety:write' } });
+    const records = new DeploymentRecords(await ctx.store.document(emptyRecords(), 'deployments'));
     cache = new StateCache(docker, ctx.log, ctx.config.deployments.reconcile_interval * 1000);
     manager = new DeploymentManager({
-      root, docker, cache, events: ctx.events, log: ctx.log,
+      root, docker, cache, records, events: ctx.events, log: ctx.log,
       identity: () => ctx.services.optional(coreServices.identity),
       hostSafety: () => settings.get().host_safety,
     });
@@ -56,7 +59,7 @@ export default definePlugin({
     deploymentRoutes(ctx, manager);
     const templatesDir = ctx.config.templates.path ? resolve(ctx.config.templates.path) : join(ctx.packageDir, 'templates');
     const catalog = new TemplateCatalog(templatesDir);
-    logRoutes(ctx, manager, { builtin: (entry) => (entry.meta.template ? catalog.get(entry.meta.template)?.log_sources ?? [] : []) });
+    logRoutes(ctx, manager, { builtin: (entry) => (entry.record.template ? catalog.get(entry.record.template)?.log_sources ?? [] : []) });
     templateRoutes(ctx, catalog);
     const m = manager;
     const c = cache;

@@ -1,11 +1,11 @@
 /**
  * Log sources of a deployment: container output (`stdout`), built-in file sources of its kind (declared by the
- * template it came from) and custom ones. File paths are relative to the deployment folder and resolved with
- * symlinks, so no source can read outside it.
+ * template it came from) and custom ones. File paths are relative to the deployment folder; a file is opened
+ * without following symlinks and only used when it really lies inside the folder (a container may write there).
  */
-import { realpath } from 'node:fs/promises';
-import { isAbsolute, join, normalize, sep } from 'node:path';
-import { errors } from '@agent/sdk';
+import type { FileHandle } from 'node:fs/promises';
+import { isAbsolute, normalize } from 'node:path';
+import { errors, isHttpError, openInside, UNSAFE_FILE } from '@agent/sdk';
 import type { LogSourceSpec } from './files.js';
 
 export const SOURCE_ID = '^[a-z0-9][a-z0-9_.-]{0,62}$';
@@ -42,18 +42,22 @@ export function validateCustomSources(sources: LogSourceSpec[], builtinIds: Set<
   }
 }
 
-/** The absolute path of a file source, refusing anything (symlinks included) that leads outside the folder. */
-export async function resolveSourceFile(dir: string, relative: string): Promise<string> {
+/** Opens a file source (each time it is read: a follow re-opens it), never through a symlink or out of the folder. */
+export type SourceOpener = () => Promise<FileHandle>;
+
+/** The opener of a file source; checks it once now (404 `LOG_FILE_MISSING`, 400 `INVALID_PATH` for a link or special file). */
+export async function sourceOpener(dir: string, relative: string): Promise<SourceOpener> {
   const problem = relativePathProblem(relative);
   if (problem) throw errors.badRequest(`log source path ${problem}`, 'INVALID_PATH');
-  let real: string;
-  let base: string;
-  try {
-    [real, base] = await Promise.all([realpath(join(dir, relative)), realpath(dir)]);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw errors.notFound(`log file '${relative}' does not exist (yet)`, 'LOG_FILE_MISSING');
-    throw err;
-  }
-  if (!real.startsWith(base + sep)) throw errors.badRequest(`log source '${relative}' resolves outside the deployment folder`, 'INVALID_PATH');
-  return real;
+  const opener: SourceOpener = async () => {
+    try {
+      return await openInside(dir, relative);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw errors.notFound(`log file '${relative}' does not exist (yet)`, 'LOG_FILE_MISSING');
+      if (isHttpError(err) && err.code === UNSAFE_FILE) throw errors.badRequest(`log source ${err.message}`, 'INVALID_PATH');
+      throw err;
+    }
+  };
+  await (await opener()).close();
+  return opener;
 }

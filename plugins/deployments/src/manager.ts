@@ -1,32 +1,35 @@
 /**
- * The `deployments` service: deployment folders, their lifecycle through compose, and their state from the cache.
- * Routes and other plugins both go through it.
+ * The `deployments` service: deployment folders, their lifecycle through the compose guard, and their state from
+ * the cache. Routes and other plugins both go through it. Every start checks the folder's files again (compose's
+ * model of them, against the host-safety policy) and runs exactly what was checked.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   errors, HttpError,
-  type ContainerSummary, type DeploymentInfo, type DeploymentsService, type DockerService, type EventBus,
-  type IdentityService, type Logger, type Principal,
+  type CheckedCompose, type ComposeCommand, type ContainerSummary, type DeploymentInfo, type DeploymentsService, type DockerService,
+  type EventBus, type IdentityService, type Logger, type Principal,
 } from '@agent/sdk';
 import {
-  createFolder, DEFAULT_COMPOSE, ENV_FILE, findComposeFile, folderCreatedAt, META_FILE, readMeta, readText, replaceFiles,
-  writeAtomic, writeMeta, type DeploymentMeta,
+  createFolder, DEFAULT_COMPOSE, ENV_FILE, findComposeFile, folderCreatedAt, LEGACY_META_FILE, readFolderFile, readLegacyMeta,
+  writeAtomic, type LogSourceSpec,
 } from './files.js';
 import { envProblems, parseEnv, serializeEnv } from './env-file.js';
-import { parseCompose } from './compose-check.js';
-import { checkHostSafety } from './host-safety.js';
+import { serviceNames } from './compose-check.js';
 import { deploymentStatus, serviceStates, StateCache } from './state.js';
 import { KeyedLock } from './lock.js';
+import type { DeploymentRecord, DeploymentRecords } from './records.js';
 
 export const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** Compose projects of the agent itself (shared infrastructure, image builds) are named so. */
+export const RESERVED_PREFIX = 'agent-';
 
 export interface Entry {
   name: string;
   dir: string;
   composeFile: string;
-  meta: DeploymentMeta;
+  record: DeploymentRecord;
   /** Service names from the compose file (cached; refreshed whenever the file is written or re-read). */
   services: string[];
   /** Why the last start failed, until a start or stop succeeds (a deployment that never came up is `failed`). */
@@ -38,6 +41,7 @@ export interface ManagerOptions {
   docker: DockerService;
   cache: StateCache;
   events: EventBus;
+  records: DeploymentRecords;
   identity: () => IdentityService | undefined;
   log: Logger;
   hostSafety: () => boolean;
@@ -49,6 +53,8 @@ export interface CreateInput {
   env_vars?: { key: string; value: string }[];
   auto_start?: boolean;
   template?: string | null;
+  /** Host-safety exceptions granted with the creation (the route allows it to admins only). */
+  exceptions?: string[];
 }
 
 export interface CreateResult {
@@ -60,6 +66,10 @@ const toVars = (list: { key: string; value: string }[] = []) => Object.fromEntri
 
 /** The last lines of compose output, for error messages. */
 const tailOf = (output: string, lines = 15) => output.trim().split('\n').slice(-lines).join('\n');
+
+export function assertDeploymentName(name: string, field = 'name'): void {
+  if (!NAME_RE.test(name)) throw errors.badRequest(`${field}: invalid deployment name '${name}'`, 'VALIDATION_FAILED', { field });
+}
 
 export class DeploymentManager implements DeploymentsService {
   readonly entries = new Map<string, Entry>();
@@ -75,8 +85,8 @@ export class DeploymentManager implements DeploymentsService {
 
   constructor(readonly opts: ManagerOptions) {
     opts.cache.onChange(() => this.invalidate());
-    opts.docker.compose.command().then((command) => {
-      this.containerNameSeparator = command.length === 1 ? '_' : '-';
+    opts.docker.compose.flavour().then((flavour) => {
+      this.containerNameSeparator = flavour === 'v1' ? '_' : '-';
     }, () => { /* no compose: keep v2 naming */ });
   }
 
@@ -105,7 +115,7 @@ export class DeploymentManager implements DeploymentsService {
 
   // ---- discovery and reading --------------------------------------------------------------------------------------
 
-  /** Finds deployment folders (a compose file, not marked deleted) under the root. */
+  /** Finds deployment folders (a compose file, not a kept folder of a deleted deployment) under the root. */
   async discover(): Promise<void> {
     await mkdir(this.opts.root, { recursive: true, mode: 0o750 });
     for (const dirent of await readdir(this.opts.root, { withFileTypes: true })) {
@@ -121,33 +131,50 @@ export class DeploymentManager implements DeploymentsService {
   /** (Re)reads one folder into the registry; returns null when it holds no active deployment. */
   private async load(name: string): Promise<Entry | null> {
     const dir = join(this.opts.root, name);
-    const meta0 = await readMeta(dir);
-    if (meta0?.deleted_at) {
+    const { records } = this.opts;
+    let record = records.get(name);
+    if (!record && !records.isKept(name)) record = await this.adopt(name, dir);
+    const composeName = record && existsSync(join(dir, record.compose_file)) ? record.compose_file : findComposeFile(dir);
+    if (!record || !composeName) {
       this.entries.delete(name);
       this.invalidate();
       return null;
     }
-    const composeName = meta0 && existsSync(join(dir, meta0.compose_file)) ? meta0.compose_file : findComposeFile(dir);
-    if (!composeName) {
-      this.entries.delete(name);
-      this.invalidate();
-      return null;
-    }
-    const meta: DeploymentMeta = meta0 ?? {
-      created_at: await folderCreatedAt(dir), created_by: null, template: null, compose_file: composeName, log_sources: [], deleted_at: null,
-    };
-    meta.compose_file = composeName;
-    if (!meta0) await writeMeta(dir, meta);
+    if (record.compose_file !== composeName) record = await records.patch(name, { compose_file: composeName });
     let services: string[] = [];
     try {
-      services = parseCompose((await readText(join(dir, composeName))) ?? '', name).services;
+      services = serviceNames((await readFolderFile(dir, composeName)) ?? '');
     } catch (err) {
-      this.opts.log.warn('compose file of a deployment does not parse', { name, error: (err as Error).message });
+      this.opts.log.warn('compose file of a deployment cannot be read', { name, error: (err as Error).message });
     }
-    const entry: Entry = { name, dir, composeFile: composeName, meta, services, failure: this.entries.get(name)?.failure ?? null };
+    const entry: Entry = { name, dir, composeFile: composeName, record, services, failure: this.entries.get(name)?.failure ?? null };
     this.entries.set(name, entry);
     this.invalidate();
     return entry;
+  }
+
+  /** A folder found on disk: its record is created (from an older agent's metadata file when there is one). */
+  private async adopt(name: string, dir: string): Promise<DeploymentRecord | undefined> {
+    const composeName = findComposeFile(dir);
+    if (!composeName) return undefined;
+    const legacy = await readLegacyMeta(dir);
+    if (legacy && typeof legacy.deleted_at === 'string') {
+      await this.opts.records.markKept(name, legacy.deleted_at);
+      await rm(join(dir, LEGACY_META_FILE), { force: true });
+      return undefined;
+    }
+    const record: DeploymentRecord = {
+      created_at: typeof legacy?.created_at === 'string' ? legacy.created_at : await folderCreatedAt(dir),
+      created_by: typeof legacy?.created_by === 'string' ? legacy.created_by : null,
+      template: typeof legacy?.template === 'string' ? legacy.template : null,
+      compose_file: composeName,
+      log_sources: Array.isArray(legacy?.log_sources) ? (legacy.log_sources as LogSourceSpec[]) : [],
+      exceptions: [],
+    };
+    await this.opts.records.put(name, record);
+    // The folder is no place for what the agent decides on: the record now lives in the agent's own data.
+    if (legacy) await rm(join(dir, LEGACY_META_FILE), { force: true });
+    return record;
   }
 
   require(name: string): Entry {
@@ -158,7 +185,7 @@ export class DeploymentManager implements DeploymentsService {
   }
 
   paths(entry: Entry) {
-    return { compose: join(entry.dir, entry.composeFile), env: join(entry.dir, ENV_FILE), meta: join(entry.dir, META_FILE) };
+    return { compose: join(entry.dir, entry.composeFile), env: join(entry.dir, ENV_FILE) };
   }
 
   info(entry: Entry): DeploymentInfo {
@@ -168,7 +195,7 @@ export class DeploymentManager implements DeploymentsService {
       name: entry.name,
       path: entry.dir,
       status: deploymentStatus(entry.services, containers, this.cache.engineUp(), entry.failure !== null),
-      created_at: entry.meta.created_at,
+      created_at: entry.record.created_at,
       services: serviceStates(entry.services, containers),
       compose_file: p.compose,
       env_file: p.env,
@@ -193,14 +220,22 @@ export class DeploymentManager implements DeploymentsService {
     return entry ? this.info(entry) : undefined;
   }
 
+  /** The compose file and `.env` of a deployment as they are on disk (never through a symlink). */
+  async source(entry: Entry): Promise<{ content: string; env: Record<string, string> }> {
+    const [content, env] = await Promise.all([readFolderFile(entry.dir, entry.composeFile), readFolderFile(entry.dir, ENV_FILE)]);
+    return { content: content ?? '', env: parseEnv(env ?? '') };
+  }
+
+  /** The text as written, and compose's model of it (what runs). */
   async compose(name: string): Promise<{ content: string; parsed: Record<string, any> }> {
     const entry = this.require(name);
-    const content = (await readText(this.paths(entry).compose)) ?? '';
-    return { content, parsed: parseCompose(content, name).parsed };
+    const { content, env } = await this.source(entry);
+    const checked = await this.check(entry.name, entry.dir, content, env, entry.record.exceptions);
+    return { content, parsed: checked.model as Record<string, any> };
   }
 
   async env(name: string): Promise<Record<string, string>> {
-    return parseEnv((await readText(this.paths(this.require(name)).env)) ?? '');
+    return (await this.source(this.require(name))).env;
   }
 
   async serviceContainer(name: string, service: string): Promise<ContainerSummary | null> {
@@ -210,40 +245,63 @@ export class DeploymentManager implements DeploymentsService {
     return mine.find((c) => c.state === 'running') ?? mine[0] ?? null;
   }
 
-  // ---- validation ------------------------------------------------------------------------------------------------
+  // ---- checking --------------------------------------------------------------------------------------------------
 
-  /** Parses and checks compose content and env for a deployment folder; throws 400 with the problem. */
-  validate(name: string, dir: string, composeContent: string, vars: Record<string, string>) {
-    const checked = parseCompose(composeContent, name);
-    if (this.opts.hostSafety()) checkHostSafety(checked.parsed, dir, vars);
+  /** Compose's model of a deployment's files, checked by the host-safety policy (400 with the problem). */
+  check(name: string, dir: string, content: string, vars: Record<string, string>, exceptions: string[]): Promise<CheckedCompose> {
+    return this.opts.docker.compose.check({ project: name, dir, content, env: vars, exceptions, enforce: this.opts.hostSafety() });
+  }
+
+  /** The deployment's files as they are now, checked (cached by content: an unchanged folder costs nothing). */
+  async checkCurrent(entry: Entry): Promise<CheckedCompose> {
+    const { content, env } = await this.source(entry);
+    const checked = await this.check(entry.name, entry.dir, content, env, entry.record.exceptions);
+    entry.services = [...checked.services];
     return checked;
+  }
+
+  /**
+   * A name is free when no compose project of that name exists on the host: neither a foreign one nor what a
+   * deleted deployment of that name left behind (containers, networks, volumes would be taken over).
+   */
+  async assertNameFree(name: string): Promise<void> {
+    if (name.startsWith(RESERVED_PREFIX)) throw errors.badRequest(`name: '${RESERVED_PREFIX}' names are reserved for the agent's own compose projects`, 'NAME_RESERVED', { field: 'name' });
+    if (!this.opts.docker.available()) return; // checked again before the first start
+    const found = await this.opts.docker.compose.projectObjects(name);
+    const total = found.containers + found.networks + found.volumes;
+    if (total > 0) {
+      throw errors.conflict(
+        `a compose project named '${name}' already exists on this host (${found.containers} container(s), ${found.networks} network(s), ${found.volumes} volume(s)); choose another name or have an admin remove it`,
+        'NAME_IN_USE', { ...found },
+      );
+    }
   }
 
   // ---- compose ---------------------------------------------------------------------------------------------------
 
-  async composeRun(entry: Entry, args: string[], what: string): Promise<string> {
+  async composeRun(checked: CheckedCompose, command: ComposeCommand, what: string): Promise<string> {
     const started = Date.now();
-    const release = this.cache.hold(entry.name);
+    const release = this.cache.hold(checked.project);
     let result;
     try {
-      result = await this.opts.docker.compose.run(entry.name, entry.dir, ['-f', entry.composeFile, ...args]);
+      result = await this.opts.docker.compose.run(checked, command);
     } finally {
       release();
     }
-    this.opts.log.debug('compose run', { deployment: entry.name, args: args.join(' '), exit_code: result.exit_code, ms: Date.now() - started });
+    this.opts.log.debug('compose run', { deployment: checked.project, command: command.command, exit_code: result.exit_code, ms: Date.now() - started });
     if (result.exit_code !== 0) {
-      throw new HttpError(502, 'COMPOSE_FAILED', `${what} of '${entry.name}' failed (exit ${result.exit_code}): ${tailOf(result.output)}`);
+      throw new HttpError(502, 'COMPOSE_FAILED', `${what} of '${checked.project}' failed (exit ${result.exit_code}): ${tailOf(result.output)}`);
     }
     return result.output;
   }
 
   /** `up -d`: creates what is missing and recreates services whose configuration changed. */
-  private async up(entry: Entry, extra: string[] = []): Promise<void> {
-    // Checked again at every start: a container may have turned a bind-mounted folder into a symlink out of it.
-    const p = this.paths(entry);
-    this.validate(entry.name, entry.dir, (await readText(p.compose)) ?? '', parseEnv((await readText(p.env)) ?? ''));
+  private async up(entry: Entry, options: { noRecreate?: boolean; services?: string[]; checked?: CheckedCompose } = {}): Promise<void> {
     try {
-      await this.composeRun(entry, ['up', '-d', '--remove-orphans', ...extra], 'starting');
+      // Checked again at every start: the files may have changed since (a container can write to its folder).
+      const checked = options.checked ?? (await this.checkCurrent(entry));
+      if (!(await this.opts.docker.compose.lastChecked(entry.name))) await this.assertNotForeign(entry.name);
+      await this.composeRun(checked, { command: 'up', noRecreate: options.noRecreate, removeOrphans: !options.services, services: options.services }, 'starting');
       entry.failure = null;
     } catch (err) {
       entry.failure = (err as Error).message;
@@ -251,6 +309,26 @@ export class DeploymentManager implements DeploymentsService {
     } finally {
       this.invalidate();
       await this.cache.reconcile();
+    }
+  }
+
+  /** Before the first start of a deployment created while the engine was away: its name must not be taken. */
+  private async assertNotForeign(name: string): Promise<void> {
+    const found = await this.opts.docker.compose.projectObjects(name);
+    if (found.containers + found.networks + found.volumes > 0) {
+      throw errors.conflict(`a compose project named '${name}' that this deployment did not create exists on this host; it is not taken over`, 'NAME_IN_USE', { ...found });
+    }
+  }
+
+  /** The model to stop or remove with: the one that last ran, else the current files (null when they fail the check). */
+  private async runningModel(entry: Entry): Promise<CheckedCompose | null> {
+    const last = await this.opts.docker.compose.lastChecked(entry.name);
+    if (last) return last;
+    try {
+      return await this.checkCurrent(entry);
+    } catch (err) {
+      this.opts.log.warn('deployment files do not pass the check; acting through the engine', { deployment: entry.name, error: (err as Error).message });
+      return null;
     }
   }
 
@@ -262,31 +340,33 @@ export class DeploymentManager implements DeploymentsService {
 
   async createWithResult(input: CreateInput, principal: Principal | null): Promise<CreateResult> {
     const { name } = input;
-    if (!NAME_RE.test(name)) throw errors.badRequest(`name: invalid deployment name '${name}'`, 'VALIDATION_FAILED', { field: 'name' });
+    assertDeploymentName(name);
     const problem = envProblems(input.env_vars ?? []);
     if (problem) throw errors.badRequest(problem, 'VALIDATION_FAILED', { field: 'env_vars' });
     if (input.auto_start) this.opts.docker.assertAvailable();
     return this.lock.run(name, async () => {
       if (this.entries.has(name)) throw errors.conflict(`deployment '${name}' already exists`, 'DEPLOYMENT_EXISTS');
       const dir = join(this.opts.root, name);
+      const reuse = existsSync(dir);
+      if (reuse && !this.opts.records.isKept(name)) throw errors.conflict(`folder '${dir}' already exists and is not a deleted deployment`, 'DEPLOYMENT_EXISTS');
+      await this.assertNameFree(name);
       const vars = toVars(input.env_vars);
-      this.validate(name, dir, input.compose_content, vars);
+      const exceptions = [...new Set(input.exceptions ?? [])].sort();
+      const checked = await this.check(name, dir, input.compose_content, vars, exceptions);
       await mkdir(this.opts.root, { recursive: true, mode: 0o750 });
-      const meta: DeploymentMeta = {
+      const record: DeploymentRecord = {
         created_at: new Date().toISOString(), created_by: principal?.id ?? null, template: input.template ?? null,
-        compose_file: DEFAULT_COMPOSE, log_sources: [], deleted_at: null,
+        compose_file: DEFAULT_COMPOSE, log_sources: [], exceptions,
       };
-      const files = {
+      const files: Record<string, { content: string; mode?: number }> = {
         [DEFAULT_COMPOSE]: { content: input.compose_content },
         [ENV_FILE]: { content: serializeEnv(vars), mode: 0o600 },
-        [META_FILE]: { content: JSON.stringify(meta, null, 2) + '\n' },
       };
-      if (existsSync(dir)) {
+      if (reuse) {
         // A folder kept by an earlier delete (without remove_files) is reused: its data stays, its files are replaced.
-        const old = await readMeta(dir);
-        if (!old?.deleted_at) throw errors.conflict(`folder '${dir}' already exists and is not a deleted deployment`, 'DEPLOYMENT_EXISTS');
-        for (const stale of [findComposeFile(dir)]) if (stale && stale !== DEFAULT_COMPOSE) await rm(join(dir, stale), { force: true });
-        await replaceFiles(dir, files);
+        const stale = findComposeFile(dir);
+        if (stale && stale !== DEFAULT_COMPOSE) await rm(join(dir, stale), { force: true });
+        for (const [file, { content, mode }] of Object.entries(files)) await writeAtomic(join(dir, file), content, mode);
       } else {
         try {
           await createFolder(this.opts.root, name, files);
@@ -296,13 +376,15 @@ export class DeploymentManager implements DeploymentsService {
           throw err;
         }
       }
+      await this.opts.records.put(name, record);
       const entry = (await this.load(name))!;
+      entry.services = [...checked.services];
       if (principal) await this.opts.identity()?.grants.grantCreator(principal, name);
       this.opts.events.emit('deployment.created', { name });
       let startError: string | null = null;
       if (input.auto_start) {
         try {
-          await this.up(entry);
+          await this.up(entry, { checked });
           this.opts.events.emit('deployment.started', { name });
         } catch (err) {
           startError = (err as Error).message;
@@ -319,20 +401,21 @@ export class DeploymentManager implements DeploymentsService {
     const problem = envProblems(input.env_vars ?? []);
     if (problem) throw errors.badRequest(problem, 'VALIDATION_FAILED', { field: 'env_vars' });
     return this.lock.run(name, async () => {
-      const p = this.paths(entry);
-      const content = input.compose_content ?? (await readText(p.compose)) ?? '';
-      const vars = input.env_vars ? toVars(input.env_vars) : parseEnv((await readText(p.env)) ?? '');
-      const checked = this.validate(name, entry.dir, content, vars);
+      const current = await this.source(entry);
+      const content = input.compose_content ?? current.content;
+      const vars = input.env_vars ? toVars(input.env_vars) : current.env;
+      const checked = await this.check(name, entry.dir, content, vars, entry.record.exceptions);
       await this.cache.reconcile();
       const status = this.info(entry).status;
       const wasRunning = status === 'running' || status === 'partial';
       if (wasRunning) this.opts.docker.assertAvailable();
+      const p = this.paths(entry);
       if (input.env_vars) await writeAtomic(p.env, serializeEnv(vars), 0o600);
       if (input.compose_content !== undefined) await writeAtomic(p.compose, content);
-      entry.services = checked.services;
+      entry.services = [...checked.services];
       this.invalidate();
       this.opts.events.emit('deployment.updated', { name });
-      if (wasRunning) await this.up(entry);
+      if (wasRunning) await this.up(entry, { checked });
       return { info: this.info(entry), recreated: wasRunning };
     });
   }
@@ -343,19 +426,18 @@ export class DeploymentManager implements DeploymentsService {
     const problem = envProblems(list, 'vars');
     if (problem) throw errors.badRequest(problem);
     await this.lock.run(name, async () => {
-      const p = this.paths(entry);
-      const current = parseEnv((await readText(p.env)) ?? '');
+      const { content, env: current } = await this.source(entry);
       for (const [k, v] of Object.entries(vars)) {
         if (v === null) delete current[k];
         else current[k] = v;
       }
-      this.validate(name, entry.dir, (await readText(p.compose)) ?? '', current);
-      await writeAtomic(p.env, serializeEnv(current), 0o600);
+      const checked = await this.check(name, entry.dir, content, current, entry.record.exceptions);
+      await writeAtomic(this.paths(entry).env, serializeEnv(current), 0o600);
       this.opts.events.emit('deployment.updated', { name });
       if (options.recreate) {
         await this.cache.reconcile();
         const status = this.info(entry).status;
-        if (status === 'running' || status === 'partial') await this.up(entry);
+        if (status === 'running' || status === 'partial') await this.up(entry, { checked });
       }
     });
   }
@@ -365,7 +447,7 @@ export class DeploymentManager implements DeploymentsService {
     this.opts.docker.assertAvailable();
     await this.lock.run(name, async () => {
       try {
-        await this.up(entry, ['--no-recreate']);
+        await this.up(entry, { noRecreate: true });
       } catch (err) {
         this.opts.events.emit('deployment.failed', { name, error: (err as Error).message });
         throw err;
@@ -374,12 +456,21 @@ export class DeploymentManager implements DeploymentsService {
     });
   }
 
+  /** Starts some services of a deployment (e.g. a database for a restore), through the same checks as a start. */
+  async startServices(name: string, services: string[]): Promise<void> {
+    const entry = this.require(name);
+    this.opts.docker.assertAvailable();
+    await this.lock.run(name, () => this.up(entry, { services }));
+  }
+
   async stop(name: string): Promise<void> {
     const entry = this.require(name);
     this.opts.docker.assertAvailable();
     await this.lock.run(name, async () => {
       try {
-        await this.composeRun(entry, ['stop'], 'stopping');
+        const model = await this.runningModel(entry);
+        if (model) await this.composeRun(model, { command: 'stop' }, 'stopping');
+        else for (const c of this.cache.containers(name)) if (c.state === 'running') await this.opts.docker.stopContainer(c.id);
         entry.failure = null;
       } finally {
         this.invalidate();
@@ -397,8 +488,9 @@ export class DeploymentManager implements DeploymentsService {
       const hasContainers = this.cache.containers(name).length > 0;
       try {
         // `restart` only touches existing containers: bring missing ones up afterwards.
-        if (hasContainers) await this.composeRun(entry, ['restart'], 'restarting');
-        await this.up(entry, ['--no-recreate']);
+        const checked = await this.checkCurrent(entry);
+        if (hasContainers) await this.composeRun(checked, { command: 'restart' }, 'restarting');
+        await this.up(entry, { noRecreate: true, checked });
       } catch (err) {
         this.opts.events.emit('deployment.failed', { name, error: (err as Error).message });
         throw err;
@@ -416,13 +508,16 @@ export class DeploymentManager implements DeploymentsService {
       const leftovers = this.cache.containers(name).length > 0 || options.remove_volumes || (await this.opts.docker.networks.list({ deployment: name })).length > 0;
       if (leftovers) {
         try {
-          await this.composeRun(entry, ['down', '--remove-orphans', ...(options.remove_volumes ? ['--volumes'] : [])], 'removing');
+          const model = await this.runningModel(entry);
+          if (model) await this.composeRun(model, { command: 'down', removeOrphans: true, volumes: options.remove_volumes }, 'removing');
+          else await this.opts.docker.compose.removeProject(name, { volumes: options.remove_volumes });
         } finally {
           await this.cache.reconcile();
         }
       }
+      await this.opts.docker.compose.forget(name);
       if (options.remove_files) await rm(entry.dir, { recursive: true, force: true });
-      else await writeMeta(entry.dir, { ...entry.meta, deleted_at: new Date().toISOString() });
+      await this.opts.records.remove(name, !options.remove_files);
       this.entries.delete(name);
       this.invalidate();
       await this.opts.identity()?.grants.removeDeployment(name);
@@ -439,11 +534,10 @@ export class DeploymentManager implements DeploymentsService {
     });
   }
 
-  /** Writes the metadata of a deployment (log sources). */
-  async saveMeta(entry: Entry, patch: Partial<DeploymentMeta>): Promise<void> {
+  /** Saves what the agent keeps about a deployment (log sources, exceptions). */
+  async saveRecord(entry: Entry, patch: Partial<DeploymentRecord>): Promise<void> {
     await this.lock.run(entry.name, async () => {
-      entry.meta = { ...entry.meta, ...patch };
-      await writeMeta(entry.dir, entry.meta);
+      entry.record = await this.opts.records.patch(entry.name, patch);
     });
   }
 }

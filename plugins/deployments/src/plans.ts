@@ -3,11 +3,8 @@
  * the containers compose would create, recreate or remove.
  */
 import { createTwoFilesPatch } from 'diff';
-import type { ContainerSummary, PlanChange, PlanPreview } from '@agent/sdk';
-import { parseEnv } from './env-file.js';
-import { readText, DEFAULT_COMPOSE } from './files.js';
-import { parseCompose } from './compose-check.js';
-import { interpolate } from './interpolate.js';
+import type { CheckedCompose, ContainerSummary, PlanChange, PlanPreview } from '@agent/sdk';
+import { DEFAULT_COMPOSE } from './files.js';
 import type { DeploymentManager, Entry } from './manager.js';
 
 const stable = (v: unknown): string => {
@@ -44,40 +41,58 @@ const containerChange = (id: string, action: 'create' | 'update' | 'delete' | 'n
 
 const containerView = (c: ContainerSummary) => ({ name: c.name, service: c.service, state: c.state, image: c.image });
 
-export function previewCreate(manager: DeploymentManager, body: { name: string; compose_content: string; env_vars?: { key: string; value: string }[]; auto_start?: boolean }, dir: string): PlanPreview {
+/** What the host-safety policy says about the checked files: the exceptions they use, or (policy off) what it would refuse. */
+export function hostSafetyChange(manager: DeploymentManager, name: string, checked: CheckedCompose, exceptions: string[]): PlanChange | null {
+  const enforced = manager.opts.hostSafety();
+  if (enforced && !checked.granted.length && !exceptions.length) return null;
+  return {
+    type: 'host-safety', id: name, actions: ['no-op'],
+    after: { policy: enforced ? 'enforced' : 'off', exceptions, used: [...checked.granted], would_refuse: checked.violations.map((v) => ({ ...v })) },
+  };
+}
+
+export async function previewCreate(manager: DeploymentManager, body: { name: string; compose_content: string; env_vars?: { key: string; value: string }[]; auto_start?: boolean; host_safety_exceptions?: string[] }, dir: string): Promise<PlanPreview> {
   const vars = Object.fromEntries((body.env_vars ?? []).map((v) => [v.key, v.value]));
-  const { parsed, services } = manager.validate(body.name, dir, body.compose_content, vars);
+  const exceptions = body.host_safety_exceptions ?? [];
+  await manager.assertNameFree(body.name);
+  const checked = await manager.check(body.name, dir, body.compose_content, vars, exceptions);
+  const services = checked.services;
+  const model = checked.model.services as Record<string, any>;
   const changes: PlanChange[] = [
     { type: 'deployment', id: body.name, actions: ['create'], after: { path: dir, services, auto_start: body.auto_start ?? false } },
     { type: 'file', id: DEFAULT_COMPOSE, actions: ['create'], diff: composeDiff(DEFAULT_COMPOSE, '', body.compose_content) },
   ];
   const env = envChange({}, vars);
   if (env) changes.push(env);
+  const safety = hostSafetyChange(manager, body.name, checked, exceptions);
+  if (safety) changes.push(safety);
   if (body.auto_start) {
-    for (const s of services) changes.push(containerChange(predictedName(manager, body.name, s, parsed.services[s]), 'create', null, { service: s, image: parsed.services[s].image ?? '(build)', state: 'running' }));
+    for (const s of services) changes.push(containerChange(predictedName(manager, body.name, s, model[s]), 'create', null, { service: s, image: model[s].image ?? '(build)', state: 'running' }));
   }
   return { summary: `create deployment ${body.name}${body.auto_start ? ` and start ${services.length} service(s)` : ''}`, changes };
 }
 
 export async function previewUpdate(manager: DeploymentManager, entry: Entry, body: { compose_content?: string; env_vars?: { key: string; value: string }[] }): Promise<PlanPreview> {
-  const p = manager.paths(entry);
-  const oldContent = (await readText(p.compose)) ?? '';
-  const oldEnv = parseEnv((await readText(p.env)) ?? '');
+  const current = await manager.source(entry);
+  const oldContent = current.content;
+  const oldEnv = current.env;
   const newContent = body.compose_content ?? oldContent;
   const newEnv = body.env_vars ? Object.fromEntries(body.env_vars.map((v) => [v.key, v.value])) : oldEnv;
-  const next = manager.validate(entry.name, entry.dir, newContent, newEnv);
+  const next = await manager.check(entry.name, entry.dir, newContent, newEnv, entry.record.exceptions);
   const changes: PlanChange[] = [];
   if (newContent !== oldContent) changes.push({ type: 'file', id: entry.composeFile, actions: ['update'], diff: composeDiff(entry.composeFile, oldContent, newContent) });
   const env = envChange(oldEnv, newEnv);
   if (env) changes.push(env);
+  const safety = hostSafetyChange(manager, entry.name, next, entry.record.exceptions);
+  if (safety) changes.push(safety);
   const info = manager.info(entry);
   const running = info.status === 'running' || info.status === 'partial';
   if (running) {
     let oldServices: Record<string, any> = {};
     try {
-      oldServices = interpolate(parseCompose(oldContent, entry.name).parsed.services, oldEnv);
-    } catch { /* the old file did not parse: every service is new */ }
-    const newServices = interpolate(next.parsed.services as Record<string, any>, newEnv);
+      oldServices = (await manager.check(entry.name, entry.dir, oldContent, oldEnv, entry.record.exceptions)).model.services as Record<string, any>;
+    } catch { /* the old files do not pass any more: every service is new */ }
+    const newServices = next.model.services as Record<string, any>;
     const containers = manager.cache.containers(entry.name);
     for (const [service, def] of Object.entries(newServices)) {
       const existing = containers.filter((c) => c.service === service);

@@ -48,7 +48,30 @@ export const DeploymentDetails = Type.Intersect([Deployment, Type.Object({
   })),
   ports: Type.Array(Port),
   template: Nullable(Type.String()),
+  host_safety: Type.Object({
+    policy: Type.Union([Type.Literal('enforced'), Type.Literal('off')]),
+    exceptions: Type.Array(Type.String(), { description: 'granted by an admin' }),
+    used: Type.Array(Type.String(), { description: 'exceptions the model that last ran needed' }),
+  }),
+  file_problems: Type.Array(Type.String(), { description: 'files of the folder the agent does not read (a symlink or special file in their place)' }),
 })]);
+
+export const Exceptions = Type.Array(Type.String({ pattern: '^[a-z_][a-z_.]*(:[^\\u0000-\\u001f]{1,1024})?$', maxLength: 1100 }), {
+  maxItems: 100,
+  description: 'host-safety exceptions, each as a `HOST_SAFETY` refusal names it (`<rule>` or `<rule>:<value>`, e.g. `cap_add:NET_ADMIN`)',
+});
+
+const Violation = Type.Object({
+  service: Nullable(Type.String()), key: Type.String(), value: Type.String(), exception: Type.String(), why: Type.String(),
+});
+
+export const HostSafetyReport = Type.Object({
+  policy: Type.Union([Type.Literal('enforced'), Type.Literal('off')]),
+  exceptions: Type.Array(Type.String(), { description: 'granted by an admin' }),
+  used: Type.Array(Type.String(), { description: 'granted exceptions the current files need' }),
+  violations: Type.Array(Violation, { description: 'what the policy refuses in the current files (with the policy off: what it would refuse)' }),
+  passes: Type.Boolean({ description: 'the current files would start' }),
+});
 
 export const EnvVars = Type.Array(Type.Object({
   key: Type.String({ pattern: ENV_KEY, description: 'variable name' }),

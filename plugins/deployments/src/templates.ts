@@ -2,12 +2,18 @@
  * Templates: one folder per template with a compose file and `template.json`. Loaded at start and on refresh;
  * an invalid template is reported (folder and reason) and skipped, never fatal.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseCompose } from './compose-check.js';
-import { findComposeFile, readText, type LogSourceSpec } from './files.js';
+import { readCompose } from './compose-check.js';
+import { findComposeFile, type LogSourceSpec } from './files.js';
 import { relativePathProblem, SOURCE_ID } from './log-sources.js';
 import { ENV_KEY } from './env-file.js';
+
+/** Templates ship with the agent (or come from an admin's folder): plain reads; a missing file reads as null. */
+const readText = (path: string): Promise<string | null> => readFile(path, 'utf8').catch((err: NodeJS.ErrnoException) => {
+  if (err.code === 'ENOENT') return null;
+  throw err;
+});
 
 export const TEMPLATE_ID = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
@@ -66,11 +72,11 @@ function check(folder: string, raw: any, composeText: string, composeFile: strin
   }
   let parsed;
   try {
-    parsed = parseCompose(composeText);
+    parsed = readCompose(composeText);
   } catch (err) {
     throw new Error(`${composeFile}: ${(err as Error).message}`);
   }
-  const images = [...new Set(Object.values(parsed.parsed.services as Record<string, any>).map((s) => s.image).filter(isStr))];
+  const images = [...new Set(Object.values(parsed.parsed.services as Record<string, any>).map((s) => s?.image).filter(isStr))];
   return {
     id: folder, name: raw.name, description: raw.description, category: raw.category, tags, env, default_port: port,
     services: parsed.services, images, log_sources: logSources, compose_file: composeFile,

@@ -3,10 +3,11 @@
  * containers, images, volumes and networks. When no engine answers, the agent still starts: the service reports
  * unavailable and Docker-backed routes answer 503 DOCKER_UNAVAILABLE until a background check sees it again.
  */
+import { join } from 'node:path';
 import { credentialsService, definePlugin, dockerService, Type } from '@agent/sdk';
 import { connect } from './connection.js';
 import { DockerEngine } from './engine.js';
-import { detectCompose, type ComposeChoice } from './compose.js';
+import { detectCompose, type ComposeChoice } from './compose/cli.js';
 import { PullJobs } from './pull-jobs.js';
 import { containerRoutes } from './routes/containers.js';
 import { imageRoutes } from './routes/images.js';
@@ -40,7 +41,10 @@ export default definePlugin({
   setup(ctx) {
     const { docker, endpoint } = connect(ctx.config.docker.host);
     composeChoice = ctx.config.docker.compose;
-    engine = new DockerEngine({ docker, dockerHost: endpoint.dockerHost, log: ctx.log, events: ctx.events, checkIntervalMs: ctx.config.docker.check_interval * 1000 });
+    engine = new DockerEngine({
+      docker, dockerHost: endpoint.dockerHost, log: ctx.log, events: ctx.events, checkIntervalMs: ctx.config.docker.check_interval * 1000,
+      composeRoot: join(ctx.dataDir, 'projects'),
+    });
     ctx.services.provide(dockerService, engine);
     const started = engine;
     ctx.events.on('agent.ready', () => void started.detectCompose());

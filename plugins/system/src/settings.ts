@@ -16,6 +16,7 @@ const SettingInfo = Type.Object({
   value: Type.Unknown({ description: 'current value; secrets are masked' }),
   apply: Type.Union([Type.Literal('live'), Type.Literal('restart')], { description: '`restart`: takes effect after the agent restarts' }),
   secret: Type.Boolean(),
+  permission: Type.Optional(Type.String({ description: 'a permission needed beyond `settings:write` to change it' })),
   description: Type.Optional(Type.String()),
 });
 
@@ -41,6 +42,7 @@ export function registerSettingsRoutes(ctx: PluginContext, registry: SettingsReg
         value: values[def.plugin]?.[name] ?? null,
         apply: def.restart.includes(name) ? ('restart' as const) : ('live' as const),
         secret: def.secret.includes(name),
+        ...(def.permissions[name] ? { permission: def.permissions[name] } : {}),
         ...(typeof schema.description === 'string' ? { description: schema.description } : {}),
       })));
   };
@@ -69,12 +71,16 @@ export function registerSettingsRoutes(ctx: PluginContext, registry: SettingsReg
     handler: async (req) => {
       const patch = req.body as Record<string, Record<string, unknown>>;
       const defs = new Map(registry.definitions().map((d) => [d.plugin, d]));
+      const current = registry.values();
       for (const [plugin, values] of Object.entries(patch)) {
         const def = defs.get(plugin);
         if (!def) throw errors.badRequest(`body.${plugin}: unknown settings section`, 'VALIDATION_FAILED', { field: plugin });
         const known = propsOf(def);
         for (const key of Object.keys(values)) {
           if (!(key in known)) throw errors.badRequest(`body.${plugin}.${key}: unknown setting`, 'VALIDATION_FAILED', { field: `${plugin}.${key}` });
+          const needed = def.permissions[key];
+          // Sending a guarded value back unchanged (a read-modify-write of the whole settings) needs nothing more.
+          if (needed && current[plugin]?.[key] !== values[key] && !req.principal.can(needed)) throw errors.forbidden(`changing ${plugin}.${key} needs the permission '${needed}'`);
         }
       }
       const result = await registry.update(patch);

@@ -36,7 +36,7 @@ export interface DeploymentsService {
   get(name: string): DeploymentInfo | undefined;
   /** The folder where deployments live. */
   root(): string;
-  /** The parsed compose file (`services`, `volumes`, `networks`, …). */
+  /** The compose file as written, and compose's checked model of it (`services`, `volumes`, `networks`, …: what runs). */
   compose(name: string): Promise<{ content: string; parsed: Record<string, any> }>;
   /** Values of the deployment's `.env` (secrets in clear: never return them to clients). */
   env(name: string): Promise<Record<string, string>>;
@@ -48,8 +48,10 @@ export interface DeploymentsService {
   start(name: string): Promise<void>;
   stop(name: string): Promise<void>;
   restart(name: string): Promise<void>;
+  /** Starts some services of a deployment (checked like any start), e.g. a database to restore into. */
+  startServices(name: string, services: string[]): Promise<void>;
   /** Removes the deployment (compose down); the folder is deleted only with `remove_files`. */
-  remove(name: string, options?: { remove_files?: boolean }): Promise<void>;
+  remove(name: string, options?: { remove_files?: boolean; remove_volumes?: boolean }): Promise<void>;
   /** Re-reads the folder (after files were replaced, e.g. by a restore) and refreshes the state cache. */
   refresh(name: string): Promise<void>;
 }

@@ -140,14 +140,77 @@ export interface DockerService {
   };
 
   compose: {
+    /** `v2` (`docker compose`) or `v1` (`docker-compose`); waits for the detection. 503 COMPOSE_UNAVAILABLE without compose. */
+    flavour(): Promise<ComposeFlavour>;
     /**
-     * The detected compose command: `['docker', 'compose']` or `['docker-compose']` (detection runs in the
-     * background at start; this waits for it). Rejects with 503 COMPOSE_UNAVAILABLE when neither is installed.
+     * Checks a project: compose builds its canonical model from the text (with a fixed environment and private
+     * copies of the env files it names), and the host-safety policy checks that model. Throws 400
+     * INVALID_YAML / INVALID_COMPOSE / HOST_SAFETY. Unchanged input is not checked again (kept by content hash).
      */
-    command(): Promise<string[]>;
-    /** Runs a compose subcommand (argv) for a project: cwd = `dir`, project name = `project`. */
-    run(project: string, dir: string, args: string[], options?: { signal?: AbortSignal; onLine?: (line: string) => void; env?: Record<string, string> }): Promise<ComposeRunResult>;
+    check(source: ComposeSource): Promise<CheckedCompose>;
+    /** Runs exactly a checked model (never the project's files); host paths are re-checked before anything starts. */
+    run(checked: CheckedCompose, command: ComposeCommand, options?: { signal?: AbortSignal; onLine?: (line: string) => void }): Promise<ComposeRunResult>;
+    /** The model a project last ran with (kept across restarts of the agent), or null. */
+    lastChecked(project: string): Promise<CheckedCompose | null>;
+    /**
+     * Removes a project through the engine (containers, its networks, and its volumes with `volumes`), for a
+     * project whose file can no longer be checked.
+     */
+    removeProject(project: string, options?: { volumes?: boolean }): Promise<void>;
+    /** Forgets the kept models of a project (after it was removed). */
+    forget(project: string): Promise<void>;
+    /** What the engine holds of a project (by compose's project label): a name in use is never taken over. */
+    projectObjects(project: string): Promise<{ containers: number; networks: number; volumes: number }>;
   };
 }
+
+export type ComposeFlavour = 'v1' | 'v2';
+
+/** What a compose project is made of; the caller reads the files (never through a symlink). */
+export interface ComposeSource {
+  /** Compose project name (`[a-z0-9][a-z0-9_-]*`). */
+  project: string;
+  /** The project folder: relative paths resolve against it; host paths must stay inside it. */
+  dir: string;
+  /** The compose file's text. */
+  content: string;
+  /** Interpolation variables (the project's `.env`). Nothing else is interpolated. */
+  env?: Record<string, string>;
+  /** Exceptions an admin granted this project, e.g. `cap_add:NET_ADMIN`, `volumes:/var/run/docker.sock`. */
+  exceptions?: string[];
+  /** false: the host-safety policy is off (an admin's choice); the model is still compose's own and runs as checked. */
+  enforce?: boolean;
+}
+
+export interface HostSafetyViolation {
+  service: string | null;
+  key: string;
+  value: string;
+  /** The exception an admin could grant to let exactly this through. */
+  exception: string;
+  why: string;
+}
+
+export interface CheckedCompose {
+  readonly project: string;
+  readonly dir: string;
+  /** Content hash of everything the model was built from. */
+  readonly hash: string;
+  readonly flavour: ComposeFlavour;
+  /** Compose's canonical model, values as the containers get them. */
+  readonly model: Readonly<Record<string, any>>;
+  readonly services: readonly string[];
+  /** Exceptions the model needed (all of them granted). */
+  readonly granted: readonly string[];
+  /** With the policy off: what it would have refused. */
+  readonly violations: readonly HostSafetyViolation[];
+}
+
+export type ComposeCommand =
+  | { command: 'up'; services?: string[]; noRecreate?: boolean; forceRecreate?: boolean; removeOrphans?: boolean }
+  | { command: 'stop'; services?: string[] }
+  | { command: 'restart'; services?: string[] }
+  | { command: 'down'; volumes?: boolean; removeOrphans?: boolean }
+  | { command: 'build'; services?: string[] };
 
 export const dockerService = createServiceRef<DockerService>('docker', 'the Docker engine and compose');

@@ -70,10 +70,15 @@ export class ManagedStores {
         'ENTRYPOINT ["/usr/local/bin/node", "/app/objstore.mjs"]',
         '',
       ].join('\n'));
-      await writeFile(join(dir, 'docker-compose.yml'), `services:\n  objstore:\n    build: .\n    image: ${OBJSTORE_IMAGE}\n`);
       const project = `agent-objstore-build-${randomBytes(3).toString('hex')}`;
-      const r = await docker.compose.run(project, dir, ['build']);
-      if (r.exit_code !== 0) throw errors.internal(`building the object store image failed: ${r.output.slice(-800)}`, 'IMAGE_BUILD_FAILED');
+      // The agent's own build goes through the same guarded compose path as any deployment.
+      const checked = await docker.compose.check({ project, dir, content: `services:\n  objstore:\n    build: .\n    image: ${OBJSTORE_IMAGE}\n` });
+      try {
+        const r = await docker.compose.run(checked, { command: 'build' });
+        if (r.exit_code !== 0) throw errors.internal(`building the object store image failed: ${r.output.slice(-800)}`, 'IMAGE_BUILD_FAILED');
+      } finally {
+        await docker.compose.forget(project);
+      }
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -1,14 +1,19 @@
 /** 4.2 deployments: list, details, create, update, delete, start, stop, restart (mutations are plannable). */
 import { join } from 'node:path';
-import { errors, reply, Type, type PluginContext } from '@agent/sdk';
+import { errors, isHttpError, reply, Type, type PluginContext, type Principal } from '@agent/sdk';
 import type { DeploymentManager, Entry } from '../manager.js';
-import { Deployment, DeploymentDetails, EnvVars, NameParams, Status } from '../schemas.js';
-import { DEFAULT_COMPOSE, ENV_FILE, readText } from '../files.js';
+import { Deployment, DeploymentDetails, EnvVars, Exceptions, HostSafetyReport, NameParams, Status } from '../schemas.js';
+import { DEFAULT_COMPOSE, ENV_FILE, readFolderFile } from '../files.js';
 import { parseEnv, redactEnv } from '../env-file.js';
 import { previewCreate, previewDelete, previewLifecycle, previewUpdate } from '../plans.js';
 
 const COMPOSE_CONTENT = Type.String({ minLength: 1, maxLength: 1024 * 1024, description: 'full text of the compose file (YAML)' });
 const TEMPLATE_ID = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'template the deployment comes from (its kind: built-in log sources)' });
+
+/** Host-safety exceptions are an admin's decision (the `host-safety:write` permission). */
+function assertMayGrant(principal: Principal, exceptions: string[] | undefined): void {
+  if (exceptions?.length && !principal.can('host-safety:write')) throw errors.forbidden("granting host-safety exceptions needs the permission 'host-safety:write'");
+}
 
 export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentManager): void {
   const snapshotOf = (entry: Entry | undefined, name: string) => {
@@ -51,16 +56,24 @@ export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentMan
     response: DeploymentDetails,
     handler: async (req) => {
       const entry = manager.require(req.params.name);
-      const p = manager.paths(entry);
-      const [compose, env] = await Promise.all([readText(p.compose), readText(p.env)]);
+      // A file a container replaced with a symlink is not followed: its text is shown as empty, with the problem.
+      const safely = (file: string) => readFolderFile(entry.dir, file).catch((err: Error) => {
+        problems.push(err.message);
+        return null;
+      });
+      const problems: string[] = [];
+      const [compose, env] = await Promise.all([safely(entry.composeFile), safely(ENV_FILE)]);
       const containers = manager.cache.containers(entry.name);
+      const last = await manager.opts.docker.compose.lastChecked(entry.name).catch(() => null);
       return {
         ...manager.info(entry),
         compose_content: compose ?? '',
         env: redactEnv(parseEnv(env ?? '')),
         containers: containers.map((c) => ({ id: c.id, name: c.name, service: c.service, image: c.image, state: c.state, status: c.status, health: c.health, created_at: c.created_at })),
         ports: containers.flatMap((c) => c.ports.map((port) => ({ service: c.service, container: c.name, container_port: port.private, host_port: port.public, host_ip: port.ip, protocol: port.protocol }))),
-        template: entry.meta.template,
+        template: entry.record.template,
+        host_safety: { policy: manager.opts.hostSafety() ? 'enforced' as const : 'off' as const, exceptions: entry.record.exceptions, used: [...(last?.granted ?? [])] },
+        file_problems: problems,
       };
     },
   });
@@ -75,18 +88,22 @@ export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentMan
       env_vars: Type.Optional(EnvVars),
       auto_start: Type.Optional(Type.Boolean({ default: false, description: 'start after creation' })),
       template: Type.Optional(TEMPLATE_ID),
+      host_safety_exceptions: Type.Optional(Exceptions),
     }),
     response: Type.Intersect([Deployment, Type.Object({ start_error: Type.Union([Type.String(), Type.Null()]) })]),
     plan: {
       resource: (req) => ({ type: 'deployment', id: req.body.name }),
       preview: (req) => {
+        assertMayGrant(req.principal, req.body.host_safety_exceptions);
         if (manager.entries.has(req.body.name)) throw errors.conflict(`deployment '${req.body.name}' already exists`, 'DEPLOYMENT_EXISTS');
         return previewCreate(manager, req.body, join(manager.root(), req.body.name));
       },
       snapshot: (req) => snapshotOf(manager.entries.get(req.body.name), req.body.name),
     },
     handler: async (req) => {
-      const result = await manager.createWithResult({ ...req.body, template: req.body.template ?? null }, req.principal);
+      assertMayGrant(req.principal, req.body.host_safety_exceptions);
+      const { host_safety_exceptions: exceptions, ...body } = req.body;
+      const result = await manager.createWithResult({ ...body, template: body.template ?? null, exceptions }, req.principal);
       return reply.created({ ...result.info, start_error: result.start_error },
         result.start_error ? `deployment ${req.body.name} created, but starting it failed` : `deployment ${req.body.name} created${req.body.auto_start ? ' and started' : ''}`);
     },
@@ -133,6 +150,53 @@ export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentMan
     handler: async (req) => {
       await manager.remove(req.params.name, { remove_files: req.query.remove_files ?? false, remove_volumes: req.query.remove_volumes ?? false });
       return reply.ok({ name: req.params.name, removed_files: req.query.remove_files ?? false, removed_volumes: req.query.remove_volumes ?? false }, `deployment ${req.params.name} deleted`);
+    },
+  });
+
+  ctx.route({
+    method: 'GET', path: '/deployments/:name/host-safety', permission: 'deployments:read', operationId: 'deployments.hostSafety', tag: 'deployments',
+    summary: "What the host-safety policy says about the deployment's files now",
+    description: 'Checks the current compose file and `.env` (compose\'s own model of them) against the policy: the exceptions granted, the ones the files use, and what is refused (`violations`, each with the exception an admin could grant).',
+    params: NameParams, deployment: 'name',
+    response: HostSafetyReport,
+    handler: async (req) => {
+      const entry = manager.require(req.params.name);
+      const policy = manager.opts.hostSafety() ? 'enforced' as const : 'off' as const;
+      try {
+        const checked = await manager.checkCurrent(entry);
+        return { policy, exceptions: entry.record.exceptions, used: [...checked.granted], violations: checked.violations.map((v) => ({ ...v })), passes: true };
+      } catch (err) {
+        if (!isHttpError(err) || err.code !== 'HOST_SAFETY') throw err;
+        return { policy, exceptions: entry.record.exceptions, used: [], violations: (err.extra?.violations ?? []) as never, passes: false };
+      }
+    },
+  });
+
+  ctx.route({
+    method: 'PUT', path: '/deployments/:name/host-safety', permission: 'host-safety:write', operationId: 'deployments.setHostSafety', tag: 'deployments',
+    deploymentLevel: 'admin',
+    summary: 'Grant host-safety exceptions to a deployment (replaces the list)',
+    description: 'Each exception lets exactly one refused value through, as named in the `HOST_SAFETY` refusal, e.g. `volumes:/var/run/docker.sock` or `cap_add:NET_ADMIN`. Takes effect at the next start. Audited.',
+    params: NameParams, deployment: 'name',
+    body: Type.Object({ exceptions: Exceptions }),
+    response: Type.Object({ name: Type.String(), exceptions: Type.Array(Type.String()) }),
+    plan: {
+      resource: (req) => ({ type: 'deployment', id: req.params.name }),
+      preview: (req) => {
+        const entry = manager.require(req.params.name);
+        const next = [...new Set(req.body.exceptions)].sort();
+        return {
+          summary: `host-safety exceptions of ${entry.name}: ${next.length ? next.join(', ') : 'none'}`,
+          changes: [{ type: 'host-safety', id: entry.name, actions: ['update'], before: { exceptions: entry.record.exceptions }, after: { exceptions: next } }],
+        };
+      },
+      snapshot: (req) => ({ records: { exceptions: manager.entries.get(req.params.name)?.record.exceptions ?? null } }),
+    },
+    handler: async (req) => {
+      const entry = manager.require(req.params.name);
+      const exceptions = [...new Set(req.body.exceptions)].sort();
+      await manager.saveRecord(entry, { exceptions });
+      return reply.ok({ name: entry.name, exceptions }, `host-safety exceptions of ${entry.name} set (${exceptions.length})`);
     },
   });
 

@@ -1,10 +1,11 @@
 /** Logs (HTTP and websocket follow), log sources and resource statistics of a deployment. */
+import { join } from 'node:path';
 import { errors, Type, type ContainerSummary, type PluginContext, type WebSocketConnection } from '@agent/sdk';
 import type { DeploymentManager, Entry } from '../manager.js';
 import { NameParams } from '../schemas.js';
 import type { LogSourceSpec } from '../files.js';
 import { assertService, containerLogs, pickContainers, type DeploymentLogLine } from '../logs.js';
-import { CONTAINER_SOURCE, resolveSourceFile, SOURCE_ID, validateCustomSources, type LogSourceView } from '../log-sources.js';
+import { CONTAINER_SOURCE, sourceOpener, SOURCE_ID, validateCustomSources, type LogSourceView } from '../log-sources.js';
 import { followFile, readLastLines, readLastLinesAt } from '../file-tail.js';
 
 const LogQuery = {
@@ -38,7 +39,7 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
   const sources = (entry: Entry): LogSourceView[] => [
     CONTAINER_SOURCE,
     ...kinds.builtin(entry).map((s) => ({ id: s.id, name: s.name, type: 'file' as const, path: s.path, format: s.format ?? null, builtin: true })),
-    ...entry.meta.log_sources.map((s) => ({ id: s.id, name: s.name, type: 'file' as const, path: s.path, format: s.format ?? null, builtin: false })),
+    ...entry.record.log_sources.map((s) => ({ id: s.id, name: s.name, type: 'file' as const, path: s.path, format: s.format ?? null, builtin: false })),
   ];
   const fileSource = (entry: Entry, id: string): LogSourceView | null => {
     if (id === 'stdout') return null;
@@ -65,8 +66,7 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
       const tail = req.query.tail ?? 100;
       const file = fileSource(entry, req.query.source ?? 'stdout');
       if (file) {
-        const path = await resolveSourceFile(entry.dir, file.path!);
-        const lines = await readLastLines(path, tail, req.query.filter);
+        const lines = await readLastLines(await sourceOpener(entry.dir, file.path!), tail, req.query.filter);
         return lines.map((text): DeploymentLogLine => ({ service: null, container: null, stream: 'file', time: null, text }));
       }
       const containers = await containersOf(entry, req.query.service, false);
@@ -88,10 +88,10 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
       const send = (line: DeploymentLogLine) => conn.send({ type: 'line', ...line });
       const file = fileSource(entry, req.query.source ?? 'stdout');
       if (file) {
-        const path = await resolveSourceFile(entry.dir, file.path!);
-        const initial = await readLastLinesAt(path, tail, filter);
+        const open = await sourceOpener(entry.dir, file.path!);
+        const initial = await readLastLinesAt(open, tail, filter);
         for (const text of initial.lines) await send({ service: null, container: null, stream: 'file', time: null, text });
-        await followFile(path, (text) => send({ service: null, container: null, stream: 'file', time: null, text }), conn.signal, filter, initial.size);
+        await followFile(join(entry.dir, file.path!), open, (text) => send({ service: null, container: null, stream: 'file', time: null, text }), conn.signal, filter, initial.size);
         return;
       }
       await followContainers(conn, await containersOf(entry, req.query.service, true), tail, filter, send);
@@ -140,7 +140,7 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
       const entry = manager.require(req.params.name);
       const custom = req.body.sources.map((s) => ({ id: s.id, name: s.name, path: s.path, ...(s.format ? { format: s.format } : {}) }));
       validateCustomSources(custom, new Set(kinds.builtin(entry).map((s) => s.id)));
-      await manager.saveMeta(entry, { log_sources: custom });
+      await manager.saveRecord(entry, { log_sources: custom });
       return sources(entry);
     },
   });

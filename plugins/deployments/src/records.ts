@@ -1,0 +1,69 @@
+/**
+ * What the agent knows about each deployment besides its files: who created it and when, its template, its custom
+ * log sources and the host-safety exceptions an admin granted. Kept in the plugin's own document, out of reach of
+ * the deployment's containers (they may write to their folder).
+ */
+import type { Document } from '@agent/sdk';
+import type { LogSourceSpec } from './files.js';
+
+export interface DeploymentRecord {
+  created_at: string;
+  created_by: string | null;
+  /** Template the deployment was created from (its kind: built-in log sources). */
+  template: string | null;
+  compose_file: string;
+  log_sources: LogSourceSpec[];
+  /** Host-safety exceptions granted by an admin, e.g. `cap_add:NET_ADMIN`. */
+  exceptions: string[];
+}
+
+export interface RecordsDoc {
+  deployments: Record<string, DeploymentRecord>;
+  /** Folders of deleted deployments kept on disk: not discovered again. */
+  kept: Record<string, { deleted_at: string }>;
+}
+
+export const emptyRecords = (): RecordsDoc => ({ deployments: {}, kept: {} });
+
+export class DeploymentRecords {
+  constructor(private readonly doc: Document<RecordsDoc>) {}
+
+  get(name: string): DeploymentRecord | undefined {
+    return this.doc.data.deployments[name];
+  }
+
+  isKept(name: string): boolean {
+    return name in this.doc.data.kept;
+  }
+
+  async put(name: string, record: DeploymentRecord): Promise<DeploymentRecord> {
+    return this.doc.update((d) => {
+      d.deployments[name] = record;
+      delete d.kept[name];
+      return record;
+    });
+  }
+
+  async patch(name: string, patch: Partial<DeploymentRecord>): Promise<DeploymentRecord> {
+    return this.doc.update((d) => {
+      const next = { ...d.deployments[name]!, ...patch };
+      d.deployments[name] = next;
+      return next;
+    });
+  }
+
+  /** Forgets a deployment; `keptFolder` marks its folder as not to be discovered again. */
+  async remove(name: string, keptFolder: boolean): Promise<void> {
+    await this.doc.update((d) => {
+      delete d.deployments[name];
+      if (keptFolder) d.kept[name] = { deleted_at: new Date().toISOString() };
+      else delete d.kept[name];
+    });
+  }
+
+  async markKept(name: string, deletedAt: string): Promise<void> {
+    await this.doc.update((d) => {
+      d.kept[name] = { deleted_at: deletedAt };
+    });
+  }
+}
