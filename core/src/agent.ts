@@ -32,6 +32,8 @@ import { createPluginProxy } from './plugins/proxy.js';
 import { createHttpApp } from './http/app.js';
 import { createSocketServer } from './http/websocket.js';
 import { coreRoutes } from './http/core-routes.js';
+import { DoctorRegistry } from './doctor/registry.js';
+import { coreChecks } from './doctor/core-checks.js';
 
 export interface RunningAgent {
   url: string;
@@ -44,7 +46,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const startedAt = Date.now();
   const { core } = loaded;
   mkdirSync(core.data_dir, { recursive: true, mode: 0o700 });
-  const root = createRootLogger(core.log.level);
+  const root = await createRootLogger(core.log.level, core.log.format);
   const log = sdkLogger(root, { component: 'core' });
   const secrets = loadSecrets(core.data_dir);
   const sealer = createSealer(secrets.dataKey);
@@ -81,12 +83,15 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   container.register(coreServices.identity.id, { useValue: identity });
   container.register(coreServices.audit.id, { useValue: audit });
   container.register(coreServices.settings.id, { useValue: settings });
+  const doctor = new DoctorRegistry();
+  doctor.set('core', coreChecks(core.data_dir));
+  container.register(coreServices.doctor.id, { useValue: doctor });
 
   let url = '';
   const host = new PluginHost(root, {
     registry, catalog, settings, container, audit, sealer,
     agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
-  }, bus, scheduler);
+  }, bus, scheduler, doctor);
   await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections);
   identity.invalidate();
 

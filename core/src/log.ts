@@ -1,17 +1,45 @@
 import pino from 'pino';
-import type { Logger } from '@agent/sdk';
+import { cjsExports, type Logger } from '@agent/sdk';
 
 export type RootLogger = pino.Logger;
 
+export type LogFormat = 'auto' | 'json' | 'pretty';
+
+/** `auto` is pretty on a terminal and JSON lines anywhere else (a pipe, a file, the journal). */
+export function resolveLogFormat(format: LogFormat, stdoutIsTty: boolean = process.stdout.isTTY === true): 'json' | 'pretty' {
+  return format === 'auto' ? (stdoutIsTty ? 'pretty' : 'json') : format;
+}
+
 /**
- * JSON lines on stdout, written asynchronously: with pino's default synchronous writes, a reader of stdout that
+ * Lines on stdout, written asynchronously: with pino's default synchronous writes, a reader of stdout that
  * stalls (a full pipe, a gone journal socket) would block the whole agent, shutdown included. Beyond 8 MiB of
- * unwritten lines, new ones are dropped rather than held.
+ * unwritten lines, new ones are dropped rather than held. JSON lines for machines; for a person at a terminal,
+ * pino-pretty renders the same records as `12:00:01.234 WARN: docker: message {fields}`, in this process (no
+ * transport worker thread) and loaded only in that case.
  */
-export function createRootLogger(level: string): RootLogger {
+export async function createRootLogger(level: string, format: LogFormat = 'auto'): Promise<RootLogger> {
+  const options: pino.LoggerOptions = { level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime };
   const destination = pino.destination({ dest: 1, sync: false, maxLength: 8 * 1024 * 1024 });
   destination.on('error', () => undefined);
-  return pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, destination);
+  if (resolveLogFormat(format) === 'pretty') {
+    const { prettyFactory } = cjsExports(await import('pino-pretty'));
+    const render = prettyFactory({
+      colorize: process.stdout.isTTY === true && !process.env.NO_COLOR,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname,plugin,component',
+      messageFormat: '{if plugin}{plugin}: {end}{if component}{component}: {end}{msg}',
+      singleLine: true,
+      // Only real errors on lines of their own; an `error` field (a message) stays on the record's line.
+      errorLikeObjectKeys: ['err'],
+    });
+    // pino writes each record as one JSON line; this renders it and hands it to the same asynchronous stdout.
+    const stream: pino.DestinationStream & { flush(cb: (err?: Error) => void): void } = {
+      write: (line: string) => void destination.write(render(line)),
+      flush: (cb) => destination.flush(cb),
+    };
+    return pino(options, stream);
+  }
+  return pino(options, destination);
 }
 
 /** Writes what is buffered, waiting at most `ms` (stdout may never drain). */

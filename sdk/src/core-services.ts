@@ -7,6 +7,7 @@ import type { TObject, Static } from '@sinclair/typebox';
 import { createServiceRef } from './services.js';
 import type { AccessLevel, Principal, PrincipalInfo, Role } from './principal.js';
 import type { SqlDatabase } from './store.js';
+import type { DoctorService } from './doctor.js';
 
 export interface UserRecord {
   id: number;
@@ -191,9 +192,9 @@ export interface SettingDefinition {
   restart: string[];
   /** Keys whose values are secrets (masked on read). */
   secret: string[];
-}
   /** Keys that need a permission beyond `settings:write` to change, e.g. `{host_safety: 'host-safety:write'}`. */
   permissions: Record<string, string>;
+}
 
 export interface SettingsRegistry {
   definitions(): SettingDefinition[];
@@ -213,4 +214,5 @@ export const coreServices = {
   identity: createServiceRef<IdentityService>('core.identity', 'users, API keys and deployment grants'),
   audit: createServiceRef<AuditLog>('core.audit', 'the audit journal'),
   settings: createServiceRef<SettingsRegistry>('core.settings', 'the agent settings registry'),
+  doctor: createServiceRef<DoctorService>('core.doctor', 'the checks of external parts (agentctl doctor)'),
 } as const;

@@ -21,6 +21,7 @@ export type {
   AuditEventRow, AuditTerms, AuditSearchQuery, AuditSearchResult,
   SettingsRegistry, SettingDefinition, PluginSettings,
 } from './core-services.js';
+export type { CheckStatus, CheckResult, DoctorCheck, DoctorCheckReport, DoctorReport, DoctorService } from './doctor.js';
 export * from './schema.js';
 export * from './services/index.js';
 export { cjsExports } from './modules.js';

@@ -6,6 +6,7 @@ import type { ServiceRef, ServiceRegistry } from './services.js';
 import type { PluginStore, Sealer } from './store.js';
 import type { AuditEventInput, PluginSettings } from './core-services.js';
 import type { Permission } from './principal.js';
+import type { DoctorCheck } from './doctor.js';
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -100,6 +101,11 @@ export interface PluginContext<C = Record<string, unknown>> {
   }): PluginSettings<T>;
   /** Called in reverse order at shutdown, after `stop`. */
   onClose(fn: () => void | Promise<void>): void;
+  /**
+   * Adds a check of an external part this plugin uses (a program, a daemon, a remote API) to `agentctl doctor`:
+   * what works, what does not, and the command that fixes it. Runs only when asked, never at start.
+   */
+  doctor(check: DoctorCheck): void;
 }
 
 export interface PluginDefinition<C extends TObject | undefined = undefined> {

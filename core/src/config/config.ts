@@ -1,6 +1,6 @@
 /**
  * Agent configuration: `agent.yaml` (or `--config` / `AGENT_CONFIG`), every key with a default, then environment
- * overrides: the shortcuts `AGENT_LISTEN`, `AGENT_DATA_DIR`, `AGENT_ADMIN_PASSWORD`, `AGENT_LOG_LEVEL`, and
+ * overrides: the shortcuts `AGENT_LISTEN`, `AGENT_DATA_DIR`, `AGENT_ADMIN_PASSWORD`, `AGENT_LOG_LEVEL`, `AGENT_LOG_FORMAT`, and
  * `AGENT__<section>__<key>=<yaml value>` for any key. Top-level sections other than the core's belong to plugins,
  * which validate their own.
  */
@@ -22,7 +22,7 @@ export interface CoreConfig {
   listen: { host: string; port: number; text: string };
   data_dir: string;
   admin_password: string | null;
-  log: { level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent' };
+  log: { level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent'; format: 'auto' | 'json' | 'pretty' };
   api: { enable_cors: boolean; allowed_origins: string[]; body_limit: number; trust_proxy: boolean };
   auth: {
     token_ttl: number;
@@ -73,7 +73,10 @@ const coreSchema = {
     admin_password: { type: ['string', 'null'], minLength: 8, default: null },
     log: {
       type: 'object', additionalProperties: false, default: {},
-      properties: { level: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'silent'], default: 'info' } },
+      properties: {
+        level: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'silent'], default: 'info' },
+        format: { enum: ['auto', 'json', 'pretty'], default: 'auto' },
+      },
     },
     api: {
       type: 'object', additionalProperties: false, default: {},
@@ -137,6 +140,7 @@ function envOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): voi
     AGENT_DATA_DIR: ['data_dir'],
     AGENT_ADMIN_PASSWORD: ['admin_password'],
     AGENT_LOG_LEVEL: ['log', 'level'],
+    AGENT_LOG_FORMAT: ['log', 'format'],
   };
   for (const [name, path] of Object.entries(shortcuts)) {
     const value = env[name];

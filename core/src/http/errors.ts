@@ -26,7 +26,9 @@ const STATUS_CODES: Record<number, string> = {
 
 export function toErrorAnswer(err: unknown): ErrorAnswer {
   if (isHttpError(err)) {
-    return { status: err.status, body: { ...(err.extra ?? {}), error: err.message, code: err.code }, headers: err.headers, internal: err.status >= 500 };
+    // A 503 names a part that is away (DOCKER_UNAVAILABLE, NGINX_UNAVAILABLE, …): its plugin says so once, rather
+    // than the log getting a stack trace per request.
+    return { status: err.status, body: { ...(err.extra ?? {}), error: err.message, code: err.code }, headers: err.headers, internal: err.status >= 500 && err.status !== 503 };
   }
   const e = err as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean };
   const status = e?.status ?? e?.statusCode;

@@ -72,6 +72,26 @@ export class AppHost {
     private readonly issueToken: (name: string) => Promise<string>,
   ) {}
 
+  /**
+   * One line an app wrote. Apps log JSON objects `{level, msg, ...fields}` (see the observability app): those are
+   * logged at their own level with their message and fields, so they read like the agent's own lines; anything
+   * else (a crash trace, a Node warning) is logged as `app output` at the level of the stream it came on.
+   */
+  private forwardLine(app: string, line: string, streamLevel: 'info' | 'warn'): void {
+    if (line.startsWith('{')) {
+      try {
+        const { level, msg, ...fields } = JSON.parse(line) as { level?: unknown; msg?: unknown };
+        if (typeof msg === 'string' && (level === 'debug' || level === 'info' || level === 'warn' || level === 'error')) {
+          this.log[level](msg.slice(0, 2000), { app, ...fields });
+          return;
+        }
+      } catch {
+        // not one of the app's own records
+      }
+    }
+    this.log[streamLevel]('app output', { app, line: line.slice(0, 2000) });
+  }
+
   state(name: string): AppState | undefined {
     return this.apps.get(name)?.state;
   }
@@ -121,7 +141,7 @@ export class AppHost {
             while ((nl = buffer.indexOf('\n')) >= 0) {
               const line = buffer.slice(0, nl);
               buffer = buffer.slice(nl + 1);
-              if (line.trim()) this.log[level]('app output', { app: name, line: line.slice(0, 2000) });
+              if (line.trim()) this.forwardLine(name, line, level);
             }
           });
         };

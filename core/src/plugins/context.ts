@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   coreServices,
-  type AgentInfo, type AuditLog, type EventBus, type JobHandle, type JobSpec, type Logger, type PluginContext,
+  type AgentInfo, type AuditLog, type DoctorCheck, type EventBus, type JobHandle, type JobSpec, type Logger, type PluginContext,
   type PluginDefinition, type PluginSettings, type PluginStore, type Scheduler, type Sealer, type ServiceRef,
   type ServiceRegistry, type SqlDatabase, type TObject,
 } from '@agent/sdk';
@@ -34,6 +34,8 @@ export interface StagedPlugin {
   scheduler: Scheduler & { startAll(): void; stopAll(): void; list(): { name: string; cron: string; next_run: string | null }[] };
   events: EventBus & { dispose(): void };
   closers: (() => void | Promise<void>)[];
+  /** Doctor checks the plugin added (committed with its routes when setup succeeds). */
+  checks: DoctorCheck[];
   journal: () => Journal | null;
 }
 
@@ -58,6 +60,7 @@ export function createContext(
   const entries: StagedPlugin['entries'] = [];
   const provided = new Set<string>();
   const closers: StagedPlugin['closers'] = [];
+  const checks: DoctorCheck[] = [];
   const declared = (refs?: ServiceRef<unknown>[]) => new Set((refs ?? []).map((r) => r.id));
   const mayProvide = declared(definition.provides);
   const mayUse = new Set([...declared(definition.requires), ...declared(definition.optional), ...CORE_SERVICE_IDS]);
@@ -121,6 +124,9 @@ export function createContext(
     onClose: (fn) => {
       closers.push(fn);
     },
+    doctor: (check) => {
+      checks.push(check);
+    },
   };
 
   for (const [resource, decl] of Object.entries(definition.resources ?? {})) {
@@ -128,5 +134,5 @@ export function createContext(
   }
   for (const spec of definition.app?.routes ?? []) entries.push(deps.registry.prepareAppRoute(name, spec));
 
-  return { ctx, entries, provided, scheduler, events, closers, journal: () => journal };
+  return { ctx, entries, provided, scheduler, events, closers, checks, journal: () => journal };
 }

@@ -15,6 +15,7 @@ import { compilePlain, defaultsOf } from '../openapi/validation.js';
 import type { AgentEventBus } from '../events/bus.js';
 import type { CoreScheduler } from '../scheduler/scheduler.js';
 import { createContext, serviceAvailable, type ContextDeps, type StagedPlugin } from './context.js';
+import type { DoctorRegistry } from '../doctor/registry.js';
 
 export type PluginStatus = 'running' | 'failed' | 'stopped';
 
@@ -166,6 +167,7 @@ export class PluginHost {
     private readonly deps: ContextDeps,
     private readonly bus: AgentEventBus,
     private readonly scheduler: CoreScheduler,
+    private readonly doctor: DoctorRegistry,
   ) {}
 
   get(name: string): PluginRecord | undefined {
@@ -265,6 +267,7 @@ export class PluginHost {
       const missing = (def.provides ?? []).filter((ref) => !staged.provided.has(ref.id));
       if (missing.length) throw new Error(`declares but does not provide service(s) ${missing.map((m) => `'${m.id}'`).join(', ')}`);
       this.deps.registry.commit(staged.entries);
+      this.doctor.set(def.name, staged.checks);
       record.status = 'running';
     } catch (err) {
       this.rollback(record);
@@ -277,6 +280,7 @@ export class PluginHost {
     if (!staged) return;
     staged.scheduler.stopAll();
     staged.events.dispose();
+    this.doctor.drop(record.name);
     for (const id of staged.provided) this.deps.container.register(id, { useValue: undefined });
     this.deps.catalog.dropPlugin(record.name);
     this.deps.settings.drop(record.name);
@@ -306,6 +310,7 @@ export class PluginHost {
         for (const close of record.staged!.closers.reverse()) await close();
         record.staged!.events.dispose();
         record.staged!.journal()?.close();
+        this.doctor.drop(record.name);
         record.status = 'stopped';
       } catch (err) {
         this.root.error({ plugin: record.name, error: String(err) }, 'plugin stop failed');

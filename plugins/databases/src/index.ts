@@ -12,6 +12,7 @@ import {
 } from './schemas.js';
 import { assertReadStatement, firstKeyword } from './statement.js';
 import type { ConnectionSpec, DbSession } from './types.js';
+import { databaseChecks } from './doctor.js';
 
 /** Bytes of row data one answer carries at most; beyond it the result is marked truncated. */
 const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
@@ -46,6 +47,7 @@ export default definePlugin({
     const deps = (): ResolveDeps => ({ deployments: ctx.services.optional(deploymentsService), docker: ctx.services.optional(dockerService) });
     const connect = (body: ConnectionBody) => resolveConnection(body, deps());
     const common = { tag: 'databases', deployment: deploymentOf, deploymentLevel: 'write' as const };
+    for (const check of databaseChecks()) ctx.doctor(check);
 
     ctx.route({
       ...common, method: 'POST', path: '/databases/test', permission: 'databases:read', operationId: 'databases.test', audit: false,

@@ -95,6 +95,23 @@ export default definePlugin({
       }
     };
 
+    ctx.doctor({
+      id: 'dns.server', title: 'DNS server API (PowerDNS)',
+      run: async () => {
+        const url = settings.get().api_url;
+        try {
+          const server = await pdns.server();
+          return { status: 'ok', detail: `PowerDNS ${server.version ?? '(version unknown)'} at ${url}` };
+        } catch (err) {
+          const code = (err as { code?: string }).code;
+          const fix = code === 'DNS_SERVER_AUTH_FAILED'
+            ? "set the server's API key in the dns settings: agentctl settings update -f dns.api_key=<key>"
+            : `start the server (agentctl dns enable, with the infrastructure plugin) or set dns.api_url; without a DNS server, disable the plugin (plugins.enabled: ['*', '!dns'])`;
+          return { status: 'failed', detail: (err as Error).message, fix };
+        }
+      },
+    });
+
     /** Settings the DNS infrastructure template gets from here: the API key and the API port of api_url. */
     const serviceSettings = () => {
       const url = new URL(settings.get().api_url);

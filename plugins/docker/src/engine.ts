@@ -9,7 +9,7 @@ import {
 import { detailsFromInspect, PROJECT_LABEL, SERVICE_LABEL, statsFrom, summaryFromList } from './mapping.js';
 import { LogLineSplitter } from './log-frames.js';
 import { isConnectionError, toHttpError, unavailable } from './engine-errors.js';
-import { runCompose, type ComposeRunOptions } from './compose.js';
+import { ComposeGuard } from './compose/guard.js';
 
 const EXEC_OUTPUT_LIMIT = 1024 * 1024;
 const STDERR_LIMIT = 64 * 1024;
@@ -20,6 +20,8 @@ export interface EngineOptions {
   log: Logger;
   events: EventBus;
   checkIntervalMs: number;
+  /** Private folder of the compose guard (checked models). */
+  composeRoot: string;
 }
 
 /** Appends to a bounded buffer, keeping the beginning (truncation is marked). */
@@ -45,11 +47,28 @@ function bounded(limit: number) {
 /** Compose detection runs at the latest this long after the engine started (the agent may be embedded without ready). */
 const DETECT_AFTER_MS = 3000;
 
+/** Longest wait between two checks while the engine does not answer. */
+const MAX_CHECK_INTERVAL_MS = 60_000;
+
+/** What answers 503 DOCKER_UNAVAILABLE while the engine is away (the start-up warning names it). */
+const ROUTES_NEEDING_ENGINE = [
+  '/api/containers', '/api/images', '/api/volumes', '/api/networks',
+  'the routes of other plugins that run or inspect containers: deployment actions, logs and stats, backups and restores, infrastructure',
+];
+
+export const COMPOSE_FIX = 'install compose v2 (the docker-compose-plugin package of Docker\'s repository) or v1 (Debian: apt-get install docker-compose), then restart the agent';
+
+export const ENGINE_FIX = 'install and start the engine (Debian: apt-get install docker.io && systemctl enable --now docker), or point docker.host at a running one';
+
 export class DockerEngine implements DockerService {
-  private up = false;
+  /** null until the first check. */
+  private up: boolean | null = null;
+  private lastCheck = 0;
+  /** Wait before the next check while the engine does not answer (grows, see `schedule`). */
+  private downDelayMs = 0;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
-  private composeCommand: string[] | null = null;
+  private detectedCommand: string[] | null = null;
   private detect: (() => Promise<string[] | null>) | null = null;
   private composeDetection: Promise<void> | null = null;
   private readonly listeners = new Set<(e: DockerEvent) => void>();
@@ -57,7 +76,18 @@ export class DockerEngine implements DockerService {
   private eventsSince = Math.floor(Date.now() / 1000);
 
 
-  constructor(private readonly opts: EngineOptions) {}
+  /** Every compose call goes through it. */
+  private readonly guard: ComposeGuard;
+
+  constructor(private readonly opts: EngineOptions) {
+    this.guard = new ComposeGuard({
+      root: opts.composeRoot,
+      dockerHost: opts.dockerHost,
+      command: () => this.composeCommand(),
+      containerNames: async () => (await this.listContainers({ all: true })).map((c) => ({ name: c.name, project: c.deployment })),
+      log: opts.log,
+    });
+  }
 
   get client(): Docker {
     return this.opts.docker;
@@ -72,13 +102,23 @@ export class DockerEngine implements DockerService {
    */
   async start(detect: () => Promise<string[] | null>): Promise<void> {
     this.detect = detect;
+    this.downDelayMs = this.opts.checkIntervalMs;
     setTimeout(() => void this.detectCompose(), DETECT_AFTER_MS).unref();
     await this.check();
-    const tick = () => {
-      this.timer = setTimeout(() => void this.check().finally(() => !this.stopped && tick()), this.opts.checkIntervalMs);
-      this.timer.unref();
-    };
-    tick();
+    this.schedule();
+  }
+
+  /**
+   * The next availability check: every `checkIntervalMs` while the engine answers; while it does not, the wait
+   * doubles up to `MAX_CHECK_INTERVAL_MS` (a missing engine costs a connect attempt now and then, no log line).
+   */
+  private schedule(): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    const wait = this.up ? this.opts.checkIntervalMs : this.downDelayMs;
+    if (!this.up) this.downDelayMs = Math.min(this.downDelayMs * 2, Math.max(MAX_CHECK_INTERVAL_MS, this.opts.checkIntervalMs));
+    this.timer = setTimeout(() => void this.check().finally(() => this.schedule()), wait);
+    this.timer.unref();
   }
 
   stop(): void {
@@ -87,19 +127,39 @@ export class DockerEngine implements DockerService {
     this.closeEvents();
   }
 
+  /** Where the engine is, for people (`unix:///var/run/docker.sock`, `tcp://host:2375`). */
+  get endpoint(): string {
+    const modem = this.opts.docker.modem as { socketPath?: string; host?: string; port?: number | string; protocol?: string };
+    if (modem.socketPath) return `unix://${modem.socketPath}`;
+    return `${modem.protocol === 'https' ? 'https' : 'tcp'}://${modem.host}:${modem.port}`;
+  }
+
   /** Pings the engine (2 s budget) and (re)opens the event stream when it comes back. */
   async check(): Promise<boolean> {
+    this.lastCheck = Date.now();
     let ok = false;
+    let failure = '';
     try {
       await Promise.race([
         this.opts.docker.ping(),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('ping timeout')), 2000).unref()),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 2 s')), 2000).unref()),
       ]);
       ok = true;
-    } catch {
-      ok = false;
+    } catch (err) {
+      failure = (err as Error)?.message ?? String(err);
     }
-    if (ok !== this.up) this.opts.log[ok ? 'info' : 'warn'](ok ? 'Docker engine available' : 'Docker engine does not answer');
+    // One line per change of state (the first check included), never one per attempt.
+    if (ok && this.up !== true) {
+      if (this.up === false) this.opts.log.info('Docker engine available again', { endpoint: this.endpoint });
+      this.downDelayMs = this.opts.checkIntervalMs;
+    } else if (!ok && this.up !== false) {
+      this.opts.log.warn(`Docker engine not reachable: routes that need it answer 503 DOCKER_UNAVAILABLE until it answers (checked again quietly, every ${this.opts.checkIntervalMs / 1000} s backing off to ${Math.max(MAX_CHECK_INTERVAL_MS, this.opts.checkIntervalMs) / 1000} s)`, {
+        endpoint: this.endpoint,
+        error: failure,
+        routes: ROUTES_NEEDING_ENGINE,
+        fix: ENGINE_FIX,
+      });
+    }
     this.up = ok;
     if (ok && !this.eventStream && !this.stopped) void this.openEvents();
     if (!ok) this.closeEvents();
@@ -107,11 +167,15 @@ export class DockerEngine implements DockerService {
   }
 
   available(): boolean {
-    return this.up;
+    return this.up === true;
   }
 
   assertAvailable(): void {
-    if (!this.up) throw unavailable();
+    if (this.up === true) return;
+    // A request is a hint that the engine may be back: look now (at most once a second) rather than after the
+    // backed-off wait, so the next request finds it.
+    if (!this.stopped && Date.now() - this.lastCheck > 1000) void this.check().then((ok) => ok && this.schedule());
+    throw unavailable();
   }
 
   /** Runs an engine call, mapping its errors; a connection failure marks the engine unavailable. */
@@ -120,10 +184,8 @@ export class DockerEngine implements DockerService {
     try {
       return await fn();
     } catch (err) {
-      if (isConnectionError(err)) {
-        this.up = false;
-        void this.check();
-      }
+      // The engine went away: a check now notices it (and warns once) instead of at the next scheduled one.
+      if (isConnectionError(err)) void this.check().then(() => this.schedule());
       throw toHttpError(err, what);
     }
   }
@@ -417,23 +479,58 @@ export class DockerEngine implements DockerService {
   detectCompose(): Promise<void> {
     if (!this.detect) return Promise.resolve(); // not started
     this.composeDetection ??= this.detect().then((command) => {
-      this.composeCommand = command;
+      this.detectedCommand = command;
+      if (!command) this.opts.log.warn('Docker Compose not found: routes that run compose (creating, updating, starting and stopping deployments, infrastructure) answer 503 COMPOSE_UNAVAILABLE', { fix: COMPOSE_FIX });
     }, () => undefined);
     return this.composeDetection;
   }
 
-  readonly compose = {
-    command: async (): Promise<string[]> => {
-      await this.detectCompose();
-      if (!this.composeCommand) throw errors.unavailable('neither `docker compose` nor `docker-compose` is installed', 'COMPOSE_UNAVAILABLE');
-      return [...this.composeCommand];
-    },
-    run: async (project: string, dir: string, args: string[], options: ComposeRunOptions = {}) => {
+  /** The compose command once detected; 503 COMPOSE_UNAVAILABLE when neither flavour is installed. */
+  async composeCommand(): Promise<string[]> {
+    await this.detectCompose();
+    if (!this.detectedCommand) throw errors.unavailable('neither `docker compose` nor `docker-compose` is installed', 'COMPOSE_UNAVAILABLE');
+    return [...this.detectedCommand];
+  }
+
+  readonly compose: DockerService['compose'] = {
+    flavour: () => this.guard.flavour(),
+    check: (source) => this.guard.check(source),
+    run: async (checked, command, options) => {
       this.assertAvailable();
-      if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(project)) throw errors.badRequest(`invalid compose project name '${project}'`);
-      return runCompose(await this.compose.command(), this.opts.dockerHost, project, dir, args, options);
+      return this.guard.run(checked, command, options);
+    },
+    lastChecked: (project) => this.guard.lastChecked(project),
+    forget: (project) => this.guard.forget(project),
+    projectObjects: async (project) => {
+      const filters = JSON.stringify({ label: [`${PROJECT_LABEL}=${project}`] });
+      const [containers, networks, volumes] = await Promise.all([
+        this.call('containers', () => this.opts.docker.listContainers({ all: true, filters })),
+        this.call('networks', () => this.opts.docker.listNetworks({ filters } as Docker.NetworkListOptions)),
+        this.call('volumes', () => this.opts.docker.listVolumes({ filters })),
+      ]);
+      return { containers: containers.length, networks: networks.length, volumes: volumes.Volumes?.length ?? 0 };
+    },
+    removeProject: async (project, options = {}) => {
+      const label = `${PROJECT_LABEL}=${project}`;
+      const filters = (extra: Record<string, string[]> = {}) => JSON.stringify({ label: [label], ...extra });
+      const containers = await this.call('containers', () => this.opts.docker.listContainers({ all: true, filters: filters() }));
+      for (const c of containers) {
+        await this.call(`container '${c.Id}'`, () => this.opts.docker.getContainer(c.Id).remove({ force: true, v: true })).catch(ignoreMissing);
+      }
+      const networks = await this.call('networks', () => this.opts.docker.listNetworks({ filters: filters() } as Docker.NetworkListOptions));
+      for (const n of networks) await this.call(`network '${n.Name}'`, () => this.opts.docker.getNetwork(n.Id).remove()).catch(ignoreMissing);
+      if (options.volumes) {
+        const { Volumes } = await this.call('volumes', () => this.opts.docker.listVolumes({ filters: filters() }));
+        for (const v of Volumes ?? []) await this.call(`volume '${v.Name}'`, () => this.opts.docker.getVolume(v.Name).remove()).catch(ignoreMissing);
+      }
     },
   };
+}
+
+/** Already gone is what removal wants. */
+function ignoreMissing(err: unknown): void {
+  if ((err as { status?: number }).status === 404) return;
+  throw err;
 }
 
 /** The engine answers 304 when a container already is in the wanted state. */

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { credentialsService, definePlugin, dockerService, Type } from '@agent/sdk';
 import { connect } from './connection.js';
 import { DockerEngine } from './engine.js';
+import { dockerChecks } from './doctor.js';
 import { detectCompose, type ComposeChoice } from './compose/cli.js';
 import { PullJobs } from './pull-jobs.js';
 import { containerRoutes } from './routes/containers.js';
@@ -46,6 +47,7 @@ export default definePlugin({
       composeRoot: join(ctx.dataDir, 'projects'),
     });
     ctx.services.provide(dockerService, engine);
+    for (const check of dockerChecks(engine, ctx.config.docker.compose)) ctx.doctor(check);
     const started = engine;
     ctx.events.on('agent.ready', () => void started.detectCompose());
     const pulls = new PullJobs(engine, () => ctx.services.optional(credentialsService), ctx.log);

@@ -5,7 +5,9 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { definePlugin, deploymentsService, dockerService, type PluginContext } from '@agent/sdk';
+import { definePlugin, deploymentsService, dockerService, isHttpError, type PluginContext } from '@agent/sdk';
+import { NGINX_FIX } from './nginx/apply.js';
+import { edgeChecks } from './doctor.js';
 import { EdgeConfig } from './config.js';
 import { Edge } from './edge.js';
 import { emptyState } from './state.js';
@@ -54,6 +56,7 @@ export default definePlugin({
       ensureCertificates: () => undefined,
     };
     runtime = rt;
+    for (const check of edgeChecks(ctx.config, edge.applier)) ctx.doctor(check);
     const issuer = new AcmeIssuer(ctx.config.certificates, ctx.dataDir, edge.layout.webroot, ctx.log);
     const certificates = new Certificates(rt, issuer);
     rt.ensureCertificates = (reason) => certificates.ensure(reason);
@@ -127,8 +130,14 @@ export default definePlugin({
       await mkdir(edge.layout.webroot, { recursive: true, mode: 0o755 });
       // Bring the files in line with the state (the agent may have been upgraded or the files edited). In the
       // background: nginx being slow or down must not hold the agent's start-up (the queue orders later changes).
-      edge.mutate(() => undefined, { force: true })
-        .catch((err) => ctx.log.error('initial proxy configuration failed', { error: (err as Error).message }));
+      edge.mutate(() => undefined, { force: true }).catch((err) => {
+        if (isHttpError(err) && err.code === 'NGINX_UNAVAILABLE') {
+          ctx.log.warn('nginx is not installed: routes that change the proxy configuration answer 503 NGINX_UNAVAILABLE until it is', {
+            routes: ['/api/deployments/:name/domains (add, update, remove)', '/api/proxy (setup, remove)', '/api/certificates', '/api/security (blocked IPs, whitelist, protected routes, refresh)'],
+            fix: NGINX_FIX,
+          });
+        } else ctx.log.error('initial proxy configuration failed', { error: (err as Error).message });
+      });
     });
   },
 

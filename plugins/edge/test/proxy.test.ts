@@ -167,6 +167,10 @@ describe('edge: domains and the nginx reverse proxy', () => {
     const del = await agent.api('DELETE', `/proxy/${other}`);
     expect(del.body.data).toEqual({ removed: 1 });
     await waitFor(async () => (await get(setupHost)).status === 404, 'removed setup domain');
+    // Nothing left to remove: 404, and nginx is not asked to reload.
+    const again = await agent.api('DELETE', `/proxy/${other}`);
+    expect(again.status, again.text).toBe(404);
+    expect(again.body).toEqual({ error: `deployment '${other}' has no proxy configuration`, code: 'NOT_FOUND' });
   });
 
   it('removes the vhosts of a deleted deployment', async () => {

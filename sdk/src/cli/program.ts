@@ -8,6 +8,7 @@ import { AgentApiError, AgentConnectionError, RequestInvalidError, type Operatio
 import { authCommands } from './commands/auth.js';
 import { STATIC_COMMANDS, bashScript, completionCandidates, printCandidates, zshScript } from './commands/completion.js';
 import { groupCommand } from './commands/operations.js';
+import { doctorCommand } from './commands/doctor.js';
 import { CliContext, UsageError, type GlobalOptions } from './context.js';
 import { explain } from './explain.js';
 import { processIO, type CliIO } from './io.js';
@@ -129,6 +130,7 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
     .option('--no-color', 'no colours');
   program.configureHelp({ showGlobalOptions: true, sortSubcommands: false });
   for (const cmd of authCommands(ctx, runAction)) program.addCommand(cmd);
+  program.addCommand(doctorCommand(ctx, runAction, (code) => (exitCode = code)));
   program
     .command('completion')
     .description('print a completion script: source <(agentctl completion bash) — or zsh')

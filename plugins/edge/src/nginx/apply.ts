@@ -92,6 +92,10 @@ export class NginxApplier {
     };
 
     const test = await execa(this.testCommand[0]!, this.testCommand.slice(1), { reject: false, all: true, timeout: 30_000 });
+    if (notFound(test)) {
+      await restore();
+      throw nginxMissing(this.testCommand[0]!);
+    }
     if (test.exitCode !== 0) {
       await restore();
       const message = nginxMessage(test.all ?? '');
@@ -99,6 +103,10 @@ export class NginxApplier {
       throw new HttpError(400, 'PROXY_CONFIG_INVALID', `nginx rejected the configuration: ${message}`);
     }
     const reload = await execa(this.reloadCommand[0]!, this.reloadCommand.slice(1), { reject: false, all: true, timeout: 30_000 });
+    if (notFound(reload)) {
+      await restore();
+      throw nginxMissing(this.reloadCommand[0]!);
+    }
     if (reload.exitCode !== 0) {
       await restore();
       const message = nginxMessage(reload.all ?? '');
@@ -109,11 +117,24 @@ export class NginxApplier {
     return { changed, removed, reloaded: true };
   }
 
-  /** Runs the test command alone (status endpoints). */
-  async test(): Promise<{ ok: boolean; message: string }> {
+  /** Runs the test command alone (status endpoints, doctor). `installed` is false when its program does not exist. */
+  async test(): Promise<{ ok: boolean; installed: boolean; message: string }> {
     const r = await execa(this.testCommand[0]!, this.testCommand.slice(1), { reject: false, all: true, timeout: 30_000 });
-    return { ok: r.exitCode === 0, message: nginxMessage(r.all ?? '') };
+    if (notFound(r)) return { ok: false, installed: false, message: nginxMissing(this.testCommand[0]!).message };
+    return { ok: r.exitCode === 0, installed: true, message: nginxMessage(r.all ?? '') };
   }
+}
+
+export const NGINX_FIX = 'install nginx (Debian: apt-get install nginx), or set proxy.test_command and proxy.reload_command to where it is';
+
+/** The program of a command does not exist (spawn failed with ENOENT), as opposed to nginx refusing the files. */
+function notFound(result: { code?: string; exitCode?: number }): boolean {
+  return result.exitCode === undefined && result.code === 'ENOENT';
+}
+
+/** 503 naming nginx: the proxy cannot be configured at all while it is not installed. */
+export function nginxMissing(program: string): HttpError {
+  return new HttpError(503, 'NGINX_UNAVAILABLE', `nginx is not installed: '${program}' was not found (${NGINX_FIX})`);
 }
 
 function compare(current: Map<string, string>, desired: Map<string, string>) {

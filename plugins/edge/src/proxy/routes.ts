@@ -55,7 +55,7 @@ export function proxyRoutes(rt: Runtime, domains: ReturnType<typeof domainRoutes
         certificate: Nullable(Type.Object({ status: Type.String(), not_after: Type.String(), days_left: Type.Integer() })),
         vhost_file: Type.String(), vhost_present: Type.Boolean(),
       })),
-      nginx: Type.Object({ config_valid: Type.Boolean(), message: Type.String() }),
+      nginx: Type.Object({ installed: Type.Boolean(), config_valid: Type.Boolean(), message: Type.String() }),
     }),
     handler: async (req) => {
       const entries = edge.state.domains.filter((d) => d.deployment === req.params.name);
@@ -73,7 +73,7 @@ export function proxyRoutes(rt: Runtime, domains: ReturnType<typeof domainRoutes
             vhost_file: file, vhost_present: existsSync(file),
           };
         }),
-        nginx: { config_valid: test.ok, message: test.message },
+        nginx: { installed: test.installed, config_valid: test.ok, message: test.message },
       };
     },
   });
@@ -81,8 +81,12 @@ export function proxyRoutes(rt: Runtime, domains: ReturnType<typeof domainRoutes
   ctx.route({
     method: 'DELETE', path: '/proxy/:name', permission: 'proxy:write', operationId: 'proxy.remove', tag: 'proxy',
     summary: 'Remove every domain (and vhost) of a deployment', deployment: 'name', params: NameParams,
+    description: '404 when the deployment has no domain: there is nothing to remove, and nginx is not touched.',
     response: Type.Object({ removed: Type.Integer() }),
     handler: async (req) => {
+      if (!edge.state.domains.some((d) => d.deployment === req.params.name)) {
+        throw errors.notFound(`deployment '${req.params.name}' has no proxy configuration`);
+      }
       const { result } = await edge.mutate((draft) => {
         const before = draft.domains.length;
         draft.domains = draft.domains.filter((d) => d.deployment !== req.params.name);

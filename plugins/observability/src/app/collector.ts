@@ -114,8 +114,8 @@ export class Collector {
       let containers: ContainerInfo[] = [];
       try {
         containers = await this.refreshContainers();
-      } catch (err) {
-        this.log.warn('docker engine did not answer', { error: String(err) });
+      } catch {
+        // The engine is away: the round records the host only (the client reports the outage once, see main.ts).
       }
       const seen = new Set<string>();
       await mapLimit(containers, this.options().concurrency, async (info) => {

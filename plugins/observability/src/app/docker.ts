@@ -32,14 +32,36 @@ export class EngineError extends Error {
   }
 }
 
+/** Waits between two attempts to follow the engine's events: doubling from the first to the last. */
+export const EVENTS_RETRY_MS = { first: 2000, max: 60_000 } as const;
+
 export class DockerClient {
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 16 });
+  /** null until the first answer or failure. */
+  private reachable: boolean | null = null;
+  private readonly reachabilityListeners: ((reachable: boolean, error: string | null) => void)[] = [];
 
-  constructor(private readonly socketPath: string) {}
+  /** `eventsRetryMs`: the waits between reconnections of the event stream (shorter in tests). */
+  constructor(readonly socketPath: string, private readonly eventsRetryMs: { first: number; max: number } = EVENTS_RETRY_MS) {}
+
+  /**
+   * Called when the engine starts or stops answering (not at every failed attempt): the app says so once,
+   * rather than once per collection round and per reconnection of the event stream.
+   */
+  onReachability(listener: (reachable: boolean, error: string | null) => void): void {
+    this.reachabilityListeners.push(listener);
+  }
+
+  private noteReachable(reachable: boolean, error: string | null = null): void {
+    if (this.reachable === reachable) return;
+    this.reachable = reachable;
+    for (const l of this.reachabilityListeners) l(reachable, error);
+  }
 
   private call<T>(method: string, path: string, timeoutMs = 15_000): Promise<T> {
     return new Promise((resolve, reject) => {
       const req = request({ socketPath: this.socketPath, path, method, agent: this.agent, timeout: timeoutMs, headers: { host: 'docker' } }, (res) => {
+        this.noteReachable(true);
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
@@ -60,7 +82,11 @@ export class DockerClient {
         res.on('error', reject);
       });
       req.on('timeout', () => req.destroy(new EngineError(`${method} ${path}: timed out`, null)));
-      req.on('error', (err) => reject(err instanceof EngineError ? err : new EngineError(`${method} ${path}: ${err.message}`, null)));
+      req.on('error', (err) => {
+        const failure = err instanceof EngineError ? err : new EngineError(`${method} ${path}: ${err.message}`, null);
+        if (!(err instanceof EngineError)) this.noteReachable(false, err.message);
+        reject(failure);
+      });
       req.end();
     });
   }
@@ -76,13 +102,37 @@ export class DockerClient {
   }
 
   /**
-   * Follows container events (start, die, health_status, …) until `signal` aborts; reconnects after a failure.
+   * Follows container events (start, die, health_status, …) until `signal` aborts. After a failure it connects
+   * again, waiting longer each time (`eventsRetryMs`) until a connection is answered; failures are reported
+   * through `onReachability`, not one by one.
    */
-  followEvents(onEvent: (e: EngineEvent) => void, signal: AbortSignal, onError: (err: Error) => void): void {
+  followEvents(onEvent: (e: EngineEvent) => void, signal: AbortSignal): void {
     const filters = encodeURIComponent(JSON.stringify({ type: ['container'] }));
+    let current: ReturnType<typeof request> | null = null;
+    let retryTimer: NodeJS.Timeout | null = null;
+    let delay = this.eventsRetryMs.first;
+    // One abort listener for the whole follow (one per connection attempt would pile up while the engine is away).
+    signal.addEventListener('abort', () => {
+      if (retryTimer) clearTimeout(retryTimer);
+      current?.destroy();
+    }, { once: true });
     const connect = () => {
+      retryTimer = null;
       if (signal.aborted) return;
+      let retried = false;
+      const retry = (err?: Error) => {
+        if (retried) return;
+        retried = true;
+        current = null;
+        if (err) this.noteReachable(false, err.message);
+        if (signal.aborted) return;
+        retryTimer = setTimeout(connect, delay);
+        retryTimer.unref();
+        delay = Math.min(delay * 2, this.eventsRetryMs.max);
+      };
       const req = request({ socketPath: this.socketPath, path: `/events?filters=${filters}`, method: 'GET', headers: { host: 'docker' } }, (res) => {
+        this.noteReachable(true);
+        delay = this.eventsRetryMs.first;
         let buffer = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
@@ -97,18 +147,11 @@ export class DockerClient {
             } catch { /* ignore a malformed line */ }
           }
         });
-        res.on('end', retry);
+        res.on('end', () => retry());
         res.on('error', retry);
       });
-      let retried = false;
-      function retry(err?: Error) {
-        if (retried) return;
-        retried = true;
-        if (err) onError(err);
-        if (!signal.aborted) setTimeout(connect, 2000).unref();
-      }
+      current = req;
       req.on('error', retry);
-      signal.addEventListener('abort', () => req.destroy(), { once: true });
       req.end();
     };
     connect();

@@ -82,7 +82,15 @@ docker.followEvents((e) => {
     pending = null;
     collector.refreshContainers().then((list) => checkHealth(list), () => undefined);
   }, 200);
-}, stopping.signal, (err) => log.warn('docker event stream interrupted', { error: err.message }));
+}, stopping.signal);
+// The docker plugin warns about a missing engine (once, naming the routes that answer 503); the app only says
+// what it means for metrics, once per outage.
+let engineAway = false;
+docker.onReachability((reachable, error) => {
+  if (!reachable) log.info('container metrics and the health watcher wait for the Docker engine (it does not answer); they resume when it does', { socket: docker.socketPath, error });
+  else if (engineAway) log.info('the Docker engine answers again: container metrics and the health watcher resume', { socket: docker.socketPath });
+  engineAway = !reachable;
+});
 
 function housekeep(): void {
   try {

@@ -11,6 +11,7 @@ export const STATIC_COMMANDS: [string, string][] = [
   ['login', 'log in and save a profile'],
   ['logout', 'forget a saved login'],
   ['profiles', 'list, switch and remove profiles'],
+  ['doctor', 'check the parts the agent uses'],
   ['completion', 'print a shell completion script'],
   ['help', 'show help'],
 ];
