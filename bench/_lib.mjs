@@ -1,6 +1,6 @@
 // Helpers shared by the benchmarks: start the real agent in a child process, measure load with autocannon.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,8 +44,14 @@ export async function startAgent({ plugins = ['*'], config = {}, dataDir, nodeFl
       return (await res.json()).data.token;
     },
     rssMb() {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-      return m ? Number(m[1]) / 1024 : NaN;
+      return rssOf(child.pid);
+    },
+    /** RSS of the agent and of every process below it (the observability app, compose runs in flight), in MB. */
+    treeRssMb() {
+      const pids = descendants(child.pid);
+      const children = pids.reduce((sum, pid) => sum + (rssOf(pid) || 0), 0);
+      const main = rssOf(child.pid);
+      return { main, children, total: main + children, processes: pids.length + 1 };
     },
     async stop({ keepData = false } = {}) {
       child.kill('SIGTERM');
@@ -53,6 +59,38 @@ export async function startAgent({ plugins = ['*'], config = {}, dataDir, nodeFl
       if (!keepData) rmSync(work, { recursive: true, force: true });
     },
   };
+}
+
+/** VmRSS of one process in MB (NaN when it is gone). */
+export function rssOf(pid) {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Every process below `pid` (children, their children, …), from the parent ids in /proc. */
+export function descendants(pid) {
+  const parentOf = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The command name in field 2 may hold spaces or parentheses: the fields after its last ')' are fixed.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  const out = [];
+  const queue = [pid];
+  while (queue.length) {
+    const parent = queue.shift();
+    for (const [child, ppid] of parentOf) if (ppid === parent) { out.push(child); queue.push(child); }
+  }
+  return out;
 }
 
 export const fmt = (n, digits = 1) => Number(n).toFixed(digits);

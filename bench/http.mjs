@@ -1,5 +1,7 @@
 // HTTP benchmark: requests/s of an authenticated light GET on the agent (all built-in plugins enabled) against a
-// bare koa hello-world on the same machine, in one run; cold start to ready; idle RSS.
+// bare koa hello-world on the same machine, in one run; cold start to ready; idle RSS; and the total memory of the
+// agent with every child process (the observability app) idle, BENCH_IDLE_SECONDS (300) after start with 5
+// running deployments.
 //
 // On a 2-core machine the load generator competes with the server for CPU, so the server under test is pinned to
 // core 0 and autocannon to core 1 (taskset), and the agent's own CPU time per request is reported next to the
@@ -69,6 +71,7 @@ const agent = await startAgent({ config: EDGE(scratch) });
 pin(agent.pid, 0);
 await sleep(5000);
 const idleRss = agent.rssMb();
+const idleTree = agent.treeRssMb();
 const token = await agent.token();
 const koa = await bareKoa();
 pin(koa.pid, 0);
@@ -86,6 +89,47 @@ const loadedRss = agent.rssMb();
 await agent.stop();
 await koa.stop();
 
+// Memory as a host sees it: the agent and every process it started, idle, some minutes after a start with
+// deployments running (their containers belong to the engine, not to the agent).
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 300);
+const DEPLOYMENTS = 5;
+const RUN = `bh${process.pid.toString(36)}`;
+let steady = null;
+{
+  const seed = await startAgent({ config: EDGE(scratch) });
+  const seedToken = await seed.token();
+  const call = (a, t, method, path, body) => fetch(`${a.url}/api${path}`, {
+    method, headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' }, body: body && JSON.stringify(body),
+  }).then(async (r) => ({ status: r.status, text: await r.text() }));
+  const names = Array.from({ length: DEPLOYMENTS }, (_, i) => `${RUN}-${i}`);
+  const compose = 'services:\n  web:\n    image: agent-test/busybox:latest\n    command: ["httpd", "-f", "-p", "8080", "-h", "/tmp"]\n    stop_signal: SIGKILL\n    labels:\n      agent.test: "1"\n';
+  try {
+    for (const name of names) {
+      const r = await call(seed, seedToken, 'POST', '/deployments', { name, compose_content: compose, auto_start: true });
+      if (r.status !== 201) throw new Error(`deployment ${name}: ${r.status} ${r.text}`);
+    }
+    // Restart on the same data: the figure is "5 minutes after start", with the deployments already running.
+    await seed.stop({ keepData: true });
+    const idle = await startAgent({ dataDir: seed.dataDir, config: EDGE(scratch) });
+    pin(idle.pid, 0);
+    console.log(`waiting ${IDLE_SECONDS} s with ${DEPLOYMENTS} running deployments before measuring memory…`);
+    await sleep(IDLE_SECONDS * 1000);
+    steady = idle.treeRssMb();
+    const t = await idle.token();
+    for (const name of names) await call(idle, t, 'DELETE', `/deployments/${name}?remove_files=true`);
+    await idle.stop();
+  } finally {
+    // Leave no containers behind even when the run failed half-way.
+    for (const name of names) {
+      try {
+        execFileSync('docker', ['rm', '-f', ...execFileSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' }).split('\n').filter(Boolean)], { stdio: 'ignore' });
+      } catch {
+        // nothing left
+      }
+    }
+  }
+}
+
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const mean = (xs) => xs.reduce((x, y) => x + y, 0) / xs.length;
 const agentRun = { rps: mean(rounds.map((r) => r.a.rps)), p99: median(rounds.map((r) => r.a.p99)), usPerRequest: mean(rounds.map((r) => r.a.usPerRequest)) };
@@ -98,3 +142,5 @@ console.log(`bare koa hello-world:              ${fmt(koaRun.rps, 0)} req/s, p99
 console.log(`ratio agent/koa (median of ${ROUNDS} alternating rounds): ${fmt(ratio, 2)} in requests/s, ${fmt(cpuRatio, 2)} in CPU per request (goal >= 0.70) ${ok(ratio >= 0.7)}`);
 console.log(`cold start to ready (all plugins): first start ${fmt(firstMs, 0)} ms, restart median ${fmt(restarts[2], 0)} ms (goal < 1500 ms) ${ok(restarts[2] < 1500)}`);
 console.log(`idle RSS: ${fmt(idleRss)} MB with all plugins, ${fmt(coreRss)} MB core only (goal < 90 MB) ${ok(idleRss < 90)}; after load ${fmt(loadedRss)} MB`);
+console.log(`idle total 5 s after start, agent + ${idleTree.processes - 1} child process(es): ${fmt(idleTree.total)} MB (agent ${fmt(idleTree.main)} MB, children ${fmt(idleTree.children)} MB)`);
+console.log(`idle total ${IDLE_SECONDS} s after start with ${DEPLOYMENTS} running deployments, agent + ${steady.processes - 1} child process(es): ${fmt(steady.total)} MB (agent ${fmt(steady.main)} MB, children ${fmt(steady.children)} MB) (goal < 150 MB) ${ok(steady.total < 150)}`);

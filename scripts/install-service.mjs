@@ -1,0 +1,138 @@
+// `npm run install-service`: runs the agent as a systemd service, without agentctl.
+//   npm run install-service [-- --data-dir /var/lib/host-agent --config-dir /etc/host-agent --listen 127.0.0.1:8090]
+//   npm run install-service -- --uninstall [--purge]
+// Install (also the upgrade: run it again after `git pull`): builds, creates the data folder (0700) and the
+// config folder with agent.yaml (0640, kept when present) and, before the first start, agent.env (0600) with a
+// generated admin password printed once; writes /etc/systemd/system/host-agent.service, enables it so the agent
+// starts on boot, and (re)starts it when systemd runs. Uninstall disables and removes the unit; --purge also
+// removes the config and data folders. `--root DIR` writes below DIR instead of / (tests, image builds);
+// `--no-build` and `--no-start` skip those steps.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ROOT, build, ensureDeps } from './lib.mjs';
+
+const UNIT = 'host-agent.service';
+
+const { values: opts } = parseArgs({
+  options: {
+    root: { type: 'string', default: '/' },
+    'data-dir': { type: 'string', default: '/var/lib/host-agent' },
+    'config-dir': { type: 'string', default: '/etc/host-agent' },
+    listen: { type: 'string', default: '127.0.0.1:8090' },
+    uninstall: { type: 'boolean', default: false },
+    purge: { type: 'boolean', default: false },
+    'no-build': { type: 'boolean', default: false },
+    'no-start': { type: 'boolean', default: false },
+  },
+});
+
+/** A path on the target system, below --root. */
+const target = (path) => join(opts.root, path);
+const offline = opts.root !== '/';
+const unitPath = '/etc/systemd/system/' + UNIT;
+const wantsLink = '/etc/systemd/system/multi-user.target.wants/' + UNIT;
+const has = (cmd) => spawnSync(cmd, ['--version'], { stdio: 'ignore' }).status === 0;
+/** systemd runs this machine (a container or a chroot often has systemctl without it). */
+const systemdRunning = !offline && existsSync('/run/systemd/system');
+
+function systemctl(args) {
+  const argv = offline ? [`--root=${opts.root}`, ...args] : args;
+  const r = spawnSync('systemctl', argv, { stdio: 'inherit' });
+  if (r.status !== 0) throw new Error(`systemctl ${argv.join(' ')} failed (exit ${r.status})`);
+}
+
+function enable() {
+  if (has('systemctl') && (offline || systemdRunning)) return systemctl(['enable', UNIT]);
+  // Without systemctl (or without a running systemd to ask), do what `systemctl enable` does for WantedBy=.
+  mkdirSync(target('/etc/systemd/system/multi-user.target.wants'), { recursive: true });
+  if (!existsSync(target(wantsLink))) symlinkSync(unitPath, target(wantsLink));
+}
+
+function install() {
+  if (!opts['no-build']) {
+    ensureDeps();
+    build();
+  }
+  const dataDir = target(opts['data-dir']);
+  const configDir = target(opts['config-dir']);
+  const firstInstall = !existsSync(join(dataDir, 'secrets'));
+  mkdirSync(dirname(dataDir), { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(dataDir, 0o700);
+  mkdirSync(configDir, { recursive: true, mode: 0o755 });
+
+  const config = join(configDir, 'agent.yaml');
+  if (!existsSync(config)) {
+    writeFileSync(config, [
+      '# Configuration of the host agent (every key: README.md, "Configuration"). Kept by upgrades.',
+      `listen: ${opts.listen}`,
+      `data_dir: ${opts['data-dir']}`,
+      'log:',
+      '  level: info',
+      '  format: json   # the journal keeps JSON lines: journalctl -u host-agent -o cat | jq',
+      '',
+    ].join('\n'), { mode: 0o640 });
+    console.log(`wrote ${config}`);
+  } else console.log(`kept ${config}`);
+  chmodSync(config, 0o640);
+
+  const env = join(configDir, 'agent.env');
+  if (firstInstall && !existsSync(env)) {
+    const password = randomBytes(18).toString('base64url');
+    writeFileSync(env, `# Used at the first start only, to create the user admin. Delete this file once you changed the password.\nAGENT_ADMIN_PASSWORD=${password}\n`, { mode: 0o600 });
+    console.log(`admin password for the first login: ${password}\n  (also in ${env}, mode 0600: delete it after changing the password)`);
+  }
+  if (existsSync(env)) chmodSync(env, 0o600);
+
+  const unit = readFileSync(join(ROOT, 'scripts', 'service', `${UNIT}.in`), 'utf8')
+    .replaceAll('@NODE@', process.execPath)
+    .replaceAll('@REPO@', ROOT)
+    .replaceAll('@CONFIG_DIR@', opts['config-dir'])
+    .replaceAll('@DATA_DIR@', opts['data-dir']);
+  mkdirSync(target('/etc/systemd/system'), { recursive: true });
+  writeFileSync(target(unitPath), unit, { mode: 0o644 });
+  chmodSync(target(unitPath), 0o644);
+  console.log(`wrote ${target(unitPath)}`);
+  enable();
+  console.log(`enabled ${UNIT}: the agent starts on boot`);
+
+  if (systemdRunning && !opts['no-start']) {
+    systemctl(['daemon-reload']);
+    systemctl(['restart', UNIT]);
+    console.log(`started ${UNIT}: systemctl status host-agent; journalctl -u host-agent -f`);
+  } else if (!offline && !opts['no-start']) {
+    console.log('systemd does not run on this machine: the agent starts at the next boot under systemd');
+  }
+}
+
+function uninstall() {
+  const wasEnabled = existsSync(target(unitPath)) || (() => { try { return lstatSync(target(wantsLink)).isSymbolicLink(); } catch { return false; } })();
+  if (wasEnabled && has('systemctl') && (offline || systemdRunning)) systemctl(['disable', ...(systemdRunning ? ['--now'] : []), UNIT]);
+  for (const path of [wantsLink, unitPath]) {
+    try {
+      unlinkSync(target(path));
+    } catch (err) {
+      if (err.code !== 'ENOENT') throw err;
+    }
+  }
+  if (systemdRunning) systemctl(['daemon-reload']);
+  console.log(`removed ${UNIT}`);
+  const dirs = [target(opts['config-dir']), target(opts['data-dir'])];
+  if (opts.purge) {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    console.log(`removed ${dirs.join(' and ')}`);
+  } else {
+    console.log(`kept ${dirs.filter((d) => existsSync(d) && readdirSync(d).length).join(' and ') || 'nothing else'} (--purge removes them)`);
+  }
+}
+
+try {
+  if (opts.uninstall) uninstall();
+  else install();
+} catch (err) {
+  console.error(`install-service: ${err.message}`);
+  process.exit(1);
+}

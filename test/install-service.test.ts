@@ -1,0 +1,123 @@
+/**
+ * `npm run install-service` against a temporary root (this machine runs no systemd): the folders and their modes,
+ * the unit (checked by `systemd-analyze verify`) enabled for boot, the agent started the way the unit starts it
+ * (its ExecStart, its EnvironmentFile), an upgrade that keeps config, password file and data, and the uninstall
+ * that keeps (or with --purge removes) config and data.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT, request } from './helpers/agent.js';
+import { freePort } from './helpers/net.js';
+
+const root = mkdtempSync(join(tmpdir(), 'agent-service-root-'));
+const unit = join(root, 'etc/systemd/system/host-agent.service');
+const wants = join(root, 'etc/systemd/system/multi-user.target.wants/host-agent.service');
+const configDir = join(root, 'etc/host-agent');
+const dataDir = join(root, 'var/lib/host-agent');
+const mode = (path: string) => statSync(path).mode & 0o777;
+
+function installer(...args: string[]): string {
+  return execFileSync(process.execPath, [join(REPO_ROOT, 'scripts/install-service.mjs'), '--root', root, '--no-build', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Runs the unit's ExecStart with its EnvironmentFile, below the temporary root; resolves when ready. */
+async function startAsTheUnit(port: number) {
+  const text = readFileSync(unit, 'utf8');
+  const exec = /^ExecStart=(.+)$/m.exec(text)![1]!.split(' ');
+  const env = Object.fromEntries(readFileSync(join(configDir, 'agent.env'), 'utf8').split('\n').filter((l) => /^[A-Z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  const args = exec.slice(1).map((a) => (a.startsWith('/etc/host-agent') ? join(root, a) : a));
+  const child = spawn(exec[0]!, args, {
+    cwd: dataDir,
+    // The unit's paths are those of the target system: here they are below the temporary root.
+    env: { PATH: process.env.PATH, ...env, AGENT_DATA_DIR: dataDir, AGENT_LISTEN: `127.0.0.1:${port}`, AGENT__plugins__enabled: '[access, system]' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not ready: ${output}`)), 30_000);
+    const onData = (c: Buffer) => {
+      output += c.toString();
+      if (output.includes('"msg":"agent ready"')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`exited ${code}: ${output}`)));
+  });
+  return {
+    output: () => output,
+    stop: () => new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    }),
+  };
+}
+
+describe('install-service (systemd unit, temporary root)', () => {
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('installs folders, config, password file and an enabled, valid unit', () => {
+    const out = installer('--listen', '127.0.0.1:8090');
+    const password = /admin password for the first login: (\S+)/.exec(out)?.[1];
+    expect(password).toMatch(/^[A-Za-z0-9_-]{24}$/);
+    expect(mode(dataDir)).toBe(0o700);
+    expect(mode(join(configDir, 'agent.yaml'))).toBe(0o640);
+    expect(mode(join(configDir, 'agent.env'))).toBe(0o600);
+    expect(readFileSync(join(configDir, 'agent.env'), 'utf8')).toContain(`AGENT_ADMIN_PASSWORD=${password}`);
+    expect(readFileSync(join(configDir, 'agent.yaml'), 'utf8')).toMatch(/^listen: 127\.0\.0\.1:8090$/m);
+    expect(readFileSync(join(configDir, 'agent.yaml'), 'utf8')).toMatch(/^data_dir: \/var\/lib\/host-agent$/m);
+    expect(mode(unit)).toBe(0o644);
+    const text = readFileSync(unit, 'utf8');
+    expect(text).toContain(`ExecStart=${process.execPath} --max-semi-space-size=1 ${REPO_ROOT}/core/dist/agent.mjs --config /etc/host-agent/agent.yaml`);
+    expect(text).toContain('WantedBy=multi-user.target');
+    expect(readlinkSync(wants)).toBe('/etc/systemd/system/host-agent.service');
+    // systemd's own reading of the unit (directives, ExecStart program present): warnings about the temporary
+    // root's missing targets aside, it must not fail.
+    execFileSync('systemd-analyze', ['verify', unit], { stdio: 'pipe' });
+  });
+
+  it('starts the agent the way the unit does, with the generated admin password', async () => {
+    const port = await freePort();
+    const password = /AGENT_ADMIN_PASSWORD=(\S+)/.exec(readFileSync(join(configDir, 'agent.env'), 'utf8'))![1]!;
+    const agent = await startAsTheUnit(port);
+    try {
+      expect(agent.output()).not.toContain(password);
+      expect(agent.output()).not.toContain('First start: created user');
+      const login = await request(`http://127.0.0.1:${port}`, 'POST', '/auth/login', { body: { username: 'admin', password } });
+      expect(login.status, login.text).toBe(200);
+    } finally {
+      await agent.stop();
+    }
+    expect(mode(join(dataDir, 'secrets'))).toBe(0o700);
+    expect(mode(join(dataDir, 'secrets', 'data.key'))).toBe(0o600);
+  });
+
+  it('upgrades in place: config, password file and data are kept, the unit rewritten', () => {
+    const config = readFileSync(join(configDir, 'agent.yaml'), 'utf8');
+    const env = readFileSync(join(configDir, 'agent.env'), 'utf8');
+    const key = readFileSync(join(dataDir, 'secrets', 'data.key'), 'utf8');
+    const out = installer('--listen', '127.0.0.1:9999');
+    expect(out).toContain('kept');
+    expect(out).not.toContain('admin password');
+    expect(readFileSync(join(configDir, 'agent.yaml'), 'utf8')).toBe(config);
+    expect(readFileSync(join(configDir, 'agent.env'), 'utf8')).toBe(env);
+    expect(readFileSync(join(dataDir, 'secrets', 'data.key'), 'utf8')).toBe(key);
+    expect(readlinkSync(wants)).toBe('/etc/systemd/system/host-agent.service');
+  });
+
+  it('uninstalls, keeping config and data unless --purge', () => {
+    installer('--uninstall');
+    expect(existsSync(unit)).toBe(false);
+    expect(() => readlinkSync(wants)).toThrow();
+    expect(existsSync(join(dataDir, 'secrets', 'data.key'))).toBe(true);
+    expect(existsSync(join(configDir, 'agent.yaml'))).toBe(true);
+    installer('--uninstall', '--purge');
+    expect(existsSync(dataDir)).toBe(false);
+    expect(existsSync(configDir)).toBe(false);
+  });
+});
