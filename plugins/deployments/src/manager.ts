@@ -247,9 +247,14 @@ export class DeploymentManager implements DeploymentsService {
 
   // ---- checking --------------------------------------------------------------------------------------------------
 
-  /** Compose's model of a deployment's files, checked by the host-safety policy (400 with the problem). */
+  /**
+   * Compose's model of a deployment's files, checked by the host-safety policy (400 with the problem). The `.env`
+   * is the one these variables make (it is written with them), so `env_file: .env` reads the same values.
+   */
   check(name: string, dir: string, content: string, vars: Record<string, string>, exceptions: string[]): Promise<CheckedCompose> {
-    return this.opts.docker.compose.check({ project: name, dir, content, env: vars, exceptions, enforce: this.opts.hostSafety() });
+    return this.opts.docker.compose.check({
+      project: name, dir, content, env: vars, exceptions, enforce: this.opts.hostSafety(), files: { [ENV_FILE]: serializeEnv(vars) },
+    });
   }
 
   /** The deployment's files as they are now, checked (cached by content: an unchanged folder costs nothing). */

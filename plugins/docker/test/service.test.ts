@@ -28,10 +28,9 @@ describe('docker service contract', () => {
   });
   const probe = (path: string, body?: unknown) => agent.api(body === undefined ? 'GET' : 'POST', `/probe/${path}`, body === undefined ? {} : { body });
 
-  it('answers info and the detected compose command', async () => {
+  it('answers info and the detected compose flavour', async () => {
     expect((await probe('info')).body.data).toMatchObject({ version: expect.any(String), api_version: expect.any(String) });
-    const cmd = (await probe('compose-command')).body.data;
-    expect([['docker', 'compose'], ['docker-compose']]).toContainEqual(cmd);
+    expect(['v1', 'v2']).toContain((await probe('compose-flavour')).body.data);
   });
 
   it('inspects, reads stats and logs', async () => {
@@ -66,16 +65,27 @@ describe('docker service contract', () => {
     expect(Object.keys(res.after)).not.toContain(`agent-test-net-${id}`);
   });
 
-  it('runs compose with cwd and project name, and publishes engine events', async () => {
-    writeFileSync(join(dir, 'docker-compose.yml'), 'services:\n  one:\n    image: agent-test/busybox:latest\n    command: ["true"]\n    labels: {agent.test: "1"}\n');
-    const up = (await probe('compose', { project: `svc${id}`, dir, args: ['up', '-d'] })).body.data;
+  it('runs checked compose models for a project, and publishes engine events', async () => {
+    const content = 'services:\n  one:\n    image: agent-test/busybox:latest\n    command: ["true"]\n    labels: {agent.test: "1"}\n';
+    const up = (await probe('compose', { project: `svc${id}`, dir, content, command: { command: 'up' } })).body.data;
     expect(up.exit_code, up.output).toBe(0);
     expect(up.lines).toBeGreaterThan(0);
-    const bad = await probe('compose', { project: 'Bad Name', dir, args: ['ps'] });
+    expect(up.services).toEqual(['one']);
+    const again = (await probe('compose', { project: `svc${id}`, dir, content, command: { command: 'up', noRecreate: true } })).body.data;
+    expect(again.hash).toBe(up.hash);
+    const bad = await probe('compose', { project: 'Bad Name', dir, content, command: { command: 'up' } });
     expect(bad.status).toBe(400);
-    const failed = (await probe('compose', { project: `svc${id}`, dir, args: ['no-such-command'] })).body.data;
+    const unsafe = await probe('compose', { project: `svc${id}`, dir, content: 'services:\n  one:\n    image: agent-test/busybox:latest\n    privileged: true\n', command: { command: 'up' } });
+    expect(unsafe.status).toBe(400);
+    expect(unsafe.body).toMatchObject({ code: 'HOST_SAFETY', service: 'one', key: 'privileged', exception: 'privileged' });
+    const forged = await probe('compose-forged', { project: `svc${id}`, dir, content });
+    expect(forged.status).toBe(500);
+    expect((await execa('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=svc${id}`, '--filter', 'label=com.docker.compose.service=evil'])).stdout).toBe('');
+    const noService = await probe('compose', { project: `svc${id}`, dir, content, command: { command: 'stop', services: ['nope'] } });
+    expect(noService.status).toBe(400);
+    const failed = (await probe('compose', { project: `svc${id}`, dir, content: 'services:\n  one:\n    image: agent-test/no-such-image:latest\n    pull_policy: never\n    labels: {agent.test: "1"}\n', command: { command: 'up' } })).body.data;
     expect(failed.exit_code).not.toBe(0);
-    const down = (await probe('compose', { project: `svc${id}`, dir, args: ['down'] })).body.data;
+    const down = (await probe('compose', { project: `svc${id}`, dir, content, command: { command: 'down' } })).body.data;
     expect(down.exit_code).toBe(0);
     const events = (await probe('events')).body.data;
     expect(events).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'container', action: 'start', deployment: `svc${id}`, service: 'one' })]));

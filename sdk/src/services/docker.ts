@@ -176,6 +176,11 @@ export interface ComposeSource {
   content: string;
   /** Interpolation variables (the project's `.env`). Nothing else is interpolated. */
   env?: Record<string, string>;
+  /**
+   * Files of the folder as they are about to be written (relative path → text), read instead of the disk when the
+   * compose file names them (e.g. `env_file: .env` of a deployment being created).
+   */
+  files?: Record<string, string>;
   /** Exceptions an admin granted this project, e.g. `cap_add:NET_ADMIN`, `volumes:/var/run/docker.sock`. */
   exceptions?: string[];
   /** false: the host-safety policy is off (an admin's choice); the model is still compose's own and runs as checked. */

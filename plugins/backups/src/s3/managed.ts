@@ -123,6 +123,8 @@ export class ManagedStores {
     await deployments.create({
       name: deployment, compose_content: compose, auto_start: true,
       env_vars: [{ key: 'S3_ACCESS_KEY', value: accessKey }, { key: 'S3_SECRET_KEY', value: secretKey }],
+      // Its network has a name of its own so that attached deployments can join it.
+      exceptions: [`networks.name:${network}`],
     }, principal);
     try {
       const container = await deployments.serviceContainer(deployment, 's3');

@@ -88,7 +88,7 @@ export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentMan
       env_vars: Type.Optional(EnvVars),
       auto_start: Type.Optional(Type.Boolean({ default: false, description: 'start after creation' })),
       template: Type.Optional(TEMPLATE_ID),
-      host_safety_exceptions: Type.Optional(Exceptions),
+      host_safety_exceptions: Type.Optional({ ...Exceptions, default: [], description: `${Exceptions.description} granted with the creation (needs host-safety:write)` }),
     }),
     response: Type.Intersect([Deployment, Type.Object({ start_error: Type.Union([Type.String(), Type.Null()]) })]),
     plan: {

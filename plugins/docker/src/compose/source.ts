@@ -22,6 +22,8 @@ export interface SourceInput {
   enforce: boolean;
   /** The private folder env file copies are written to (absolute): the rewritten text points there. */
   envDir: string;
+  /** Files about to be written (relative path → text), used instead of the disk. */
+  files?: Record<string, string>;
 }
 
 export interface EnvCopy {
@@ -212,8 +214,9 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
         throw refuse('env_file', written, `'${written}' is outside the deployment folder`, null, r.service);
       }
       let content: string | null;
+      const pending = pendingFile(input, abs);
       try {
-        content = await readTextInside(input.dir, abs);
+        content = pending ?? (await readTextInside(input.dir, abs));
       } catch (err) {
         if (err instanceof HttpError) throw refuse('env_file', written, err.message, null, r.service);
         throw err;
@@ -230,6 +233,12 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
   const environmentKeys = new Set<string>();
   environmentKeysOf(parsed, environmentKeys);
   return { text, envCopies, environmentKeys, position: at, findings };
+}
+
+/** A file the caller is about to write, by its absolute path inside the folder. */
+function pendingFile(input: SourceInput, abs: string): string | null {
+  for (const [rel, text] of Object.entries(input.files ?? {})) if (resolve(input.dir, rel) === abs) return text;
+  return null;
 }
 
 /** The service a syntax-tree path is in (`services.<name>....`), if any. */

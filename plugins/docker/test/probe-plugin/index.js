@@ -17,7 +17,7 @@ export default definePlugin({
     const route = (method, path, handler, body) => ctx.route({ method, path: `/probe/${path}`, permission: 'probe:write', summary: path, audit: false, ...(body ? { body } : {}), handler });
     const Any = Type.Object({}, { additionalProperties: true });
     route('GET', 'info', () => docker.info());
-    route('GET', 'compose-command', () => docker.compose.command());
+    route('GET', 'compose-flavour', () => docker.compose.flavour());
     route('GET', 'events', () => events);
     route('POST', 'inspect', (req) => docker.inspectContainer(req.body.id), Any);
     route('POST', 'stats', (req) => docker.stats(req.body.id), Any);
@@ -45,8 +45,14 @@ export default definePlugin({
     }, Any);
     route('POST', 'compose', async (req) => {
       const lines = [];
-      const result = await docker.compose.run(req.body.project, req.body.dir, req.body.args, { onLine: (l) => lines.push(l) });
-      return { ...result, lines: lines.length };
+      const checked = await docker.compose.check({ project: req.body.project, dir: req.body.dir, content: req.body.content, env: req.body.env ?? {} });
+      const result = await docker.compose.run(checked, req.body.command, { onLine: (l) => lines.push(l) });
+      return { ...result, lines: lines.length, services: checked.services, hash: checked.hash };
+    }, Any);
+    // A model the guard did not check (as a plugin could try to build one) is never run.
+    route('POST', 'compose-forged', async (req) => {
+      const checked = await docker.compose.check({ project: req.body.project, dir: req.body.dir, content: req.body.content });
+      return docker.compose.run({ ...checked, model: { services: { evil: { image: 'x', privileged: true } } } }, { command: 'up' });
     }, Any);
     route('POST', 'logs', async (req) => {
       const out = [];
