@@ -74,7 +74,8 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
     if (await portBusy(8090)) throw new Error('127.0.0.1:8090 is in use: the quick start needs it');
     mkdirSync(home, { recursive: true });
     execFileSync('git', ['clone', '--quiet', REPO_ROOT, clone]);
-    npmStart = spawn('npm', ['start'], { cwd: clone, env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache') }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // HOME stays the user's: npm's own settings (e.g. where node-gyp finds Node's headers) live there.
+    npmStart = spawn('npm', ['start'], { cwd: clone, env: { ...process.env, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache') }, stdio: ['ignore', 'pipe', 'pipe'] });
     const { match } = await waitForOutput(npmStart, /created user "admin" with password: (\S+)[\s\S]*"msg":"agent ready"/, 540_000);
     password = match[1]!;
   }, 600_000);
@@ -91,7 +92,7 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
     const script = ['set -e', ...lines.map((l) => l.replaceAll('<printed password>', password))].join('\n');
     const r = spawnSync('bash', ['-c', script.replace(/^npx agentctl doctor$/m, 'npx agentctl doctor || echo "doctor exit $?"')], {
       cwd: clone, input: `${password}\n`, encoding: 'utf8', timeout: 120_000,
-      env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache'), NO_COLOR: '1' },
+      env: { ...process.env, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache'), NO_COLOR: '1' },
     });
     expect(r.status, r.stderr + r.stdout).toBe(0);
     expect(r.stdout).toContain('"status":"ok"');
