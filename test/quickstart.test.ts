@@ -14,7 +14,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, request } from './helpers/agent.js';
 
-const LTS_MAJORS = [22, 24];
+// Node.js 24 is not listed: the agent aborts there at the first password hash (an assertion in Node's cleanup
+// hooks from a native module); it is not supported until that is fixed.
+const LTS_MAJORS = [22];
 const CACHE = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'host-agent-tests');
 const work = mkdtempSync(join(tmpdir(), 'agent-quickstart-'));
 const clone = join(work, 'repo');
