@@ -152,7 +152,7 @@ export class ComposeGuard {
     const env = source.env ?? {};
     const exceptions = [...new Set(source.exceptions ?? [])].sort();
     const envDir = join(projectDir, 'env');
-    const prepared = await prepareSource({ project: source.project, dir, content: source.content, env, enforce, envDir, files: source.files });
+    const prepared = await prepareSource({ project: source.project, dir, content: source.content, env, enforce, envDir, files: source.files, dropName: flavour === 'v1' });
     const hash = sha256(JSON.stringify([POLICY_VERSION, flavour, source.project, dir, prepared.text, Object.entries(env).sort(), exceptions, enforce]));
 
     const known = this.byHash.get(hash) ?? (await this.load(source.project, hash));

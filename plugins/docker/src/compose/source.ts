@@ -24,6 +24,8 @@ export interface SourceInput {
   envDir: string;
   /** Files about to be written (relative path → text), used instead of the disk. */
   files?: Record<string, string>;
+  /** Compose v1 does not know the top-level `name`: a correct one is taken out of its copy (`-p` names the project). */
+  dropName?: boolean;
 }
 
 export interface EnvCopy {
@@ -171,7 +173,7 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
   }
 
   // Keys that make compose read files, wherever they are (service, x- block, anchor): found in the syntax tree.
-  const replacements: { start: number; end: number; entries: EnvFileEntry[]; service: string | null }[] = [];
+  const replacements: { start: number; end: number; entries?: EnvFileEntry[]; text?: string; service?: string | null }[] = [];
   let failure: HttpError | null = null;
   visit(doc, {
     Pair(_key, pair, path) {
@@ -198,11 +200,22 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
   });
   if (failure) throw failure;
 
+  if (input.dropName && parsed.name !== undefined && isMap(doc.contents)) {
+    const pair = doc.contents.items.find((p) => isScalar(p.key) && p.key.value === 'name');
+    const start = (pair?.key as Node | undefined)?.range?.[0];
+    const end = (pair?.value as Node | undefined)?.range?.[1];
+    if (start !== undefined && end !== undefined) replacements.push({ start, end, text: `x-agent-name: ${JSON.stringify(parsed.name)}` });
+  }
+
   const envCopies: EnvCopy[] = [];
   let text = input.content;
   for (const r of replacements.sort((a, b) => b.start - a.start)) {
+    if (r.text !== undefined) {
+      text = text.slice(0, r.start) + r.text + text.slice(r.end);
+      continue;
+    }
     const items: unknown[] = [];
-    for (const entry of r.entries) {
+    for (const entry of r.entries ?? []) {
       const written = interpolateString(entry.path, input.env);
       const abs = isAbsolute(written) ? resolve(written) : resolve(input.dir, written);
       if (!isInside(resolve(input.dir), abs)) {
@@ -211,14 +224,14 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
           items.push(Object.keys(entry.extra).length ? { ...entry.extra, path: abs } : abs);
           continue;
         }
-        throw refuse('env_file', written, `'${written}' is outside the deployment folder`, null, r.service);
+        throw refuse('env_file', written, `'${written}' is outside the deployment folder`, null, r.service ?? null);
       }
       let content: string | null;
       const pending = pendingFile(input, abs);
       try {
         content = pending ?? (await readTextInside(input.dir, abs));
       } catch (err) {
-        if (err instanceof HttpError) throw refuse('env_file', written, err.message, null, r.service);
+        if (err instanceof HttpError) throw refuse('env_file', written, err.message, null, r.service ?? null);
         throw err;
       }
       // A missing file stays missing for compose (it decides whether `required: false` makes that fine).
