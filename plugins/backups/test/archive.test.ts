@@ -112,6 +112,41 @@ describe('backup archive', () => {
     expect(existsSync(out) || existsSync(`${out}.partial`)).toBe(false);
   });
 
+  it('never archives a file outside the folder, however a container swaps folders for symlinks while it is read', async () => {
+    const folder = join(work, 'swapped');
+    const outside = join(work, 'outside');
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(join(outside, 'secret.txt'), 'SECRET-OUTSIDE-THE-FOLDER');
+    const real = () => {
+      rmSync(join(folder, 'data'), { recursive: true, force: true });
+      mkdirSync(join(folder, 'data'), { recursive: true });
+      writeFileSync(join(folder, 'data', 'secret.txt'), 'inside');
+    };
+    mkdirSync(folder, { recursive: true });
+    real();
+    // The swap a container could do in its bind-mounted folder: the subfolder becomes a link to elsewhere, and back.
+    let swaps = 0;
+    const swapper = setInterval(() => {
+      try {
+        if (swaps++ % 2) real();
+        else {
+          rmSync(join(folder, 'data'), { recursive: true, force: true });
+          symlinkSync(outside, join(folder, 'data'));
+        }
+      } catch { /* racing the reader */ }
+    }, 0);
+    try {
+      for (let i = 0; i < 40; i++) {
+        const out = join(work, `swap-${i}.tar.gz`);
+        await writeBackupArchive({ folder, includeFiles: true, exclude: [], dumps: [], meta: meta(`s${i}`), output: out }).catch(() => undefined);
+        if (existsSync(out)) expect(gunzipSync(readFileSync(out)).includes('SECRET-OUTSIDE-THE-FOLDER')).toBe(false);
+      }
+    } finally {
+      clearInterval(swapper);
+    }
+    expect(swaps).toBeGreaterThan(40);
+  });
+
   it('validates exclude patterns', () => {
     expect(invalidExcludePattern('../x')).toMatch(/\.\./);
     expect(invalidExcludePattern('/etc')).toMatch(/relative/);

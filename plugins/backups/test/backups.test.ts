@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
@@ -235,5 +236,31 @@ describe('backups and restores', () => {
     expect((await agent.api('GET', `/backups/${full.id}`)).status).toBe(404);
     const remote = await agent.api('GET', '/object-stores/offsite/objects', { query: { bucket: 'agent-backups', prefix: `host1/${app}/` } });
     expect(remote.body.data).toEqual([]);
+  });
+
+  it('checks the files a backup brings back before anything of them runs', async () => {
+    // What a container with the folder mounted could have written before the backup was taken.
+    const file = join(folder, 'docker-compose.yml');
+    const good = readFileSync(file, 'utf8');
+    writeFileSync(file, good.replace('  web:\n', '  web:\n    privileged: true\n    volumes: ["/:/host"]\n'));
+    const job = await backup({ include_database: false, exclude_patterns: ['*.log', 'cache'] });
+    writeFileSync(file, good);
+    expect(job.status, job.error).toBe('completed');
+    const id = job.result.backup_id;
+    const privileged = () => spawnSync('docker', ['ps', '-q', '--filter', `label=com.docker.compose.project=${app}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean)
+      .some((c) => spawnSync('docker', ['inspect', '-f', '{{.HostConfig.Privileged}}', c], { encoding: 'utf8' }).stdout.trim() === 'true');
+
+    const intoNew = await restore(id, { target_name: uniqueName('evil') });
+    expect(intoNew.status).toBe('failed');
+    expect(intoNew.error).toMatch(/privileged/);
+    expect((await agent.api('GET', `/deployments/${uniqueName('evil')}`)).status).toBe(404);
+
+    const inPlace = await restore(id, { restore_database: false });
+    expect(inPlace.status).toBe('failed');
+    expect(inPlace.error).toMatch(/privileged/);
+    // The restore rolled back: the folder holds the good file again and nothing privileged runs.
+    expect(readFileSync(file, 'utf8')).toBe(good);
+    expect(privileged()).toBe(false);
+    expect((await agent.api('DELETE', `/backups/${id}`)).status).toBe(200);
   });
 });

@@ -7,14 +7,15 @@
  * Everything is streamed: memory holds at most one dump part, never the archive.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { lstat, mkdir, open, readdir, readlink, rename, rm, symlink, utimes } from 'node:fs/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { lstat, mkdir, readdir, readlink, realpath, rename, rm, symlink, utimes } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import { excludeMatcher, unsafeRelativePath } from './paths.js';
 import { readTar, writeTar, type TarInput } from './tar-stream.js';
+import { isHttpError, isInside, openInside, UNSAFE_FILE } from '@agent/sdk';
 
 export const FORMAT = 'agent-backup/1';
 /** Dumps are cut into parts of this size (each part is held in memory once while written). */
@@ -109,10 +110,18 @@ interface WalkItem {
   mtime: number;
 }
 
-/** The folder's entries in a stable order, skipping excluded paths (and everything below an excluded folder). */
-async function* walk(root: string, isExcluded: (rel: string) => boolean, warnings: string[], rel = ''): AsyncGenerator<WalkItem> {
+/**
+ * The folder's entries in a stable order, skipping excluded paths (and everything below an excluded folder). The
+ * folder may be written by its containers while it is walked: a subfolder swapped for a symlink is not entered.
+ */
+async function* walk(root: string, isExcluded: (rel: string) => boolean, warnings: string[], rel = '', realRoot?: string): AsyncGenerator<WalkItem> {
+  const base0 = realRoot ?? (await realpath(root));
   const dir = rel ? join(root, rel) : root;
   const names = (await readdir(dir)).sort();
+  if (rel && !isInside(base0, await realpath(dir).catch(() => ''))) {
+    warnings.push(`skipped ${rel}: it was replaced by a link out of the folder while it was read`);
+    return;
+  }
   for (const name of names) {
     const childRel = rel ? `${rel}/${name}` : name;
     if (isExcluded(childRel)) continue;
@@ -126,21 +135,21 @@ async function* walk(root: string, isExcluded: (rel: string) => boolean, warning
     const base = { rel: childRel, abs, size: 0, mode: st.mode, mtime: Math.floor(st.mtimeMs / 1000) };
     if (st.isDirectory()) {
       yield { ...base, type: 'directory' };
-      yield* walk(root, isExcluded, warnings, childRel);
+      yield* walk(root, isExcluded, warnings, childRel, base0);
     } else if (st.isFile()) yield { ...base, type: 'file', size: st.size };
     else if (st.isSymbolicLink()) yield { ...base, type: 'symlink' };
     else warnings.push(`skipped special file ${childRel}`);
   }
 }
 
-/** Reads a file without following a symlink swapped in after the walk. */
-async function* fileBody(abs: string): AsyncGenerator<Buffer> {
+/** Reads a file of the folder without following a symlink swapped in after the walk, in the file or a folder above it. */
+async function* fileBody(root: string, rel: string): AsyncGenerator<Buffer> {
   let handle;
   try {
-    handle = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+    handle = await openInside(root, rel);
   } catch (err) {
-    // Removed (or replaced by a symlink) since the walk: recorded as a file that shrank.
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ELOOP') return;
+    // Removed (or replaced by a symlink or special file) since the walk: recorded as a file that shrank.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR' || (isHttpError(err) && err.code === UNSAFE_FILE)) return;
     throw err;
   }
   try {
@@ -219,7 +228,7 @@ export async function writeBackupArchive(opts: WriteOptions): Promise<WrittenArc
           comp.size += item.size;
           const body = (async function* () {
             let written = 0;
-            for await (const chunk of fileBody(item.abs)) {
+            for await (const chunk of fileBody(opts.folder, item.rel)) {
               // Hash exactly what the tar entry will hold (a growing file is cut at its walked size).
               const part = written + chunk.length > item.size ? chunk.subarray(0, item.size - written) : chunk;
               written += part.length;
