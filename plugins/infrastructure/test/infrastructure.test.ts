@@ -5,7 +5,7 @@
  * database and the cache run PostgreSQL and Redis images built locally the same way.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -213,6 +213,12 @@ describe('infrastructure services', () => {
     const test = await agent.api('POST', '/databases/test', { body: { type: 'postgres', host: '127.0.0.1', port, username: 'postgres', password } });
     expect(test.status, test.text).toBe(200);
     expect(test.body.data.type).toBe('postgres');
+    // It ran through the compose guard: a checked model with exactly its two exceptions, and the secret only there.
+    const projectDir = join(agent.dataDir, 'plugins', 'docker', 'projects', `${PROJECT_PREFIX}-database`);
+    const last = readFileSync(join(projectDir, 'last'), 'utf8').trim();
+    const kept = JSON.parse(readFileSync(join(projectDir, `${last}.meta.json`), 'utf8'));
+    expect(kept.granted).toEqual(['labels:agent.infrastructure', `networks.external:${SHARED}`]);
+    expect(statSync(join(projectDir, `${last}.json`)).mode & 0o777).toBe(0o600);
     expect((await agent.api('POST', '/infrastructure/database/stop')).body.data.status).toBe('stopped');
   });
 
