@@ -15,14 +15,14 @@ import { AGENT_ENTRY, NODE_FLAGS } from '../scripts/lib.mjs';
  * Starts the agent; resolves once it printed "agent ready". `nodeFlags` and `entry` let a benchmark compare Node
  * flags or another build of the agent.
  */
-export async function startAgent({ plugins = ['*'], config = {}, dataDir, nodeFlags = NODE_FLAGS, entry = AGENT_ENTRY } = {}) {
+export async function startAgent({ plugins = ['*'], config = {}, dataDir, nodeFlags = NODE_FLAGS, entry = AGENT_ENTRY, env = {} } = {}) {
   const work = mkdtempSync(join(tmpdir(), 'agent-bench-'));
   const data = dataDir ?? join(work, 'data');
   const yaml = JSON.stringify({ listen: '127.0.0.1:0', data_dir: data, log: { level: 'warn' }, plugins: { enabled: plugins }, ...config });
   writeFileSync(join(work, 'agent.yaml'), yaml); // JSON is valid YAML
   const started = process.hrtime.bigint();
   const child = spawn(process.execPath, [...nodeFlags, entry, '--config', join(work, 'agent.yaml')], {
-    env: { ...process.env, AGENT_ADMIN_PASSWORD: ADMIN_PASSWORD, AGENT_LOG_LEVEL: 'info' },
+    env: { ...process.env, AGENT_ADMIN_PASSWORD: ADMIN_PASSWORD, AGENT_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -39,6 +39,8 @@ export async function startAgent({ plugins = ['*'], config = {}, dataDir, nodeFl
   const readyMs = Number(process.hrtime.bigint() - started) / 1e6;
   return {
     url, readyMs, pid: child.pid, dataDir: data,
+    /** Everything the agent printed so far. */
+    output: () => output,
     async token() {
       const res = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
       return (await res.json()).data.token;

@@ -2,7 +2,9 @@
 // (a) POST /api/deployments with auto_start (3 services) vs raw compose `up -d` of the same file, and the ratio;
 // (b) p50/p99 of GET /api/deployments with 200 deployments;
 // (c) tail=100 on a container with 1 GB of logs;
-// (d) line-to-websocket latency of the logs stream (container output and a file source).
+// (d) line-to-websocket latency of the logs stream (container output and a file source);
+// (e) the host-safety check: a create (compose `config` + policy) vs raw `config`, and start/restart of an unchanged
+//     deployment (checked model kept by content hash: no extra compose call) vs raw `up -d` / `restart` + `up -d`.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -212,6 +214,54 @@ try {
     fileLat.sort((x, y) => x - y);
     console.log(`(d) line-to-websocket latency: container output p50 ${fmt(percentile(dockerLat, 50), 1)} ms, p99 ${fmt(percentile(dockerLat, 99), 1)} ms (${dockerLat.length} lines); file source p50 ${fmt(percentile(fileLat, 50), 1)} ms, p99 ${fmt(percentile(fileLat, 99), 1)} ms (goal < 100 ms)`);
     await api('DELETE', `/deployments/${ticker}?remove_files=true`);
+  }
+  // (e) the cost of checking: a create pays one `config` call; an unchanged deployment pays none at start.
+  if (want('e')) {
+    const work = mkdtempSync(join(tmpdir(), 'bench-safety-'));
+    const t = { create: [], config: [], start: [], rawStart: [], restart: [], rawRestart: [] };
+    const timed = async (list, fn) => {
+      const s0 = process.hrtime.bigint();
+      await fn();
+      list.push(ms(s0));
+    };
+    const agentRun = async (i) => {
+      const name = `${prefix}-safe${i}`;
+      await timed(t.create, () => api('POST', '/deployments', { name, compose_content: compose(name) }));
+      await api('POST', `/deployments/${name}/start`);
+      await api('POST', `/deployments/${name}/stop`);
+      await timed(t.start, () => api('POST', `/deployments/${name}/start`));
+      await timed(t.restart, () => api('POST', `/deployments/${name}/restart`));
+      await api('DELETE', `/deployments/${name}?remove_files=true`);
+    };
+    const rawRun = async (i) => {
+      const raw = `${prefix}-rawsafe${i}`;
+      const dir = join(work, raw);
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'docker-compose.yml'), compose(raw));
+      const f = ['-f', 'docker-compose.yml'];
+      await timed(t.config, async () => runCompose(raw, dir, [...f, 'config']));
+      runCompose(raw, dir, [...f, 'up', '-d']);
+      runCompose(raw, dir, [...f, 'stop']);
+      await timed(t.rawStart, async () => runCompose(raw, dir, [...f, 'up', '-d', '--no-recreate']));
+      await timed(t.rawRestart, async () => {
+        runCompose(raw, dir, [...f, 'restart']);
+        runCompose(raw, dir, [...f, 'up', '-d', '--no-recreate']);
+      });
+      runCompose(raw, dir, [...f, 'down']);
+    };
+    for (let i = 0; i < ROUNDS; i++) {
+      if (i % 2 === 0) {
+        await rawRun(i);
+        await agentRun(i);
+      } else {
+        await agentRun(i);
+        await rawRun(i);
+      }
+    }
+    rmSync(work, { recursive: true, force: true });
+    const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, median(v)]));
+    console.log(`(e) host-safety check (median of ${ROUNDS}): create without start ${fmt(m.create, 0)} ms vs raw compose config ${fmt(m.config, 0)} ms (the check's own cost beyond compose: ${fmt(m.create - m.config, 0)} ms)`);
+    console.log(`(e) start of an unchanged stopped deployment: agent ${fmt(m.start, 0)} ms vs raw up -d ${fmt(m.rawStart, 0)} ms, ratio ${fmt(m.start / m.rawStart, 3)} (goal <= 1.10); restart: agent ${fmt(m.restart, 0)} ms vs raw restart + up -d ${fmt(m.rawRestart, 0)} ms, ratio ${fmt(m.restart / m.rawRestart, 3)}`);
   }
 } finally {
   await agent.stop();
