@@ -56,8 +56,8 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const bus = new AgentEventBus(log);
   const audit = new CoreAuditLog(journal);
   const catalog = new ResourceCatalog();
-  catalog.declare({ name: 'plans', description: 'plans: preview and apply changes', operator: 'write', viewer: 'read', plugin: 'core' });
-  catalog.declare({ name: 'plugins', description: 'the plugin list; write = create deployments from plugins', operator: 'write', viewer: 'read', plugin: 'core' });
+  catalog.declare({ name: 'plans', description: 'plans: preview and apply changes', operator: 'write', viewer: 'read', owner: 'both', plugin: 'core' });
+  catalog.declare({ name: 'plugins', description: 'the plugin list; write = create deployments from plugins', operator: 'write', viewer: 'read', owner: 'global', plugin: 'core' });
   const tokens = new TokenService(secrets.jwtKey, core.auth.token_ttl);
   const identity = new Identity(await openDocument<IdentityDoc>(join(coreDir, 'identity.json'), emptyIdentity()), catalog, tokens);
   const limiter = new LoginLimiter(core.auth.login_max_failures, core.auth.login_max_failures_per_ip, core.auth.lockout * 1000);

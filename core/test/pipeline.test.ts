@@ -91,6 +91,32 @@ describe('request pipeline', () => {
     expect(seen.body.data.items.map((w: { deployment: string }) => w.deployment)).toEqual(['mine']);
   });
 
+  it('keeps principals limited to deployments away from global state, whatever their role or key says', async () => {
+    const scoped = await makeUser(agent, 'operator', { grants: { tenant: 'admin' } });
+    const global = await makeUser(agent, 'operator', { scope: 'global' });
+    // widgets:write is held by both; running the job is global state.
+    const refused = await agent.api('POST', '/fixture/jobs/count', { token: scoped.token });
+    expect(refused.status).toBe(403);
+    expect(refused.body.code).toBe('GLOBAL_SCOPE_REQUIRED');
+    expect((await agent.api('POST', '/fixture/jobs/count', { token: global.token })).status).toBe(200);
+    // Its own deployment and filtered lists stay open; another deployment is not there.
+    expect((await agent.api('PUT', '/fixture/deployments/tenant/widget', { token: scoped.token, body: { color: 'red' } })).status).toBe(200);
+    expect((await agent.api('PUT', '/fixture/deployments/other/widget', { token: scoped.token, body: { color: 'red' } })).status).toBe(404);
+    expect((await agent.api('GET', '/fixture/widgets', { token: scoped.token })).status).toBe(200);
+    expect((await agent.api('PUT', '/fixture/deployments/other/widget', { token: global.token, body: { color: 'red' } })).status).toBe(200);
+    // A plan of a global operation is refused the same way.
+    expect((await agent.api('POST', '/fixture/jobs/count', { token: scoped.token, query: { plan: true } })).body.code).toBe('GLOBAL_SCOPE_REQUIRED');
+    // An admin's key limited to a deployment is no admin: scoped, operator at most.
+    const key = (await agent.api('POST', '/fixture/keys', { body: { role: 'admin', deployments: ['tenant'] } })).body.data.key as string;
+    const validated = (await request(agent.url, 'GET', '/auth/validate', { token: key })).body.data;
+    expect(validated.principal).toMatchObject({ role: 'operator', scope: 'deployments', deployments: { tenant: 'write' } });
+    expect(validated.tenancy).toMatchObject({ scope: 'deployments', global_writes: false });
+    expect((await request(agent.url, 'GET', '/fixture/audit', { token: key })).status).toBe(403);
+    expect((await request(agent.url, 'POST', '/fixture/jobs/count', { token: key })).body.code).toBe('GLOBAL_SCOPE_REQUIRED');
+    const admin = (await agent.api('GET', '/auth/validate')).body.data;
+    expect(admin.tenancy).toMatchObject({ scope: 'global', global_writes: true, deployments: { '*': 'admin' } });
+  });
+
   it('records an audit event for every mutating request', async () => {
     await agent.api('PUT', '/fixture/deployments/audited/widget', { body: { color: 'blue', token: 'super-secret-value' } });
     await agent.api('PUT', '/fixture/deployments/audited/widget', { body: { color: 'nope' } });

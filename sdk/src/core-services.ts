@@ -5,7 +5,7 @@
  */
 import type { TObject, Static } from '@sinclair/typebox';
 import { createServiceRef } from './services.js';
-import type { AccessLevel, Principal, PrincipalInfo, Role } from './principal.js';
+import type { AccessLevel, Principal, PrincipalInfo, Role, Scope } from './principal.js';
 import type { SqlDatabase } from './store.js';
 import type { DoctorService } from './doctor.js';
 
@@ -15,6 +15,8 @@ export interface UserRecord {
   email: string;
   role: Role;
   permissions: string[];
+  /** `deployments`: reaches only the deployments granted to it (the default for every role but admin). */
+  scope: Scope;
   is_active: boolean;
   created_at: string;
   updated_at: string;
@@ -51,6 +53,8 @@ export interface ResourcePolicy {
   /** What the `operator` and `viewer` presets get on this resource. */
   operator: 'none' | 'read' | 'write';
   viewer: 'none' | 'read';
+  /** Tenancy: `deployment`-owned, `global`, or `both`. */
+  owner: 'deployment' | 'global' | 'both';
   plugin: string;
 }
 
@@ -59,8 +63,8 @@ export interface IdentityService {
     list(): UserRecord[];
     get(id: number): UserRecord | undefined;
     findByUsername(username: string): UserRecord | undefined;
-    create(input: { username: string; email: string; password: string; role: Role; permissions?: string[]; is_active?: boolean }): Promise<UserRecord>;
-    update(id: number, patch: Partial<Pick<UserRecord, 'email' | 'role' | 'permissions' | 'is_active'>>): Promise<UserRecord>;
+    create(input: { username: string; email: string; password: string; role: Role; permissions?: string[]; scope?: Scope; is_active?: boolean }): Promise<UserRecord>;
+    update(id: number, patch: Partial<Pick<UserRecord, 'email' | 'role' | 'permissions' | 'scope' | 'is_active'>>): Promise<UserRecord>;
     delete(id: number): Promise<void>;
     verifyPassword(id: number, password: string): Promise<boolean>;
     /** Sets the password; all existing tokens of the user stop working unless `keepSessions`. */

@@ -10,7 +10,11 @@ export interface AgentEvents {
   'plugin.failed': { name: string; error: string };
   'deployment.created': { name: string };
   'deployment.updated': { name: string };
-  'deployment.deleted': { name: string; removed_files: boolean };
+  /**
+   * What hangs on the name must not pass to a new deployment of that name: remove it, or keep it under
+   * `retired_as` (`<name>~<time>`, never a valid deployment name, so only global principals reach it).
+   */
+  'deployment.deleted': { name: string; removed_files: boolean; retired_as: string };
   'deployment.started': { name: string };
   'deployment.stopped': { name: string };
   'deployment.failed': { name: string; error: string };

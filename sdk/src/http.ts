@@ -5,6 +5,18 @@ import type { AccessLevel, Permission, Principal } from './principal.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
+/**
+ * What a scoped principal (one limited to some deployments) may do with a route that names no deployment (no
+ * `deployment`, or a `deployment` function that found none in the request):
+ * - `global` (the default): the route is about global state; a scoped principal gets 403 `GLOBAL_SCOPE_REQUIRED`;
+ * - `filtered`: the handler answers with, and acts on, only what the principal may reach (lists, searches, ids it
+ *   resolves to a deployment itself);
+ * - `own`: the route is about the caller itself (its profile, its keys, its plans);
+ * - `catalogue`: global data that belongs to no tenant (templates, plugins); reads only;
+ * - `create`: it creates a new deployment (a scoped user may, a key limited to a deployments list may not).
+ */
+export type Tenancy = 'global' | 'filtered' | 'own' | 'catalogue' | 'create';
+
 /** What a handler receives. Params, query and body are already validated against the route's schemas. */
 export interface RouteRequest<P = Record<string, string>, Q = Record<string, unknown>, B = unknown> {
   params: P;
@@ -126,6 +138,8 @@ interface RouteBase<P, Q, B> {
    */
   deployment?: string | ((req: RouteRequest<StaticOr<P, Record<string, string>>, StaticOr<Q, Record<string, never>>, StaticOr<B, undefined>>) => string | undefined);
   deploymentLevel?: AccessLevel;
+  /** See `Tenancy`; applies when no deployment is named. Default `global`. */
+  tenancy?: Tenancy;
   /** Preview support for `?plan=true`. */
   plan?: PlanSupport<RequestOf<P, Q, B>>;
   /** Skip JSON parsing: the handler reads `req.raw.req` itself (uploads). */
@@ -155,6 +169,8 @@ export interface WebSocketSpec<P = unknown, Q = unknown> {
   query?: Q;
   deployment?: string | ((req: { params: StaticOr<P, Record<string, string>>; query: StaticOr<Q, Record<string, never>> }) => string | undefined);
   deploymentLevel?: AccessLevel;
+  /** See `Tenancy`. */
+  tenancy?: Tenancy;
   handler(conn: WebSocketConnection, req: {
     params: StaticOr<P, Record<string, string>>;
     query: StaticOr<Q, Record<string, never>>;

@@ -4,12 +4,12 @@ export type {
 } from './plugin.js';
 export { Reply, reply } from './http.js';
 export type {
-  HttpMethod, RouteRequest, RouteSpec, RequestOf, StreamOptions, PlanAction, PlanChange, PlanPreview, PlanSnapshot,
+  HttpMethod, Tenancy, RouteRequest, RouteSpec, RequestOf, StreamOptions, PlanAction, PlanChange, PlanPreview, PlanSnapshot,
   PlanSupport, WebSocketSpec, WebSocketConnection,
 } from './http.js';
 export { HttpError, isHttpError, errors } from './errors.js';
-export { principalFrom, levelRank, lowerLevel, ROLES, ACCESS_LEVELS } from './principal.js';
-export type { Principal, PrincipalInfo, Permission, Access, AccessLevel, Role, PrincipalType } from './principal.js';
+export { principalFrom, levelRank, lowerLevel, ROLES, ACCESS_LEVELS, SCOPES } from './principal.js';
+export type { Principal, PrincipalInfo, Permission, Access, AccessLevel, Role, PrincipalType, Scope } from './principal.js';
 export { createServiceRef } from './services.js';
 export type { ServiceRef, ServiceRegistry } from './services.js';
 export type { AgentEvents, EventName, EventBus } from './events.js';

@@ -1,6 +1,6 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { EventBus } from './events.js';
-import type { RouteSpec, WebSocketSpec, HttpMethod } from './http.js';
+import type { RouteSpec, WebSocketSpec, HttpMethod, Tenancy } from './http.js';
 import type { JobHandle, JobSpec, Scheduler } from './jobs.js';
 import type { ServiceRef, ServiceRegistry } from './services.js';
 import type { PluginStore, Sealer } from './store.js';
@@ -22,6 +22,11 @@ export interface ResourceDeclaration {
   operator?: 'none' | 'read' | 'write';
   /** Default `read`. */
   viewer?: 'none' | 'read';
+  /**
+   * Who owns what this resource covers, for the tenancy model (`GET /api/auth/validate`, README): `deployment`
+   * (everything of it hangs on a deployment), `global`, or `both` (say which part is which in the description).
+   */
+  owner?: 'deployment' | 'global' | 'both';
 }
 
 /** A route of an app plugin, served by its own process behind `/api/plugin/<name>/`. */
@@ -33,6 +38,8 @@ export interface AppRouteSpec {
   description?: string;
   operationId?: string;
   permission: Permission | 'authenticated';
+  /** See `Tenancy`: apps receive the principal (with its scope and deployments) and filter themselves. */
+  tenancy?: Tenancy;
   params?: TSchema;
   query?: TSchema;
   body?: TSchema;

@@ -9,6 +9,13 @@ export type { Static, TSchema, TObject } from '@sinclair/typebox';
 
 /** Deployment names: `^[a-z0-9][a-z0-9_-]{0,62}$`. */
 export const DEPLOYMENT_NAME = '^[a-z0-9][a-z0-9_-]{0,62}$';
+/**
+ * The name under which what belonged to a deleted deployment is kept: `<name>~<UTC yyyymmddhhmmss>`. `~` is never
+ * part of a deployment name, so no new deployment (and no principal limited to deployments) reaches it.
+ */
+export const retiredName = (name: string, deletedAt: Date): string =>
+  `${name}~${deletedAt.toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
+
 export const deploymentName = (options: { description?: string } = {}): TString =>
   Type.String({ pattern: DEPLOYMENT_NAME, description: options.description ?? 'deployment name' });
 

@@ -6,7 +6,7 @@ import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto
 import {
   errors, lowerLevel, principalFrom,
   type AccessLevel, type ApiKeyRecord, type DeploymentGrant, type Document, type IdentityService, type Principal,
-  type PrincipalInfo, type Role, type UserRecord,
+  type PrincipalInfo, type Role, type Scope, type UserRecord,
 } from '@agent/sdk';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
 import type { ResourceCatalog } from './resources.js';
@@ -42,9 +42,20 @@ const publicKey = ({ key_hash: _h, ...k }: StoredKey): ApiKeyRecord => ({ ...k, 
 
 const ROLE_RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
 
+/** The deployment level a role gives at most (and everywhere, for a global principal). */
+const roleLevel = (role: Role): AccessLevel => (role === 'admin' ? 'admin' : role === 'operator' ? 'write' : 'read');
+
 /** Caps a deployment level by what a role may do at most. */
-const capByRole = (level: AccessLevel | null, role: Role): AccessLevel | null =>
-  lowerLevel(level, role === 'admin' ? 'admin' : role === 'operator' ? 'write' : 'read');
+const capByRole = (level: AccessLevel | null, role: Role): AccessLevel | null => lowerLevel(level, roleLevel(role));
+
+/** Admins are global; every other role is limited to its deployments unless made global on purpose. */
+const scopeFor = (role: Role, asked: Scope | undefined): Scope => {
+  if (role === 'admin') {
+    if (asked === 'deployments') throw errors.badRequest('scope: an admin is always global (give a scoped user the operator role and admin grants instead)', 'VALIDATION_FAILED', { field: 'scope' });
+    return 'global';
+  }
+  return asked ?? 'deployments';
+};
 
 export class Identity implements IdentityService {
   private usersById = new Map<number, StoredUser>();
@@ -70,6 +81,8 @@ export class Identity implements IdentityService {
   }
 
   private reindex(): void {
+    // Users stored before scopes existed: admins are global, everyone else is limited to their grants.
+    for (const u of this.doc.data.users) u.scope ??= u.role === 'admin' ? 'global' : 'deployments';
     this.usersById = new Map(this.doc.data.users.map((u) => [u.id, u]));
     this.usersByName = new Map(this.doc.data.users.map((u) => [u.username.toLowerCase(), u]));
     this.keysById = new Map(this.doc.data.api_keys.map((k) => [k.id, k]));
@@ -116,7 +129,7 @@ export class Identity implements IdentityService {
       return this.change((d) => {
         const user: StoredUser = {
           id: d.next_user_id++, username: input.username, email: input.email, role: input.role,
-          permissions: [...new Set(input.permissions ?? [])], is_active: input.is_active ?? true,
+          permissions: [...new Set(input.permissions ?? [])], scope: scopeFor(input.role, input.scope), is_active: input.is_active ?? true,
           created_at: now(), updated_at: now(), last_login_at: null, password_hash: hash, token_version: 1,
         };
         d.users.push(user);
@@ -127,10 +140,15 @@ export class Identity implements IdentityService {
       if (!this.usersById.has(id)) throw errors.notFound(`user ${id} not found`);
       if (patch.email !== undefined && !EMAIL.test(patch.email)) throw errors.badRequest(`'${patch.email}' is not an e-mail address`, 'INVALID_EMAIL');
       if (patch.permissions) this.checkPermissions(patch.permissions);
+      const current = this.usersById.get(id)!;
+      const role = patch.role ?? current.role;
+      // Promoting to admin makes global; leaving admin returns to the deployments unless a scope is given.
+      const scope = scopeFor(role, patch.scope ?? (role === 'admin' || current.role === 'admin' ? undefined : current.scope));
       return this.change((d) => {
         const u = d.users.find((x) => x.id === id)!;
         if (patch.email !== undefined) u.email = patch.email;
         if (patch.role !== undefined) u.role = patch.role;
+        u.scope = scope;
         if (patch.permissions !== undefined) u.permissions = [...new Set(patch.permissions)];
         if (patch.is_active !== undefined) u.is_active = patch.is_active;
         u.updated_at = now();
@@ -241,7 +259,8 @@ export class Identity implements IdentityService {
       });
     },
     grantCreator: async (principal, deployment) => {
-      if (principal.user_id === null || principal.isAdmin) return;
+      // Whoever reaches every deployment as admin already has it; anyone else becomes admin of what they created.
+      if (principal.user_id === null || principal.deploymentLevel('*') === 'admin') return;
       await this.grants.set(principal.user_id, deployment, 'admin');
     },
   };
@@ -253,40 +272,52 @@ export class Identity implements IdentityService {
   // ---- principals ----
 
   private userInfo(u: StoredUser): PrincipalInfo {
+    const scope: Scope = u.role === 'admin' ? 'global' : u.scope;
     const deployments: Record<string, AccessLevel> = {};
-    if (u.role === 'admin') deployments['*'] = 'admin';
-    else for (const g of this.doc.data.grants) if (g.user_id === u.id) deployments[g.deployment] = g.access_level;
+    // A global principal reaches every deployment at its role's level; grants add to that, never lower it.
+    if (scope === 'global') deployments['*'] = roleLevel(u.role);
+    if (u.role !== 'admin') {
+      for (const g of this.doc.data.grants) if (g.user_id === u.id) deployments[g.deployment] = g.access_level;
+    }
     const permissions = u.role === 'admin' ? ['*:write'] : [...new Set([...this.catalog.rolePermissions(u.role), ...u.permissions])];
-    return { type: 'user', id: `user:${u.id}`, name: u.username, role: u.role, user_id: u.id, permissions, deployments };
+    return { type: 'user', id: `user:${u.id}`, name: u.username, role: u.role, user_id: u.id, permissions, deployments, scope };
   }
 
+  /**
+   * A key is the lower of itself and its owner. A key with a `deployments` list is scoped to them (and to what its
+   * owner holds there), and never an admin: its role is capped at operator.
+   */
   private keyInfo(k: StoredKey, owner: StoredUser): PrincipalInfo {
     const ownerInfo = this.userInfo(owner);
     const ownerP = principalFrom(ownerInfo);
-    const role: Role = ROLE_RANK[k.role] <= ROLE_RANK[owner.role] ? k.role : owner.role;
-    const keyPerms = k.role === 'admin' ? ['*:write'] : [...new Set([...this.catalog.rolePermissions(k.role), ...k.permissions])];
+    const listed = k.deployments.length > 0;
+    const keyRole: Role = listed && k.role === 'admin' ? 'operator' : k.role;
+    const role: Role = ROLE_RANK[keyRole] <= ROLE_RANK[owner.role] ? keyRole : owner.role;
+    const keyPerms = keyRole === 'admin' ? ['*:write'] : [...new Set([...this.catalog.rolePermissions(keyRole), ...k.permissions])];
     let permissions: string[];
     if (keyPerms.includes('*:write')) permissions = ownerInfo.permissions;
     else {
       // The lower of the two: a key's write becomes read when the owner only reads.
       permissions = [];
       for (const p of keyPerms) {
+        if (p === '*:write' || p === '*:read') continue;
         if (ownerP.can(p)) permissions.push(p);
         else if (p.endsWith(':write') && ownerP.can(p.replace(/:write$/, ':read'))) permissions.push(p.replace(/:write$/, ':read'));
       }
       permissions = [...new Set(permissions)];
     }
+    const scope: Scope = listed ? 'deployments' : ownerInfo.scope;
     const deployments: Record<string, AccessLevel> = {};
-    const names = k.deployments.length > 0 ? k.deployments : Object.keys(ownerInfo.deployments);
+    const names = listed ? k.deployments : Object.keys(ownerInfo.deployments);
     for (const name of names) {
-      const level = capByRole(ownerP.deploymentLevel(name), k.role);
+      const level = capByRole(name === '*' ? ownerInfo.deployments['*'] ?? null : ownerP.deploymentLevel(name), keyRole);
       if (level) deployments[name] = level;
     }
-    return { type: 'api_key', id: `api_key:${k.id}`, name: k.name, role, user_id: owner.id, permissions, deployments };
+    return { type: 'api_key', id: `api_key:${k.id}`, name: k.name, role, user_id: owner.id, permissions, deployments, scope };
   }
 
   private systemInfo(name: string): PrincipalInfo {
-    return { type: 'system', id: `system:${name}`, name, role: 'admin', user_id: null, permissions: ['*:write'], deployments: { '*': 'admin' } };
+    return { type: 'system', id: `system:${name}`, name, role: 'admin', user_id: null, permissions: ['*:write'], deployments: { '*': 'admin' }, scope: 'global' };
   }
 
   /** A token for an app plugin's system principal (admin rights; valid until the agent restarts). */
@@ -428,7 +459,7 @@ export class Identity implements IdentityService {
     const hash = await hashPassword(configured ?? generated!);
     await this.change((d) => {
       d.users.push({
-        id: d.next_user_id++, username: 'admin', email: 'admin@localhost.localdomain', role: 'admin', permissions: [],
+        id: d.next_user_id++, username: 'admin', email: 'admin@localhost.localdomain', role: 'admin', permissions: [], scope: 'global',
         is_active: true, created_at: now(), updated_at: now(), last_login_at: null, password_hash: hash, token_version: 1,
       });
     });

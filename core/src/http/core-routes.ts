@@ -32,6 +32,19 @@ const PrincipalSchema = Type.Object({
   type: Type.String(), id: Type.String(), name: Type.String(), role: Type.String(),
   user_id: Type.Union([Type.Integer(), Type.Null()]), permissions: Type.Array(Type.String()),
   deployments: Type.Record(Type.String(), Type.String()),
+  scope: Type.Union([Type.Literal('global'), Type.Literal('deployments')]),
+});
+
+const TenancySchema = Type.Object({
+  scope: Type.Union([Type.Literal('global'), Type.Literal('deployments')]),
+  summary: Type.String({ description: 'what this principal reaches, in words' }),
+  deployments: Type.Record(Type.String(), Type.String(), { description: 'deployment → level; `*` = every deployment' }),
+  global_writes: Type.Boolean({ description: 'whether it may change global state (as far as its permissions go)' }),
+  resources: Type.Object({
+    deployment: Type.Array(Type.String(), { description: 'resources owned by deployments: reached through a deployment only' }),
+    global: Type.Array(Type.String(), { description: 'global resources: a scoped principal reaches none of them' }),
+    both: Type.Array(Type.String(), { description: 'resources with deployment-owned and global parts' }),
+  }),
 });
 
 const PlanView = Type.Object({
@@ -132,30 +145,50 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
     {
       method: 'GET', path: '/auth/validate', permission: 'authenticated', tag: 'auth', operationId: 'auth.validate',
       summary: 'Check the current token and show its principal',
-      response: Type.Object({ valid: Type.Literal(true), principal: PrincipalSchema }),
-      handler: (req) => ({ valid: true, principal: req.principal.toJSON() }),
+      tenancy: 'own',
+      description: '`tenancy` shows the tenancy model as it applies to the caller: global or limited to its deployments, which ones, and which resources are owned by deployments or global.',
+      response: Type.Object({ valid: Type.Literal(true), principal: PrincipalSchema, tenancy: TenancySchema }),
+      handler: (req) => {
+        const p = req.principal;
+        const resources = d.identity.resources();
+        const by = (owner: string) => resources.filter((r) => r.owner === owner).map((r) => r.name);
+        const names = Object.keys(p.deployments).filter((n) => n !== '*');
+        return {
+          valid: true,
+          principal: p.toJSON(),
+          tenancy: {
+            scope: p.scope,
+            summary: p.isGlobal
+              ? `global: every deployment at level ${p.deployments['*'] ?? 'none'} (more where granted), and global state as far as the permissions go`
+              : `limited to ${names.length} deployment(s) (${names.join(', ') || 'none'}): nothing global, whatever the role says`,
+            deployments: p.deployments,
+            global_writes: p.isGlobal && p.permissions.some((x) => x.endsWith(':write')),
+            resources: { deployment: by('deployment'), global: by('global'), both: by('both') },
+          },
+        };
+      },
     },
     {
-      method: 'GET', path: '/openapi.json', permission: 'authenticated', tag: 'system', operationId: 'system.openapi',
+      method: 'GET', path: '/openapi.json', permission: 'authenticated', tag: 'system', operationId: 'system.openapi', tenancy: 'catalogue',
       summary: 'The live OpenAPI 3.1 description of this agent (enabled plugins only)', produces: 'application/json',
       handler: () => reply.stream(d.openapi(), { contentType: 'application/json; charset=utf-8' }),
     },
     {
-      method: 'GET', path: '/plans', permission: 'plans:read', tag: 'plans', operationId: 'plans.list',
+      method: 'GET', path: '/plans', permission: 'plans:read', tag: 'plans', operationId: 'plans.list', tenancy: 'own',
       summary: 'List plans (your own; every plan for an admin)',
       query: Type.Object({ status: Type.Optional(Type.Union(['available', 'applying', 'applied', 'failed', 'obsolete', 'expired'].map((s) => Type.Literal(s)))) }),
       response: Type.Array(PlanView),
       handler: (req) => d.plans.list(req.principal, req.query as { status?: never }),
     },
     {
-      method: 'GET', path: '/plans/:id', permission: 'plans:read', tag: 'plans', operationId: 'plans.get',
+      method: 'GET', path: '/plans/:id', permission: 'plans:read', tag: 'plans', operationId: 'plans.get', tenancy: 'own',
       summary: 'One plan, sensitive values redacted',
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
       response: PlanView,
       handler: (req) => d.plans.view(d.plans.get((req.params as { id: string }).id, req.principal)),
     },
     {
-      method: 'POST', path: '/plans/:id/apply', permission: 'plans:write', tag: 'plans', operationId: 'plans.apply',
+      method: 'POST', path: '/plans/:id/apply', permission: 'plans:write', tag: 'plans', operationId: 'plans.apply', tenancy: 'own',
       summary: 'Run the reviewed change (409 PLAN_STALE when what it depends on changed, 410 PLAN_EXPIRED)',
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
       handler: (req) =>
@@ -183,7 +216,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
         }),
     },
     {
-      method: 'DELETE', path: '/plans/:id', permission: 'plans:write', tag: 'plans', operationId: 'plans.discard',
+      method: 'DELETE', path: '/plans/:id', permission: 'plans:write', tag: 'plans', operationId: 'plans.discard', tenancy: 'own',
       summary: 'Discard a plan',
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
       handler: async (req) => {
@@ -192,13 +225,13 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       },
     },
     {
-      method: 'GET', path: '/plugins', permission: 'plugins:read', tag: 'plugins', operationId: 'plugins.list',
+      method: 'GET', path: '/plugins', permission: 'plugins:read', tag: 'plugins', operationId: 'plugins.list', tenancy: 'catalogue',
       summary: 'Plugins with version, status, route and job counts',
       response: Type.Array(PluginView),
       handler: () => d.plugins().map((p) => pluginView(p, false)),
     },
     {
-      method: 'GET', path: '/plugins/:name', permission: 'plugins:read', tag: 'plugins', operationId: 'plugins.get',
+      method: 'GET', path: '/plugins/:name', permission: 'plugins:read', tag: 'plugins', operationId: 'plugins.get', tenancy: 'catalogue',
       summary: 'One plugin with its routes, jobs and permission resources',
       params: Type.Object({ name: Type.String({ pattern: '^[@a-z0-9][a-z0-9./_-]*$', maxLength: 214 }) }),
       response: PluginView,
@@ -209,7 +242,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       },
     },
     {
-      method: 'POST', path: '/plugins/:name/deployments', permission: 'plugins:write', tag: 'plugins', operationId: 'plugins.deploy', status: 201,
+      method: 'POST', path: '/plugins/:name/deployments', permission: 'plugins:write', tag: 'plugins', operationId: 'plugins.deploy', tenancy: 'create', status: 201,
       summary: 'Create a deployment from a plugin (its `deployable` template, with the given config)',
       params: Type.Object({ name: Type.String({ pattern: '^[@a-z0-9][a-z0-9./_-]*$', maxLength: 214 }) }),
       body: Type.Object({

@@ -3,7 +3,7 @@
  * HTTP requests and plan applies both go through it, so a plan runs exactly what a direct request would.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { errors, levelRank, Reply, type AccessLevel, type Principal, type RouteRequest } from '@agent/sdk';
+import { errors, levelRank, Reply, type AccessLevel, type Principal, type RouteRequest, type Tenancy } from '@agent/sdk';
 import type { RegisteredRoute } from '../openapi/registry.js';
 import type { PlanEngine } from '../plans/engine.js';
 
@@ -44,6 +44,29 @@ export function checkDeployment(principal: Principal, name: string, needed: Acce
   const level = principal.deploymentLevel(name);
   if (!level) throw errors.notFound(`deployment '${name}' not found`);
   if (levelRank(level) < levelRank(needed)) throw errors.forbidden(`'${needed}' access to deployment '${name}' required`);
+}
+
+/**
+ * What a scoped principal may do where no deployment is named: only routes that declare how they keep to its
+ * deployments (see `Tenancy`). Global routes answer 403 `GLOBAL_SCOPE_REQUIRED`.
+ */
+export function checkTenancy(principal: Principal | null, tenancy: Tenancy | undefined, method: string): void {
+  if (!principal || principal.isGlobal) return;
+  switch (tenancy ?? 'global') {
+    case 'filtered':
+    case 'own':
+      return;
+    case 'catalogue':
+      if (method === 'GET') return;
+      break;
+    case 'create':
+      // A scoped user becomes admin of what it creates; a scoped key would not reach it: it may not create one.
+      if (principal.type === 'user') return;
+      break;
+    case 'global':
+      break;
+  }
+  throw errors.forbidden(`${principal.name} is limited to its deployments; this operation concerns global state`, 'GLOBAL_SCOPE_REQUIRED');
 }
 
 export function neededLevel(permission: string | null, declared: AccessLevel | undefined): AccessLevel {
@@ -103,6 +126,8 @@ export function execute(inv: Invocation, plans: PlanEngine, validateResponse?: (
       checkDeployment(inv.principal, deployment, neededLevel(route.permission, spec.deploymentLevel));
     }
   }
+  // No deployment can come out of the request: the route's tenancy decides for a scoped principal, before validation.
+  if (spec.deployment === undefined) checkTenancy(inv.principal, spec.tenancy, route.method);
   const queryError = route.validate.query(inv.query);
   if (queryError) throw queryError;
   let body = inv.body;
@@ -119,7 +144,7 @@ export function execute(inv: Invocation, plans: PlanEngine, validateResponse?: (
     if (name !== undefined && name !== null && name !== '') {
       deployment = String(name);
       checkDeployment(inv.principal, deployment, neededLevel(route.permission, spec.deploymentLevel));
-    }
+    } else checkTenancy(inv.principal, spec.tenancy, route.method);
   }
 
   if (inv.wantsPlan) {

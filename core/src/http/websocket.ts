@@ -10,7 +10,7 @@ import { isHttpError, type WebSocketConnection } from '@agent/sdk';
 import type { Identity } from '../auth/identity.js';
 import type { RouteRegistry, RegisteredSocket } from '../openapi/registry.js';
 import type { RootLogger } from '../log.js';
-import { checkDeployment, checkPermission, neededLevel } from './execute.js';
+import { checkDeployment, checkPermission, checkTenancy, neededLevel } from './execute.js';
 
 const AUTH_TIMEOUT_MS = 10_000;
 
@@ -64,10 +64,9 @@ export function createSocketServer(registry: RouteRegistry, identity: Identity, 
           const queryError = entry.validate.query(query);
           if (queryError) throw queryError;
           const spec = entry.spec;
-          if (spec.deployment) {
-            const name = typeof spec.deployment === 'string' ? params[spec.deployment] : spec.deployment({ params, query: query as never });
-            if (name) checkDeployment(principal, name, neededLevel(entry.permission, spec.deploymentLevel));
-          }
+          const name = !spec.deployment ? undefined : typeof spec.deployment === 'string' ? params[spec.deployment] : spec.deployment({ params, query: query as never });
+          if (name) checkDeployment(principal, name, neededLevel(entry.permission, spec.deploymentLevel));
+          else checkTenancy(principal, spec.tenancy, 'GET');
           const conn = connection(ws);
           await conn.send({ type: 'ready' });
           await spec.handler(conn, { params, query: query as never, principal, ip });

@@ -74,6 +74,7 @@ function httpOperation(route: RegisteredRoute, plans: boolean): Json {
     ...(spec.deployment ? { 'x-deployment-scoped': true } : {}),
     ...(typeof spec.deployment === 'string' ? { 'x-deployment-param': spec.deployment } : {}),
     ...(spec.deployment ? { 'x-deployment-level': neededLevel(route.permission, spec.deploymentLevel) } : {}),
+    ...(route.permission !== null ? { 'x-tenancy': spec.tenancy ?? 'global' } : {}),
     parameters: params,
     responses,
   };
@@ -101,6 +102,7 @@ function socketOperation(s: RegisteredSocket): Json {
     ...(s.spec.deployment ? { 'x-deployment-scoped': true } : {}),
     ...(typeof s.spec.deployment === 'string' ? { 'x-deployment-param': s.spec.deployment } : {}),
     ...(s.spec.deployment ? { 'x-deployment-level': neededLevel(s.permission, s.spec.deploymentLevel) } : {}),
+    'x-tenancy': s.spec.tenancy ?? 'global',
     parameters: parameters(s.validate.params.schema, s.validate.query.schema),
     responses: { '101': { description: 'switching protocols' }, '401': errorResponse('bad token (closes with 1008)') },
   };
@@ -127,6 +129,7 @@ function appOperation(a: RegisteredAppRoute): Json {
     'x-plan': false,
     'x-plugin': a.plugin,
     'x-app': true,
+    'x-tenancy': spec.tenancy ?? 'global',
     parameters: parameters(a.validate.params.schema, a.validate.query.schema),
     responses,
   };
@@ -155,7 +158,7 @@ export function buildOpenApi({ version, registry, resources, plugins }: Document
     info: {
       title: 'Host deployment agent API',
       version,
-      description: 'The live description of this agent: only enabled plugins appear. `x-permission` is the permission an operation needs, `x-plan` whether it accepts `?plan=true`.',
+      description: 'The live description of this agent: only enabled plugins appear. `x-permission` is the permission an operation needs, `x-plan` whether it accepts `?plan=true`, `x-tenancy` what a principal limited to some deployments may do with it when the request names no deployment (`global`: nothing; `filtered`: only what it reaches; `own`: about itself; `catalogue`: read; `create`: a scoped user may create a deployment).',
     },
     servers: [{ url: '/' }],
     security: [{ bearerAuth: [] }],
@@ -186,6 +189,6 @@ export function buildOpenApi({ version, registry, resources, plugins }: Document
         },
       },
     },
-    'x-permissions': resources.map((r) => ({ resource: r.name, description: r.description, operator: r.operator, viewer: r.viewer })),
+    'x-permissions': resources.map((r) => ({ resource: r.name, description: r.description, operator: r.operator, viewer: r.viewer, owner: r.owner })),
   };
 }

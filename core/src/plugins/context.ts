@@ -130,7 +130,7 @@ export function createContext(
   };
 
   for (const [resource, decl] of Object.entries(definition.resources ?? {})) {
-    deps.catalog.declare({ name: resource, description: decl.description, operator: decl.operator ?? 'write', viewer: decl.viewer ?? 'read', plugin: name });
+    deps.catalog.declare({ name: resource, description: decl.description, operator: decl.operator ?? 'write', viewer: decl.viewer ?? 'read', owner: decl.owner ?? 'global', plugin: name });
   }
   for (const spec of definition.app?.routes ?? []) entries.push(deps.registry.prepareAppRoute(name, spec));
 

@@ -14,7 +14,7 @@ import type { CoreAuditLog } from '../audit/audit-log.js';
 import type { RegisteredAppRoute, RouteRegistry } from '../openapi/registry.js';
 import type { AppHost } from './app-host.js';
 import { authenticateHeader, auditActor } from '../http/app.js';
-import { checkPermission } from '../http/execute.js';
+import { checkPermission, checkTenancy } from '../http/execute.js';
 import { toErrorAnswer } from '../http/errors.js';
 import type { RootLogger } from '../log.js';
 
@@ -93,6 +93,7 @@ export function createPluginProxy(deps: {
     const header = req.headers.authorization;
     const principal = await authenticateHeader(Array.isArray(header) ? header[0] : header, ip, deps.identity);
     checkPermission(r.route.permission, principal);
+    checkTenancy(principal, r.route.spec.tenancy, r.route.method);
     const paramsError = r.route.validate.params(r.params);
     if (paramsError) throw paramsError;
     const queryError = r.route.validate.query(query);

@@ -23,7 +23,7 @@ export function registerApiKeyRoutes(ctx: PluginContext, identity: IdentityServi
   };
 
   ctx.route({
-    method: 'GET', path: '/apikeys', permission: 'apikeys:read', tag: 'apikeys', operationId: 'apikeys.list',
+    method: 'GET', path: '/apikeys', permission: 'apikeys:read', tag: 'apikeys', operationId: 'apikeys.list', tenancy: 'own',
     summary: 'List API keys: your own, or every key for an admin',
     query: Type.Object({ user_id: Type.Optional(Type.Integer({ minimum: 1, description: 'admins: only the keys of this user' })) }),
     response: Type.Array(ApiKeyView),
@@ -36,13 +36,13 @@ export function registerApiKeyRoutes(ctx: PluginContext, identity: IdentityServi
   });
 
   ctx.route({
-    method: 'GET', path: '/apikeys/:id', permission: 'apikeys:read', tag: 'apikeys', operationId: 'apikeys.get',
+    method: 'GET', path: '/apikeys/:id', permission: 'apikeys:read', tag: 'apikeys', operationId: 'apikeys.get', tenancy: 'own',
     summary: 'API key details (never the secret)', params: KeyParams, response: ApiKeyView,
     handler: (req) => view(visible(req.principal, req.params.id)),
   });
 
   ctx.route({
-    method: 'POST', path: '/apikeys', permission: 'apikeys:write', tag: 'apikeys', operationId: 'apikeys.create', status: 201,
+    method: 'POST', path: '/apikeys', permission: 'apikeys:write', tag: 'apikeys', operationId: 'apikeys.create', tenancy: 'own', status: 201,
     summary: 'Create an API key for yourself; the secret is in this answer only',
     description: 'The key belongs to the caller (the owner of the calling key). Its effective right is the lower of its own and its owner\'s. A non-admin cannot give the key a role, permission or deployment it does not hold; a key created with a key never outlives it nor reaches beyond its deployments. `deployments` empty = every deployment of the owner.',
     body: Type.Object({
@@ -85,14 +85,14 @@ export function registerApiKeyRoutes(ctx: PluginContext, identity: IdentityServi
   });
 
   ctx.route({
-    method: 'POST', path: '/apikeys/:id/revoke', permission: 'apikeys:write', tag: 'apikeys', operationId: 'apikeys.revoke',
+    method: 'POST', path: '/apikeys/:id/revoke', permission: 'apikeys:write', tag: 'apikeys', operationId: 'apikeys.revoke', tenancy: 'own',
     summary: 'Revoke a key: it is kept (for the audit trail) but answers 401 from now on',
     params: KeyParams, response: ApiKeyView,
     handler: async (req) => reply.ok(view(await identity.apiKeys.revoke(visible(req.principal, req.params.id).id)), 'API key revoked'),
   });
 
   ctx.route({
-    method: 'DELETE', path: '/apikeys/:id', permission: 'apikeys:write', tag: 'apikeys', operationId: 'apikeys.delete',
+    method: 'DELETE', path: '/apikeys/:id', permission: 'apikeys:write', tag: 'apikeys', operationId: 'apikeys.delete', tenancy: 'own',
     summary: 'Delete a key', params: KeyParams,
     handler: async (req) => {
       const k = visible(req.principal, req.params.id);

@@ -14,9 +14,8 @@ export function registerGrantRoutes(ctx: PluginContext, identity: IdentityServic
     if (!user) throw errors.notFound(`user ${id} not found`);
     return user;
   };
-  /** Non-admins only handle grants on deployments they administer; the same 404 as elsewhere otherwise. */
+  /** Grants on a deployment are handed out by who administers it; the same 404 as elsewhere otherwise. */
   const assertAdministers = (principal: Principal, deployment: string) => {
-    if (principal.isAdmin) return;
     const level = principal.deploymentLevel(deployment);
     if (!level) throw errors.notFound(`deployment '${deployment}' not found`);
     if (level !== 'admin') throw errors.forbidden(`'admin' access to deployment '${deployment}' required`);
@@ -27,7 +26,7 @@ export function registerGrantRoutes(ctx: PluginContext, identity: IdentityServic
   };
 
   ctx.route({
-    method: 'GET', path: '/users/:id/deployments', permission: 'users:read', tag: 'users', operationId: 'users.deploymentsList',
+    method: 'GET', path: '/users/:id/deployments', permission: 'users:read', tag: 'users', operationId: 'users.deploymentsList', tenancy: 'filtered',
     summary: 'Deployments a user has access to (only those you may see yourself)',
     params: UserIdParams,
     response: Type.Array(GrantView),
@@ -43,6 +42,8 @@ export function registerGrantRoutes(ctx: PluginContext, identity: IdentityServic
     description: 'A non-admin needs `admin` access to the deployment and cannot grant a level above its own. 409 when the user already has a grant on it (change it with PUT).',
     params: UserIdParams,
     body: Type.Object({ deployment_name: deploymentName(), access_level: LevelSchema }),
+    // Who has access to a deployment belongs to the deployment: its admins decide, scoped or not.
+    deployment: (req) => req.body.deployment_name, deploymentLevel: 'admin',
     response: GrantView,
     handler: async (req) => {
       const user = userOr404(req.params.id);

@@ -8,6 +8,10 @@ export const LevelSchema = Type.Union([Type.Literal('read'), Type.Literal('write
 export const PermissionSchema = Type.String({ pattern: '^([a-z][a-z0-9-]*|\\*):(read|write)$', description: '`<resource>:read|write`' });
 export const Permissions = Type.Array(PermissionSchema, { maxItems: 200, uniqueItems: true });
 
+export const ScopeSchema = Type.Union([Type.Literal('global'), Type.Literal('deployments')], {
+  description: '`deployments`: reaches only the deployments granted to it, nothing global (the default for every role but admin); `global`: every deployment at its role\'s level and global state within its permissions (admins always)',
+});
+
 export const UserIdParams = Type.Object({ id: Type.Integer({ minimum: 1, description: 'user id' }) });
 
 export const UserView = Type.Object({
@@ -16,6 +20,7 @@ export const UserView = Type.Object({
   email: Type.String(),
   role: RoleSchema,
   permissions: Type.Array(Type.String()),
+  scope: ScopeSchema,
   is_active: Type.Boolean(),
   created_at: Type.String(),
   updated_at: Type.String(),

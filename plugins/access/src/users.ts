@@ -3,8 +3,8 @@ import {
   errors, reply, Secret, Type,
   type IdentityService, type PluginContext, type Principal, type UserRecord,
 } from '@agent/sdk';
-import { assertPermissionsWithin, assertRoleWithin } from './rules.js';
-import { Permissions, RoleSchema, UserIdParams, UserView } from './schemas.js';
+import { assertPermissionsWithin, assertRoleWithin, assertScopeWithin } from './rules.js';
+import { Permissions, RoleSchema, ScopeSchema, UserIdParams, UserView } from './schemas.js';
 
 const Email = Type.String({ minLength: 3, maxLength: 254, description: 'e-mail address' });
 const Username = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$', description: '2-64 letters, digits, `.`, `_`, `-`' });
@@ -43,7 +43,7 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
   };
 
   ctx.route({
-    method: 'GET', path: '/users/me', permission: 'authenticated', tag: 'users', operationId: 'users.me',
+    method: 'GET', path: '/users/me', permission: 'authenticated', tag: 'users', operationId: 'users.me', tenancy: 'own',
     summary: 'The current user, with effective permissions and deployment access',
     response: MeView,
     handler: (req) => {
@@ -58,7 +58,7 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
   });
 
   ctx.route({
-    method: 'PUT', path: '/users/me', permission: 'authenticated', tag: 'users', operationId: 'users.updateMe',
+    method: 'PUT', path: '/users/me', permission: 'authenticated', tag: 'users', operationId: 'users.updateMe', tenancy: 'own',
     summary: 'Update your own profile (e-mail)',
     body: Type.Object({ email: Email }),
     response: UserView,
@@ -66,7 +66,7 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
   });
 
   ctx.route({
-    method: 'PUT', path: '/users/me/password', permission: 'authenticated', tag: 'users', operationId: 'users.changePassword',
+    method: 'PUT', path: '/users/me/password', permission: 'authenticated', tag: 'users', operationId: 'users.changePassword', tenancy: 'own',
     summary: 'Change your own password; every other session of yours stops working',
     description: 'The current password is required. The answer carries a fresh token for the session that made the change; all tokens issued before are invalid from now on. API keys are not affected.',
     body: Type.Object({ current_password: Password, new_password: Secret({ minLength: 1, maxLength: 512 }) }),
@@ -114,16 +114,18 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
       password: Password,
       role: RoleSchema,
       permissions: Type.Optional(Permissions),
+      scope: Type.Optional(ScopeSchema),
       is_active: Type.Optional(Type.Boolean({ default: true })),
     }),
     response: UserView,
     handler: async (req) => {
       const b = req.body;
       assertRoleWithin(req.principal, b.role);
+      assertScopeWithin(req.principal, b.role === 'admin' ? 'global' : b.scope ?? 'deployments');
       assertPermissionsWithin(req.principal, identity, b.role, b.permissions ?? []);
       checkPassword(identity, b.password, b.username, 'body.password');
       const user = await identity.users.create({
-        username: b.username, email: b.email, password: b.password, role: b.role, permissions: b.permissions ?? [], is_active: b.is_active ?? true,
+        username: b.username, email: b.email, password: b.password, role: b.role, permissions: b.permissions ?? [], scope: b.scope, is_active: b.is_active ?? true,
       });
       return reply.created(user, `user '${user.username}' created`);
     },
@@ -138,6 +140,7 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
       email: Type.Optional(Email),
       role: Type.Optional(RoleSchema),
       permissions: Type.Optional(Permissions),
+      scope: Type.Optional(ScopeSchema),
       is_active: Type.Optional(Type.Boolean()),
       password: Type.Optional(Password),
     }),
@@ -147,6 +150,7 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
       const b = req.body;
       assertMayManage(req.principal, target);
       if (b.role !== undefined) assertRoleWithin(req.principal, b.role);
+      if (b.scope !== undefined || b.role === 'admin') assertScopeWithin(req.principal, b.role === 'admin' ? 'global' : b.scope!);
       if (b.role !== undefined || b.permissions !== undefined) {
         assertPermissionsWithin(req.principal, identity, b.role ?? target.role, b.permissions ?? target.permissions);
       }

@@ -91,9 +91,10 @@ describe('users and per-deployment access', () => {
   it('updates users: role, permissions, deactivation, password reset', async () => {
     const carl = await createUser('carl', 'viewer');
     const token = await agent.login('carl', PASS);
-    const upd = await agent.api('PUT', `/users/${carl.id}`, { body: { role: 'operator', permissions: ['users:read'] } });
+    expect((await agent.api('GET', '/users/me', { token })).body.data.scope).toBe('deployments');
+    const upd = await agent.api('PUT', `/users/${carl.id}`, { body: { role: 'operator', permissions: ['users:read'], scope: 'global' } });
     expect(upd.status).toBe(200);
-    expect(upd.body.data).toMatchObject({ role: 'operator', permissions: ['users:read'] });
+    expect(upd.body.data).toMatchObject({ role: 'operator', permissions: ['users:read'], scope: 'global' });
     // The new rights apply to the existing session at once.
     expect((await agent.api('GET', '/users', { token })).status).toBe(200);
     const off = await agent.api('PUT', `/users/${carl.id}`, { body: { is_active: false } });
@@ -132,8 +133,14 @@ describe('users and per-deployment access', () => {
   });
 
   it('keeps non-admin user managers below their own rights', async () => {
-    await createUser('mgr', 'operator', { permissions: ['users:read', 'users:write'] });
+    await createUser('mgr', 'operator', { permissions: ['users:read', 'users:write'], scope: 'global' });
     const token = await agent.login('mgr', PASS);
+    // Users are global: a manager limited to its deployments manages none, whatever its permissions say.
+    await createUser('mgr-scoped', 'operator', { permissions: ['users:read', 'users:write'] });
+    const scopedToken = await agent.login('mgr-scoped', PASS);
+    const scoped = await agent.api('POST', '/users', { token: scopedToken, body: { username: 'sneaky2', email: 's2@example.com', password: PASS, role: 'viewer' } });
+    expect(scoped.body.code).toBe('GLOBAL_SCOPE_REQUIRED');
+    expect((await agent.api('GET', '/users', { token: scopedToken })).status).toBe(403);
     const asAdmin = await agent.api('POST', '/users', { token, body: { username: 'sneaky', email: 's@example.com', password: PASS, role: 'admin' } });
     expect(asAdmin.status).toBe(403);
     expect(asAdmin.body.code).toBe('GRANT_EXCEEDS_OWN');
@@ -141,6 +148,9 @@ describe('users and per-deployment access', () => {
     expect(withAudit.status).toBe(403);
     const ok = await agent.api('POST', '/users', { token, body: { username: 'helper1', email: 'h@example.com', password: PASS, role: 'viewer' } });
     expect(ok.status).toBe(201);
+    expect(ok.body.data.scope).toBe('deployments');
+    // An admin is global by definition.
+    expect((await agent.api('POST', '/users', { body: { username: 'scopedadmin', email: 'sa@example.com', password: PASS, role: 'admin', scope: 'deployments' } })).status).toBe(400);
     const admin = (await agent.api('GET', '/users/me')).body.data as { id: number };
     expect((await agent.api('PUT', `/users/${admin.id}`, { token, body: { email: 'x@example.com' } })).body.code).toBe('ADMIN_ONLY');
     expect((await agent.api('DELETE', `/users/${admin.id}`, { token })).status).toBe(403);
@@ -187,7 +197,8 @@ describe('users and per-deployment access', () => {
     await agent.api('POST', `/users/${member.id}/deployments`, { body: { deployment_name: 'secret-c', access_level: 'read' } });
     const token = await agent.login('lead', PASS);
 
-    expect((await agent.api('POST', `/users/${member.id}/deployments`, { token, body: { deployment_name: 'app-a', access_level: 'write' } })).status).toBe(201);
+    const assigned = await agent.api('POST', `/users/${member.id}/deployments`, { token, body: { deployment_name: 'app-a', access_level: 'write' } });
+    expect(assigned.status, assigned.text).toBe(201);
     // write (not admin) on app-b: 403; no access at all to secret-c: the same 404 as an unknown deployment.
     expect((await agent.api('POST', `/users/${member.id}/deployments`, { token, body: { deployment_name: 'app-b', access_level: 'read' } })).status).toBe(403);
     expect((await agent.api('POST', `/users/${member.id}/deployments`, { token, body: { deployment_name: 'other-x', access_level: 'read' } })).status).toBe(404);

@@ -31,9 +31,9 @@ export default definePlugin({
     }, { default: {} }),
   }),
   resources: {
-    deployments: { description: 'compose deployments, their logs and stats', operator: 'write', viewer: 'read' },
-    templates: { description: 'deployment templates', operator: 'write', viewer: 'read' },
-    'host-safety': { description: 'host-safety exceptions of deployments and the policy switch (admins)', operator: 'none', viewer: 'none' },
+    deployments: { description: 'compose deployments, their logs and stats', operator: 'write', viewer: 'read', owner: 'deployment' },
+    templates: { description: 'deployment templates (a catalogue every principal may read)', operator: 'write', viewer: 'read', owner: 'global' },
+    'host-safety': { description: 'host-safety exceptions of deployments and the policy switch (admins)', operator: 'none', viewer: 'none', owner: 'both' },
   },
   provides: [deploymentsService],
   requires: [dockerService],

@@ -4,10 +4,10 @@
  * model of them, against the host-safety policy) and runs exactly what was checked.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  errors, HttpError,
+  errors, HttpError, retiredName,
   type CheckedCompose, type ComposeCommand, type ContainerSummary, type DeploymentInfo, type DeploymentsService, type DockerService,
   type EventBus, type IdentityService, type Logger, type Principal,
 } from '@agent/sdk';
@@ -22,6 +22,8 @@ import { KeyedLock } from './lock.js';
 import type { DeploymentRecord, DeploymentRecords } from './records.js';
 
 export const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** Where kept folders of deleted deployments go when their name is used again. */
+const RETIRED_DIR = '.retired';
 /** Compose projects of the agent itself (shared infrastructure, image builds) are named so. */
 export const RESERVED_PREFIX = 'agent-';
 
@@ -367,19 +369,15 @@ export class DeploymentManager implements DeploymentsService {
         [DEFAULT_COMPOSE]: { content: input.compose_content },
         [ENV_FILE]: { content: serializeEnv(vars), mode: 0o600 },
       };
-      if (reuse) {
-        // A folder kept by an earlier delete (without remove_files) is reused: its data stays, its files are replaced.
-        const stale = findComposeFile(dir);
-        if (stale && stale !== DEFAULT_COMPOSE) await rm(join(dir, stale), { force: true });
-        for (const [file, { content, mode }] of Object.entries(files)) await writeAtomic(join(dir, file), content, mode);
-      } else {
-        try {
-          await createFolder(this.opts.root, name, files);
-        } catch (err) {
-          const code = (err as NodeJS.ErrnoException).code;
-          if (code === 'ENOTEMPTY' || code === 'EEXIST') throw errors.conflict(`deployment '${name}' already exists`, 'DEPLOYMENT_EXISTS');
-          throw err;
-        }
+      // A folder kept by an earlier delete belongs to that deployment, not to this one: it is set aside (for an
+      // admin to look into) and the new deployment starts empty.
+      if (reuse) await this.retireFolder(name, dir);
+      try {
+        await createFolder(this.opts.root, name, files);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOTEMPTY' || code === 'EEXIST') throw errors.conflict(`deployment '${name}' already exists`, 'DEPLOYMENT_EXISTS');
+        throw err;
       }
       await this.opts.records.put(name, record);
       const entry = (await this.load(name))!;
@@ -522,11 +520,13 @@ export class DeploymentManager implements DeploymentsService {
       }
       await this.opts.docker.compose.forget(name);
       if (options.remove_files) await rm(entry.dir, { recursive: true, force: true });
-      await this.opts.records.remove(name, !options.remove_files);
+      const deletedAt = new Date();
+      await this.opts.records.remove(name, !options.remove_files, deletedAt);
       this.entries.delete(name);
       this.invalidate();
       await this.opts.identity()?.grants.removeDeployment(name);
-      this.opts.events.emit('deployment.deleted', { name, removed_files: options.remove_files ?? false });
+      // What hangs on the name is removed or kept under the retired name by its owner (admins can still read it).
+      this.opts.events.emit('deployment.deleted', { name, removed_files: options.remove_files ?? false, retired_as: retiredName(name, deletedAt) });
     });
   }
 
@@ -537,6 +537,15 @@ export class DeploymentManager implements DeploymentsService {
       if (!entry) throw errors.notFound(`deployment '${name}' not found`);
       await this.cache.reconcile();
     });
+  }
+
+  /** Moves a deleted deployment's kept folder to `<root>/.retired/<name>~<time>`. */
+  private async retireFolder(name: string, dir: string): Promise<void> {
+    const retired = join(this.opts.root, RETIRED_DIR);
+    await mkdir(retired, { recursive: true, mode: 0o700 });
+    const kept = this.opts.records.keptSince(name) ?? new Date().toISOString();
+    await rename(dir, join(retired, retiredName(name, new Date(kept))));
+    this.opts.log.info('kept folder of a deleted deployment set aside', { deployment: name, to: join(retired, retiredName(name, new Date(kept))) });
   }
 
   /** Saves what the agent keeps about a deployment (log sources, exceptions). */

@@ -53,12 +53,17 @@ export class DeploymentRecords {
   }
 
   /** Forgets a deployment; `keptFolder` marks its folder as not to be discovered again. */
-  async remove(name: string, keptFolder: boolean): Promise<void> {
+  async remove(name: string, keptFolder: boolean, at = new Date()): Promise<void> {
     await this.doc.update((d) => {
       delete d.deployments[name];
-      if (keptFolder) d.kept[name] = { deleted_at: new Date().toISOString() };
+      if (keptFolder) d.kept[name] = { deleted_at: at.toISOString() };
       else delete d.kept[name];
     });
+  }
+
+  /** When the deployment whose folder is kept was deleted. */
+  keptSince(name: string): string | undefined {
+    return this.doc.data.kept[name]?.deleted_at;
   }
 
   async markKept(name: string, deletedAt: string): Promise<void> {

@@ -89,7 +89,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   };
 
   ctx.route({
-    method: 'GET', path: '/audit/events', permission: 'audit:read', tag: 'audit', operationId: 'audit.list',
+    method: 'GET', path: '/audit/events', permission: 'audit:read', tag: 'audit', operationId: 'audit.list', tenancy: 'filtered',
     summary: 'Audit events, newest first, with the filters of the spec (limit default 50, max 1000)',
     description: `Non-admins see the events of deployments they can access and their own actions. \`meta.total\` is exact for an unfiltered list or a time window alone, and up to ${COUNT_CAP} matches; beyond, it is ${COUNT_CAP} with \`meta.total_exact: false\` (\`GET /api/audit/stats\` counts exactly).`,
     query: FilterQuery,
@@ -105,7 +105,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   });
 
   ctx.route({
-    method: 'GET', path: '/audit/events/:id', permission: 'audit:read', tag: 'audit', operationId: 'audit.get',
+    method: 'GET', path: '/audit/events/:id', permission: 'audit:read', tag: 'audit', operationId: 'audit.get', tenancy: 'filtered',
     summary: 'One audit event',
     params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
     response: AuditEventView,
@@ -120,7 +120,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   });
 
   ctx.route({
-    method: 'GET', path: '/audit/stats', permission: 'audit:read', tag: 'audit', operationId: 'audit.stats',
+    method: 'GET', path: '/audit/stats', permission: 'audit:read', tag: 'audit', operationId: 'audit.stats', tenancy: 'filtered',
     summary: 'Audit statistics: totals, by action, actor, resource, success, and per day (UTC)',
     query: Type.Object({
       ...filterFields,
@@ -148,7 +148,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   });
 
   ctx.route({
-    method: 'POST', path: '/audit/export', permission: 'audit:read', tag: 'audit', operationId: 'audit.export',
+    method: 'POST', path: '/audit/export', permission: 'audit:read', tag: 'audit', operationId: 'audit.export', tenancy: 'filtered',
     summary: 'Export audit events as CSV (RFC 4180) or a JSON array, streamed, oldest first',
     description: 'CSV cells that a spreadsheet would evaluate (starting with `=`, `+`, `-`, `@`, tab, CR) are prefixed with an apostrophe. `format: json` answers `application/json`.',
     produces: 'text/csv',

@@ -37,7 +37,7 @@ export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentMan
   };
 
   ctx.route({
-    method: 'GET', path: '/deployments', permission: 'deployments:read', operationId: 'deployments.list', tag: 'deployments',
+    method: 'GET', path: '/deployments', permission: 'deployments:read', operationId: 'deployments.list', tenancy: 'filtered', tag: 'deployments',
     summary: 'List deployments',
     description: 'From the state cache (fed by engine events, reconciled periodically): no engine call per request.',
     query: Type.Object({ status: Type.Optional(Status) }),
@@ -79,7 +79,7 @@ export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentMan
   });
 
   ctx.route({
-    method: 'POST', path: '/deployments', permission: 'deployments:write', operationId: 'deployments.create', tag: 'deployments', status: 201,
+    method: 'POST', path: '/deployments', permission: 'deployments:write', operationId: 'deployments.create', tenancy: 'create', tag: 'deployments', status: 201,
     summary: 'Create a deployment',
     description: 'Validates the YAML (400 `INVALID_YAML` with line and column) and the compose structure (400 `INVALID_COMPOSE`), applies the host-safety policy (400 `HOST_SAFETY`), writes the files atomically, grants the creator admin access, and starts it when `auto_start`. 409 `DEPLOYMENT_EXISTS` when the name is taken. If starting fails the deployment is kept and `start_error` says why.',
     body: Type.Object({

@@ -19,7 +19,7 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
   };
 
   ctx.route({
-    method: 'GET', path: '/templates', permission: 'templates:read', operationId: 'templates.list', tag: 'templates',
+    method: 'GET', path: '/templates', permission: 'templates:read', operationId: 'templates.list', tenancy: 'catalogue', tag: 'templates',
     summary: 'List templates',
     query: Type.Object({
       category: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9 _-]{0,39}$' })),
@@ -37,7 +37,7 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
   });
 
   ctx.route({
-    method: 'GET', path: '/templates/categories', permission: 'templates:read', operationId: 'templates.categories', tag: 'templates',
+    method: 'GET', path: '/templates/categories', permission: 'templates:read', operationId: 'templates.categories', tenancy: 'catalogue', tag: 'templates',
     summary: 'Template categories with counts',
     response: Type.Array(Type.Object({ category: Type.String(), count: Type.Integer() })),
     handler: async () => {
@@ -57,7 +57,7 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
   });
 
   ctx.route({
-    method: 'GET', path: '/templates/:id', permission: 'templates:read', operationId: 'templates.get', tag: 'templates',
+    method: 'GET', path: '/templates/:id', permission: 'templates:read', operationId: 'templates.get', tenancy: 'catalogue', tag: 'templates',
     summary: 'One template',
     params: IdParams,
     response: TemplateSchema,
@@ -70,7 +70,7 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
   });
 
   ctx.route({
-    method: 'GET', path: '/templates/:id/compose', permission: 'templates:read', operationId: 'templates.compose', tag: 'templates',
+    method: 'GET', path: '/templates/:id/compose', permission: 'templates:read', operationId: 'templates.compose', tenancy: 'catalogue', tag: 'templates',
     summary: 'Compose file of a template',
     description: 'Ready for `POST /api/deployments` (`compose_content`), with the env variables to fill in as `env_vars`.',
     params: IdParams,
