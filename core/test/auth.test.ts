@@ -1,6 +1,20 @@
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startAgent, request, type TestAgent } from '../../test/helpers/agent.js';
 import { FIXTURE, makeUser } from './helpers/fixture.js';
+
+/** A login whose connection comes from another loopback address. */
+function loginFrom(agent: TestAgent, localAddress: string, username: string, password: string): Promise<number> {
+  const body = JSON.stringify({ username, password });
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(new URL('/api/auth/login', agent.url), { method: 'POST', localAddress, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 describe('authentication', () => {
   let agent: TestAgent;
@@ -33,6 +47,20 @@ describe('authentication', () => {
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);
     // other users are unaffected
     expect((await request(agent.url, 'POST', '/auth/login', { body: { username: 'admin', password: ADMIN_PASSWORD } })).status).toBe(200);
+  });
+
+  it('counts concurrent guesses before the password check, per account and address', async () => {
+    const user = await makeUser(agent, 'viewer');
+    // Ten guesses at once: with a budget of 3, only 3 reach the password check; the rest wait for the lockout.
+    const statuses = await Promise.all(Array.from({ length: 10 }, () =>
+      request(agent.url, 'POST', '/auth/login', { body: { username: user.username, password: 'wrong-password' } }).then((r) => r.status)));
+    expect(statuses.filter((s) => s === 401)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(7);
+    // A forged X-Forwarded-For (trust_proxy is off) is not another address.
+    const forged = await request(agent.url, 'POST', '/auth/login', { body: { username: user.username, password: user.password }, headers: { 'x-forwarded-for': '203.0.113.9' } });
+    expect(forged.status).toBe(429);
+    // Failures from one address do not lock the account out everywhere: another client address still logs in.
+    expect(await loginFrom(agent, '127.0.0.2', user.username, user.password)).toBe(200);
   });
 
   it('rejects ambiguous or incomplete login bodies', async () => {

@@ -1,49 +1,74 @@
 /**
- * Login throttling: failures are counted per username and per client IP inside a window; past the limit, further
- * attempts get 429 until the lockout ends. A success clears the username's count.
+ * Login throttling. An attempt is counted when it starts, before the (slow) password check, so concurrent requests
+ * cannot each slip one guess past the limit; a success takes its attempt back. Two budgets, inside a window:
+ * - per username and client IP: guessing one account from one place (an anonymous stranger can lock out only
+ *   its own address for that account, never the account itself);
+ * - per client IP: guessing many accounts from one place.
+ * The client IP is the socket's address unless `api.trust_proxy` is on, so a forged X-Forwarded-For buys nothing.
  */
+interface Budget {
+  count: number;
+  first: number;
+  lockedUntil: number;
+}
+
 export class LoginLimiter {
-  private readonly failures = new Map<string, { count: number; first: number; lockedUntil: number }>();
+  private readonly budgets = new Map<string, Budget>();
 
   constructor(
-    private readonly perUser: number,
+    private readonly perUserAndIp: number,
     private readonly perIp: number,
     private readonly lockoutMs: number,
   ) {}
 
-  /** Seconds until the caller may try again, or 0. */
-  retryAfter(username: string | null, ip: string): number {
+  private keys(username: string | null, ip: string): [string, number][] {
+    const keys: [string, number][] = [[`ip:${ip}`, this.perIp]];
+    if (username !== null) keys.push([`u:${username.toLowerCase()}\u0000${ip}`, this.perUserAndIp]);
+    return keys;
+  }
+
+  /**
+   * Starts an attempt: seconds to wait when a budget is spent (nothing counted then), else 0 and the attempt is
+   * counted until `succeed` gives it back.
+   */
+  begin(username: string | null, ip: string): number {
     const t = Date.now();
+    const keys = this.keys(username, ip);
     let until = 0;
-    for (const key of [username !== null ? `u:${username.toLowerCase()}` : null, `ip:${ip}`]) {
-      if (!key) continue;
-      const entry = this.failures.get(key);
-      if (entry && entry.lockedUntil > t) until = Math.max(until, entry.lockedUntil);
+    for (const [key, limit] of keys) {
+      const b = this.current(key, t);
+      if (b.lockedUntil > t) until = Math.max(until, b.lockedUntil);
+      else if (b.count >= limit) until = Math.max(until, b.first + this.lockoutMs);
     }
-    return until ? Math.ceil((until - t) / 1000) : 0;
+    if (until) return Math.max(1, Math.ceil((until - t) / 1000));
+    for (const [key, limit] of keys) {
+      const b = this.current(key, t);
+      b.count++;
+      if (b.count >= limit) b.lockedUntil = t + this.lockoutMs;
+      this.budgets.set(key, b);
+    }
+    if (this.budgets.size > 50_000) this.prune(t);
+    return 0;
   }
 
-  fail(username: string | null, ip: string): void {
-    const t = Date.now();
-    const bump = (key: string, limit: number) => {
-      let entry = this.failures.get(key);
-      if (!entry || t - entry.first > this.lockoutMs) entry = { count: 0, first: t, lockedUntil: 0 };
-      entry.count++;
-      if (entry.count >= limit) entry.lockedUntil = t + this.lockoutMs;
-      this.failures.set(key, entry);
-    };
-    if (username !== null) bump(`u:${username.toLowerCase()}`, this.perUser);
-    bump(`ip:${ip}`, this.perIp);
-    if (this.failures.size > 50_000) this.prune(t);
+  /** A successful login: its attempt does not count, and the account's failures from that address are forgotten. */
+  succeed(username: string | null, ip: string): void {
+    if (username !== null) this.budgets.delete(`u:${username.toLowerCase()}\u0000${ip}`);
+    const b = this.budgets.get(`ip:${ip}`);
+    if (b && b.count > 0) {
+      b.count--;
+      if (b.count < this.perIp) b.lockedUntil = 0;
+    }
   }
 
-  succeed(username: string): void {
-    this.failures.delete(`u:${username.toLowerCase()}`);
+  private current(key: string, t: number): Budget {
+    const b = this.budgets.get(key);
+    return !b || (t - b.first > this.lockoutMs && b.lockedUntil <= t) ? { count: 0, first: t, lockedUntil: 0 } : b;
   }
 
   private prune(t: number): void {
-    for (const [key, entry] of this.failures) {
-      if (entry.lockedUntil < t && t - entry.first > this.lockoutMs) this.failures.delete(key);
+    for (const [key, b] of this.budgets) {
+      if (b.lockedUntil < t && t - b.first > this.lockoutMs) this.budgets.delete(key);
     }
   }
 }

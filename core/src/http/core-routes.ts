@@ -102,7 +102,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
     {
       method: 'POST', path: '/auth/login', public: true, tag: 'auth', operationId: 'auth.login', audit: false,
       summary: 'Obtain a token with a username and password, or with an API key',
-      description: 'Send either `{username, password}` or `{api_key}`. Repeated failures lock the username and the client IP out for a while (429).',
+      description: 'Send either `{username, password}` or `{api_key}`. Attempts are counted before the password is checked; past `auth.login_max_failures` for one username from one client IP, or `auth.login_max_failures_per_ip` from one IP, further attempts from there get 429 for `auth.lockout` (other addresses can still log in to the same account).',
       body: Type.Object({
         username: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
         password: Type.Optional(Secret({ minLength: 1, maxLength: 512 })),
@@ -115,7 +115,8 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
         if (byPassword === (api_key !== undefined)) throw errors.badRequest('send either {username, password} or {api_key}');
         if (byPassword && (username === undefined || password === undefined)) throw errors.badRequest(`body.${username === undefined ? 'username' : 'password'}: required field is missing`);
         const who = byPassword ? username! : null;
-        const wait = d.limiter.retryAfter(who, req.ip);
+        // Counted before the password is checked: concurrent guesses cannot slip past the limit.
+        const wait = d.limiter.begin(who, req.ip);
         if (wait > 0) {
           throw new HttpError(429, 'TOO_MANY_ATTEMPTS', `too many failed logins; try again in ${wait} s`, undefined, { 'retry-after': String(wait) });
         }
@@ -124,20 +125,19 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
         if (byPassword) {
           const result = await d.identity.loginWithPassword(username!, password!);
           if (!result) {
-            d.limiter.fail(username!, req.ip);
             record(false, 'user', `user:${d.identity.users.findByUsername(username!)?.id ?? 'unknown'}`, username!);
             throw errors.unauthorized('invalid username or password', 'INVALID_CREDENTIALS');
           }
-          d.limiter.succeed(username!);
+          d.limiter.succeed(username!, req.ip);
           record(true, 'user', `user:${result.user.id}`, result.user.username);
           return { token: result.token, expires_at: result.expires_at, user: { id: result.user.id, username: result.user.username, role: result.user.role } };
         }
         const result = await d.identity.loginWithApiKey(api_key!, req.ip);
         if (!result) {
-          d.limiter.fail(null, req.ip);
           record(false, 'api_key', 'api_key:unknown', api_key!.slice(0, 10));
           throw errors.unauthorized('invalid, expired or revoked API key', 'INVALID_CREDENTIALS');
         }
+        d.limiter.succeed(null, req.ip);
         record(true, 'api_key', `api_key:${result.api_key.id}`, result.api_key.name);
         return { token: result.token, expires_at: result.expires_at, api_key: { id: result.api_key.id, name: result.api_key.name, role: result.api_key.role } };
       },
