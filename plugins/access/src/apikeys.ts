@@ -1,13 +1,13 @@
 /** `/api/apikeys` (spec 2.12): own keys for everyone, every key for an admin. */
 import {
-  DEPLOYMENT_NAME, errors, reply, Type,
+  DEPLOYMENT_NAME, errors, RecordId, reply, Type,
   type ApiKeyRecord, type IdentityService, type PluginContext, type Principal, type Role,
 } from '@agent/sdk';
 import { assertPermissionsWithin, assertRoleWithin, ROLE_RANK } from './rules.js';
 import { ApiKeyView, Permissions, RoleSchema } from './schemas.js';
 import { ownUser } from './users.js';
 
-const KeyParams = Type.Object({ id: Type.Integer({ minimum: 1, description: 'API key id' }) });
+const KeyParams = Type.Object({ id: RecordId('API key id') });
 
 export function registerApiKeyRoutes(ctx: PluginContext, identity: IdentityService): void {
   const view = (k: ApiKeyRecord) => ({
@@ -25,7 +25,7 @@ export function registerApiKeyRoutes(ctx: PluginContext, identity: IdentityServi
   ctx.route({
     method: 'GET', path: '/apikeys', permission: 'apikeys:read', tag: 'apikeys', operationId: 'apikeys.list', tenancy: 'own',
     summary: 'List API keys: your own, or every key for an admin',
-    query: Type.Object({ user_id: Type.Optional(Type.Integer({ minimum: 1, description: 'admins: only the keys of this user' })) }),
+    query: Type.Object({ user_id: Type.Optional(RecordId('admins: only the keys of this user')) }),
     response: Type.Array(ApiKeyView),
     handler: (req) => {
       if (req.principal.isAdmin) return identity.apiKeys.list(req.query.user_id === undefined ? undefined : { user_id: req.query.user_id }).map(view);

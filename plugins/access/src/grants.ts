@@ -1,12 +1,12 @@
 /** Per-deployment access: `/api/users/:id/deployments` and `GET /api/deployments/:name/users` (spec 2.11). */
 import {
-  deploymentName, errors, reply, Type,
+  deploymentName, errors, RecordId, reply, Type,
   type AccessLevel, type DeploymentsService, type IdentityService, type PluginContext, type Principal, type Role,
 } from '@agent/sdk';
 import { assertLevelWithin } from './rules.js';
 import { GrantView, LevelSchema, RoleSchema, UserIdParams } from './schemas.js';
 
-const GrantParams = Type.Object({ id: Type.Integer({ minimum: 1, description: 'user id' }), name: deploymentName() });
+const GrantParams = Type.Object({ id: RecordId('user id'), name: deploymentName() });
 
 export function registerGrantRoutes(ctx: PluginContext, identity: IdentityService, deployments: () => DeploymentsService | undefined): void {
   const userOr404 = (id: number) => {

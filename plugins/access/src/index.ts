@@ -2,7 +2,7 @@
  * access: the endpoints of users, API keys, per-deployment access and the audit journal. The principals and the
  * journal themselves belong to the core (`coreServices.identity`, `coreServices.audit`); this plugin serves them.
  */
-import { coreServices, definePlugin, deploymentsService } from '@agent/sdk';
+import { coreServices, definePlugin, deploymentsService, retiredName, type AuditLog } from '@agent/sdk';
 import { registerApiKeyRoutes } from './apikeys.js';
 import { registerAuditRoutes } from './audit/routes.js';
 import { registerGrantRoutes } from './grants.js';
@@ -13,9 +13,9 @@ export default definePlugin({
   version: '0.1.0',
   description: 'Users, API keys, per-deployment access and audit events',
   resources: {
-    users: { description: 'user accounts and their deployment access (admin only by default)', operator: 'none', viewer: 'none' },
-    apikeys: { description: 'your own API keys (every key for an admin)', operator: 'write', viewer: 'read' },
-    audit: { description: 'the audit journal (non-admins see their deployments and their own actions)', operator: 'read', viewer: 'none' },
+    users: { description: 'user accounts and their deployment access (admin only by default)', operator: 'none', viewer: 'none', owner: 'global' },
+    apikeys: { description: 'your own API keys (every key for an admin)', operator: 'write', viewer: 'read', owner: 'global' },
+    audit: { description: 'the audit journal (non-admins see their deployments and their own actions)', operator: 'read', viewer: 'none', owner: 'both' },
   },
   optional: [deploymentsService],
 
@@ -29,5 +29,27 @@ export default definePlugin({
     registerAuditRoutes(ctx, identity, audit);
     // Grants on a removed deployment must not carry over to a new deployment of the same name.
     ctx.events.on('deployment.deleted', ({ name }) => identity.grants.removeDeployment(name));
+    // Nor its audit history: when the name is used again, the events about the earlier deployment (its deletion
+    // included, which is recorded after the deletion event) are kept under a retired name only admins reach.
+    ctx.events.on('deployment.created', ({ name }) => {
+      const retired = retireAuditHistory(audit, name, retiredName(name, new Date()));
+      if (retired) ctx.log.info('audit events of an earlier deployment of the same name retired', { deployment: name, events: retired });
+    });
   },
 });
+
+/** Moves the events about `name` (all of them, written before now) to `retiredAs`; returns how many. */
+export function retireAuditHistory(audit: AuditLog, name: string, retiredAs: string): number {
+  const ids: number[] = [];
+  for (let offset = 0; ; offset += 5000) {
+    const page = audit.search({ equals: { deployment: name }, limit: 5000, offset, countCap: 1, idsOnly: true });
+    ids.push(...page.ids);
+    if (page.ids.length < 5000) break;
+  }
+  if (!ids.length) return 0;
+  const update = audit.database.prepare('UPDATE audit_events SET deployment = ? WHERE id = ?');
+  audit.database.transaction(() => {
+    for (const id of ids) update.run(retiredAs, id);
+  })();
+  return ids.length;
+}

@@ -1,5 +1,5 @@
 /** Schemas shared by the access routes (request fields of spec 2.11–2.13, answers of 4.13–4.14). */
-import { Nullable, Type } from '@agent/sdk';
+import { Nullable, RecordId, Type } from '@agent/sdk';
 
 export const RoleSchema = Type.Union([Type.Literal('admin'), Type.Literal('operator'), Type.Literal('viewer')]);
 export const LevelSchema = Type.Union([Type.Literal('read'), Type.Literal('write'), Type.Literal('admin')], {
@@ -12,7 +12,7 @@ export const ScopeSchema = Type.Union([Type.Literal('global'), Type.Literal('dep
   description: '`deployments`: reaches only the deployments granted to it, nothing global (the default for every role but admin); `global`: every deployment at its role\'s level and global state within its permissions (admins always)',
 });
 
-export const UserIdParams = Type.Object({ id: Type.Integer({ minimum: 1, description: 'user id' }) });
+export const UserIdParams = Type.Object({ id: RecordId('user id') });
 
 export const UserView = Type.Object({
   id: Type.Integer(),

@@ -1,6 +1,6 @@
 /** `/api/audit/*` (spec 2.13, 4.14) and the retention job over the core's audit journal. */
 import {
-  errors, reply, Type,
+  errors, MAX_INTEGER, RecordId, reply, Seconds, Type,
   type AuditLog, type IdentityService, type PluginContext, type Principal, type Static,
 } from '@agent/sdk';
 import { AuditEventView } from '../schemas.js';
@@ -28,7 +28,7 @@ const filterFields = {
 const FilterQuery = Type.Object({
   ...filterFields,
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_INTEGER, default: 0 })),
 });
 
 const Count = Type.Integer({ minimum: 0 });
@@ -107,7 +107,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   ctx.route({
     method: 'GET', path: '/audit/events/:id', permission: 'audit:read', tag: 'audit', operationId: 'audit.get', tenancy: 'filtered',
     summary: 'One audit event',
-    params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
+    params: Type.Object({ id: RecordId('audit event id') }),
     response: AuditEventView,
     handler: (req) => {
       db();
@@ -191,7 +191,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   ctx.route({
     method: 'DELETE', path: '/audit/cleanup', permission: 'audit:write', tag: 'audit', operationId: 'audit.cleanup',
     summary: 'Delete audit events older than `older_than` seconds',
-    query: Type.Object({ older_than: Type.Integer({ minimum: 1, description: 'seconds' }) }),
+    query: Type.Object({ older_than: Seconds({ description: 'seconds' }) }),
     response: Type.Object({ events_deleted: Count, older_than: Type.String() }),
     handler: (req) => {
       db();
