@@ -1,18 +1,22 @@
-/** 4.4 containers: list, start/stop/restart, delete (stopped only), logs. */
+/**
+ * 4.4 containers: list, start/stop/restart, delete (stopped only), logs. Tenancy: a container of a deployment is
+ * reached with access to that deployment (read for logs, write for changes); a container of no deployment only by a
+ * global principal; the list shows each principal only what it reaches.
+ */
 import { errors, reply, Type, type LogLine as LogLineType, type PluginContext, compareText } from '@agent/sdk';
 import type { DockerEngine } from '../engine.js';
 import { ContainerSummary, LogLine } from '../schemas.js';
-import { assertCanSee, canSee } from '../access.js';
+import { assertCanReach, canSee } from '../access.js';
 
 export const CONTAINER_ID = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$', description: 'container id (full or short) or name' });
 const IdParams = Type.Object({ id: CONTAINER_ID });
 const RUNNING_STATES = new Set(['running', 'restarting', 'paused']);
 
 export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): void {
-  /** Inspects the container and checks the caller may act on it. */
-  const target = async (id: string, principal: Parameters<typeof assertCanSee>[0], level: 'read' | 'write') => {
+  /** Inspects the container and checks the caller may act on it (another deployment's: the same 404 as unknown). */
+  const target = async (id: string, principal: Parameters<typeof assertCanReach>[0], level: 'read' | 'write') => {
     const details = await engine.inspectContainer(id);
-    assertCanSee(principal, details.deployment, `container '${id}'`, level);
+    assertCanReach(principal, details.deployment, `container '${id}'`, level);
     return details;
   };
   const summaryOf = async (id: string) => (await engine.listContainers({ all: true })).find((c) => c.id === id) ?? null;
@@ -20,7 +24,10 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
   ctx.route({
     method: 'GET', path: '/containers', permission: 'containers:read', operationId: 'containers.list', tag: 'containers',
     summary: 'List containers',
-    description: 'Every container of the engine (only those of deployments the caller can access, plus the ones outside any deployment).',
+    description: 'Containers of the deployments the caller can access; those of no deployment only for a principal with global scope. '
+      + 'With `deployment`, only that deployment\'s (404 when the caller has no access to it).',
+    tenancy: 'filtered',
+    deployment: (req) => req.query.deployment,
     query: Type.Object({
       all: Type.Optional(Type.Boolean({ default: true, description: 'include stopped containers' })),
       deployment: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'only this deployment' })),
@@ -36,6 +43,8 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
     ctx.route({
       method: 'POST', path: `/containers/:id/${action}`, permission: 'containers:write', operationId: `containers.${action}`, tag: 'containers',
       summary: `${action[0]!.toUpperCase()}${action.slice(1)} a container`,
+      description: 'Needs write access to the container\'s deployment; a container of no deployment needs global scope.',
+      tenancy: 'filtered',
       params: IdParams,
       query: action === 'start' ? undefined : Type.Object({ timeout: Type.Optional(Type.Integer({ minimum: 0, maximum: 600, default: 10, description: 'seconds before SIGKILL' })) }),
       response: ContainerSummary,
@@ -55,7 +64,8 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
   ctx.route({
     method: 'DELETE', path: '/containers/:id', permission: 'containers:write', operationId: 'containers.delete', tag: 'containers',
     summary: 'Remove a stopped container',
-    description: 'Refused with 409 `CONTAINER_RUNNING` while the container runs (stop it first).',
+    description: 'Refused with 409 `CONTAINER_RUNNING` while the container runs (stop it first). Needs write access to the container\'s deployment; a container of no deployment needs global scope.',
+    tenancy: 'filtered',
     params: IdParams,
     query: Type.Object({ volumes: Type.Optional(Type.Boolean({ default: false, description: 'also remove its anonymous volumes' })) }),
     response: Type.Object({ id: Type.String(), name: Type.String(), deployment: Type.Union([Type.String(), Type.Null()]) }),
@@ -70,6 +80,8 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
   ctx.route({
     method: 'GET', path: '/containers/:id/logs', permission: 'containers:read', operationId: 'containers.logs', tag: 'containers',
     summary: 'Logs of a container',
+    description: 'Needs read access to the container\'s deployment; a container of no deployment needs global scope.',
+    tenancy: 'filtered',
     params: IdParams,
     query: Type.Object({
       tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 100, description: 'last lines; 0 = all' })),

@@ -1,9 +1,11 @@
-/** 4.4 images: list, pull (202 + job), delete (409 while a container uses it). */
+/**
+ * 4.4 images: list, pull (202 + job), delete (409 while a container uses it). Images are global (shared by every
+ * deployment, and a list names the deployments using each): every route needs a principal with global scope.
+ */
 import { errors, reply, Type, type PluginContext, compareText } from '@agent/sdk';
 import type { DockerEngine } from '../engine.js';
 import { Image, PullJob } from '../schemas.js';
 import type { PullJobs } from '../pull-jobs.js';
-import { canSee } from '../access.js';
 import { summaryFromList } from '../mapping.js';
 
 const IMAGE_REF = '^(?!.*\\.\\.)[a-z0-9][a-z0-9._/:@-]{0,254}$';
@@ -41,7 +43,7 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
   ctx.route({
     method: 'GET', path: '/images', permission: 'images:read', operationId: 'images.list', tag: 'images',
     summary: 'List images',
-    description: 'Each image names the deployments whose containers use it (`deployment` is the first of them).',
+    description: 'Each image names the deployments whose containers use it (`deployment` is the first of them). Global scope only.',
     response: Type.Array(Image),
     handler: async () => {
       engine.assertAvailable();
@@ -95,8 +97,8 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
       const untagOnly = !byId && (inspected.RepoTags ?? []).length > 1;
       const users = untagOnly ? undefined : (await listImages()).find((i) => i.id === inspected.Id);
       if (users?.in_use) {
-        const visible = users.deployments.filter((d) => canSee(req.principal, d));
-        throw errors.conflict(`image '${req.params.id}' is used by ${users.containers.length} container(s)${visible.length ? ` of ${visible.join(', ')}` : ''}`, 'IMAGE_IN_USE', { containers: users.containers.length });
+        // Global principals only reach this route: they see every deployment.
+        throw errors.conflict(`image '${req.params.id}' is used by ${users.containers.length} container(s)${users.deployments.length ? ` of ${users.deployments.join(', ')}` : ''}`, 'IMAGE_IN_USE', { containers: users.containers.length });
       }
       // Removing by tag only untags when other tags remain; by id needs force then.
       const target = byId ? inspected.Id : req.params.id;
