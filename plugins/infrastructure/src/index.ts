@@ -5,7 +5,7 @@
  * lets deployments join the shared networks.
  */
 import {
-  definePlugin, deploymentsService, dockerService, errors, infrastructureService, Nullable, reply, Type, deploymentName,
+  definePlugin, deploymentsService, dockerService, errors, infrastructureService, levelRank, Nullable, reply, Type, deploymentName,
 } from '@agent/sdk';
 import { InfrastructureManager, type InfraDoc } from './manager.js';
 import { TEMPLATES } from './templates.js';
@@ -42,7 +42,8 @@ export default definePlugin({
   name: 'infrastructure',
   version: '0.1.0',
   description: 'Shared infrastructure services (proxy network, shared database, cache, DNS server) as compose projects',
-  resources: { infrastructure: { description: 'shared infrastructure services and networks', operator: 'write', viewer: 'read' } },
+  // Global: the shared database, cache and DNS server serve every deployment; only principals with global scope reach them.
+  resources: { infrastructure: { description: 'shared infrastructure services and networks (global)', operator: 'write', viewer: 'read', owner: 'global' } },
   config: Type.Object({
     infrastructure: Type.Object({
       project_prefix: Type.String({ default: 'agent-infra', pattern: '^[a-z0-9][a-z0-9_-]{0,30}$', description: 'compose projects are <prefix>-<service>' }),
@@ -77,14 +78,18 @@ export default definePlugin({
         method: 'POST', path: `/infrastructure/networks/:network/${action}`, permission: 'infrastructure:write',
         operationId: `infrastructure.${action}`,
         summary: action === 'attach' ? 'Connect the containers of a deployment to a shared network' : 'Disconnect the containers of a deployment from a shared network',
-        description: 'The connection lasts until the containers are recreated; for a permanent one, declare the network as external in the compose file.',
+        description: 'The connection lasts until the containers are recreated; for a permanent one, declare the network as external in the compose file. '
+          + 'Global: a shared network reaches the shared database, cache and DNS server of every deployment, so a principal limited to its '
+          + 'deployments may not attach even its own (403 GLOBAL_SCOPE_REQUIRED); a global one needs write access to the deployment.',
+        // Not bound to the deployment on purpose: what changes is who reaches the shared services (global state).
         params: Type.Object({ network: Type.Unsafe<string>({ type: 'string', enum: networkNames }) }), body: AttachBody,
-        deployment: (req) => req.body.deployment, deploymentLevel: 'write',
         response: Type.Object({ network: Type.String(), deployment: Type.String(), containers: Type.Array(Type.String()) }),
         handler: async (req) => {
           const deployments = ctx.services.optional(deploymentsService);
           const { deployment, service } = req.body;
-          if (deployments && !deployments.get(deployment)) throw errors.notFound(`deployment '${deployment}' not found`);
+          const level = req.principal.deploymentLevel(deployment);
+          if (!level || (deployments && !deployments.get(deployment))) throw errors.notFound(`deployment '${deployment}' not found`);
+          if (levelRank(level) < levelRank('write')) throw errors.forbidden(`'write' access to deployment '${deployment}' required`);
           const containers = (await docker.listContainers({ all: false, deployment }))
             .filter((c) => !service || c.service === service);
           if (containers.length === 0) {

@@ -19,6 +19,8 @@ const SEVERITIES = ['info', 'warning', 'critical'] as const;
 const EventName = Type.Union(NOTIFICATION_EVENTS.map((e) => Type.Literal(e)));
 const Severity = Type.Union(SEVERITIES.map((s) => Type.Literal(s)));
 const DeploymentName = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$' });
+/** In target filters also the retired name of a deleted deployment (`<name>~<time>`), so a target read back can be saved. */
+const FilterDeployment = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}(~[0-9]{14})?$' });
 
 const TargetView = Type.Object({
   id: Type.String(),
@@ -41,7 +43,7 @@ const TargetInput = Type.Object({
   enabled: Type.Optional(Type.Boolean({ default: true })),
   events: Type.Optional(Type.Array(EventName, { uniqueItems: true, default: [], description: 'events this target receives; empty: all' })),
   severities: Type.Optional(Type.Array(Severity, { uniqueItems: true, default: [], description: 'severities it receives; empty: all' })),
-  deployments: Type.Optional(Type.Array(DeploymentName, { uniqueItems: true, default: [], description: 'deployments it receives messages about; empty: all' })),
+  deployments: Type.Optional(Type.Array(FilterDeployment, { uniqueItems: true, default: [], description: 'deployments it receives messages about; empty: all. A deleted deployment stays here under its retired name (`<name>~<time>`)' })),
 });
 type TargetInput = Static<typeof TargetInput>;
 
@@ -74,7 +76,8 @@ export default definePlugin({
     }, { default: {} }),
   }),
   resources: {
-    notifications: { description: 'notification targets, test messages and the delivery log', operator: 'write', viewer: 'none' },
+    // Global: the targets are everyone's (a team channel, an on-call address); only principals with global scope reach them.
+    notifications: { description: 'notification targets, test messages and the delivery log (global)', operator: 'write', viewer: 'none', owner: 'global' },
   },
   provides: [notificationsService],
 
@@ -91,6 +94,16 @@ export default definePlugin({
     const send = async (m: NotificationMessage) => ({ queued: dispatcher.send(m) });
     ctx.services.provide(notificationsService, { send });
     subscribeToEvents(ctx.events, send, ctx.log);
+
+    // A filter naming a deleted deployment must not pass to a new deployment of that name (someone else's, maybe):
+    // it is kept under the retired name. Dropping it instead could leave the filter empty, which means "everything".
+    ctx.events.on('deployment.deleted', async ({ name, retired_as }) => {
+      if (!doc.data.targets.some((t) => t.deployments.includes(name))) return;
+      await doc.update((d) => {
+        for (const t of d.targets) t.deployments = t.deployments.map((x) => (x === name ? retired_as : x));
+      });
+      ctx.log.info('notification target filters of a deleted deployment retired', { deployment: name, retired_as });
+    });
 
     /** Validates the new list; a masked URL equal to the stored target's masked URL keeps the stored URL. */
     const resolveTargets = (input: TargetInput[]): Target[] => {
@@ -188,8 +201,9 @@ export default definePlugin({
     ctx.route({
       method: 'POST', path: '/notifications/send', permission: 'notifications:write', operationId: 'notifications.send',
       summary: 'Queue a message for the targets that receive it (used by apps such as the observability app)',
-      description: 'With `targets` (ids or names) the message goes to those enabled targets whatever their filters; otherwise to every enabled target whose events, severities and deployments match.',
-      deployment: (req) => req.body.deployment ?? undefined,
+      description: 'With `targets` (ids or names) the message goes to those enabled targets whatever their filters; otherwise to every enabled target whose events, severities and deployments match. '
+        + 'Global, also with a `deployment`: the targets belong to everyone, a principal limited to its deployments may not message them (403 GLOBAL_SCOPE_REQUIRED).',
+      // Not bound to `deployment`: naming one's own deployment must not open the global targets to a scoped principal.
       body: Type.Object({
         event: EventName,
         severity: Severity,
@@ -200,7 +214,11 @@ export default definePlugin({
       }),
       response: Type.Object({ queued: Type.Array(Type.String()) }),
       status: 202,
-      handler: async (req) => reply.accepted(await send(req.body as NotificationMessage)),
+      handler: async (req) => {
+        const about = req.body.deployment;
+        if (about && !req.principal.canAccessDeployment(about)) throw errors.notFound(`deployment '${about}' not found`);
+        return reply.accepted(await send(req.body as NotificationMessage));
+      },
     });
 
     ctx.route({
