@@ -1,9 +1,13 @@
 /**
  * `/api/credentials` (spec 2.15): stored in a document sealed with the agent's data key (AES-256-GCM), never
  * answered in clear, and tested by really logging in to the registry they belong to.
+ *
+ * A secret stays bound to where it was entered: each credential keeps the registry URL its password was given for
+ * (`bound_url`). Moving it elsewhere (another registry) needs the password again in the same request; a credential
+ * whose registry no longer answers at that URL is neither tested nor used for pulls until its password is re-entered.
  */
-import { errors, Nullable, reply, Secret, Type, type Document, type PluginContext } from '@agent/sdk';
-import { SLUG, type RegistryCatalog } from './registries.js';
+import { errors, HttpError, Nullable, RecordId, reply, Secret, Type, type Document, type PluginContext } from '@agent/sdk';
+import { SLUG, type Registry, type RegistryCatalog } from './registries.js';
 import { registryLogin } from './registry-login.js';
 
 export const MASK = '********';
@@ -19,6 +23,8 @@ export interface StoredCredential {
   created_at: string;
   updated_at: string;
   last_test: { at: string; valid: boolean; message: string } | null;
+  /** The registry API URL the password was entered for: the only place it is ever sent. */
+  bound_url: string;
 }
 
 export interface CredentialsDoc {
@@ -37,25 +43,44 @@ const CredentialView = Type.Object({
   created_at: Type.String(),
   updated_at: Type.String(),
   last_test: Nullable(Type.Object({ at: Type.String(), valid: Type.Boolean(), message: Type.String() })),
+  bound_url: Type.String({ description: 'the registry URL the password was entered for: it is sent nowhere else' }),
+  bound: Type.Boolean({ description: 'false when the registry now answers at another URL: re-enter the password to use the credential there' }),
 });
 
-const IdParams = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+const IdParams = Type.Object({ id: RecordId('credential id') });
 const Name = Type.String({ minLength: 1, maxLength: 100 });
 const Username = Type.String({ minLength: 1, maxLength: 256, pattern: '^[^\\s:]+$', description: 'no spaces or colons' });
+
+/** The URL a credential's password would go to now, or null when its registry is gone. */
+export const currentUrl = (catalog: RegistryCatalog, c: StoredCredential): string | null => {
+  const registry = catalog.get(c.registry);
+  return registry ? catalog.apiBase(registry) : null;
+};
+
+/** Whether the credential may be sent to its registry: it answers at the URL the password was entered for. */
+export const isBound = (catalog: RegistryCatalog, c: StoredCredential): boolean => currentUrl(catalog, c) === c.bound_url;
+
+/** A password sent in clear (not absent, not the mask read back): the secret is entered again. */
+export const reentered = (password: string | undefined): password is string => password !== undefined && password !== MASK;
+
+export const reentryRequired = (message: string, credentials: number[], status = 400) =>
+  new HttpError(status, 'SECRET_REENTRY_REQUIRED', message, { credentials });
 
 export function registerCredentialRoutes(ctx: PluginContext, doc: Document<CredentialsDoc>, catalog: RegistryCatalog): void {
   const view = (c: StoredCredential) => ({
     id: c.id, name: c.name, type: c.type, registry: c.registry, registry_host: catalog.get(c.registry)?.host ?? null,
     credentials: { username: c.username, password: MASK as typeof MASK }, description: c.description,
-    created_at: c.created_at, updated_at: c.updated_at, last_test: c.last_test,
+    created_at: c.created_at, updated_at: c.updated_at, last_test: c.last_test, bound_url: c.bound_url, bound: isBound(catalog, c),
   });
   const find = (id: number): StoredCredential => {
     const c = doc.data.credentials.find((x) => x.id === id);
     if (!c) throw errors.notFound(`credential ${id} not found`);
     return c;
   };
-  const assertRegistry = (slug: string) => {
-    if (!catalog.get(slug)) throw errors.badRequest(`body.registry: unknown registry '${slug}'`, 'UNKNOWN_REGISTRY', { field: 'registry' });
+  const assertRegistry = (slug: string): Registry => {
+    const registry = catalog.get(slug);
+    if (!registry) throw errors.badRequest(`body.registry: unknown registry '${slug}'`, 'UNKNOWN_REGISTRY', { field: 'registry' });
+    return registry;
   };
   const assertNameFree = (name: string, except?: number) => {
     if (doc.data.credentials.some((c) => c.name === name && c.id !== except)) throw errors.conflict(`credential '${name}' exists`, 'CREDENTIAL_EXISTS');
@@ -90,13 +115,14 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
     handler: async (req) => {
       const b = req.body;
       const registry = b.registry ?? 'dockerhub';
-      assertRegistry(registry);
+      const target = assertRegistry(registry);
       assertNameFree(b.name);
+      if (!reentered(b.credentials.password)) throw errors.badRequest('credentials.password: the mask is not a password', 'VALIDATION_FAILED', { field: 'credentials.password' });
       const now = new Date().toISOString();
       const created = await doc.update((d) => {
         const c: StoredCredential = {
           id: d.next_id++, name: b.name, type: 'registry', registry, username: b.credentials.username, password: b.credentials.password,
-          description: b.description ?? '', created_at: now, updated_at: now, last_test: null,
+          description: b.description ?? '', created_at: now, updated_at: now, last_test: null, bound_url: catalog.apiBase(target),
         };
         d.credentials.push(c);
         return c;
@@ -108,6 +134,8 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
   ctx.route({
     method: 'PUT', path: '/credentials/:id', permission: 'credentials:write', tag: 'credentials', operationId: 'credentials.update',
     summary: 'Change a credential; a password left out (or sent back masked) is kept',
+    description: 'Moving a credential to another registry needs its password in the same request (400 SECRET_REENTRY_REQUIRED otherwise): '
+      + 'a secret is only ever sent where it was entered. A re-entered password binds the credential to its registry\'s current URL.',
     params: IdParams,
     body: Type.Object({
       name: Type.Optional(Name),
@@ -119,17 +147,25 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
     handler: async (req) => {
       const current = find(req.params.id);
       const b = req.body;
-      if (b.registry) assertRegistry(b.registry);
+      const registry = assertRegistry(b.registry ?? current.registry);
       if (b.name) assertNameFree(b.name, current.id);
+      const password = b.credentials?.password;
+      if (b.registry !== undefined && b.registry !== current.registry && !reentered(password)) {
+        throw reentryRequired(`credential '${current.name}': moving it to registry '${b.registry}' sends its password to ${catalog.apiBase(registry)}; `
+          + 'enter the password again in the same request (credentials.password)', [current.id]);
+      }
       const updated = await doc.update((d) => {
         const c = d.credentials.find((x) => x.id === current.id)!;
         if (b.name !== undefined) c.name = b.name;
         if (b.registry !== undefined) c.registry = b.registry;
         if (b.description !== undefined) c.description = b.description;
         const secretChanged = (b.credentials?.username !== undefined && b.credentials.username !== c.username) ||
-          (b.credentials?.password !== undefined && b.credentials.password !== MASK && b.credentials.password !== c.password);
+          (reentered(password) && password !== c.password);
         if (b.credentials?.username !== undefined) c.username = b.credentials.username;
-        if (b.credentials?.password !== undefined && b.credentials.password !== MASK) c.password = b.credentials.password;
+        if (reentered(password)) {
+          c.password = password;
+          c.bound_url = catalog.apiBase(registry);
+        }
         // The last test says nothing about a changed username, password or registry.
         if (secretChanged || b.registry !== undefined) c.last_test = null;
         c.updated_at = new Date().toISOString();
@@ -154,6 +190,7 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
   ctx.route({
     method: 'POST', path: '/credentials/:id/test', permission: 'credentials:write', tag: 'credentials', operationId: 'credentials.test',
     summary: 'Test a credential: log in to its registry (answers `valid: false` with the reason when refused)',
+    description: 'Only against the URL the password was entered for: when the registry now answers elsewhere, 409 SECRET_REENTRY_REQUIRED and nothing is sent.',
     params: IdParams,
     response: Type.Object({ valid: Type.Boolean(), message: Type.String(), registry: Type.String(), url: Type.String(), status: Nullable(Type.Integer()) }),
     handler: async (req) => {
@@ -161,6 +198,10 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
       const registry = catalog.get(c.registry);
       if (!registry) throw errors.conflict(`registry '${c.registry}' of this credential no longer exists`, 'UNKNOWN_REGISTRY');
       const url = catalog.apiBase(registry);
+      if (url !== c.bound_url) {
+        throw reentryRequired(`credential '${c.name}': its password was entered for ${c.bound_url}, registry '${registry.slug}' now answers at ${url}; `
+          + 'enter the password again (PUT /api/credentials/:id) before it is sent there', [c.id], 409);
+      }
       const result = await registryLogin(url, c.username, c.password, req.signal);
       await doc.update((d) => {
         const stored = d.credentials.find((x) => x.id === c.id);

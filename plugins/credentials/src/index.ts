@@ -3,7 +3,7 @@
  * image pulls (docker plugin) and compose deployments find the credential of an image's registry.
  */
 import { credentialsService, definePlugin, type CredentialsService, compareText } from '@agent/sdk';
-import { registerCredentialRoutes, type CredentialsDoc } from './credential-routes.js';
+import { currentUrl, isBound, registerCredentialRoutes, type CredentialsDoc } from './credential-routes.js';
 import { imageRegistryHost, RegistryCatalog, type RegistriesDoc } from './registries.js';
 import { registerRegistryRoutes } from './registry-routes.js';
 
@@ -11,9 +11,10 @@ export default definePlugin({
   name: 'credentials',
   version: '0.1.0',
   description: 'Registry configurations and stored credentials (encrypted at rest, masked, tested against the registry)',
+  // Global: registries and their credentials serve every deployment's pulls; only principals with global scope reach them.
   resources: {
-    credentials: { description: 'stored credentials (passwords never shown)', operator: 'write', viewer: 'none' },
-    registries: { description: 'registry configurations', operator: 'write', viewer: 'read' },
+    credentials: { description: 'stored credentials (passwords never shown; global)', operator: 'write', viewer: 'none', owner: 'global' },
+    registries: { description: 'registry configurations (global)', operator: 'write', viewer: 'read', owner: 'global' },
   },
   provides: [credentialsService],
 
@@ -21,7 +22,13 @@ export default definePlugin({
     const catalog = new RegistryCatalog(await ctx.store.document<RegistriesDoc>({ registries: [] }, 'registries'));
     // The whole document is sealed with the agent's data key: nothing of it is readable on disk.
     const doc = await ctx.store.secureDocument<CredentialsDoc>({ next_id: 1, credentials: [] }, 'credentials');
-    registerRegistryRoutes(ctx, catalog, (slug) => doc.data.credentials.filter((c) => c.registry === slug).length);
+    // Credentials stored before secrets were bound to their URL: bound to where their registry answers now.
+    if (doc.data.credentials.some((c) => !c.bound_url)) {
+      await doc.update((d) => {
+        for (const c of d.credentials) c.bound_url ||= currentUrl(catalog, c) ?? '';
+      });
+    }
+    registerRegistryRoutes(ctx, catalog, doc);
     registerCredentialRoutes(ctx, doc, catalog);
 
     const service: CredentialsService = {
@@ -29,8 +36,9 @@ export default definePlugin({
         const host = imageRegistryHost(imageRef);
         const slugs = new Set(catalog.forHost(host).map((r) => r.slug));
         // Several credentials for one registry: the one that last tested valid, else the newest.
+        // A credential whose registry moved since its password was entered is not sent there.
         const candidates = doc.data.credentials
-          .filter((c) => slugs.has(c.registry))
+          .filter((c) => slugs.has(c.registry) && isBound(catalog, c))
           .sort((a, b) => Number(b.last_test?.valid ?? false) - Number(a.last_test?.valid ?? false) || compareText(b.updated_at, a.updated_at));
         const c = candidates[0];
         if (!c) return null;

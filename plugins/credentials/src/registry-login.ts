@@ -21,13 +21,28 @@ export function parseChallenge(header: string): { scheme: string; params: Record
   return { scheme: m[1]!.toLowerCase(), params };
 }
 
+const MAX_REDIRECTS = 5;
+
+/**
+ * GET with redirects followed by hand, each one checked: the credentials only ever go to the origin they were sent
+ * to first (a redirect elsewhere is answered as is, never followed with them), and never from HTTPS down to HTTP.
+ */
 async function get(url: string, signal: AbortSignal, auth?: string): Promise<Response> {
-  return fetch(url, {
-    method: 'GET',
-    headers: { 'user-agent': 'host-agent/credentials-test', ...(auth ? { authorization: auth } : {}) },
-    redirect: 'follow',
-    signal,
-  });
+  let target = new URL(url);
+  for (let hop = 0; ; hop++) {
+    const res = await fetch(target, {
+      method: 'GET',
+      headers: { 'user-agent': 'host-agent/credentials-test', ...(auth ? { authorization: auth } : {}) },
+      redirect: 'manual',
+      signal,
+    });
+    const location = res.headers.get('location');
+    if (res.status < 300 || res.status >= 400 || !location || hop >= MAX_REDIRECTS) return res;
+    const next = new URL(location, target);
+    if (next.origin !== target.origin) return res;
+    await res.body?.cancel();
+    target = next;
+  }
 }
 
 export async function registryLogin(apiBase: string, username: string, password: string, parentSignal?: AbortSignal): Promise<LoginResult> {
@@ -48,8 +63,17 @@ export async function registryLogin(apiBase: string, username: string, password:
         : { valid: false, message: res.status === 401 ? 'unauthorized: wrong username or password' : `login failed with ${res.status}`, status: res.status };
     }
     if (challenge.scheme === 'bearer' && challenge.params.realm) {
-      const realm = new URL(challenge.params.realm);
+      let realm: URL;
+      try {
+        realm = new URL(challenge.params.realm, apiBase);
+      } catch {
+        return { valid: false, message: 'the registry names an invalid token realm', status: null };
+      }
       if (realm.protocol !== 'https:' && realm.protocol !== 'http:') return { valid: false, message: 'the registry names an invalid token realm', status: null };
+      // The registry may name a token service elsewhere (Docker Hub does); the password never travels there in clear.
+      if (realm.protocol === 'http:' && realm.origin !== new URL(apiBase).origin) {
+        return { valid: false, message: `the registry names a token realm over plain HTTP on another host (${realm.origin}); the password is not sent there`, status: null };
+      }
       if (challenge.params.service) realm.searchParams.set('service', challenge.params.service);
       realm.searchParams.set('account', username);
       const res = await get(realm.toString(), signal, basic);

@@ -1,6 +1,11 @@
-/** `/api/registries` (spec 4.16): built-in registries read-only, custom ones by slug. */
-import { errors, Nullable, reply, Type, type PluginContext } from '@agent/sdk';
+/**
+ * `/api/registries` (spec 4.16): built-in registries read-only, custom ones by slug. Changing where a registry answers
+ * (its host, or plain HTTP) while credentials use it needs their passwords again in the same request: a secret is
+ * only ever sent to the URL it was entered for.
+ */
+import { errors, Nullable, RecordId, reply, Secret, Type, type Document, type PluginContext } from '@agent/sdk';
 import { REGISTRY_HOST, REGISTRY_TYPES, SLUG, type Registry, type RegistryCatalog } from './registries.js';
+import { reentered, reentryRequired, type CredentialsDoc } from './credential-routes.js';
 
 const RegistryType = Type.Union(REGISTRY_TYPES.map((t) => Type.Literal(t)));
 export const RegistryView = Type.Object({
@@ -10,7 +15,8 @@ export const RegistryView = Type.Object({
 const SlugParams = Type.Object({ slug: Type.String({ pattern: SLUG }) });
 const Host = Type.String({ pattern: REGISTRY_HOST, description: '`host[:port]` as written in image references, e.g. `registry.example.com` or `127.0.0.1:5000`' });
 
-export function registerRegistryRoutes(ctx: PluginContext, catalog: RegistryCatalog, inUse: (slug: string) => number): void {
+export function registerRegistryRoutes(ctx: PluginContext, catalog: RegistryCatalog, credentials: Document<CredentialsDoc>): void {
+  const inUse = (slug: string) => credentials.data.credentials.filter((c) => c.registry === slug).length;
   const custom = (slug: string): Registry => {
     const r = catalog.get(slug);
     if (!r) throw errors.notFound(`registry '${slug}' not found`);
@@ -70,22 +76,59 @@ export function registerRegistryRoutes(ctx: PluginContext, catalog: RegistryCata
   ctx.route({
     method: 'PUT', path: '/registries/:slug', permission: 'registries:write', tag: 'registries', operationId: 'registries.update',
     summary: 'Change a custom registry (built-in ones answer 409 REGISTRY_BUILTIN)',
+    description: 'When `host` or `insecure` changes the URL the registry answers at, every credential of the registry needs its password '
+      + 'again in `credentials` (400 SECRET_REENTRY_REQUIRED naming the missing ones otherwise); they are bound to the new URL.',
     params: SlugParams,
     body: Type.Object({
       name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
       host: Type.Optional(Host),
       insecure: Type.Optional(Type.Boolean()),
       description: Type.Optional(Type.String({ maxLength: 500 })),
+      credentials: Type.Optional(Type.Array(Type.Object({
+        id: RecordId('a credential of this registry'),
+        password: Secret({ minLength: 1, maxLength: 4096, description: 'its password, entered again for the new URL' }),
+      }), { maxItems: 100, description: 'passwords of this registry\'s credentials, re-entered when the URL changes' })),
     }),
     response: RegistryView,
     handler: async (req) => {
-      custom(req.params.slug);
-      if (req.body.host) assertHostFree(req.body.host, req.params.slug);
-      return catalog.custom.update((d) => {
+      const before = custom(req.params.slug);
+      const { credentials: given = [], ...changes } = req.body;
+      if (changes.host) assertHostFree(changes.host, req.params.slug);
+      const after = { ...before, ...changes };
+      const url = catalog.apiBase(after);
+      const mine = credentials.data.credentials.filter((c) => c.registry === before.slug).map((c) => c.id);
+      const passwords = new Map<number, string>();
+      for (const [i, g] of given.entries()) {
+        if (!mine.includes(g.id)) throw errors.badRequest(`body.credentials[${i}].id: credential ${g.id} does not belong to registry '${before.slug}'`, 'VALIDATION_FAILED', { field: `credentials[${i}].id` });
+        if (!reentered(g.password)) throw errors.badRequest(`body.credentials[${i}].password: the mask is not a password`, 'VALIDATION_FAILED', { field: `credentials[${i}].password` });
+        passwords.set(g.id, g.password);
+      }
+      if (url !== catalog.apiBase(before)) {
+        const missing = mine.filter((id) => !passwords.has(id));
+        if (missing.length) {
+          throw reentryRequired(`registry '${before.slug}' would answer at ${url}: its credential(s) ${missing.join(', ')} were entered for ${catalog.apiBase(before)}; `
+            + 'send their passwords again in credentials: [{id, password}]', missing);
+        }
+      }
+      const updated = await catalog.custom.update((d) => {
         const r = d.registries.find((x) => x.slug === req.params.slug)!;
-        Object.assign(r, req.body, { updated_at: new Date().toISOString() });
+        Object.assign(r, changes, { updated_at: new Date().toISOString() });
         return { ...r };
       });
+      if (passwords.size) {
+        // After the registry: should this write fail, the credentials stay bound to the old URL and are not sent.
+        await credentials.update((d) => {
+          for (const c of d.credentials) {
+            const password = passwords.get(c.id);
+            if (password === undefined) continue;
+            if (password !== c.password || c.bound_url !== url) c.last_test = null;
+            c.password = password;
+            c.bound_url = url;
+            c.updated_at = updated.updated_at ?? new Date().toISOString();
+          }
+        });
+      }
+      return updated;
     },
   });
 

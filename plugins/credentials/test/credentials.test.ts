@@ -23,8 +23,9 @@ describe('registries and credentials', () => {
     await registry.docker(['push', image]);
     await registry.docker(['rmi', image]);
     agent = await startAgent({ plugins: ['access', 'credentials', 'docker'] });
-    await agent.api('POST', '/api/users', { body: { username: 'ops', email: 'o@example.com', password: PASS, role: 'operator' } });
-    await agent.api('POST', '/api/users', { body: { username: 'vic', email: 'v@example.com', password: PASS, role: 'viewer' } });
+    // Registries and credentials are global: these users run the host's shared state (scope global).
+    await agent.api('POST', '/api/users', { body: { username: 'ops', email: 'o@example.com', password: PASS, role: 'operator', scope: 'global' } });
+    await agent.api('POST', '/api/users', { body: { username: 'vic', email: 'v@example.com', password: PASS, role: 'viewer', scope: 'global' } });
     opToken = await agent.login('ops', PASS);
     viewerToken = await agent.login('vic', PASS);
   });
