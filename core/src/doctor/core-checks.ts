@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { CheckResult, DoctorCheck } from '@agent/sdk';
 
 /** End of life of the Node.js lines the agent is tested on (the release schedule of the Node.js project). */
-export const NODE_LINES: Record<number, string> = { 20: '2026-04-30', 22: '2027-04-30' };
+export const NODE_LINES: Record<number, string> = { 20: '2026-04-30', 22: '2027-04-30', 24: '2028-04-30' };
 const NEWEST_TESTED = Math.max(...Object.keys(NODE_LINES).map(Number));
 const NODE_FIX = `install a Node.js LTS line the agent is tested on (${Object.keys(NODE_LINES).slice(1).join(' or ')}), then run npm run install-service again (or restart the agent)`;
 

@@ -1,9 +1,10 @@
-/** SQLite journals (better-sqlite3, WAL): one database file per owner. */
+/** SQLite journals (better-sqlite3, the build `./sqlite.ts` picks; WAL): one database file per owner. */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from './sqlite.js';
 
-export type Journal = Database.Database;
+export type Journal = BetterSqlite3.Database;
 
 export function openJournal(path: string): Journal {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });

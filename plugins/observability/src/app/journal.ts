@@ -1,5 +1,6 @@
 /** Alert and health events: bounded journals in SQLite (`events.sqlite` in the app data folder). */
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from './sqlite.js';
 
 export interface AlertEventRow {
   id: number;
@@ -26,7 +27,7 @@ export interface HealthEventRow {
 }
 
 export class Journal {
-  private readonly db: Database.Database;
+  private readonly db: BetterSqlite3.Database;
   private writes = 0;
 
   constructor(file: string, private readonly max: () => number) {

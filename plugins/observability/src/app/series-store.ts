@@ -5,7 +5,8 @@
  * gives at most a few hundred points per series and reads the coarsest tier that still fits the step, then the
  * finer tiers for the recent part not folded yet.
  */
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from './sqlite.js';
 import { TierCache, type TierRow } from './tier-cache.js';
 
 export interface SeriesKey {
@@ -46,7 +47,7 @@ function round6(v: number): number {
 const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
 
 export class SeriesStore {
-  private readonly db: Database.Database;
+  private readonly db: BetterSqlite3.Database;
   private readonly ids = new Map<string, SeriesRow>();
   private readonly insertSample;
   private readonly insertSeries;
