@@ -29,6 +29,15 @@ interface ManagedApp {
   spawn: () => void;
 }
 
+/**
+ * The agent's young-generation size (`--max-semi-space-size=1` from `npm start`, the service unit and the tests),
+ * passed on to every app it starts. An app is a small long-lived service like the agent; started without the flag,
+ * V8 lets its semi-spaces grow to 16 MiB each, which costs the observability app about as much resident memory as it
+ * costs the agent (~13 MB) for no measurable gain. Only this flag is passed on: other options of the agent's
+ * (`--inspect`, an old-space budget) are about the agent itself.
+ */
+const APP_NODE_FLAGS = process.execArgv.filter((arg) => arg.startsWith('--max-semi-space-size='));
+
 async function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const srv = createServer();
@@ -113,7 +122,7 @@ export class AppHost {
         const port = await freePort();
         const token = await this.issueToken(name);
         if (this.stopping) return;
-        const child = spawn(process.execPath, [join(packageDir, app.entry)], {
+        const child = spawn(process.execPath, [...APP_NODE_FLAGS, join(packageDir, app.entry)], {
           cwd: packageDir,
           stdio: ['ignore', 'pipe', 'pipe'],
           env: {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -82,6 +83,14 @@ describe('app plugin behind the plugin proxy', () => {
   it('lets the app call the agent back with its own system principal', async () => {
     const res = await agent.api('GET', '/plugin/hello-app/agent');
     expect(res.body.data).toMatchObject({ valid: true, principal: { type: 'system', id: 'system:hello-app' } });
+  });
+
+  it("starts the app with the agent's young-generation size", async () => {
+    // The helper starts the agent with --max-semi-space-size=1; the app process must get it too (its memory counts
+    // in the agent's total).
+    const { pid } = (await agent.api('GET', '/plugins/hello-app')).body.data.app as { pid: number };
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    expect(argv.slice(1, 3)).toEqual(['--max-semi-space-size=1', resolve(APP, 'dist/app.js')]);
   });
 
   it('proxies websockets after authenticating the upgrade', async () => {
