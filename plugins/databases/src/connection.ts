@@ -1,9 +1,11 @@
 /**
- * Turns a request's connection fields into a `ConnectionSpec`: either host/port/credentials as given, or a
- * deployment's database service, reached at its container address with the credentials of its environment.
+ * Turns a request's connection fields into a `ConnectionSpec`: either host/port/credentials as given (global
+ * principals only: the agent would connect anywhere its network reaches), or a deployment's database service,
+ * reached at its container's address, with the given login or the one of its environment.
  */
 import { isIP } from 'node:net';
-import { HOSTNAME, HttpError, errors, type DeploymentsService, type DockerService } from '@agent/sdk';
+import { HOSTNAME, HttpError, errors, type DeploymentsService, type DockerService, type Principal } from '@agent/sdk';
+import { resolveTarget } from './address.js';
 import type { ConnectionBody } from './schemas.js';
 import type { ConnectionSpec, DbType } from './types.js';
 
@@ -59,16 +61,19 @@ function checkPassword(password: string | undefined): string {
   return password ?? '';
 }
 
-export async function resolveConnection(body: ConnectionBody, deps: ResolveDeps): Promise<ConnectionSpec> {
+export async function resolveConnection(body: ConnectionBody, deps: ResolveDeps, principal: Principal): Promise<ConnectionSpec> {
   const connectTimeout = body.connect_timeout ?? 10;
   if (!body.deployment) {
+    // The routes already refuse this form to a scoped principal (tenancy `global`); kept here so it stays true.
+    if (!principal.isGlobal) throw errors.forbidden('connecting by host needs global scope; connect by {deployment, service}', 'GLOBAL_SCOPE_REQUIRED');
     if (body.service) throw errors.badRequest('service: only with deployment', 'VALIDATION_FAILED', { field: 'service' });
     for (const field of ['type', 'host', 'username'] as const) {
       if (body[field] === undefined) throw errors.badRequest(`${field}: required (or give a deployment)`, 'VALIDATION_FAILED', { field });
     }
     const type = body.type!;
+    const host = checkHost(body.host!);
     return {
-      type, host: checkHost(body.host!), port: body.port ?? DEFAULT_PORT[type], username: body.username!,
+      type, host, address: await resolveTarget(host, principal), port: body.port ?? DEFAULT_PORT[type], username: body.username!,
       password: checkPassword(body.password), database: body.database ?? null, connectTimeout,
     };
   }
@@ -94,6 +99,10 @@ export async function resolveConnection(body: ConnectionBody, deps: ResolveDeps)
   let password = body.password;
   let database = body.database ?? null;
   if (username === undefined || password === undefined) {
+    // The login of the environment is the deployment's secret: using it is a change-level right, like reading its .env.
+    if (!principal.canAccessDeployment(body.deployment, 'write')) {
+      throw errors.forbidden(`the login of service '${service}' comes from the environment of deployment '${body.deployment}', which needs write access to it; give username and password to connect with read access`);
+    }
     const details = await docker.inspectContainer(container.id);
     const found = credentialsFromEnv(type, envMap(details.env));
     if (!found && (username === undefined || password === undefined)) {
@@ -107,5 +116,6 @@ export async function resolveConnection(body: ConnectionBody, deps: ResolveDeps)
     database ??= found?.database ?? null;
   }
   if (password === undefined) throw errors.badRequest('password: required for this username', 'VALIDATION_FAILED', { field: 'password' });
-  return { type, host, port: body.port ?? DEFAULT_PORT[type], username: username!, password: checkPassword(password), database, connectTimeout };
+  // The container's own address: the deployment's service, whatever network it is on (private ranges are its own here).
+  return { type, host, address: host, port: body.port ?? DEFAULT_PORT[type], username: username!, password: checkPassword(password), database, connectTimeout };
 }

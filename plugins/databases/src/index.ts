@@ -31,7 +31,11 @@ async function withSession<T>(spec: ConnectionSpec, fn: (s: DbSession) => Promis
   }
 }
 
-/** With a deployment, the caller needs write access to it: the agent uses the credentials of its environment. */
+/**
+ * The deployment a request connects to. With one, the core checks the caller's level on it (read for the reading
+ * routes, write for the others); without one (the host form) the route is global: 403 GLOBAL_SCOPE_REQUIRED to a
+ * principal limited to its deployments, whose connections only go to its deployments' services.
+ */
 const deploymentOf = (req: RouteRequest<any, any, any>) => (req.body as { deployment?: string } | undefined)?.deployment;
 
 export default definePlugin({
@@ -39,23 +43,27 @@ export default definePlugin({
   version: '0.1.0',
   description: 'Databases: test, list, tables, query, create database/user, grant (MySQL, MariaDB, PostgreSQL)',
   resources: {
-    databases: { description: 'database servers reached through the agent (queries, databases, users, grants)', operator: 'write', viewer: 'none' },
+    databases: {
+      description: 'database servers reached through the agent (queries, databases, users, grants): a deployment\'s database services belong to it, any other server (the host form) is global',
+      operator: 'write', viewer: 'none', owner: 'both',
+    },
   },
   optional: [deploymentsService, dockerService],
 
   setup(ctx) {
     const deps = (): ResolveDeps => ({ deployments: ctx.services.optional(deploymentsService), docker: ctx.services.optional(dockerService) });
-    const connect = (body: ConnectionBody) => resolveConnection(body, deps());
-    const common = { tag: 'databases', deployment: deploymentOf, deploymentLevel: 'write' as const };
+    const connect = (body: ConnectionBody, principal: Principal) => resolveConnection(body, deps(), principal);
+    const reading = { tag: 'databases', deployment: deploymentOf, deploymentLevel: 'read' as const };
+    const writing = { tag: 'databases', deployment: deploymentOf, deploymentLevel: 'write' as const };
     for (const check of databaseChecks()) ctx.doctor(check);
 
     ctx.route({
-      ...common, method: 'POST', path: '/databases/test', permission: 'databases:read', operationId: 'databases.test', audit: false,
+      ...reading, method: 'POST', path: '/databases/test', permission: 'databases:read', operationId: 'databases.test', audit: false,
       summary: 'Test a database connection',
       description: 'Connects and logs in; answers the server type and version. Failures: 424 DB_UNREACHABLE, 422 DB_AUTH_FAILED, 404 DB_NOT_FOUND.',
       body: ConnectionBody, response: TestResponse,
       handler: async (req) => {
-        const spec = await connect(req.body);
+        const spec = await connect(req.body, req.principal);
         const started = performance.now();
         return withSession(spec, async (s) => ({
           type: s.info.flavor, version: s.info.version, host: spec.host, port: spec.port, database: spec.database,
@@ -65,25 +73,25 @@ export default definePlugin({
     });
 
     ctx.route({
-      ...common, method: 'POST', path: '/databases/list', permission: 'databases:read', operationId: 'databases.list', audit: false,
+      ...reading, method: 'POST', path: '/databases/list', permission: 'databases:read', operationId: 'databases.list', audit: false,
       summary: 'List the databases of a server with their size',
       body: ConnectionBody, response: Type.Array(DatabaseItem),
-      handler: async (req) => withSession(await connect(req.body), (s) => s.listDatabases()),
+      handler: async (req) => withSession(await connect(req.body, req.principal), (s) => s.listDatabases()),
     });
 
     ctx.route({
-      ...common, method: 'POST', path: '/databases/tables', permission: 'databases:read', operationId: 'databases.tables', audit: false,
+      ...reading, method: 'POST', path: '/databases/tables', permission: 'databases:read', operationId: 'databases.tables', audit: false,
       summary: 'List the tables of a database with row estimates and size',
       body: TablesBody, response: Type.Array(TableItem),
       handler: async (req) => {
-        const spec = await connect(req.body);
+        const spec = await connect(req.body, req.principal);
         // PostgreSQL lists the tables of the database it is connected to.
         return withSession({ ...spec, database: req.body.database }, (s) => s.listTables(req.body.database));
       },
     });
 
     ctx.route({
-      ...common, method: 'POST', path: '/databases/query', permission: 'databases:read', operationId: 'databases.query', audit: false,
+      ...reading, method: 'POST', path: '/databases/query', permission: 'databases:read', operationId: 'databases.query', audit: false,
       summary: 'Run one SQL statement',
       description: 'Read-only (a read-only transaction) unless allow_write is true, which needs databases:write. ' +
         'At most `limit` rows (default 1000) and `timeout` seconds (default 30). Values go in `params`, bound by the driver.',
@@ -92,8 +100,11 @@ export default definePlugin({
         const { body, principal } = req;
         const write = body.allow_write === true;
         if (write && !principal.can('databases:write')) throw errors.forbidden("allow_write needs the permission 'databases:write'");
+        if (write && body.deployment && !principal.canAccessDeployment(body.deployment, 'write')) {
+          throw errors.forbidden(`allow_write needs write access to deployment '${body.deployment}'`);
+        }
         if (!write) assertReadStatement(body.query);
-        const spec = await connect(body);
+        const spec = await connect(body, principal);
         const started = performance.now();
         let outcome: { success: boolean; status: number } = { success: false, status: 500 };
         try {
@@ -121,11 +132,11 @@ export default definePlugin({
       });
 
     ctx.route({
-      ...common, method: 'POST', path: '/databases/create', permission: 'databases:write', operationId: 'databases.createDatabase', status: 201,
+      ...writing, method: 'POST', path: '/databases/create', permission: 'databases:write', operationId: 'databases.createDatabase', status: 201,
       summary: 'Create a database (409 DB_EXISTS when it exists)',
       body: CreateDatabaseBody, response: CreatedDatabase,
       handler: async (req) => {
-        const spec = await connect(req.body);
+        const spec = await connect(req.body, req.principal);
         const { name, charset, collation, owner } = req.body;
         if (owner && spec.type !== 'postgres') throw errors.badRequest('owner: only for PostgreSQL', 'VALIDATION_FAILED', { field: 'owner' });
         await withSession(spec, async (s) => {
@@ -138,11 +149,11 @@ export default definePlugin({
     });
 
     ctx.route({
-      ...common, method: 'POST', path: '/databases/users/create', permission: 'databases:write', operationId: 'databases.createUser', status: 201,
+      ...writing, method: 'POST', path: '/databases/users/create', permission: 'databases:write', operationId: 'databases.createUser', status: 201,
       summary: 'Create a database user (409 DB_USER_EXISTS when it exists)',
       body: CreateUserBody, response: CreatedUser,
       handler: async (req) => {
-        const spec = await connect(req.body);
+        const spec = await connect(req.body, req.principal);
         const { user, user_password } = req.body;
         if (user_password.includes('\0')) throw errors.badRequest('user_password: must not contain NUL characters', 'VALIDATION_FAILED', { field: 'user_password' });
         const host = spec.type === 'postgres' ? null : req.body.user_host ?? '%';
@@ -152,13 +163,13 @@ export default definePlugin({
     });
 
     ctx.route({
-      ...common, method: 'POST', path: '/databases/privileges/grant', permission: 'databases:write', operationId: 'databases.grant',
+      ...writing, method: 'POST', path: '/databases/privileges/grant', permission: 'databases:write', operationId: 'databases.grant',
       summary: 'Grant privileges on a database (or one table) to a user',
       description: 'PostgreSQL: CONNECT/CREATE/TEMPORARY apply to the database, table privileges to every table of `schema` ' +
         '(default public) or to `table`; ALL covers both. MySQL/MariaDB: privileges on `database`.* or `database`.`table`.',
       body: GrantBody, response: GrantResponse,
       handler: async (req) => {
-        const spec = await connect(req.body);
+        const spec = await connect(req.body, req.principal);
         const b = req.body;
         const host = spec.type === 'postgres' ? null : b.user_host ?? '%';
         // PostgreSQL table grants are made from inside the target database.

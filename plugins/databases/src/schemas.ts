@@ -19,13 +19,16 @@ const dbType = Type.Unsafe<DbType>({ type: 'string', enum: DB_TYPES, description
 
 export const PRIVILEGES = [...new Set([...MYSQL_PRIVILEGES, ...POSTGRES_PRIVILEGES])].sort();
 
-/** The connection every database route takes (decisions.md): given directly, or by a deployment's database service. */
+/**
+ * The connection every database route takes (decisions.md): by a deployment's database service (`deployment`,
+ * `service`), or directly by `host`/`port` (global scope only).
+ */
 export const connectionFields = {
   type: Type.Optional(dbType),
-  host: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'server host name or IP address (not with deployment)' })),
+  host: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'server host name or IP address (not with deployment); needs global scope. A name is resolved once and the agent connects to that address' })),
   port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'default 3306 (MySQL/MariaDB) or 5432 (PostgreSQL)' })),
-  username: Type.Optional(Type.String({ pattern: LOGIN_USER, description: 'login; with deployment, defaults to the one in the container environment' })),
-  password: Type.Optional(Secret({ maxLength: 256, description: 'login password; with deployment, defaults to the one in the container environment' })),
+  username: Type.Optional(Type.String({ pattern: LOGIN_USER, description: 'login; with deployment, defaults to the one in the container environment (which needs write access to the deployment)' })),
+  password: Type.Optional(Secret({ maxLength: 256, description: 'login password; with deployment, defaults to the one in the container environment (which needs write access to the deployment)' })),
   deployment: Type.Optional(deploymentName({ description: 'connect to this deployment\'s database service instead of host/port' })),
   service: Type.Optional(Type.String({ pattern: COMPOSE_SERVICE, description: 'compose service of the database (default: the first database image of the deployment)' })),
   connect_timeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 60, default: 10, description: 'seconds to wait for the server' })),

@@ -5,7 +5,10 @@ export type DbType = 'mysql' | 'mariadb' | 'postgres';
 /** A resolved connection: where to connect and as whom. */
 export interface ConnectionSpec {
   type: DbType;
+  /** As the caller named it (shown in answers and errors). */
   host: string;
+  /** The address checked when the connection was resolved: the only one the driver connects to. */
+  address: string;
   port: number;
   username: string;
   password: string;

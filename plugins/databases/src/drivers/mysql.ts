@@ -33,7 +33,7 @@ const nativeHash = (password: string) =>
 export async function openMysql(spec: ConnectionSpec): Promise<DbSession> {
   const where = { host: spec.host, port: spec.port };
   const options: mysql.ConnectionOptions = {
-    host: spec.host, port: spec.port, user: spec.username, password: spec.password,
+    host: spec.address, port: spec.port, user: spec.username, password: spec.password,
     database: spec.database ?? undefined,
     connectTimeout: spec.connectTimeout * 1000,
     charset: 'utf8mb4',

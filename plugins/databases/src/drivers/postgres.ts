@@ -41,7 +41,7 @@ const toNumber = (v: unknown): number | null => (v === null || v === undefined ?
 export async function openPostgres(spec: ConnectionSpec): Promise<DbSession> {
   const where = { host: spec.host, port: spec.port };
   const client = new pg.Client({
-    host: spec.host, port: spec.port, user: spec.username, password: spec.password,
+    host: spec.address, port: spec.port, user: spec.username, password: spec.password,
     database: spec.database ?? 'postgres',
     connectionTimeoutMillis: spec.connectTimeout * 1000,
     application_name: 'host-agent',
