@@ -1,7 +1,9 @@
 /**
  * dashboards: saved panel layouts over container and serving metrics. A dashboard belongs to the user who made
- * it; it is visible to its owner and to admins, and to everyone who may read dashboards when `shared` — with the
- * panels of deployments they cannot access left out.
+ * it; it is visible to its owner and to admins, and to every global principal who may read dashboards when
+ * `shared` — with the panels of deployments they cannot access left out. A principal limited to its deployments
+ * only ever sees and changes its own: a shared dashboard is made by and for the whole team (its names and panel
+ * titles describe everyone's deployments).
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -58,7 +60,8 @@ interface Dashboard {
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
 
 const isOwner = (p: Principal, d: Dashboard) => d.owner.principal === p.id || (p.user_id !== null && d.owner.id === p.user_id);
-const visible = (p: Principal, d: Dashboard) => p.isAdmin || isOwner(p, d) || d.shared;
+/** `isAdmin` is global by definition: admins see other users' dashboards, which no permission expresses. */
+const visible = (p: Principal, d: Dashboard) => p.isAdmin || isOwner(p, d) || (d.shared && p.isGlobal);
 const panelVisible = (p: Principal, panel: Panel) => panel.deployment === undefined || p.canAccessDeployment(panel.deployment);
 
 const view = (p: Principal, d: Dashboard) => ({
@@ -71,10 +74,20 @@ export default definePlugin({
   name: 'dashboards',
   version: '0.1.0',
   description: 'Saved dashboards of metric panels, per user',
-  resources: { dashboards: { description: 'saved dashboards', operator: 'write', viewer: 'read' } },
+  // Global: a dashboard belongs to a user, not to a deployment (its panels may name several, or none).
+  resources: { dashboards: { description: 'saved dashboards (each user\'s own)', operator: 'write', viewer: 'read', owner: 'global' } },
 
   async setup(ctx) {
     const doc = await ctx.store.document({ dashboards: [] as Dashboard[] }, 'dashboards');
+
+    // A panel of a deleted deployment would show a new deployment of the same name (someone else's, maybe): removed.
+    ctx.events.on('deployment.deleted', async ({ name }) => {
+      if (!doc.data.dashboards.some((d) => d.panels.some((p) => p.deployment === name))) return;
+      await doc.update((data) => {
+        for (const d of data.dashboards) d.panels = d.panels.filter((p) => p.deployment !== name);
+      });
+      ctx.log.info('dashboard panels of a deleted deployment removed', { deployment: name });
+    });
 
     const panelsOf = (p: Principal, input: Static<typeof DashboardInput>['panels']): Panel[] => {
       const ids = new Set<string>();
@@ -103,14 +116,14 @@ export default definePlugin({
     };
 
     ctx.route({
-      method: 'GET', path: '/dashboards', permission: 'dashboards:read', operationId: 'dashboards.list',
-      summary: 'Dashboards you can see (yours, shared ones; all for an admin)',
+      method: 'GET', path: '/dashboards', permission: 'dashboards:read', operationId: 'dashboards.list', tenancy: 'own',
+      summary: 'Dashboards you can see (yours; shared ones too with global scope; all for an admin)',
       response: Type.Array(DashboardView),
       handler: (req) => doc.data.dashboards.filter((d) => visible(req.principal, d)).map((d) => view(req.principal, d)),
     });
 
     ctx.route({
-      method: 'POST', path: '/dashboards', permission: 'dashboards:write', operationId: 'dashboards.create', status: 201,
+      method: 'POST', path: '/dashboards', permission: 'dashboards:write', operationId: 'dashboards.create', tenancy: 'own', status: 201,
       summary: 'Create a dashboard',
       body: DashboardInput,
       response: DashboardView,
@@ -130,7 +143,7 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'GET', path: '/dashboards/:id', permission: 'dashboards:read', operationId: 'dashboards.get',
+      method: 'GET', path: '/dashboards/:id', permission: 'dashboards:read', operationId: 'dashboards.get', tenancy: 'own',
       summary: 'One dashboard',
       params: IdParams,
       response: DashboardView,
@@ -138,7 +151,7 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'PUT', path: '/dashboards/:id', permission: 'dashboards:write', operationId: 'dashboards.update',
+      method: 'PUT', path: '/dashboards/:id', permission: 'dashboards:write', operationId: 'dashboards.update', tenancy: 'own',
       summary: 'Replace a dashboard (owner or admin)',
       params: IdParams,
       body: DashboardInput,
@@ -161,7 +174,7 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'DELETE', path: '/dashboards/:id', permission: 'dashboards:write', operationId: 'dashboards.delete',
+      method: 'DELETE', path: '/dashboards/:id', permission: 'dashboards:write', operationId: 'dashboards.delete', tenancy: 'own',
       summary: 'Remove a dashboard (owner or admin)',
       params: IdParams,
       handler: async (req) => {

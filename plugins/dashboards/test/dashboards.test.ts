@@ -10,15 +10,20 @@ describe('dashboards', () => {
   let alice: string; // operator, write on shop
   let bob: string; // operator, write on blog
   let vera: string; // viewer, read on shop
+  let gina: string; // viewer with global scope
+  let otto: string; // operator with global scope
 
   beforeAll(async () => {
     agent = await startAgent({ plugins: ['dashboards', FIXTURE] });
-    const users: [string, string, Record<string, string>][] = [['alice', 'operator', { shop: 'write' }], ['bob', 'operator', { blog: 'write' }], ['vera', 'viewer', { shop: 'read' }]];
-    for (const [username, role, deployments] of users) {
-      const res = await agent.api('POST', '/test-fixture/users', { body: { username, password: PASSWORD, role, deployments } });
+    const users: [string, string, Record<string, string>, string?][] = [
+      ['alice', 'operator', { shop: 'write' }], ['bob', 'operator', { blog: 'write' }], ['vera', 'viewer', { shop: 'read' }],
+      ['gina', 'viewer', {}, 'global'], ['otto', 'operator', {}, 'global'],
+    ];
+    for (const [username, role, deployments, scope] of users) {
+      const res = await agent.api('POST', '/test-fixture/users', { body: { username, password: PASSWORD, role, deployments, ...(scope ? { scope } : {}) } });
       expect(res.status, res.text).toBe(201);
     }
-    [alice, bob, vera] = await Promise.all(['alice', 'bob', 'vera'].map((u) => agent.login(u, PASSWORD)));
+    [alice, bob, vera, gina, otto] = await Promise.all(['alice', 'bob', 'vera', 'gina', 'otto'].map((u) => agent.login(u, PASSWORD)));
   });
   afterAll(async () => {
     await agent?.stop();
@@ -68,20 +73,23 @@ describe('dashboards', () => {
     expect((await agent.api('GET', '/dashboards/not-a-uuid', { token: alice })).status).toBe(400);
   });
 
-  it('shares a dashboard without showing panels of deployments a reader cannot access', async () => {
+  it('shares a dashboard with global principals only', async () => {
     const created = await agent.api('POST', '/dashboards', {
       body: { name: 'Everything', shared: true, panels: [panel({ id: 'shop-cpu', deployment: 'shop' }), panel({ id: 'blog-cpu', deployment: 'blog' }), panel({ id: 'all-mem', series: 'container.memory.usage' })] },
     });
     expect(created.status).toBe(201);
     const id = created.body.data.id;
-    const asVera = await agent.api('GET', `/dashboards/${id}`, { token: vera });
-    expect(asVera.status).toBe(200);
-    expect(asVera.body.data.panels.map((p: any) => p.id)).toEqual(['shop-cpu', 'all-mem']);
-    const asBob = await agent.api('GET', '/dashboards', { token: bob });
-    expect(asBob.body.data.find((d: any) => d.id === id).panels.map((p: any) => p.id)).toEqual(['blog-cpu', 'all-mem']);
+    // A global reader sees it whole (it reaches every deployment).
+    const asGina = await agent.api('GET', `/dashboards/${id}`, { token: gina });
+    expect(asGina.status).toBe(200);
+    expect(asGina.body.data.panels.map((p: any) => p.id)).toEqual(['shop-cpu', 'blog-cpu', 'all-mem']);
+    // Users limited to their deployments see only their own dashboards: a shared one describes everyone's.
+    expect((await agent.api('GET', `/dashboards/${id}`, { token: vera })).status).toBe(404);
+    expect((await agent.api('GET', '/dashboards', { token: bob })).body.data.some((d: any) => d.id === id)).toBe(false);
+    expect((await agent.api('DELETE', `/dashboards/${id}`, { token: bob })).status).toBe(404);
     // Shared is not owned: others cannot change or delete it.
-    expect((await agent.api('DELETE', `/dashboards/${id}`, { token: bob })).status).toBe(403);
-    const put = await agent.api('PUT', `/dashboards/${id}`, { token: alice, body: { name: 'mine now', panels: [] } });
+    expect((await agent.api('DELETE', `/dashboards/${id}`, { token: otto })).status).toBe(403);
+    const put = await agent.api('PUT', `/dashboards/${id}`, { token: otto, body: { name: 'mine now', panels: [] } });
     expect(put.status).toBe(403);
     // The owner (an admin) replaces it.
     const renamed = await agent.api('PUT', `/dashboards/${id}`, { body: { name: 'Everything v2', shared: true, panels: [panel({ id: 'all-mem', series: 'container.memory.usage', width: 12 })] } });
