@@ -25,6 +25,7 @@ import { Capture } from './traffic/capture.js';
 import { SecurityEvents } from './security/events.js';
 import { Blocks } from './security/rules.js';
 import { securityRoutes } from './security/routes.js';
+import { retirement } from './retire.js';
 
 let runtime: Runtime | null = null;
 const starters: (() => void | Promise<void>)[] = [];
@@ -36,11 +37,11 @@ export default definePlugin({
   description: 'Domains and nginx reverse proxy, ACME certificates, security enforcement and events, traffic journal, system logs',
   config: EdgeConfig,
   resources: {
-    proxy: { description: 'domains, reverse-proxy configuration and virtual hosts', operator: 'write', viewer: 'read' },
-    certificates: { description: 'TLS certificates (ACME)', operator: 'write', viewer: 'read' },
-    security: { description: 'blocked IPs, whitelist, protected routes, security events and settings', operator: 'write', viewer: 'read' },
-    traffic: { description: 'the traffic journal of the proxy', operator: 'write', viewer: 'read' },
-    'system-logs': { description: 'host log sources: proxy logs and infrastructure containers', operator: 'read', viewer: 'none' },
+    proxy: { description: 'domains, reverse-proxy configuration and virtual hosts', operator: 'write', viewer: 'read', owner: 'deployment' },
+    certificates: { description: "TLS certificates (ACME): those of a deployment's domains are its own; renewal of all and names no deployment uses are global", operator: 'write', viewer: 'read', owner: 'both' },
+    security: { description: 'protected routes, blocks tied to a deployment and its security events (deployment-owned); whitelist, other blocks, capture and settings (global)', operator: 'write', viewer: 'read', owner: 'both' },
+    traffic: { description: "the traffic journal of the proxy (a deployment's rows are its own; unknown hosts and cleanup are global)", operator: 'write', viewer: 'read', owner: 'deployment' },
+    'system-logs': { description: 'host log sources: proxy logs and infrastructure containers', operator: 'read', viewer: 'none', owner: 'global' },
   },
   requires: [deploymentsService],
   optional: [dockerService],
@@ -112,16 +113,10 @@ export default definePlugin({
     ctx.events.on('container.state', (e) => {
       if (e.deployment && edge.state.domains.some((d) => d.deployment === e.deployment)) refreshSoon();
     });
-    ctx.events.on('deployment.deleted', async ({ name }) => {
-      if (!edge.state.domains.some((d) => d.deployment === name) && !edge.state.protected.some((p) => p.deployment === name) && !edge.state.deployment_security[name]) return;
-      await edge.mutate((draft) => {
-        draft.domains = draft.domains.filter((d) => d.deployment !== name);
-        draft.protected = draft.protected.filter((p) => p.deployment !== name);
-        delete draft.deployment_security[name];
-        draft.blocked = draft.blocked.filter((b) => b.deployment !== name);
-      });
-      ctx.log.info('removed the vhosts of a deleted deployment', { deployment: name });
-    });
+    // Called synchronously from the event: the removal takes its place in the apply queue before anything a new
+    // deployment of the same name could change (see retire.ts).
+    const retire = retirement(rt, journal, events, () => capture.reader.readNew());
+    ctx.events.on('deployment.deleted', ({ name, retired_as }) => retire(name, retired_as));
     ctx.onClose(() => {
       if (timer) clearTimeout(timer);
     });

@@ -46,7 +46,8 @@ function naive(db: Database.Database, f: TrafficFilter, limit: number, offset: n
 
 const hour = 3_600_000;
 const filters: TrafficFilter[] = [
-  {}, { deployment: 'a' }, { deployment: '' }, { deployments: ['a', 'c'] }, { status_group: '5xx' }, { status_code: 404 },
+  {}, { deployment: 'a' }, { deployment: '' }, { deployments: ['a', 'c'] }, { deployments: [] }, { deployments: ['a'], status_code: 500 },
+  { status_group: '5xx' }, { status_code: 404 },
   { deployment: 'b', status_group: '2xx' }, { deployment: 'c', method: 'DELETE', status_code: 500 }, { method: 'POST' },
   { source_ip: '10.0.0.7' }, { source_ip: '10.0.0.7', start_ms: T0 + 20 * hour }, { start_ms: T0 + 10 * hour, end_ms: T0 + 30 * hour + 123 },
   { deployment: 'a', start_ms: T0 + 5 * hour, end_ms: T0 + 9 * hour }, { host: 'h1.test', status_group: '4xx' }, { end_ms: T0 + 2 * hour },
@@ -81,6 +82,41 @@ describe('traffic journal', () => {
     check();
     // The counts table still matches the rows
     expect(db.prepare('SELECT SUM(n) AS n FROM traffic_counts').get()).toEqual(db.prepare('SELECT COUNT(*) AS n FROM traffic').get());
+  });
+
+  it('an empty deployments list matches nothing, not the rows of unknown hosts', () => {
+    const journal = new TrafficJournal(new Database(':memory:'));
+    journal.add(records(500, 0));
+    expect(journal.query({ deployments: [] }, 10, 0)).toEqual({ items: [], total: 0, capped: false });
+    expect(journal.query({ deployments: [], path: '/' }, 10, 0, true).total).toBe(0);
+    expect(journal.stats({ deployments: [] }).total.requests).toBe(0);
+  });
+
+  it('retires a deployment: its rows up to the cut and their counts move to the retired name, in chunks', async () => {
+    const db = new Database(':memory:');
+    const journal = new TrafficJournal(db);
+    journal.add(records(6000, 0));
+    const until = T0 + 10 * hour;
+    const count = (sql: string, ...p: unknown[]) => (db.prepare(`SELECT COUNT(*) AS n FROM traffic WHERE ${sql}`).get(...p) as { n: number }).n;
+    const old = count('deployment = ? AND time_ms <= ?', 'a', until);
+    const later = count('deployment = ? AND time_ms > ?', 'a', until);
+    const others = count("deployment <> 'a'");
+    expect(old).toBeGreaterThan(500);
+    expect(later).toBeGreaterThan(0);
+    // Chunks of 97 rows: many transactions per status code.
+    expect(await journal.retire('a', 'a~20260101000000', until, 97)).toBe(old);
+    expect(count('deployment = ?', 'a~20260101000000')).toBe(old);
+    expect(count('deployment = ?', 'a')).toBe(later);
+    expect(count("deployment NOT IN ('a', 'a~20260101000000')")).toBe(others);
+    // The counts table agrees with the rows, group by group.
+    expect(db.prepare('SELECT deployment, method, status, n FROM traffic_counts WHERE n > 0 ORDER BY 1, 2, 3').all())
+      .toEqual(db.prepare('SELECT deployment, method, status, COUNT(*) AS n FROM traffic GROUP BY 1, 2, 3 ORDER BY 1, 2, 3').all());
+    for (const f of [{ deployment: 'a' }, { deployment: 'a~20260101000000' }, { deployments: ['a'] }, { deployment: 'a', status_code: 404 }] as TrafficFilter[]) {
+      const got = journal.query(f, 20, 0);
+      const want = naive(db, f, 20, 0);
+      expect({ f, ids: got.items.map((r) => r.id), total: got.total }).toEqual({ f, ids: want.ids, total: want.total });
+    }
+    expect(await journal.retire('a', 'a~20260101000001', T0)).toBe(0);
   });
 
   it('builds spans and counts for a journal written before they existed', () => {

@@ -2,7 +2,8 @@
  * Certificates (4.5, 2.5): list, request, renew those close to expiry, delete; a daily renewal job; and the
  * background issuance behind `ssl.enabled` on a domain (the vhost switches to HTTPS once the certificate exists).
  */
-import { errors, HOSTNAME, Nullable, reply, Type } from '@agent/sdk';
+import { errors, HOSTNAME, Nullable, reply, Type, type Principal } from '@agent/sdk';
+import { canSee, globalScopeRequired } from '../access.js';
 import { checkHostname } from '../validate.js';
 import { namesOf } from '../state.js';
 import type { Runtime } from '../runtime.js';
@@ -113,19 +114,31 @@ export class Certificates {
 
 export function certificateRoutes(rt: Runtime, certs: Certificates): void {
   const { ctx, edge } = rt;
-  const visible = (principal: { canAccessDeployment(n: string): boolean; isAdmin: boolean }, deployment: string | null) =>
-    deployment ? principal.canAccessDeployment(deployment) : principal.isAdmin;
+  /**
+   * The deployment a certificate is bound to for the caller: the one whose domain it is, when the caller reaches
+   * it. Another tenant's domain and a name no deployment uses look alike (global: 403 GLOBAL_SCOPE_REQUIRED to a
+   * scoped principal), so neither the other deployment's name nor whether it exists leaks.
+   */
+  const boundTo = (principal: Principal, domain: string) => {
+    const owner = certs.deploymentOf(domain);
+    return owner && principal.deploymentLevel(owner) ? owner : undefined;
+  };
+  /** Re-checked in the handler: the domain may have moved since the core checked the deployment. */
+  const assertMayChange = (principal: Principal, domain: string) => {
+    const owner = certs.deploymentOf(domain);
+    if (owner ? !principal.canAccessDeployment(owner, 'write') : !principal.isGlobal) throw globalScopeRequired(principal, `the certificate of ${domain}`);
+  };
 
   ctx.route({
-    method: 'GET', path: '/certificates', permission: 'certificates:read', operationId: 'certificates.list', tag: 'certificates',
+    method: 'GET', path: '/certificates', permission: 'certificates:read', operationId: 'certificates.list', tag: 'certificates', tenancy: 'filtered',
     summary: 'Certificates with validity, status (valid, expiring, expired) and the deployment using them', response: Type.Array(Certificate),
+    description: "A principal limited to deployments sees the certificates of its deployments' domains; those of names no deployment uses (or a deleted one used) are global.",
     handler: async (req) => {
       const out = [];
       for (const domain of await edge.certs.domains()) {
+        if (!canSee(req.principal, certs.deploymentOf(domain))) continue;
         const info = edge.certs.info(domain);
-        if (!info) continue;
-        const view = certs.view(info);
-        if (visible(req.principal, view.deployment)) out.push(view);
+        if (info) out.push(certs.view(info));
       }
       return out;
     },
@@ -134,13 +147,13 @@ export function certificateRoutes(rt: Runtime, certs: Certificates): void {
   ctx.route({
     method: 'POST', path: '/certificates', permission: 'certificates:write', operationId: 'certificates.request', tag: 'certificates', status: 201,
     summary: 'Obtain a certificate (ACME HTTP-01 through the proxy) for a domain and its aliases',
+    description: "Bound to the deployment whose domain it is; for a name no deployment uses, global.",
     body: Type.Object({ domain: Type.String({ maxLength: 253, pattern: HOSTNAME }) }),
-    deployment: (req) => certs.deploymentOf(req.body.domain) ?? undefined,
+    deployment: (req) => boundTo(req.principal, req.body.domain),
     response: Certificate,
     handler: async (req) => {
       const domain = checkHostname(req.body.domain, 'domain');
-      const deployment = certs.deploymentOf(domain);
-      if (!deployment && !req.principal.isAdmin) throw errors.forbidden('only admins may request certificates for domains no deployment uses');
+      assertMayChange(req.principal, domain);
       const info = await certs.obtain(domain);
       return reply.created(certs.view(info));
     },
@@ -157,12 +170,13 @@ export function certificateRoutes(rt: Runtime, certs: Certificates): void {
   ctx.route({
     method: 'DELETE', path: '/certificates/:domain', permission: 'certificates:write', operationId: 'certificates.delete', tag: 'certificates',
     summary: 'Delete a certificate (domains using it fall back to HTTP)',
+    description: "Bound to the deployment whose domain it is; for a name no deployment uses, global.",
     params: Type.Object({ domain: Type.String({ maxLength: 253, pattern: HOSTNAME }) }),
-    deployment: (req) => certs.deploymentOf(req.params.domain) ?? undefined,
+    deployment: (req) => boundTo(req.principal, req.params.domain),
     handler: async (req) => {
       const domain = checkHostname(req.params.domain, 'domain');
+      assertMayChange(req.principal, domain);
       if (!edge.certs.has(domain)) throw errors.notFound(`no certificate for ${domain}`);
-      if (!certs.deploymentOf(domain) && !req.principal.isAdmin) throw errors.forbidden('only admins may delete this certificate');
       await edge.certs.remove(domain);
       const fallback = edge.state.domains.some((d) => d.domain === domain && d.ssl.enabled);
       await edge.mutate((draft) => {

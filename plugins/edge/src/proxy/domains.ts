@@ -2,7 +2,7 @@
  * Domains of a deployment (2.4, 4.3): list, add, update, remove — each plannable, the plan showing the nginx
  * configuration diff. A host name belongs to one deployment; the same host and path prefix twice is a conflict.
  */
-import { deploymentName, errors, reply, Type, type Static } from '@agent/sdk';
+import { deploymentName, errors, RecordId, reply, Type, type Principal, type Static } from '@agent/sdk';
 import { checkHostname, checkUrlPath } from '../validate.js';
 import { namesOf, type DomainEntry, type EdgeState } from '../state.js';
 import { Domain, DomainBody } from '../schemas.js';
@@ -22,14 +22,16 @@ const UpdateBody = Type.Partial(AddBody);
 type UpdateBody = Static<typeof UpdateBody>;
 
 const NameParams = Type.Object({ name: deploymentName() });
-const IdParams = Type.Object({ name: deploymentName(), domainId: Type.Integer({ minimum: 1 }) });
+const IdParams = Type.Object({ name: deploymentName(), domainId: RecordId('domain entry id') });
 
 /** Checks a candidate entry against the others (already validated fields); throws 409 on a conflict. */
-function checkClaims(state: EdgeState, entry: DomainEntry): void {
+function checkClaims(state: EdgeState, entry: DomainEntry, principal: Principal): void {
   const others = state.domains.filter((d) => d.id !== entry.id);
   for (const name of namesOf(entry)) {
     const owner = others.find((d) => namesOf(d).includes(name) && d.deployment !== entry.deployment);
-    if (owner) throw errors.conflict(`domain '${name}' is already used by deployment '${owner.deployment}'`, 'DOMAIN_CLAIMED');
+    // The owner is named only to whom reaches it: another tenant's deployment names must not leak.
+    const who = owner && (principal.canAccessDeployment(owner.deployment) ? `deployment '${owner.deployment}'` : 'another deployment');
+    if (owner) throw errors.conflict(`domain '${name}' is already used by ${who}`, 'DOMAIN_CLAIMED');
   }
   const same = others.find((d) => d.domain === entry.domain && d.path_prefix === entry.path_prefix);
   if (same) throw errors.conflict(`domain '${entry.domain}' with path prefix '${entry.path_prefix}' already exists (id ${same.id})`, 'DOMAIN_EXISTS');
@@ -43,7 +45,7 @@ function checkClaims(state: EdgeState, entry: DomainEntry): void {
 }
 
 export function domainRoutes(rt: Runtime): {
-  add: (draft: EdgeState, deployment: string, body: AddBody) => Promise<DomainEntry>;
+  add: (draft: EdgeState, deployment: string, body: AddBody, principal: Principal) => Promise<DomainEntry>;
   view: (d: DomainEntry) => Static<typeof Domain>;
 } {
   const { ctx, edge } = rt;
@@ -74,7 +76,7 @@ export function domainRoutes(rt: Runtime): {
     return out;
   };
 
-  const add = async (draft: EdgeState, deployment: string, body: AddBody): Promise<DomainEntry> => {
+  const add = async (draft: EdgeState, deployment: string, body: AddBody, principal: Principal): Promise<DomainEntry> => {
     assertDeployment(deployment);
     const fields = normalise(body);
     await checkService(deployment, body.service);
@@ -84,12 +86,12 @@ export function domainRoutes(rt: Runtime): {
       path_prefix: fields.path_prefix ?? '/', strip_prefix: fields.strip_prefix ?? false, ssl: fields.ssl ?? { enabled: false },
       aliases: (fields.aliases ?? []).filter((a) => a !== fields.domain), created_at: now, updated_at: now, last_upstream: null,
     };
-    checkClaims(draft, entry);
+    checkClaims(draft, entry, principal);
     draft.domains.push(entry);
     return entry;
   };
 
-  const update = async (draft: EdgeState, deployment: string, id: number, body: UpdateBody): Promise<DomainEntry> => {
+  const update = async (draft: EdgeState, deployment: string, id: number, body: UpdateBody, principal: Principal): Promise<DomainEntry> => {
     assertDeployment(deployment);
     const entry = draft.domains.find((d) => d.id === id && d.deployment === deployment);
     if (!entry) throw errors.notFound(`domain ${id} not found in deployment '${deployment}'`);
@@ -97,7 +99,7 @@ export function domainRoutes(rt: Runtime): {
     if (fields.service !== undefined) await checkService(deployment, fields.service);
     Object.assign(entry, fields, { updated_at: new Date().toISOString() });
     entry.aliases = entry.aliases.filter((a) => a !== entry.domain);
-    checkClaims(draft, entry);
+    checkClaims(draft, entry, principal);
     return entry;
   };
 
@@ -147,11 +149,11 @@ export function domainRoutes(rt: Runtime): {
     params: NameParams, body: AddBody, response: Domain,
     plan: {
       resource: (req) => ({ type: 'domain', id: `${req.params.name}/${req.body.domain}` }),
-      preview: (req) => planChange('create', req.body.domain, (draft) => add(draft, req.params.name, req.body)),
+      preview: (req) => planChange('create', req.body.domain, (draft) => add(draft, req.params.name, req.body, req.principal)),
       snapshot: (req) => snapshot(req.params.name, [req.body.domain]),
     },
     handler: async (req) => {
-      const { result } = await edge.mutate((draft) => add(draft, req.params.name, req.body));
+      const { result } = await edge.mutate((draft) => add(draft, req.params.name, req.body, req.principal));
       if (result.ssl.enabled) rt.ensureCertificates(`domain ${result.domain} added`);
       return reply.created(view(edge.state.domains.find((d) => d.id === result.id) ?? result));
     },
@@ -162,14 +164,14 @@ export function domainRoutes(rt: Runtime): {
     summary: 'Update a domain of a deployment', deployment: 'name', params: IdParams, body: UpdateBody, response: Domain,
     plan: {
       resource: (req) => ({ type: 'domain', id: `${req.params.name}/${req.params.domainId}` }),
-      preview: (req) => planChange('update', String(req.params.domainId), (draft) => update(draft, req.params.name, req.params.domainId, req.body)),
+      preview: (req) => planChange('update', String(req.params.domainId), (draft) => update(draft, req.params.name, req.params.domainId, req.body, req.principal)),
       snapshot: (req) => {
         const e = edge.state.domains.find((d) => d.id === req.params.domainId);
         return snapshot(req.params.name, [e?.domain, req.body.domain].filter((h): h is string => !!h));
       },
     },
     handler: async (req) => {
-      const { result } = await edge.mutate((draft) => update(draft, req.params.name, req.params.domainId, req.body));
+      const { result } = await edge.mutate((draft) => update(draft, req.params.name, req.params.domainId, req.body, req.principal));
       if (result.ssl.enabled) rt.ensureCertificates(`domain ${result.domain} updated`);
       return view(edge.state.domains.find((d) => d.id === result.id) ?? result);
     },

@@ -35,7 +35,7 @@ export function proxyRoutes(rt: Runtime, domains: ReturnType<typeof domainRoutes
           Object.assign(existing, { container_port: req.body.port, ssl: { enabled: ssl }, updated_at: new Date().toISOString() });
           return { entry: existing, created: false };
         }
-        return { entry: await domains.add(draft, name, { service, domain: req.body.domain, container_port: req.body.port, ssl: { enabled: ssl } }), created: true };
+        return { entry: await domains.add(draft, name, { service, domain: req.body.domain, container_port: req.body.port, ssl: { enabled: ssl } }, req.principal), created: true };
       });
       if (ssl) rt.ensureCertificates(`proxy setup of ${name}`);
       const view = domains.view(edge.state.domains.find((d) => d.id === result.entry.id)!);
@@ -73,7 +73,11 @@ export function proxyRoutes(rt: Runtime, domains: ReturnType<typeof domainRoutes
             vhost_file: file, vhost_present: existsSync(file),
           };
         }),
-        nginx: { installed: test.installed, config_valid: test.ok, message: test.message },
+        // nginx's own words name files of every site: only for principals who see the whole proxy.
+        nginx: {
+          installed: test.installed, config_valid: test.ok,
+          message: req.principal.isGlobal ? test.message : test.ok ? 'the proxy configuration is valid' : 'the proxy configuration does not pass nginx -t (details for global principals)',
+        },
       };
     },
   });
@@ -98,7 +102,8 @@ export function proxyRoutes(rt: Runtime, domains: ReturnType<typeof domainRoutes
 
   ctx.route({
     method: 'GET', path: '/proxy/vhosts', permission: 'proxy:read', operationId: 'proxy.vhosts', tag: 'proxy',
-    summary: 'Virtual hosts the agent generated (one per domain)',
+    summary: 'Virtual hosts the agent generated (one per domain)', tenancy: 'filtered',
+    description: 'Only the vhosts of deployments the caller reaches.',
     response: Type.Array(Type.Object({
       domain: Type.String(), deployment: Type.String(), file: Type.String(), server_names: Type.Array(Type.String()), https: Type.Boolean(),
       routes: Type.Array(Type.Object({ id: Type.Integer(), path_prefix: Type.String(), strip_prefix: Type.Boolean(), service: Type.String(), container_port: Type.Integer(), upstream: Nullable(Type.String()) })),

@@ -86,7 +86,8 @@ export class SecurityEvents {
     if (f.source_ip) eq('source_ip', f.source_ip);
     if (f.deployment !== undefined) eq('deployment', f.deployment);
     if (f.deployments) {
-      clauses.push(`deployment IN (${f.deployments.map(() => '?').join(',') || "''"})`);
+      // An empty list matches nothing (not the untagged events, whose deployment is '').
+      clauses.push(f.deployments.length ? `deployment IN (${f.deployments.map(() => '?').join(',')})` : '0');
       params.push(...f.deployments);
     }
     if (f.start_ms !== undefined) {
@@ -126,6 +127,14 @@ export class SecurityEvents {
       top_ips: (this.db.prepare(`SELECT source_ip AS ip, COUNT(*) AS events, MAX(time_ms) AS last FROM security_events ${sql} GROUP BY source_ip ORDER BY events DESC LIMIT 10`).all(...params) as { ip: string; events: number; last: number }[])
         .map((r) => ({ ip: r.ip, events: r.events, last_seen: new Date(r.last).toISOString() })),
     };
+  }
+
+  /**
+   * A deleted deployment's events up to `untilMs` move to its retired name: a new deployment of the same name
+   * starts without them, and only global principals read them.
+   */
+  retire(name: string, retiredAs: string, untilMs: number): number {
+    return this.db.prepare('UPDATE security_events SET deployment = ? WHERE deployment = ? AND time_ms <= ?').run(retiredAs, name, untilMs).changes;
   }
 
   cleanup(olderThanMs: number): number {

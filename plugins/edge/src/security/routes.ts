@@ -1,12 +1,12 @@
 /** Security endpoints (4.8, 2.8): blocked IPs, whitelist, protected routes, deployment settings, events. */
 import bcrypt from 'bcryptjs';
 import {
-  deploymentName, errors, Nullable, reply, Secret, Type, type PluginSettings, type Static,
+  deploymentName, errors, MAX_INTEGER, MAX_SECONDS, Nullable, RecordId, reply, Secret, Seconds, Type, type PluginSettings, type Principal, type Static,
 } from '@agent/sdk';
 import { checkCidr, checkIp, checkText, checkUrlPath } from '../validate.js';
 import { defaultDeploymentSecurity, isExpired, type DeploymentSecurity, type ProtectedRoute } from '../state.js';
 import { SecuritySettings } from '../config.js';
-import { timeParam, visibleDeployments } from '../access.js';
+import { canSee, DeploymentRef, filterScope, TimeQuery, timeParam, visibleDeployments } from '../access.js';
 import type { Runtime } from '../runtime.js';
 import type { Blocks } from './rules.js';
 import type { SecurityEvents } from './events.js';
@@ -55,17 +55,19 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   // --- blocked IPs -------------------------------------------------------------------------------------------
   ctx.route({
     method: 'GET', path: '/security/blocked-ips', permission: 'security:read', operationId: 'security.listBlockedIps', tag: 'security',
-    summary: 'Blocked addresses (expired blocks are lifted automatically)', response: Type.Array(Blocked),
-    handler: () => edge.state.blocked.filter((b) => !isExpired(b)).map(blockedView),
+    summary: 'Blocked addresses (expired blocks are lifted automatically)', response: Type.Array(Blocked), tenancy: 'filtered',
+    description: 'A principal limited to deployments sees the blocks tied to its deployments; blocks for every site are global.',
+    handler: (req) => edge.state.blocked.filter((b) => !isExpired(b) && canSee(req.principal, b.deployment)).map(blockedView),
   });
 
   ctx.route({
     method: 'POST', path: '/security/blocked-ips', permission: 'security:write', operationId: 'security.blockIp', tag: 'security', status: 201,
     summary: 'Block an address or range in the proxy (403), optionally for a duration or one deployment',
+    description: 'With `deployment`, bound to that deployment; without, the block applies to every site: global.',
     body: Type.Object({
       ip: Type.String({ maxLength: 64, description: 'IP address (or CIDR range)' }),
       reason: Type.String({ maxLength: 500 }),
-      duration: Type.Optional(Type.Integer({ minimum: 1, maximum: 315_360_000, description: 'seconds; omitted: permanent' })),
+      duration: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_SECONDS, description: 'seconds; omitted: permanent' })),
       deployment: Type.Optional(deploymentName({ description: 'only block for this deployment' })),
     }),
     deployment: (req) => req.body.deployment,
@@ -81,12 +83,17 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
 
   ctx.route({
     method: 'DELETE', path: '/security/blocked-ips/:ip', permission: 'security:write', operationId: 'security.unblockIp', tag: 'security',
-    summary: 'Unblock an address (every block of it)', params: Type.Object({ ip: Type.String({ maxLength: 64 }) }),
+    summary: 'Unblock an address: its block for one deployment (`deployment`), or every block of it',
+    description: 'With `deployment`, bound to that deployment and removes only its block; without, removes every block of the address: global.',
+    params: Type.Object({ ip: Type.String({ maxLength: 64 }) }),
+    query: Type.Object({ deployment: Type.Optional(deploymentName({ description: 'remove only the block tied to this deployment' })) }),
+    deployment: (req) => req.query.deployment,
     handler: async (req) => {
       const ip = ipOrCidr(req.params.ip, 'ip');
-      const removed = await blocks.unblock(ip);
-      if (removed === 0) throw errors.notFound(`${ip} is not blocked`);
-      return reply.ok(null, `${ip} unblocked`);
+      const deployment = req.query.deployment;
+      const removed = await blocks.unblock(ip, deployment);
+      if (removed === 0) throw errors.notFound(deployment ? `${ip} is not blocked for '${deployment}'` : `${ip} is not blocked`);
+      return reply.ok(null, deployment ? `${ip} unblocked for '${deployment}'` : `${ip} unblocked`);
     },
   });
 
@@ -122,7 +129,7 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
 
   ctx.route({
     method: 'DELETE', path: '/security/whitelist/:id', permission: 'security:write', operationId: 'security.removeWhitelist', tag: 'security',
-    summary: 'Remove a whitelist entry', params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
+    summary: 'Remove a whitelist entry', params: Type.Object({ id: RecordId() }),
     handler: async (req) => {
       if (!edge.state.whitelist.some((w) => w.id === req.params.id)) throw errors.notFound(`whitelist entry ${req.params.id} not found`);
       await edge.mutate((draft) => {
@@ -150,6 +157,19 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
     credentials: Secret({ maxLength: 200, description: '<user>:<password> (stored as a bcrypt hash)' }),
     deployment: deploymentName(),
   };
+  /**
+   * The deployment of a protected route, for the core's check, only when the caller reaches it: another tenant's
+   * route then looks like an unknown id (the handler's 404), and its deployment's name does not show.
+   */
+  const routeDeployment = (principal: Principal, id: number) => {
+    const d = edge.state.protected.find((p) => p.id === id)?.deployment;
+    return d && principal.deploymentLevel(d) ? d : undefined;
+  };
+  const routeOr404 = (principal: Principal, id: number) => {
+    const r = edge.state.protected.find((p) => p.id === id);
+    if (!r || !principal.canAccessDeployment(r.deployment)) throw errors.notFound(`protected route ${id} not found`);
+    return r;
+  };
   const checkProtectedConflict = (deployment: string, path: string, id: number | null) => {
     const other = edge.state.protected.find((p) => p.deployment === deployment && p.path === path && p.id !== id);
     if (other) throw errors.conflict(`path '${path}' of '${deployment}' is already protected (route ${other.id})`, 'PROTECTED_ROUTE_EXISTS');
@@ -157,7 +177,8 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
 
   ctx.route({
     method: 'GET', path: '/security/protected-routes', permission: 'security:read', operationId: 'security.listProtectedRoutes', tag: 'security',
-    summary: 'Routes behind basic authentication in the proxy', response: Type.Array(Protected),
+    summary: 'Routes behind basic authentication in the proxy', response: Type.Array(Protected), tenancy: 'filtered',
+    description: 'Only the routes of deployments the caller reaches.',
     handler: (req) => edge.state.protected.filter((p) => req.principal.canAccessDeployment(p.deployment)).map(protectedView),
   });
 
@@ -187,18 +208,20 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
 
   ctx.route({
     method: 'PUT', path: '/security/protected-routes/:id', permission: 'security:write', operationId: 'security.updateProtectedRoute', tag: 'security',
-    summary: 'Update a protected route', params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
+    summary: 'Update a protected route', params: Type.Object({ id: RecordId() }),
+    description: "Bound to the route's deployment (and to the new one when `deployment` moves it); an unknown id, or another tenant's, is 404.",
     body: Type.Partial(Type.Object({ ...ProtectedBody, enabled: Type.Boolean() })),
-    deployment: (req) => edge.state.protected.find((p) => p.id === req.params.id)?.deployment,
+    deployment: (req) => routeDeployment(req.principal, req.params.id), tenancy: 'filtered',
     response: Protected,
     handler: async (req) => {
-      const existing = edge.state.protected.find((p) => p.id === req.params.id);
-      if (!existing) throw errors.notFound(`protected route ${req.params.id} not found`);
+      const existing = routeOr404(req.principal, req.params.id);
       const path = req.body.path !== undefined ? checkUrlPath(req.body.path, 'path') : existing.path;
       const deployment = req.body.deployment ?? existing.deployment;
       if (req.body.deployment !== undefined) {
-        assertDeployment(deployment);
+        // Moving a route needs write on the target too: unseen → 404 as for any deployment, seen but read → 403.
+        if (!req.principal.deploymentLevel(deployment)) throw errors.notFound(`deployment '${deployment}' not found`);
         if (!req.principal.canAccessDeployment(deployment, 'write')) throw errors.forbidden(`'write' access to deployment '${deployment}' required`);
+        assertDeployment(deployment);
       }
       checkProtectedConflict(deployment, path, existing.id);
       const creds = req.body.credentials !== undefined ? await credentials(req.body.credentials) : null;
@@ -215,10 +238,11 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
 
   ctx.route({
     method: 'DELETE', path: '/security/protected-routes/:id', permission: 'security:write', operationId: 'security.removeProtectedRoute', tag: 'security',
-    summary: 'Remove a protected route', params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
-    deployment: (req) => edge.state.protected.find((p) => p.id === req.params.id)?.deployment,
+    summary: 'Remove a protected route', params: Type.Object({ id: RecordId() }),
+    description: "Bound to the route's deployment; an unknown id, or another tenant's, is 404.",
+    deployment: (req) => routeDeployment(req.principal, req.params.id), tenancy: 'filtered',
     handler: async (req) => {
-      if (!edge.state.protected.some((p) => p.id === req.params.id)) throw errors.notFound(`protected route ${req.params.id} not found`);
+      routeOr404(req.principal, req.params.id);
       await edge.mutate((draft) => {
         draft.protected = draft.protected.filter((p) => p.id !== req.params.id);
       });
@@ -314,19 +338,19 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   const EventQuery = Type.Object({
     type: Type.Optional(Type.Union(['scan', 'auth_failure', 'attack_path', 'blocked_ip_hit', 'rate_limit'].map((t) => Type.Literal(t)))),
     source_ip: Type.Optional(Type.String({ maxLength: 64 })),
-    deployment: Type.Optional(deploymentName()),
-    start_time: Type.Optional(Type.String({ maxLength: 40 })),
-    end_time: Type.Optional(Type.String({ maxLength: 40 })),
+    deployment: Type.Optional(DeploymentRef()),
+    start_time: TimeQuery(),
+    end_time: TimeQuery(),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
-    offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_INTEGER, default: 0 })),
   });
   ctx.route({
     method: 'GET', path: '/security/events', permission: 'security:read', operationId: 'security.listEvents', tag: 'security',
-    summary: 'Security events detected from the proxy traffic', query: EventQuery, response: Type.Array(EventSchema),
+    summary: 'Security events detected from the proxy traffic', query: EventQuery, response: Type.Array(EventSchema), tenancy: 'filtered',
+    description: "Events of the caller's deployments; events of no deployment (unknown hosts) and of deleted ones (retired names) only for global principals. `deployment` naming one the caller does not reach is 404.",
     handler: (req) => {
       const q = req.query;
-      const visible = visibleDeployments(req.principal);
-      if (q.deployment && visible && !visible.includes(q.deployment)) throw errors.notFound(`deployment '${q.deployment}' not found`);
+      const visible = filterScope(req.principal, q.deployment);
       const limit = q.limit ?? 50;
       const offset = q.offset ?? 0;
       const { items, total } = events.list({
@@ -339,12 +363,11 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
 
   ctx.route({
     method: 'GET', path: '/security/events/:id', permission: 'security:read', operationId: 'security.getEvent', tag: 'security',
-    summary: 'One security event', params: Type.Object({ id: Type.Integer({ minimum: 1 }) }), response: EventSchema,
+    summary: 'One security event', params: Type.Object({ id: RecordId() }), response: EventSchema, tenancy: 'filtered',
+    description: 'An event the caller may not see is 404, like an unknown id.',
     handler: (req) => {
       const e = events.get(req.params.id);
-      if (!e || (e.deployment && !req.principal.canAccessDeployment(e.deployment)) || (!e.deployment && visibleDeployments(req.principal))) {
-        throw errors.notFound(`security event ${req.params.id} not found`);
-      }
+      if (!e || !canSee(req.principal, e.deployment)) throw errors.notFound(`security event ${req.params.id} not found`);
       return e;
     },
   });
@@ -352,16 +375,20 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   ctx.route({
     method: 'GET', path: '/security/ips/:ip/events', permission: 'security:read', operationId: 'security.ipEvents', tag: 'security',
     summary: 'Every event of one source address, with its block status',
+    description: "Events of the caller's deployments. For a principal limited to deployments, `blocked` is about the blocks tied to them, and the whitelist (global) is not shown (`whitelisted: null`).",
     params: Type.Object({ ip: Type.String({ maxLength: 64 }) }),
-    query: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })), offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })) }),
-    response: Type.Array(EventSchema),
+    query: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })), offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_INTEGER, default: 0 })) }),
+    response: Type.Array(EventSchema), tenancy: 'filtered',
     handler: (req) => {
       const ip = checkIp(req.params.ip, 'ip');
       const limit = req.query.limit ?? 50;
       const offset = req.query.offset ?? 0;
-      const { items, total } = events.list({ source_ip: ip, deployments: visibleDeployments(req.principal) }, limit, offset);
-      const block = blocks.activeBlock(ip);
-      return reply.ok(items, block ? `${ip} is blocked` : `${ip} is not blocked`, { total, limit, offset, blocked: !!block, whitelisted: blocks.whitelisted(ip) });
+      const visible = visibleDeployments(req.principal);
+      const { items, total } = events.list({ source_ip: ip, deployments: visible }, limit, offset);
+      const blocked = visible
+        ? edge.state.blocked.some((b) => b.ip === ip && !isExpired(b) && !!b.deployment && visible.includes(b.deployment))
+        : !!blocks.activeBlock(ip);
+      return reply.ok(items, blocked ? `${ip} is blocked` : `${ip} is not blocked`, { total, limit, offset, blocked, whitelisted: visible ? null : blocks.whitelisted(ip) });
     },
   });
 
@@ -374,26 +401,32 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
         by_type: Type.Record(Type.String(), Type.Integer()), by_severity: Type.Record(Type.String(), Type.Integer()),
         top_ips: Type.Array(Type.Object({ ip: Type.String(), events: Type.Integer(), last_seen: Type.String() })),
       }),
-      blocked_ips: Type.Integer(), auto_blocked_ips: Type.Integer(), whitelist_entries: Type.Integer(), protected_routes: Type.Integer(),
-      auto_block: Type.Boolean(), realtime_capture: Type.Boolean(),
+      blocked_ips: Type.Integer(), auto_blocked_ips: Type.Integer(),
+      whitelist_entries: Nullable(Type.Integer({ description: 'null for a principal limited to deployments (the whitelist is global)' })),
+      protected_routes: Type.Integer(),
+      auto_block: Nullable(Type.Boolean({ description: 'null for a principal limited to deployments (a global setting)' })),
+      realtime_capture: Nullable(Type.Boolean({ description: 'null for a principal limited to deployments (a global setting)' })),
     }),
+    tenancy: 'filtered',
+    description: "Counts only what the caller sees: events, blocks and protected routes of its deployments; global state (whitelist, settings, blocks for every site) only for global principals.",
     handler: (req) => {
-      const active = edge.state.blocked.filter((b) => !isExpired(b));
+      const p = req.principal;
+      const active = edge.state.blocked.filter((b) => !isExpired(b) && canSee(p, b.deployment));
       return {
-        events: events.stats({ deployments: visibleDeployments(req.principal) }, Date.now() - 86_400_000),
+        events: events.stats({ deployments: visibleDeployments(p) }, Date.now() - 86_400_000),
         blocked_ips: active.length,
         auto_blocked_ips: active.filter((b) => b.auto).length,
-        whitelist_entries: edge.state.whitelist.length,
-        protected_routes: edge.state.protected.length,
-        auto_block: settings.get().auto_block,
-        realtime_capture: settings.get().realtime_capture,
+        whitelist_entries: p.isGlobal ? edge.state.whitelist.length : null,
+        protected_routes: edge.state.protected.filter((r) => p.canAccessDeployment(r.deployment)).length,
+        auto_block: p.isGlobal ? settings.get().auto_block : null,
+        realtime_capture: p.isGlobal ? settings.get().realtime_capture : null,
       };
     },
   });
 
   ctx.route({
     method: 'POST', path: '/security/cleanup', permission: 'security:write', operationId: 'security.cleanup', tag: 'security',
-    summary: 'Remove events older than `older_than` seconds', body: Type.Object({ older_than: Type.Integer({ minimum: 0, description: 'seconds' }) }),
+    summary: 'Remove events older than `older_than` seconds', body: Type.Object({ older_than: Seconds({ minimum: 0 }) }),
     response: Type.Object({ events_deleted: Type.Integer() }),
     handler: (req) => ({ events_deleted: events.cleanup(Date.now() - req.body.older_than * 1000) }),
   });

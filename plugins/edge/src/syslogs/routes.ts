@@ -4,8 +4,8 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { deploymentName, errors, Nullable, Type, type Principal } from '@agent/sdk';
-import { visibleDeployments } from '../access.js';
 import type { Runtime } from '../runtime.js';
+import { parseLine } from '../traffic/parse.js';
 import { followFile, tailLines } from './files.js';
 
 interface Source {
@@ -27,8 +27,9 @@ const Query = Type.Object({
   source: Type.String({ pattern: '^[a-z0-9][a-z0-9:_.-]{0,200}$', default: 'proxy-access', description: 'source id (see /system/logs/sources)' }),
   tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 100, description: 'last lines; 0 = all' })),
   filter: Type.Optional(Type.String({ maxLength: 200, description: 'keep lines containing this text' })),
-  deployment: Type.Optional(deploymentName({ description: "only access-log lines of this deployment's domains" })),
+  deployment: Type.Optional(deploymentName({ description: 'only the access-log lines of this deployment (source proxy-access); bound to it. Without: global' })),
 });
+const ACCESS = 'proxy-access';
 
 export function systemLogRoutes(rt: Runtime): void {
   const { ctx, edge } = rt;
@@ -56,25 +57,29 @@ export function systemLogRoutes(rt: Runtime): void {
     return s;
   };
 
-  /** Line predicate for the query; `deployment` keeps access lines of its domains (by deployment tag or host). */
-  const predicate = (q: { filter?: string; deployment?: string }, source: Source) => {
-    const hosts = q.deployment ? new Set(edge.state.domains.filter((d) => d.deployment === q.deployment).flatMap((d) => [d.domain, ...d.aliases])) : null;
+  /**
+   * Line predicate for the query. With `deployment`: the access-log lines nginx tagged with it, from when the
+   * deployment of that name was created (lines of an earlier, deleted deployment of the same name stay out). The
+   * lines of a name no deployment has now are a deleted deployment's: global principals only.
+   */
+  const predicate = (q: { filter?: string; deployment?: string }, principal: Principal) => {
+    const current = q.deployment ? rt.deployments().get(q.deployment) : undefined;
+    const created = Date.parse(current?.created_at ?? '');
+    const since = Number.isFinite(created) ? created : current || principal.isGlobal ? -Infinity : Infinity;
     return (line: string) => {
       if (q.filter && !line.includes(q.filter)) return false;
       if (!q.deployment) return true;
-      if (source.id !== 'proxy-access') return false;
-      try {
-        const o = JSON.parse(line) as { deployment?: string; host?: string };
-        return o.deployment === q.deployment || (!!o.host && hosts!.has(o.host));
-      } catch {
-        return false;
-      }
+      const r = parseLine(line);
+      return !!r && r.deployment === q.deployment && r.time_ms >= since;
     };
   };
 
-  const authorize = (principal: Principal, q: { deployment?: string }) => {
-    // Without a deployment filter the logs show every site: only for principals who see every deployment.
-    if (!q.deployment && visibleDeployments(principal)) throw errors.forbidden('reading system logs without a deployment filter needs access to every deployment');
+  /** A request for one deployment reads only the access log: the other sources are global, not even resolved. */
+  const source = async (q: { source: string; deployment?: string }): Promise<Source> => {
+    if (q.deployment && q.source !== ACCESS) {
+      throw errors.badRequest(`source: with deployment, only '${ACCESS}' (the other sources are global)`, 'VALIDATION_FAILED', { field: 'source' });
+    }
+    return resolve(q.source);
   };
 
   const containerLines = async (s: Source, tail: number, follow: boolean, signal?: AbortSignal) =>
@@ -89,17 +94,16 @@ export function systemLogRoutes(rt: Runtime): void {
   ctx.route({
     method: 'GET', path: '/system/logs', permission: 'system-logs:read', operationId: 'system.logs', tag: 'system',
     summary: 'Read a host log source (last lines, text filter, one deployment)', query: Query,
+    description: 'With `deployment`, bound to it (its access-log lines only); without, global.',
     deployment: (req) => req.query.deployment, response: Type.Array(LineSchema),
     handler: async (req) => {
-      authorize(req.principal, req.query);
-      const s = await resolve(req.query.source);
+      const s = await source(req.query);
       const tail = req.query.tail ?? 100;
-      const keep = predicate(req.query, s);
+      const keep = predicate(req.query, req.principal);
       if (s.type === 'file') {
         if (!s.available) return [];
         return (await tailLines(s.path!, tail, keep)).lines.map((line) => ({ line, time: null, stream: null }));
       }
-      if (req.query.deployment) return [];
       const out = [];
       for await (const l of await containerLines(s, tail, false)) if (keep(l.text)) out.push({ line: l.text, time: l.time, stream: l.stream });
       return out;
@@ -109,11 +113,11 @@ export function systemLogRoutes(rt: Runtime): void {
   ctx.websocket({
     path: '/system/logs/stream', permission: 'system-logs:read', operationId: 'system.logsStream', tag: 'system',
     summary: 'Follow a host log source (same query as /system/logs); messages are {line, time, stream}', query: Query,
+    description: 'With `deployment`, bound to it (its access-log lines only); without, global.',
     deployment: (req) => req.query.deployment,
     handler: async (conn, req) => {
-      authorize(req.principal, req.query);
-      const s = await resolve(req.query.source);
-      const keep = predicate(req.query, s);
+      const s = await source(req.query);
+      const keep = predicate(req.query, req.principal);
       const tail = req.query.tail ?? 100;
       if (s.type === 'file') {
         const { lines, end } = s.available ? await tailLines(s.path!, tail, keep) : { lines: [], end: 0 };

@@ -26,7 +26,7 @@ export interface TrafficRecord {
 
 export interface TrafficFilter {
   deployment?: string;
-  /** Only these deployments (non-admin principals); undefined: all. */
+  /** Only these deployments (principals limited to some); undefined: all, with unknown hosts' rows. */
   deployments?: string[];
   method?: string;
   status_group?: string;
@@ -64,6 +64,8 @@ export function likePattern(pattern: string): string {
 }
 
 const ROWS_PER_STATEMENT = 50;
+/** Rows a retirement moves per transaction (see `retire`). */
+const RETIRE_ROWS = 20_000;
 /** Matches counted at most for `total` (unless an exact total is asked). */
 export const COUNT_CAP = 10_000;
 /** Below this many matches, fetching them all through the most selective index and sorting beats a walk. */
@@ -302,7 +304,8 @@ export class TrafficJournal {
       params.push(f.deployment);
     }
     if (f.deployments) {
-      clauses.push(`deployment IN (${f.deployments.map(() => '?').join(',') || "''"})`);
+      // An empty list matches nothing (not the rows of unknown hosts, whose deployment is '').
+      clauses.push(f.deployments.length ? `deployment IN (${f.deployments.map(() => '?').join(',')})` : '0');
       params.push(...f.deployments);
     }
     if (f.method) {
@@ -525,6 +528,41 @@ export class TrafficJournal {
 
   cleanup(olderThanMs: number): number {
     return this.deleteOld(olderThanMs);
+  }
+
+  /**
+   * A deleted deployment's rows up to `untilMs` move to its retired name, with their counts: a new deployment of
+   * the same name starts with no traffic, and only global principals read the old rows. Status code by status
+   * code (each an id-ordered part of the (deployment, status) index), RETIRE_ROWS rows per transaction, yielding
+   * between them: a deployment with millions of rows does not hold the event loop (or the ingester) for seconds.
+   */
+  async retire(name: string, retiredAs: string, untilMs: number, chunk = RETIRE_ROWS): Promise<number> {
+    const statuses = (this.db.prepare('SELECT DISTINCT status FROM traffic_counts WHERE deployment = ?').all(name) as { status: number }[]).map((r) => r.status);
+    const bound = this.db.prepare(`SELECT id FROM traffic WHERE deployment = ? AND status = ? AND time_ms <= ? ORDER BY id LIMIT 1 OFFSET ?`);
+    const groups = this.db.prepare('SELECT method, COUNT(*) AS n FROM traffic WHERE deployment = ? AND status = ? AND time_ms <= ? AND id <= ? GROUP BY method');
+    const move = this.db.prepare('UPDATE traffic SET deployment = ? WHERE deployment = ? AND status = ? AND time_ms <= ? AND id <= ?');
+    const dec = this.db.prepare('UPDATE traffic_counts SET n = n - ? WHERE deployment = ? AND method = ? AND status = ?');
+    const step = this.db.transaction((status: number, hi: number): number => {
+      // Counts and rows change together, under the same predicate.
+      for (const g of groups.all(name, status, untilMs, hi) as { method: string; n: number }[]) {
+        dec.run(g.n, name, g.method, status);
+        this.bumpCount.run(retiredAs, g.method, status, g.n);
+      }
+      const n = move.run(retiredAs, name, status, untilMs, hi).changes;
+      this.db.prepare('DELETE FROM traffic_counts WHERE deployment = ? AND n <= 0').run(name);
+      return n;
+    });
+    let moved = 0;
+    for (const status of statuses) {
+      for (;;) {
+        const hi = (bound.get(name, status, untilMs, chunk - 1) as { id: number } | undefined)?.id;
+        const n = step(status, hi ?? Number.MAX_SAFE_INTEGER);
+        moved += n;
+        if (hi === undefined || n === 0) break;
+        await new Promise((r) => setImmediate(r));
+      }
+    }
+    return moved;
   }
 }
 

@@ -1,6 +1,6 @@
 /** Traffic endpoints (4.14): the journal with its filters, statistics, unknown domains, cleanup, per deployment. */
-import { deploymentName, errors, Nullable, reply, Type } from '@agent/sdk';
-import { timeParam, visibleDeployments } from '../access.js';
+import { deploymentName, errors, MAX_INTEGER, Nullable, reply, Seconds, Type } from '@agent/sdk';
+import { DeploymentRef, filterScope, TimeQuery, timeParam } from '../access.js';
 import { checkIp } from '../validate.js';
 import type { Runtime } from '../runtime.js';
 import { COUNT_CAP, type TrafficJournal } from './journal.js';
@@ -31,32 +31,28 @@ export function sinceParam(value: string | undefined, fallbackMs: number): numbe
 
 export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
   const { ctx } = rt;
-  const guard = (principal: Parameters<typeof visibleDeployments>[0], deployment?: string) => {
-    const visible = visibleDeployments(principal);
-    if (deployment && visible && !visible.includes(deployment)) throw errors.notFound(`deployment '${deployment}' not found`);
-    return visible;
-  };
 
   ctx.route({
     method: 'GET', path: '/traffic/logs', permission: 'traffic:read', operationId: 'traffic.logs', tag: 'traffic',
-    summary: 'Requests the proxy served, newest first (in the order the proxy logged them)',
+    summary: 'Requests the proxy served, newest first (in the order the proxy logged them)', tenancy: 'filtered',
+    description: "Rows of the caller's deployments; rows of unknown hosts and of deleted deployments (retired names) only for global principals. `deployment` naming one the caller does not reach is 404.",
     query: Type.Object({
-      deployment: Type.Optional(deploymentName()),
+      deployment: Type.Optional(DeploymentRef()),
       method: Type.Optional(Type.String({ pattern: '^[A-Z]{3,10}$', description: 'HTTP method' })),
       status_group: Type.Optional(Type.String({ pattern: '^[1-5]xx$', description: '1xx … 5xx' })),
       status_code: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
       source_ip: Type.Optional(Type.String({ maxLength: 64 })),
       path: Type.Optional(Type.String({ maxLength: 512, description: 'substring, or a pattern with * wildcards' })),
-      start_time: Type.Optional(Type.String({ maxLength: 40, description: 'RFC 3339' })),
-      end_time: Type.Optional(Type.String({ maxLength: 40, description: 'RFC 3339' })),
+      start_time: TimeQuery(),
+      end_time: TimeQuery(),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
-      offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+      offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_INTEGER, default: 0 })),
       exact_total: Type.Optional(Type.Boolean({ default: false, description: `count every match (slower); by default counting stops at ${COUNT_CAP} and meta.total_capped says so` })),
     }),
     response: Type.Array(TrafficItem),
     handler: (req) => {
       const q = req.query;
-      const visible = guard(req.principal, q.deployment);
+      const visible = filterScope(req.principal, q.deployment);
       const limit = q.limit ?? 100;
       const offset = q.offset ?? 0;
       const { items, total, capped } = journal.query({
@@ -70,15 +66,16 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
 
   ctx.route({
     method: 'GET', path: '/traffic/stats', permission: 'traffic:read', operationId: 'traffic.stats', tag: 'traffic',
-    summary: 'Requests per deployment and status group, bytes, p50/p95 latency (default: last 24 h)',
+    summary: 'Requests per deployment and status group, bytes, p50/p95 latency (default: last 24 h)', tenancy: 'filtered',
+    description: "Counts only the caller's deployments (totals included); unknown hosts and retired names only for global principals.",
     query: Type.Object({
-      deployment: Type.Optional(deploymentName()),
-      start_time: Type.Optional(Type.String({ maxLength: 40 })),
-      end_time: Type.Optional(Type.String({ maxLength: 40 })),
+      deployment: Type.Optional(DeploymentRef()),
+      start_time: TimeQuery(),
+      end_time: TimeQuery(),
     }),
     response: Stats,
     handler: (req) => {
-      const visible = guard(req.principal, req.query.deployment);
+      const visible = filterScope(req.principal, req.query.deployment);
       const start = timeParam(req.query.start_time, 'start_time') ?? Date.now() - DAY;
       const end = timeParam(req.query.end_time, 'end_time');
       const s = journal.stats({ deployment: req.query.deployment, deployments: visible, start_ms: start, end_ms: end });
@@ -89,15 +86,14 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
   ctx.route({
     method: 'GET', path: '/traffic/unknown-domains', permission: 'traffic:read', operationId: 'traffic.unknownDomains', tag: 'traffic',
     summary: 'Requests for host names no deployment owns, by host (default: last 7 days)',
+    description: 'Hosts no deployment owns belong to no tenant: global.',
     query: Type.Object({
-      start_time: Type.Optional(Type.String({ maxLength: 40 })),
-      end_time: Type.Optional(Type.String({ maxLength: 40 })),
+      start_time: TimeQuery(),
+      end_time: TimeQuery(),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
     }),
     response: Type.Array(Type.Object({ host: Type.String(), requests: Type.Integer(), sources: Type.Integer(), first_seen: Type.String(), last_seen: Type.String() })),
     handler: (req) => {
-      // Unknown hosts belong to no deployment: only principals who see every deployment may read them.
-      if (visibleDeployments(req.principal)) return [];
       const start = timeParam(req.query.start_time, 'start_time') ?? Date.now() - 7 * DAY;
       return journal.unknownDomains({ start_ms: start, end_ms: timeParam(req.query.end_time, 'end_time') }, req.query.limit ?? 100)
         .map((r) => ({ host: r.host, requests: r.requests, sources: r.sources, first_seen: new Date(r.first).toISOString(), last_seen: new Date(r.last).toISOString() }));
@@ -107,7 +103,7 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
   ctx.route({
     method: 'POST', path: '/traffic/cleanup', permission: 'traffic:write', operationId: 'traffic.cleanup', tag: 'traffic',
     summary: 'Remove traffic records older than `older_than` seconds',
-    body: Type.Object({ older_than: Type.Integer({ minimum: 0, description: 'seconds' }) }),
+    body: Type.Object({ older_than: Seconds({ minimum: 0 }) }),
     response: Type.Object({ deleted: Type.Integer() }),
     handler: (req) => ({ deleted: journal.cleanup(Date.now() - req.body.older_than * 1000) }),
   });
@@ -116,7 +112,7 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
     method: 'GET', path: '/deployments/:name/traffic', permission: 'traffic:read', operationId: 'traffic.deployment', tag: 'traffic',
     summary: "A deployment's traffic statistics since a time (`since`: 15m, 24h, 7d or RFC 3339; default 24h)",
     deployment: 'name', params: Type.Object({ name: deploymentName() }),
-    query: Type.Object({ since: Type.Optional(Type.String({ maxLength: 40 })) }),
+    query: Type.Object({ since: Type.Optional(Type.String({ maxLength: 40, pattern: '^([0-9]{1,6}[smhd]|[0-9]{4}-[0-9]{2}-[0-9]{2}T.+)$', description: '15m, 24h, 7d (up to 6 digits) or an RFC 3339 time' })) }),
     response: Type.Object({
       deployment: Type.String(), since: Type.String(), requests: Type.Integer(), bytes: Type.Integer(), status: StatusGroups,
       p50_ms: Nullable(Type.Number()), p95_ms: Nullable(Type.Number()),
