@@ -13,10 +13,12 @@ export default definePlugin({
   name: 'system',
   version: '0.1.0',
   description: 'Agent settings, system statistics and the doctor report',
+  // Settings and the doctor report are global (global scope only); stats are host figures for everyone plus the
+  // deployments and containers each principal reaches (filtered).
   resources: {
-    settings: { description: 'runtime settings of the agent and its plugins (secrets masked)', operator: 'read', viewer: 'read' },
-    stats: { description: 'host, Docker and agent statistics', operator: 'read', viewer: 'read' },
-    doctor: { description: 'the doctor report: versions, paths and state of the external parts (admins only by default)', operator: 'none', viewer: 'none' },
+    settings: { description: 'runtime settings of the agent and its plugins (secrets masked; global)', operator: 'read', viewer: 'read', owner: 'global' },
+    stats: { description: 'host, Docker and agent statistics (deployment and container counts of the deployments the caller reaches)', operator: 'read', viewer: 'read', owner: 'both' },
+    doctor: { description: 'the doctor report: versions, paths and state of the external parts (admins only by default; global)', operator: 'none', viewer: 'none', owner: 'global' },
   },
   optional: [dockerService, deploymentsService],
 

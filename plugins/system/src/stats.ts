@@ -1,7 +1,8 @@
 /**
  * `GET /api/stats`: host, deployments, Docker objects and the agent process. The deployment and Docker parts come
- * from the optional `deployments` and `docker` services and are null when those are absent. Non-admins only count
- * the deployments (and their containers) they can access.
+ * from the optional `deployments` and `docker` services and are null when those are absent. Filtered: everyone
+ * counts the deployments (and their containers) it can access; containers of no deployment and the image count
+ * (global objects) only for principals with global scope. Host and agent figures are for everyone.
  */
 import { isHttpError, Nullable, Type, type DeploymentsService, type DockerService, type PluginContext, type Principal } from '@agent/sdk';
 import { CpuSampler, hostMetrics } from './host-metrics.js';
@@ -22,8 +23,8 @@ const StatsView = Type.Object({
     available: Type.Boolean(),
     version: Nullable(Type.String()),
     containers: Nullable(Type.Object({ total: Int, running: Int, stopped: Int })),
-    images: Nullable(Int),
-    volumes: Nullable(Type.Integer({ minimum: 0, description: 'null when the docker service does not report it' })),
+    images: Nullable(Type.Integer({ minimum: 0, description: 'null for a principal limited to its deployments (images are global)' })),
+    volumes: Nullable(Type.Integer({ minimum: 0, description: 'null when the docker service does not report it, and for a principal limited to its deployments' })),
   }, { description: 'null without the docker plugin' })),
   agent: Type.Object({
     version: Type.String(), pid: Int, node_version: Type.String(), uptime_seconds: Int, rss_bytes: Int, heap_used_bytes: Int,
@@ -34,15 +35,15 @@ async function dockerFigures(docker: DockerService, principal: Principal) {
   if (!docker.available()) return { available: false, version: null, containers: null, images: null, volumes: null };
   try {
     const [info, containers] = await Promise.all([docker.info(), docker.listContainers({ all: true })]);
-    // Containers outside deployments are host-level: only admins count them; others count their deployments'.
-    const visible = principal.isAdmin ? containers : containers.filter((c) => c.deployment !== null && principal.canAccessDeployment(c.deployment));
+    // Containers outside deployments are global: only global principals count them; everyone counts its deployments'.
+    const visible = containers.filter((c) => (c.deployment === null ? principal.isGlobal : principal.canAccessDeployment(c.deployment)));
     const running = visible.filter((c) => c.state === 'running').length;
     const volumes = (info as { volumes?: unknown }).volumes;
     return {
       available: true, version: info.version,
       containers: { total: visible.length, running, stopped: visible.length - running },
-      images: info.images,
-      volumes: typeof volumes === 'number' ? volumes : null,
+      images: principal.isGlobal ? info.images : null,
+      volumes: principal.isGlobal && typeof volumes === 'number' ? volumes : null,
     };
   } catch (err) {
     if (isHttpError(err) && err.status === 503) return { available: false, version: null, containers: null, images: null, volumes: null };
@@ -53,7 +54,7 @@ async function dockerFigures(docker: DockerService, principal: Principal) {
 export function registerStatsRoute(ctx: PluginContext, services: { docker(): DockerService | undefined; deployments(): DeploymentsService | undefined }): void {
   const sampler = new CpuSampler();
   ctx.route({
-    method: 'GET', path: '/stats', permission: 'stats:read', tag: 'system', operationId: 'system.stats',
+    method: 'GET', path: '/stats', permission: 'stats:read', tag: 'system', operationId: 'system.stats', tenancy: 'filtered',
     summary: 'System statistics: host CPU, memory, disk, load, uptime; deployments by status; containers, images, volumes; agent version and memory',
     response: StatsView,
     handler: async (req) => {

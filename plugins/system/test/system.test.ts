@@ -6,12 +6,16 @@ const PASS = 'Str0ng-Pass-word!';
 describe('settings and stats', () => {
   let agent: TestAgent;
   let viewer: string;
+  let scopedViewer: string;
 
   beforeAll(async () => {
     // hello-plugin declares a live setting; access declares the audit retention.
     agent = await startAgent({ plugins: ['access', 'system', 'docker', `${REPO_ROOT}/examples/hello-plugin`] });
-    await agent.api('POST', '/api/users', { body: { username: 'vera', email: 'v@example.com', password: PASS, role: 'viewer' } });
+    // Settings are global: a viewer reads them with global scope (a scoped one is refused, see tenancy.test.ts).
+    await agent.api('POST', '/api/users', { body: { username: 'vera', email: 'v@example.com', password: PASS, role: 'viewer', scope: 'global' } });
     viewer = await agent.login('vera', PASS);
+    await agent.api('POST', '/api/users', { body: { username: 'sam', email: 's@example.com', password: PASS, role: 'viewer' } });
+    scopedViewer = await agent.login('sam', PASS);
   });
   afterAll(async () => {
     await agent?.stop();
@@ -87,7 +91,7 @@ describe('settings and stats', () => {
     // Without the deployments plugin there are no deployment counts.
     expect(s.deployments).toBeNull();
     expect(s.docker).toMatchObject({ available: true, images: expect.any(Number), containers: { total: expect.any(Number) } });
-    const asViewer = (await agent.api('GET', '/api/stats', { token: viewer })).body.data;
+    const asViewer = (await agent.api('GET', '/api/stats', { token: scopedViewer })).body.data;
     // A viewer without deployments sees no containers.
     expect(asViewer.docker.containers.total).toBe(0);
   });
