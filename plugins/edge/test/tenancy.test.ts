@@ -42,6 +42,12 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
   let globalOp: string;
   const free = `${uniqueName('free')}.example.test`;
   const unknownHost = `${uniqueName('nobody')}.example.test`;
+  /** Every deployment the file creates, removed in afterAll even when the setup stopped half-way. */
+  const created: string[] = [];
+  const deploy = async (name: string) => {
+    created.push(name);
+    await createDeployment(agent, name);
+  };
   /** Ids of B's things, and of things of no deployment. */
   const ids: { bRoute?: number; aRoute?: number; bEvent?: number; aEvent?: number; untaggedEvent?: number } = {};
 
@@ -86,8 +92,8 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     });
     const depA = uniqueName('ten-a');
     const depB = uniqueName('ten-b');
-    await createDeployment(agent, depA);
-    await createDeployment(agent, depB);
+    await deploy(depA);
+    await deploy(depB);
     a = await tenant('a', depA);
     b = await tenant('b', depB);
     const gname = uniqueName('gop');
@@ -130,7 +136,7 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
   }, 240_000);
 
   afterAll(async () => {
-    for (const t of [a, b]) if (t) await agent?.api('DELETE', `/deployments/${t.deployment}`, { query: { remove_files: true } }).catch(() => undefined);
+    for (const name of new Set(created)) await agent?.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } }).catch(() => undefined);
     await agent?.stop();
     await pebble?.stop();
     await nginx?.stop();
@@ -363,7 +369,7 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
   it('deletion keeps traffic and events under the retired name; a new deployment of the name starts empty', async () => {
     const depC = uniqueName('ten-c');
     const hostC = `${depC}.example.test`;
-    await createDeployment(agent, depC);
+    await deploy(depC);
     expect((await agent.api('POST', `/deployments/${depC}/domains`, { body: { service: 'web', domain: hostC, container_port: 80 } })).status).toBe(201);
     await waitFor(async () => (await hit(nginx.httpPort, hostC, '/')).status === 200, 'site C up');
     for (let i = 0; i < 4; i++) await hit(nginx.httpPort, hostC, `/?c=${i}`);
@@ -394,7 +400,7 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     expect((await api('GET', '/traffic/logs', a.userToken, { query: { deployment: retired.deployment } })).status).toBe(404);
 
     // The name again, granted to tenant A: nothing of the old deployment, then only its own traffic.
-    await createDeployment(agent, depC);
+    await deploy(depC);
     expect((await agent.api('POST', `/users/${a.userId}/deployments`, { body: { deployment_name: depC, access_level: 'write' } })).status).toBe(201);
     const fresh = await api('GET', `/deployments/${depC}/traffic`, a.userToken, { query: { since: '7d' } });
     expect(fresh.status, fresh.text).toBe(200);
@@ -419,7 +425,6 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     expect(count.body.data.every((r: { path: string }) => !/[?]c=|\.env/.test(r.path))).toBe(true);
     // The retired rows did not move back.
     expect((await agent.api('GET', '/traffic/logs', { query: { deployment: retired.deployment } })).body.meta.total).toBe(before);
-    await agent.api('DELETE', `/deployments/${depC}`, { query: { remove_files: true } });
   });
 
   it('bounds integer and date query parameters (400, never 500)', async () => {
