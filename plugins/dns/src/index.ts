@@ -41,7 +41,8 @@ export default definePlugin({
   name: 'dns',
   version: '0.1.0',
   description: 'Authoritative DNS (PowerDNS API): server status and control, zones, record sets',
-  resources: { dns: { description: 'DNS server, zones and records', operator: 'write', viewer: 'read' } },
+  // Global: the zones are the host's, whatever deployment a record points at; only principals with global scope reach them.
+  resources: { dns: { description: 'DNS server, zones and records (global)', operator: 'write', viewer: 'read', owner: 'global' } },
   optional: [infrastructureService],
 
   async setup(ctx) {
