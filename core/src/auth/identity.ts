@@ -4,7 +4,7 @@
  */
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import {
-  errors, lowerLevel, principalFrom,
+  DEPLOYMENT_NAME, errors, lowerLevel, principalFrom, retiredName,
   type AccessLevel, type ApiKeyRecord, type DeploymentGrant, type Document, type IdentityService, type Principal,
   type PrincipalInfo, type Role, type Scope, type UserRecord,
 } from '@agent/sdk';
@@ -32,6 +32,7 @@ export interface IdentityDoc {
 export const emptyIdentity = (): IdentityDoc => ({ users: [], api_keys: [], grants: [], next_user_id: 1, next_key_id: 1 });
 
 export const API_KEY_PREFIX = 'agk_';
+const DEPLOYMENT_NAME_RE = new RegExp(DEPLOYMENT_NAME);
 export const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$/;
 const EMAIL = /^[^\s@<>()"',;]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,63}$/;
 
@@ -253,9 +254,14 @@ export class Identity implements IdentityService {
         return d.grants.length !== before;
       }),
     removeDeployment: async (deployment) => {
-      if (!this.doc.data.grants.some((g) => g.deployment === deployment)) return;
+      const keyed = this.doc.data.api_keys.some((k) => k.deployments.includes(deployment));
+      if (!keyed && !this.doc.data.grants.some((g) => g.deployment === deployment)) return;
+      const retired = retiredName(deployment, new Date());
       await this.change((d) => {
         d.grants = d.grants.filter((g) => g.deployment !== deployment);
+        // A key listed for the deployment stays limited to its list: the name is retired there, never dropped (an
+        // empty list would mean every deployment of the owner) and never left to reach a new deployment of that name.
+        for (const k of d.api_keys) k.deployments = k.deployments.map((n) => (n === deployment ? retired : n));
       });
     },
     grantCreator: async (principal, deployment) => {
@@ -308,7 +314,7 @@ export class Identity implements IdentityService {
     }
     const scope: Scope = listed ? 'deployments' : ownerInfo.scope;
     const deployments: Record<string, AccessLevel> = {};
-    const names = listed ? k.deployments : Object.keys(ownerInfo.deployments);
+    const names = listed ? k.deployments.filter((n) => DEPLOYMENT_NAME_RE.test(n)) : Object.keys(ownerInfo.deployments);
     for (const name of names) {
       const level = capByRole(name === '*' ? ownerInfo.deployments['*'] ?? null : ownerP.deploymentLevel(name), keyRole);
       if (level) deployments[name] = level;

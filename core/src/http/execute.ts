@@ -39,10 +39,13 @@ export function checkPermission(permission: string | null, principal: Principal 
   if (!principal.can(permission)) throw errors.forbidden(`permission '${permission}' required`);
 }
 
-/** Deployment-scoped access: 404 for a deployment the principal cannot see, 403 when its level is too low. */
-export function checkDeployment(principal: Principal, name: string, needed: AccessLevel): void {
+/**
+ * Deployment-scoped access: 404 for a deployment the principal cannot see, 403 when its level is too low. A name
+ * the route found itself (from an id) is not repeated in the answer: it would tell the caller whose the id is.
+ */
+export function checkDeployment(principal: Principal, name: string, needed: AccessLevel, named = true): void {
   const level = principal.deploymentLevel(name);
-  if (!level) throw errors.notFound(`deployment '${name}' not found`);
+  if (!level) throw errors.notFound(named ? `deployment '${name}' not found` : 'not found');
   if (levelRank(level) < levelRank(needed)) throw errors.forbidden(`'${needed}' access to deployment '${name}' required`);
 }
 
@@ -143,7 +146,7 @@ export function execute(inv: Invocation, plans: PlanEngine, validateResponse?: (
     const name = spec.deployment(req);
     if (name !== undefined && name !== null && name !== '') {
       deployment = String(name);
-      checkDeployment(inv.principal, deployment, neededLevel(route.permission, spec.deploymentLevel));
+      checkDeployment(inv.principal, deployment, neededLevel(route.permission, spec.deploymentLevel), false);
     } else checkTenancy(inv.principal, spec.tenancy, route.method);
   }
 
