@@ -66,6 +66,9 @@ export interface ServiceOptions {
 }
 
 export class BackupService {
+  /** Recent deletions per deployment name: a backup that was running meanwhile is recorded under the retired name. */
+  private readonly retirements = new Map<string, { retiredAs: string; at: number }[]>();
+
   constructor(
     private readonly services: { deployments(): DeploymentsService; docker(): DockerService },
     private readonly store: BackupStore,
@@ -161,9 +164,11 @@ export class BackupService {
         record = await this.upload(record, req.destination, ctx.signal);
       }
       record.duration_ms = Date.now() - started;
+      // Deleted while the backup ran: the archive is the old deployment's, never the next one's of the same name.
+      record.deployment = this.ownerAt(req.deployment, started);
       this.store.insert(record);
       let pruned: string[] = [];
-      if (req.retention && req.retention > 0) pruned = await this.prune(req.deployment, req.retention);
+      if (req.retention && req.retention > 0 && record.deployment === req.deployment) pruned = await this.prune(req.deployment, req.retention);
       this.emit('backup.finished', { id, deployment: req.deployment, success: true });
       return { backup_id: id, size: record.size, sha256: record.sha256, pruned, upload_error: record.upload_error };
     } catch (err) {
@@ -190,6 +195,22 @@ export class BackupService {
     } finally {
       client.destroy();
     }
+  }
+
+  /**
+   * A deployment was deleted: its backups and jobs are kept under its retired name (admins can still read,
+   * download and restore them into a named deployment); a new deployment of the same name starts without them.
+   */
+  retire(deployment: string, retiredAs: string): { backups: string[]; jobs: number } {
+    const list = this.retirements.get(deployment) ?? [];
+    list.push({ retiredAs, at: Date.now() });
+    this.retirements.set(deployment, list.slice(-10));
+    return { backups: this.store.retire(deployment, retiredAs), jobs: this.jobs.retire(deployment, retiredAs) };
+  }
+
+  /** The name a backup started at `startedAt` belongs to: the retired name when its deployment was deleted since. */
+  private ownerAt(deployment: string, startedAt: number): string {
+    return this.retirements.get(deployment)?.find((r) => r.at >= startedAt)?.retiredAs ?? deployment;
   }
 
   /** Deletes the oldest backups of a deployment beyond `keep`; returns their ids. */

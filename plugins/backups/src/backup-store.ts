@@ -79,6 +79,19 @@ export class BackupStore {
     return rows.map((r) => JSON.parse(r.record) as BackupRecord);
   }
 
+  /** Records the backups of a deleted deployment under its retired name (archives and uploaded copies stay where they are). */
+  retire(deployment: string, retiredAs: string): string[] {
+    const ids: string[] = [];
+    this.db.transaction(() => {
+      for (const record of this.list(deployment)) {
+        record.deployment = retiredAs;
+        this.db.prepare('UPDATE backups SET deployment = ?, record = ? WHERE id = ?').run(retiredAs, JSON.stringify(record), record.id);
+        ids.push(record.id);
+      }
+    })();
+    return ids;
+  }
+
   delete(id: string): void {
     this.db.prepare('DELETE FROM backups WHERE id = ?').run(id);
   }

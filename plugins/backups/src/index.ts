@@ -32,8 +32,8 @@ export default definePlugin({
     }, { default: {} }),
   }),
   resources: {
-    backups: { description: 'backups, restores, backup jobs and backup configurations', operator: 'write', viewer: 'read' },
-    'object-stores': { description: 'S3 object stores, their buckets and objects', operator: 'write', viewer: 'read' },
+    backups: { description: 'backups, restores, backup jobs and backup configurations (of a deployment, wherever its archives are stored)', operator: 'write', viewer: 'read', owner: 'deployment' },
+    'object-stores': { description: 'S3 object stores, their buckets and objects (backups in them stay their deployment\'s)', operator: 'write', viewer: 'read', owner: 'global' },
   },
   optional: [deploymentsService, dockerService],
   provides: [backupsService],
@@ -100,11 +100,15 @@ export default definePlugin({
     });
 
     registerBackupRoutes(ctx, { service, jobs, configs, stores, archiveDir, deploymentExists });
-    registerStoreRoutes(ctx, { stores, jobs, managed, deploymentExists });
+    registerStoreRoutes(ctx, { stores, jobs, managed, deploymentExists, backupDeployment: (id) => store.get(id)?.deployment });
 
-    ctx.events.on('deployment.deleted', async ({ name }) => {
-      // Its schedule stops; its backups stay (they are how it comes back).
+    ctx.events.on('deployment.deleted', async ({ name, retired_as }) => {
+      // Its schedule and store attachments go with it; its backups and jobs stay under the retired name (they are how
+      // it comes back, by an admin), so that a new deployment of the same name neither sees nor restores them.
       await configs.remove(name);
+      const retired = service.retire(name, retired_as);
+      const detached = await stores.detach(name);
+      ctx.log.info('backups of a deleted deployment retired', { deployment: name, retired_as, backups: retired.backups.length, jobs: retired.jobs, detached });
     });
     const reconnect = async ({ name }: { name: string }) => {
       if (ctx.services.optional(dockerService)) await managed.reconnect(name);

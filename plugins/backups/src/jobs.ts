@@ -115,12 +115,20 @@ export class Jobs {
     return row ? view(row) : undefined;
   }
 
-  list(filter: { deployment?: string; type?: JobType; limit: number; offset: number }): { items: JobView[]; total: number } {
+  /**
+   * A page of jobs, newest first. `deployments`: only jobs of these deployments (a principal limited to its
+   * deployments; jobs of no deployment are left out); omitted: every job.
+   */
+  list(filter: { deployment?: string; deployments?: string[]; type?: JobType; limit: number; offset: number }): { items: JobView[]; total: number } {
     const where: string[] = [];
     const args: unknown[] = [];
     if (filter.deployment) {
       where.push('deployment = ?');
       args.push(filter.deployment);
+    }
+    if (filter.deployments) {
+      where.push(filter.deployments.length ? `deployment IN (${filter.deployments.map(() => '?').join(', ')})` : '0');
+      args.push(...filter.deployments);
     }
     if (filter.type) {
       where.push('type = ?');
@@ -130,6 +138,15 @@ export class Jobs {
     const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM jobs ${clause}`).get(...args) as { n: number }).n;
     const rows = this.db.prepare(`SELECT * FROM jobs ${clause} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`).all(...args, filter.limit, filter.offset) as Row[];
     return { items: rows.map((r) => (this.live.has(r.id) ? view(this.live.get(r.id)!) : view(r))), total };
+  }
+
+  /**
+   * A deleted deployment's jobs stay, under its retired name: a new deployment of the same name does not see them.
+   * Jobs still running keep running; they are recorded under the retired name too.
+   */
+  retire(deployment: string, retiredAs: string): number {
+    for (const row of this.live.values()) if (row.deployment === deployment) row.deployment = retiredAs;
+    return Number(this.db.prepare('UPDATE jobs SET deployment = ? WHERE deployment = ?').run(retiredAs, deployment).changes);
   }
 
   /** Whether a job of the deployment is pending or running. */

@@ -8,6 +8,7 @@ import { backupView, BackupView } from '../backup-store.js';
 import type { BackupService } from '../backup-service.js';
 import { JobView, type Jobs } from '../jobs.js';
 import { storeView, type StoreRegistry } from '../s3/stores.js';
+import { assertVisible, boundIfVisible, canReach, DEPLOYMENT_OR_RETIRED, isRetired } from '../tenancy.js';
 
 export interface BackupRouteDeps {
   service: BackupService;
@@ -22,6 +23,10 @@ const ExcludePatterns = Type.Array(Type.String({ minLength: 1, maxLength: 512 })
 const BACKUP_ID = '^bkp_[0-9]{14}_[0-9a-f]{8}$';
 const JOB_ID = '^job_[0-9]{14}_[0-9a-f]{8}$';
 const Accepted = Type.Object({ job_id: Type.String(), message: Type.String() });
+/** List filter: a deployment, or the retired name of a deleted one (only global principals reach those). */
+const DeploymentFilter = (description: string) => Type.String({ pattern: DEPLOYMENT_OR_RETIRED, description: `${description}; a retired name \`<name>~<time>\` for what a deleted deployment left` });
+const backupNotFound = (id: string) => () => errors.notFound(`backup '${id}' not found`, 'BACKUP_NOT_FOUND');
+const jobNotFound = (id: string) => () => errors.notFound(`job '${id}' not found`, 'JOB_NOT_FOUND');
 
 export function checkPatterns(patterns: string[], field = 'body.exclude_patterns'): void {
   patterns.forEach((p, i) => {
@@ -38,7 +43,12 @@ const who = (p: Principal) => p.name;
 
 export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteDeps): void {
   const { service, jobs, configs, stores } = deps;
-  const visible = (p: Principal, deployment: string | null) => deployment === null || p.canAccessDeployment(deployment);
+  /** A backup by id, as the principal sees it: unknown and another tenant's answer the same 404. */
+  const visibleBackup = (p: Principal, id: string) => {
+    const b = safeGet(service, id);
+    assertVisible(p, b?.deployment, backupNotFound(id));
+    return b!;
+  };
 
   const createBackup = (principal: Principal, body: { deployment_name: string; include_files?: boolean; include_database?: boolean; exclude_patterns?: string[]; description?: string; destination?: string }) => {
     if (!deps.deploymentExists(body.deployment_name)) throw errors.notFound(`deployment '${body.deployment_name}' not found`);
@@ -58,22 +68,23 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   ctx.route({
     method: 'GET', path: '/backups/jobs', permission: 'backups:read', operationId: 'backups.listJobs',
     summary: 'List backup, restore and replication jobs (newest first)',
+    description: 'A principal limited to its deployments sees their jobs only; jobs of no deployment (replications) and of deleted deployments (retired names) are for global principals.',
     query: Type.Object({
-      deployment: Type.Optional(deploymentName()),
+      deployment: Type.Optional(DeploymentFilter('only jobs of this deployment')),
       type: Type.Optional(Type.Union([Type.Literal('backup'), Type.Literal('restore'), Type.Literal('replicate')])),
       ...Pagination(50, 500),
     }),
+    // A named deployment is checked by the core (404 for another tenant's); without one, the handler filters.
+    deployment: (req) => req.query.deployment,
+    tenancy: 'filtered',
     response: Type.Array(JobView),
     handler: (req) => {
       const limit = req.query.limit ?? 50;
       const offset = req.query.offset ?? 0;
-      if (req.query.deployment && !req.principal.canAccessDeployment(req.query.deployment)) return reply.page([], { total: 0, limit, offset });
-      if (req.principal.isAdmin || req.query.deployment) {
-        const page = jobs.list({ deployment: req.query.deployment, type: req.query.type, limit, offset });
-        return reply.page(page.items, { total: page.total, limit, offset });
-      }
-      const all = jobs.list({ type: req.query.type, limit: 10_000, offset: 0 }).items.filter((j) => visible(req.principal, j.deployment));
-      return reply.page(all.slice(offset, offset + limit), { total: all.length, limit, offset });
+      // A global principal reaches every deployment; a scoped one exactly those of its grants (never `*`).
+      const deployments = req.query.deployment || req.principal.isGlobal ? undefined : Object.keys(req.principal.deployments).filter((d) => d !== '*' && canReach(req.principal, d));
+      const page = jobs.list({ deployment: req.query.deployment, deployments, type: req.query.type, limit, offset });
+      return reply.page(page.items, { total: page.total, limit, offset });
     },
   });
 
@@ -81,11 +92,12 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
     method: 'GET', path: '/backups/jobs/:id', permission: 'backups:read', operationId: 'backups.getJob',
     summary: 'Status of a job: progress (step, bytes), error, timings, result',
     params: Type.Object({ id: Type.String({ pattern: JOB_ID }) }),
-    deployment: (req) => jobs.get(req.params.id)?.deployment ?? undefined,
+    deployment: (req) => boundIfVisible(req.principal, jobs.get(req.params.id)?.deployment),
+    tenancy: 'filtered',
     response: JobView,
     handler: (req) => {
       const job = jobs.get(req.params.id);
-      if (!job) throw errors.notFound(`job '${req.params.id}' not found`, 'JOB_NOT_FOUND');
+      assertVisible(req.principal, job?.deployment, jobNotFound(req.params.id));
       return job;
     },
   });
@@ -93,9 +105,12 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   ctx.route({
     method: 'GET', path: '/backups', permission: 'backups:read', operationId: 'backups.list',
     summary: 'List backups (newest first)',
-    query: Type.Object({ deployment: Type.Optional(deploymentName({ description: 'only backups of this deployment' })) }),
+    description: 'Backups of the deployments the caller reaches; those of deleted deployments (retired names) for global principals only.',
+    query: Type.Object({ deployment: Type.Optional(DeploymentFilter('only backups of this deployment')) }),
+    deployment: (req) => req.query.deployment,
+    tenancy: 'filtered',
     response: Type.Array(BackupView),
-    handler: (req) => service.list(req.query.deployment).filter((b) => req.principal.canAccessDeployment(b.deployment)),
+    handler: (req) => service.list(req.query.deployment).filter((b) => canReach(req.principal, b.deployment)),
   });
 
   ctx.route({
@@ -118,18 +133,22 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
     method: 'GET', path: '/backups/:id', permission: 'backups:read', operationId: 'backups.get',
     summary: 'Backup details: components with size and SHA-256, destination',
     params: Type.Object({ id: Type.String({ pattern: BACKUP_ID }) }),
-    deployment: (req) => safeGet(service, req.params.id)?.deployment,
+    deployment: (req) => boundIfVisible(req.principal, safeGet(service, req.params.id)?.deployment),
+    tenancy: 'filtered',
     response: BackupView,
-    handler: (req) => backupView(service.get(req.params.id)),
+    handler: (req) => backupView(visibleBackup(req.principal, req.params.id)),
   });
 
   ctx.route({
     method: 'DELETE', path: '/backups/:id', permission: 'backups:write', operationId: 'backups.delete',
     summary: 'Delete a backup (local archive and uploaded copy)',
     params: Type.Object({ id: Type.String({ pattern: BACKUP_ID }) }),
-    deployment: (req) => safeGet(service, req.params.id)?.deployment,
+    deployment: (req) => boundIfVisible(req.principal, safeGet(service, req.params.id)?.deployment),
+    tenancy: 'filtered',
     handler: async (req) => {
-      await service.delete(req.params.id);
+      const b = visibleBackup(req.principal, req.params.id);
+      if (!canReach(req.principal, b.deployment, 'write')) throw errors.forbidden(`'write' access to the backup's deployment required`);
+      await service.delete(b.id);
       return reply.ok(null, `backup '${req.params.id}' deleted`);
     },
   });
@@ -139,10 +158,12 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
     method: 'GET', path: '/backups/:id/download', permission: 'backups:write', operationId: 'backups.download',
     summary: 'Download the archive (.tar.gz, streamed; needs backups:write: it holds secrets)', produces: 'application/gzip',
     params: Type.Object({ id: Type.String({ pattern: BACKUP_ID }) }),
-    deployment: (req) => safeGet(service, req.params.id)?.deployment,
+    deployment: (req) => boundIfVisible(req.principal, safeGet(service, req.params.id)?.deployment),
     deploymentLevel: 'write',
+    tenancy: 'filtered',
     handler: async (req) => {
-      const b = service.get(req.params.id);
+      const b = visibleBackup(req.principal, req.params.id);
+      if (!canReach(req.principal, b.deployment, 'write')) throw errors.forbidden(`'write' access to the backup's deployment required`);
       const filename = `${b.deployment}-${b.id}.tar.gz`;
       const size = await service.archiveSize(b.id);
       if (size !== null) return reply.stream(createReadStream(service.archivePath(b.id)), { contentType: 'application/gzip', length: size, filename });
@@ -164,17 +185,28 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
       restore_database: Type.Optional(Type.Boolean({ description: 'default: true when the backup holds a dump' })),
       auto_start: Type.Optional(Type.Boolean({ default: true })),
     }),
-    // The target is checked here when it exists; a new deployment needs deployments:write (below).
+    description: 'Needs write access to the backup\'s deployment and to the target. Restoring into a new name creates that deployment: '
+      + 'a user limited to its deployments may (it becomes its admin), a key limited to a deployments list may not (403 GLOBAL_SCOPE_REQUIRED). '
+      + 'Backups of a deleted deployment (retired name) are restored by global principals, into a named target.',
+    // An existing target is checked by the core (write); no existing target means a creation (tenancy `create`).
     deployment: (req) => {
-      const target = req.body.target_name ?? safeGet(service, req.params.id)?.deployment;
+      const source = boundIfVisible(req.principal, safeGet(service, req.params.id)?.deployment);
+      const target = req.body.target_name ?? (source && !isRetired(source) ? source : undefined);
       return target && deps.deploymentExists(target) ? target : undefined;
     },
+    tenancy: 'create',
     response: Accepted,
     handler: async (req) => {
-      const b = service.get(req.params.id);
-      if (!req.principal.canAccessDeployment(b.deployment)) throw errors.notFound(`backup '${b.id}' not found`, 'BACKUP_NOT_FOUND');
+      const b = visibleBackup(req.principal, req.params.id);
+      // The archive holds the source's files, .env and dumps: restoring it anywhere needs write on the source too.
+      if (!canReach(req.principal, b.deployment, 'write')) throw errors.forbidden(`'write' access to the backup's deployment required`);
+      if (isRetired(b.deployment) && !req.body.target_name) {
+        throw errors.badRequest(`body.target_name: backup '${b.id}' belongs to a deleted deployment: name the deployment to restore into`);
+      }
       const target = req.body.target_name ?? b.deployment;
-      if (!deps.deploymentExists(target) && !req.principal.can('deployments:write')) throw errors.forbidden("creating a deployment needs 'deployments:write'");
+      if (deps.deploymentExists(target)) {
+        if (!canReach(req.principal, target, 'write')) throw errors.notFound(`deployment '${target}' not found`);
+      } else if (!req.principal.can('deployments:write')) throw errors.forbidden("creating a deployment needs 'deployments:write'");
       const restore = {
         backup_id: b.id, target_name: target, restore_files: req.body.restore_files ?? true,
         restore_database: req.body.restore_database ?? b.components.some((c) => c.type === 'database'),
@@ -247,17 +279,23 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   ctx.route({
     method: 'GET', path: '/backup-destinations', permission: 'backups:read', operationId: 'backups.destinations',
     summary: 'Where backups can go: the local folder and every object store (external and managed)',
+    description: 'A catalogue: every principal may choose a destination for its deployments\' backups by name. Endpoints, buckets '
+      + 'and the local folder are global details: principals limited to their deployments get them as null.',
+    tenancy: 'catalogue',
     response: Type.Array(Type.Object({
       name: Type.String(), type: Type.Union([Type.Literal('local'), Type.Literal('external'), Type.Literal('managed')]),
       endpoint: Type.Union([Type.String(), Type.Null()]), bucket: Type.Union([Type.String(), Type.Null()]), path: Type.Union([Type.String(), Type.Null()]),
     })),
-    handler: () => [
-      { name: 'local', type: 'local' as const, endpoint: null, bucket: null, path: deps.archiveDir },
-      ...stores.list().map((s) => {
-        const v = storeView(s);
-        return { name: v.name, type: v.type, endpoint: v.endpoint, bucket: v.bucket, path: null };
-      }),
-    ],
+    handler: (req) => {
+      const details = req.principal.isGlobal;
+      return [
+        { name: 'local', type: 'local' as const, endpoint: null, bucket: null, path: details ? deps.archiveDir : null },
+        ...stores.list().map((s) => {
+          const v = storeView(s);
+          return { name: v.name, type: v.type, endpoint: details ? v.endpoint : null, bucket: details ? v.bucket : null, path: null };
+        }),
+      ];
+    },
   });
 }
 

@@ -6,12 +6,16 @@ import { replicate } from '../s3/replicate.js';
 import { STORE_NAME, StoreView, storeView, type StoreRecord, type StoreRegistry } from '../s3/stores.js';
 import type { Jobs } from '../jobs.js';
 import type { ManagedStores } from '../s3/managed.js';
+import { assertMayTouch, mayList, mayTouch, objectOwner } from '../s3/layout.js';
+import { globalScopeRequired } from '../tenancy.js';
 
 export interface StoreRouteDeps {
   stores: StoreRegistry;
   jobs: Jobs;
   managed: ManagedStores;
   deploymentExists(name: string): boolean;
+  /** The deployment (or retired name) of a recorded backup. */
+  backupDeployment(id: string): string | undefined;
 }
 
 const Name = Type.Object({ name: Type.String({ pattern: STORE_NAME }) });
@@ -37,6 +41,9 @@ async function withClient<T>(stores: StoreRegistry, name: string, fn: (c: Object
 
 export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDeps): void {
   const { stores, jobs, managed } = deps;
+  // Every object-store route is global (a principal limited to its deployments gets 403 GLOBAL_SCOPE_REQUIRED from the
+  // core); inside them, backups of deployments stay behind the same checks as on the backup routes.
+  const ownerOf = (bucket: string, key: string) => objectOwner(stores.list(), deps.backupDeployment, bucket, key);
 
   ctx.route({
     method: 'GET', path: '/object-stores', permission: 'object-stores:read', operationId: 'objectStores.list', tag: 'object-stores',
@@ -149,7 +156,9 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
     handler: (req) => withClient(stores, req.params.name, async (c) => {
       const limit = req.query.limit ?? 100;
       const page = await c.listObjects(req.query.bucket, { prefix: req.query.prefix, limit, token: req.query.token });
-      return reply.ok(page.items, undefined, { limit, next_token: page.next_token });
+      // Backups of deployments the caller may not read are left out (a page may then hold fewer than `limit`).
+      const items = page.items.filter((o) => mayList(req.principal, ownerOf(req.query.bucket, o.key)));
+      return reply.ok(items, undefined, { limit, next_token: page.next_token });
     }),
   });
 
@@ -160,6 +169,8 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
     response: Type.Object({ bucket: Type.String(), key: Type.String(), size: Type.Integer(), etag: Type.String() }),
     handler: async (req) => {
       checkKey(req.query.key);
+      // Writing into a deployment's backup layout is changing its backups.
+      assertMayTouch(req.principal, ownerOf(req.query.bucket, req.query.key), 'write', req.query.key);
       const length = Number(req.headers['content-length'] ?? NaN);
       return withClient(stores, req.params.name, async (c) => {
         let size = 0;
@@ -184,6 +195,7 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
     query: Type.Object({ bucket: Bucket, key: Key }),
     handler: async (req) => {
       checkKey(req.query.key);
+      assertMayTouch(req.principal, ownerOf(req.query.bucket, req.query.key), 'read', req.query.key);
       const client = new ObjectStoreClient(stores.get(req.params.name));
       try {
         const got = await client.download(req.query.bucket, req.query.key, req.signal);
@@ -203,6 +215,7 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
     summary: 'Remove an object', params: Name, query: Type.Object({ bucket: Bucket, key: Key }),
     handler: async (req) => {
       checkKey(req.query.key);
+      assertMayTouch(req.principal, ownerOf(req.query.bucket, req.query.key), 'write', req.query.key);
       return withClient(stores, req.params.name, async (c) => {
         if (!(await c.head(req.query.bucket, req.query.key))) throw errors.notFound(`object '${req.query.key}' not found`, 'OBJECT_NOT_FOUND');
         await c.deleteObject(req.query.bucket, req.query.key);
@@ -220,10 +233,12 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
       bucket: Type.Optional(Bucket),
       prefix: Type.Optional(Type.String({ pattern: '^([A-Za-z0-9._-]+/)*$', maxLength: 200 })),
     }),
+    // The deployment is checked (write); the store and its credentials are global: global principals only.
     deployment: (req) => req.body.deployment,
     deploymentLevel: 'write',
     response: Type.Object({ deployment: Type.String(), store: Type.String(), endpoint: Type.String(), bucket: Type.String(), env: Type.Array(Type.String()) }),
     handler: async (req) => {
+      if (!req.principal.isGlobal) throw globalScopeRequired("giving a deployment a store's credentials");
       if (!deps.deploymentExists(req.body.deployment)) throw errors.notFound(`deployment '${req.body.deployment}' not found`);
       const result = await managed.attach(stores.get(req.params.name), req.body.deployment, req.body.bucket, req.body.prefix ?? '');
       return reply.ok(result, `deployment '${req.body.deployment}' attached to '${req.params.name}'`);
@@ -244,6 +259,9 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
       if (req.body.target === req.params.name) throw errors.badRequest('body.target: a store cannot be replicated onto itself');
       const source = stores.get(req.params.name);
       const target = stores.get(req.body.target);
+      // Copying a backup is downloading it: objects the caller could not download stay behind (counted `denied`).
+      const principal = req.principal;
+      const accept = (bucket: string, key: string) => mayTouch(principal, ownerOf(bucket, key), 'read');
       const job = jobs.submit({
         type: 'replicate', deployment: null, trigger: 'manual', created_by: req.principal.name,
         run: async (jctx) => {
@@ -251,7 +269,7 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
           const b = new ObjectStoreClient(target);
           try {
             const report = await replicate(a, b, {
-              buckets: req.body.buckets, prefix: req.body.prefix, signal: jctx.signal,
+              buckets: req.body.buckets, prefix: req.body.prefix, signal: jctx.signal, accept,
               onProgress: (r) => jctx.progress({ step: `copied ${r.copied}, skipped ${r.skipped}, failed ${r.failed}`, bytes: r.bytes }),
             });
             if (report.failed > 0 && report.copied === 0 && report.skipped === 0) throw new Error(`every copy failed: ${report.errors[0]}`);

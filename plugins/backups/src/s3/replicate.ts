@@ -9,6 +9,8 @@ export interface ReplicateReport {
   copied: number;
   skipped: number;
   failed: number;
+  /** Objects the caller may not copy (backups of deployments it cannot download), left out. */
+  denied: number;
   bytes: number;
   errors: string[];
 }
@@ -18,10 +20,10 @@ const SOURCE_ETAG = 'agent-source-etag';
 export async function replicate(
   source: ObjectStoreClient,
   target: ObjectStoreClient,
-  options: { buckets?: string[]; prefix?: string; signal?: AbortSignal; onProgress?(report: ReplicateReport): void },
+  options: { buckets?: string[]; prefix?: string; signal?: AbortSignal; accept?(bucket: string, key: string): boolean; onProgress?(report: ReplicateReport): void },
 ): Promise<ReplicateReport> {
   const buckets = options.buckets ?? (await source.listBuckets()).map((b) => b.name);
-  const report: ReplicateReport = { buckets, copied: 0, skipped: 0, failed: 0, bytes: 0, errors: [] };
+  const report: ReplicateReport = { buckets, copied: 0, skipped: 0, failed: 0, denied: 0, bytes: 0, errors: [] };
   for (const bucket of buckets) {
     if (!(await target.bucketExists(bucket))) await target.createBucket(bucket);
     // What the target already has, by key (size + etag only: small even for large stores).
@@ -29,6 +31,10 @@ export async function replicate(
     for await (const o of target.allObjects(bucket, options.prefix)) existing.set(o.key, { size: o.size, etag: o.etag });
     for await (const obj of source.allObjects(bucket, options.prefix)) {
       options.signal?.throwIfAborted();
+      if (options.accept && !options.accept(bucket, obj.key)) {
+        report.denied++;
+        continue;
+      }
       const there = existing.get(obj.key);
       if (there && there.size === obj.size) {
         let same = there.etag === obj.etag;

@@ -92,6 +92,17 @@ export class StoreRegistry {
     });
   }
 
+  /** Forgets a deleted deployment's attachments (a new deployment of the same name is not attached). */
+  async detach(deployment: string): Promise<string[]> {
+    const names = this.doc.data.stores.filter((s) => s.attachments.some((a) => a.deployment === deployment)).map((s) => s.name);
+    if (names.length) {
+      await this.doc.update((d) => {
+        for (const s of d.stores) s.attachments = s.attachments.filter((a) => a.deployment !== deployment);
+      });
+    }
+    return names;
+  }
+
   client(name: string): ObjectStoreClient {
     return new ObjectStoreClient(this.get(name));
   }
