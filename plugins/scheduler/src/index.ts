@@ -4,15 +4,20 @@
  * scheduler with their status, bounded output and duration.
  */
 import {
-  backupsService, definePlugin, deploymentName, deploymentsService, dockerService, errors, Pagination, reply, Type,
-  type DeploymentsService, type DockerService, type Principal,
+  backupsService, coreServices, definePlugin, deploymentName, deploymentsService, dockerService, errors, Pagination, RecordId, reply, Type,
+  type DeploymentsService, type DockerService,
 } from '@agent/sdk';
-import { ExecutionView, TASK_TYPES, TaskStore, TaskView, type TaskRecord } from './tasks.js';
+import { refusal } from './run-as.js';
+import { ExecutionView, TASK_TYPES, TaskStore, TaskView, type TaskDoc, type TaskRecord } from './tasks.js';
+import { assertVisible, boundIfVisible, canReach, DEPLOYMENT_OR_RETIRED } from './tenancy.js';
 
 /** Command output kept per execution (the core bounds the whole record too). */
 const OUTPUT_LIMIT = 16 * 1024;
 const SERVICE_NAME = '^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}$';
 const COMMAND_TIMEOUT_MS = 10 * 60 * 1000;
+/** Offsets beyond this are refused (400): executions are merged per task for a principal limited to deployments. */
+const MAX_OFFSET = 10_000;
+const Page = { ...Pagination(50, 500), offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 })) };
 
 let arm: (() => void) | null = null;
 
@@ -20,7 +25,7 @@ export default definePlugin({
   name: 'scheduler',
   version: '0.1.0',
   description: 'Scheduled tasks: backups, restarts and commands inside deployment services',
-  resources: { scheduler: { description: 'scheduled tasks and their executions', operator: 'write', viewer: 'read' } },
+  resources: { scheduler: { description: 'scheduled tasks and their executions (of a deployment)', operator: 'write', viewer: 'read', owner: 'deployment' } },
   requires: [deploymentsService, dockerService],
   optional: [backupsService],
 
@@ -30,11 +35,20 @@ export default definePlugin({
 
     const bounded = (text: string) => (text.length > OUTPUT_LIMIT ? `${text.slice(0, OUTPUT_LIMIT)}\n… (output truncated at ${OUTPUT_LIMIT} bytes)` : text);
 
+    const identity = () => ctx.services.get(coreServices.identity);
+
     const run = async (task: TaskRecord, output: (line: string) => void): Promise<void> => {
       const name = task.deployment_name;
       if (!deployments().get(name)) {
         await tasks.disableDeployment(name, `deployment '${name}' no longer exists`);
         throw new Error(`deployment '${name}' no longer exists; the task was disabled`);
+      }
+      // Background work runs with its principal's rights of the moment, checked at every run (cron or manual).
+      const refused = refusal(identity(), task);
+      if (refused) {
+        await tasks.disable(task.id, `not run: ${refused}`);
+        ctx.audit({ action: 'scheduler.run_refused', resource_type: 'scheduler', resource_id: String(task.id), deployment: name, success: false, detail: { reason: refused, run_as: task.run_as?.id ?? null } });
+        throw new Error(`not run: ${refused}; the task was disabled`);
       }
       if (task.task_type === 'backup') {
         const backups = ctx.services.optional(backupsService);
@@ -62,7 +76,7 @@ export default definePlugin({
     };
 
     const tasks = new TaskStore(
-      await ctx.store.document({ next_id: 1, tasks: [] as TaskRecord[] }, 'tasks'),
+      await ctx.store.document<TaskDoc>({ next_id: 1, tasks: [], owners: {} }, 'tasks'),
       ctx.scheduler, (task, output) => run(task, output), ctx.log,
     );
 
@@ -81,16 +95,29 @@ export default definePlugin({
       }
     };
 
-    const visible = (p: Principal, t: TaskRecord) => p.canAccessDeployment(t.deployment_name);
-    const taskDeployment = (id: number) => tasks.find(id)?.deployment_name;
-    const Id = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+    const taskNotFound = (id: number) => () => errors.notFound(`task ${id} not found`, 'TASK_NOT_FOUND');
+    /**
+     * Task routes name the task's deployment to the core when the caller has some access to it (the core checks the
+     * level); otherwise nothing, and the `filtered` handler answers the same 404 for an unknown and a foreign task.
+     */
+    const taskDeployment = (req: { principal: Parameters<typeof boundIfVisible>[0]; params: { id: number } }) =>
+      boundIfVisible(req.principal, tasks.find(req.params.id)?.deployment_name);
+    const visibleTask = (req: { principal: Parameters<typeof boundIfVisible>[0]; params: { id: number } }) => {
+      const task = tasks.find(req.params.id);
+      assertVisible(req.principal, task?.deployment_name, taskNotFound(req.params.id));
+      return task!;
+    };
+    const runAs = (p: { id: string; name: string }) => ({ id: p.id, name: p.name });
+    const Id = Type.Object({ id: RecordId('task id') });
     const Command = Type.Array(Type.String({ maxLength: 4096 }), { minItems: 1, maxItems: 64, description: 'argv, run without a shell' });
 
     ctx.route({
       method: 'GET', path: '/scheduler/tasks', permission: 'scheduler:read', operationId: 'scheduler.listTasks',
-      summary: 'List scheduled tasks', query: Type.Object({ deployment: Type.Optional(deploymentName()) }),
+      summary: 'List scheduled tasks (of the deployments the caller reaches)', query: Type.Object({ deployment: Type.Optional(deploymentName()) }),
+      deployment: (req) => req.query.deployment,
+      tenancy: 'filtered',
       response: Type.Array(TaskView),
-      handler: (req) => tasks.list(req.query.deployment).filter((t) => visible(req.principal, t)).map((t) => tasks.view(t)),
+      handler: (req) => tasks.list(req.query.deployment).filter((t) => canReach(req.principal, t.deployment_name)).map((t) => tasks.view(t)),
     });
 
     ctx.route({
@@ -115,6 +142,7 @@ export default definePlugin({
         const input = {
           deployment_name: b.deployment_name, task_type: b.task_type, cron_expr: b.cron_expr, action: b.action ?? '', description: b.description ?? '',
           enabled: b.enabled ?? true, service: b.service ?? null, command: b.command ?? null, retention: b.retention ?? null, created_by: req.principal.name,
+          run_as: runAs(req.principal),
         };
         await validate(input);
         const task = await tasks.create(input);
@@ -124,14 +152,16 @@ export default definePlugin({
 
     ctx.route({
       method: 'GET', path: '/scheduler/tasks/:id', permission: 'scheduler:read', operationId: 'scheduler.getTask',
-      summary: 'Task details (next run, last run)', params: Id, deployment: (req) => taskDeployment(req.params.id),
+      summary: 'Task details (next run, last run)', params: Id, deployment: taskDeployment, tenancy: 'filtered',
       response: TaskView,
-      handler: (req) => tasks.view(tasks.get(req.params.id)),
+      handler: (req) => tasks.view(visibleTask(req)),
     });
 
     ctx.route({
       method: 'PUT', path: '/scheduler/tasks/:id', permission: 'scheduler:write', operationId: 'scheduler.updateTask',
-      summary: 'Update a task (fields given are changed)', params: Id, deployment: (req) => taskDeployment(req.params.id),
+      summary: 'Update a task (fields given are changed); it then runs with the rights of the caller',
+      description: 'Whoever changes a task (re-enabling it included) becomes the principal it runs as: every run checks that principal still holds scheduler:write and write access to the deployment (and backups:write for backup tasks).',
+      params: Id, deployment: taskDeployment, tenancy: 'filtered',
       body: Type.Object({
         task_type: Type.Optional(Type.Union(TASK_TYPES.map((t) => Type.Literal(t)))),
         cron_expr: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
@@ -144,29 +174,35 @@ export default definePlugin({
       }),
       response: TaskView,
       handler: async (req) => {
-        const current = tasks.get(req.params.id);
+        const current = visibleTask(req);
+        if (!canReach(req.principal, current.deployment_name, 'write')) throw errors.forbidden(`'write' access to the task's deployment required`);
         if (req.body.cron_expr !== undefined) tasks.checkCron(req.body.cron_expr);
         const next = { ...current, ...req.body };
         if (req.body.enabled || next.enabled) await validate(next);
-        return tasks.view(await tasks.update(req.params.id, req.body));
+        return tasks.view(await tasks.update(req.params.id, { ...req.body, run_as: runAs(req.principal) }));
       },
     });
 
     ctx.route({
       method: 'DELETE', path: '/scheduler/tasks/:id', permission: 'scheduler:write', operationId: 'scheduler.deleteTask',
-      summary: 'Delete a task (its execution history stays)', params: Id, deployment: (req) => taskDeployment(req.params.id),
+      summary: 'Delete a task (its execution history stays)', params: Id, deployment: taskDeployment, tenancy: 'filtered',
       handler: async (req) => {
-        await tasks.delete(req.params.id);
+        const task = visibleTask(req);
+        if (!canReach(req.principal, task.deployment_name, 'write')) throw errors.forbidden(`'write' access to the task's deployment required`);
+        await tasks.delete(task.id);
         return reply.ok(null, `task ${req.params.id} deleted`);
       },
     });
 
     ctx.route({
       method: 'POST', path: '/scheduler/tasks/:id/run', permission: 'scheduler:write', operationId: 'scheduler.runTask',
-      summary: 'Run a task now; answers with the recorded execution', params: Id, deployment: (req) => taskDeployment(req.params.id),
+      summary: 'Run a task now; answers with the recorded execution',
+      description: 'The run is checked like a scheduled one: the principal the task runs as must still hold its rights, otherwise the execution fails with the reason and the task is disabled.',
+      params: Id, deployment: taskDeployment, tenancy: 'filtered',
       response: ExecutionView,
       handler: async (req) => {
-        const task = tasks.get(req.params.id);
+        const task = visibleTask(req);
+        if (!canReach(req.principal, task.deployment_name, 'write')) throw errors.forbidden(`'write' access to the task's deployment required`);
         if (!deployments().get(task.deployment_name)) throw errors.conflict(`deployment '${task.deployment_name}' no longer exists`, 'DEPLOYMENT_GONE');
         const execution = await tasks.runNow(task.id);
         return tasks.executions(task.id, 1, 0).find((e) => e.id === execution.id) ?? tasks.executions(task.id, 1, 0)[0];
@@ -175,11 +211,11 @@ export default definePlugin({
 
     ctx.route({
       method: 'GET', path: '/scheduler/tasks/:id/executions', permission: 'scheduler:read', operationId: 'scheduler.taskExecutions',
-      summary: 'Execution history of a task (newest first)', params: Id, deployment: (req) => taskDeployment(req.params.id),
-      query: Type.Object({ ...Pagination(50, 500) }),
+      summary: 'Execution history of a task (newest first)', params: Id, deployment: taskDeployment, tenancy: 'filtered',
+      query: Type.Object(Page),
       response: Type.Array(ExecutionView),
       handler: (req) => {
-        tasks.get(req.params.id);
+        visibleTask(req);
         return tasks.executions(req.params.id, req.query.limit ?? 50, req.query.offset ?? 0);
       },
     });
@@ -187,20 +223,27 @@ export default definePlugin({
     ctx.route({
       method: 'GET', path: '/scheduler/executions', permission: 'scheduler:read', operationId: 'scheduler.recentExecutions',
       summary: 'Recent executions of every task (newest first)',
-      query: Type.Object({ ...Pagination(50, 500) }),
+      description: 'Executions of tasks of the deployments the caller reaches. Those of deleted deployments (`deployment` is the retired name) and of tasks whose deployment is unknown are for global principals.',
+      query: Type.Object({
+        deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT_OR_RETIRED, description: 'only executions of tasks of this deployment (or retired name)' })),
+        ...Page,
+      }),
+      deployment: (req) => req.query.deployment,
+      tenancy: 'filtered',
       response: Type.Array(ExecutionView),
       handler: (req) => {
-        const all = tasks.recent(req.query.limit ?? 50, req.query.offset ?? 0);
-        if (req.principal.isAdmin) return all;
-        return all.filter((e) => {
-          const t = tasks.find(e.task_id);
-          return t ? visible(req.principal, t) : false;
-        });
+        const limit = req.query.limit ?? 50;
+        const offset = req.query.offset ?? 0;
+        const only = req.query.deployment;
+        if (!only && req.principal.isGlobal) return tasks.recent(limit, offset);
+        const ids = tasks.knownIds().filter((t) => (only ? t.deployment === only : canReach(req.principal, t.deployment))).map((t) => t.id);
+        return tasks.recentOf(ids, limit, offset);
       },
     });
 
-    ctx.events.on('deployment.deleted', async ({ name }) => {
-      await tasks.disableDeployment(name, `deployment '${name}' was deleted`);
+    ctx.events.on('deployment.deleted', async ({ name, retired_as }) => {
+      // Removed, not disabled: a new deployment of the same name must not get them back. Executions stay, retired.
+      await tasks.removeDeployment(name, retired_as);
     });
 
     arm = () => tasks.armAll();

@@ -19,6 +19,9 @@ export const TaskView = Type.Object({
   command: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'argv run inside the service (command tasks)' }),
   retention: Type.Union([Type.Integer(), Type.Null()], { description: 'backup tasks: backups of the deployment kept' }),
   disabled_reason: Type.Union([Type.String(), Type.Null()]),
+  run_as: Type.Union([Type.Object({ id: Type.String(), name: Type.String() }), Type.Null()], {
+    description: 'the principal (`user:<id>`, `api_key:<id>`) whose current rights every run is checked against: whoever created or last changed the task; null for tasks from before that check (they do not run until re-enabled)',
+  }),
   next_run: Type.Union([Type.String(), Type.Null()]),
   last_run: Type.Union([Type.Object({ status: Type.String(), started_at: Type.String(), duration_ms: Type.Union([Type.Integer(), Type.Null()]) }), Type.Null()]),
   created_by: Type.Union([Type.String(), Type.Null()]),
@@ -31,6 +34,7 @@ export type TaskRecord = Omit<TaskView, 'next_run' | 'last_run'>;
 export const ExecutionView = Type.Object({
   id: Type.Integer(),
   task_id: Type.Integer(),
+  deployment: Type.Union([Type.String(), Type.Null()], { description: "the task's deployment; `<name>~<time>` once that deployment was deleted; null when unknown" }),
   trigger: Type.String({ description: 'cron or manual' }),
   status: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed')]),
   started_at: Type.String(),
@@ -43,18 +47,33 @@ export type ExecutionView = Static<typeof ExecutionView>;
 
 const jobName = (id: number) => `task.${id}`;
 
-export const executionView = (e: JobExecution): ExecutionView => ({
-  id: e.id, task_id: Number(e.job.slice('task.'.length)), trigger: e.trigger, status: e.status, started_at: e.started_at,
+const taskIdOf = (e: JobExecution) => Number(e.job.slice('task.'.length));
+
+export const executionView = (e: JobExecution, deployment: string | null): ExecutionView => ({
+  id: e.id, task_id: taskIdOf(e), deployment, trigger: e.trigger, status: e.status, started_at: e.started_at,
   finished_at: e.finished_at, duration_ms: e.duration_ms, output: e.output, error: e.error,
 });
 
 export type TaskRunner = (task: TaskRecord, output: (line: string) => void, signal: AbortSignal) => Promise<void>;
 
+export interface TaskDoc {
+  next_id: number;
+  tasks: TaskRecord[];
+  /**
+   * The deployment of each task that no longer exists (deleted by a user, or removed with its deployment, then
+   * under the retired name `<name>~<time>`): its executions stay in the core's journal and keep their owner.
+   */
+  owners?: Record<string, string>;
+}
+
+/** Executions read per job and query at most (the core answers at most 1000 at a time). */
+const CHUNK = 1000;
+
 export class TaskStore {
   private readonly handles = new Map<number, JobHandle>();
 
   constructor(
-    private readonly doc: Document<{ next_id: number; tasks: TaskRecord[] }>,
+    private readonly doc: Document<TaskDoc>,
     private readonly scheduler: Scheduler,
     private readonly runner: TaskRunner,
     private readonly log: Logger,
@@ -83,6 +102,7 @@ export class TaskStore {
     const last = this.scheduler.executions({ job: jobName(t.id), limit: 1 })[0];
     return {
       ...t,
+      run_as: t.run_as ?? null,
       next_run: this.handles.get(t.id)?.nextRun()?.toISOString() ?? null,
       last_run: last ? { status: last.status, started_at: last.started_at, duration_ms: last.duration_ms } : null,
     };
@@ -91,6 +111,18 @@ export class TaskStore {
   checkCron(expr: string): void {
     const problem = this.scheduler.validateCron(expr);
     if (problem) throw errors.badRequest(`body.cron_expr: invalid cron expression '${expr}': ${problem}`, 'INVALID_CRON');
+  }
+
+  /** The deployment of a task, live or gone (null when unknown: executions of tasks deleted before owners were kept). */
+  deploymentOf(id: number): string | null {
+    return this.find(id)?.deployment_name ?? this.doc.data.owners?.[String(id)] ?? null;
+  }
+
+  /** Every task id with a known deployment, live or gone. */
+  knownIds(): { id: number; deployment: string }[] {
+    const out = this.doc.data.tasks.map((t) => ({ id: t.id, deployment: t.deployment_name }));
+    for (const [id, deployment] of Object.entries(this.doc.data.owners ?? {})) out.push({ id: Number(id), deployment });
+    return out;
   }
 
   async create(input: Omit<TaskRecord, 'id' | 'created_at' | 'updated_at' | 'disabled_reason'>): Promise<TaskRecord> {
@@ -105,7 +137,7 @@ export class TaskStore {
     return task;
   }
 
-  async update(id: number, patch: Partial<Omit<TaskRecord, 'id' | 'created_at' | 'created_by'>>): Promise<TaskRecord> {
+  async update(id: number, patch: Partial<Omit<TaskRecord, 'id' | 'created_at' | 'created_by' | 'deployment_name'>>): Promise<TaskRecord> {
     if (patch.cron_expr !== undefined) this.checkCron(patch.cron_expr);
     const task = await this.doc.update((d) => {
       const t = d.tasks.find((x) => x.id === id);
@@ -119,11 +151,42 @@ export class TaskStore {
   }
 
   async delete(id: number): Promise<void> {
-    this.get(id);
+    const task = this.get(id);
     this.disarm(id);
     await this.doc.update((d) => {
       d.tasks = d.tasks.filter((t) => t.id !== id);
+      (d.owners ??= {})[String(id)] = task.deployment_name;
     });
+  }
+
+  /**
+   * A deployment was deleted: its tasks are removed (a new deployment of the same name must not get them back),
+   * and their executions, with those of its tasks deleted before, are kept under the retired name.
+   */
+  async removeDeployment(deployment: string, retiredAs: string): Promise<number[]> {
+    const ids = this.doc.data.tasks.filter((t) => t.deployment_name === deployment).map((t) => t.id);
+    for (const id of ids) this.disarm(id);
+    const owned = Object.values(this.doc.data.owners ?? {}).includes(deployment);
+    if (ids.length || owned) {
+      await this.doc.update((d) => {
+        d.tasks = d.tasks.filter((t) => t.deployment_name !== deployment);
+        const owners = (d.owners ??= {});
+        for (const [id, name] of Object.entries(owners)) if (name === deployment) owners[id] = retiredAs;
+        for (const id of ids) owners[String(id)] = retiredAs;
+      });
+      this.log.info('tasks of a deleted deployment removed', { deployment, retired_as: retiredAs, tasks: ids });
+    }
+    return ids;
+  }
+
+  /** Disables one task, with the reason shown in it (its creator lost the right to run it). */
+  async disable(id: number, reason: string): Promise<void> {
+    this.disarm(id);
+    await this.doc.update((d) => {
+      const t = d.tasks.find((x) => x.id === id);
+      if (t) Object.assign(t, { enabled: false, disabled_reason: reason, updated_at: new Date().toISOString() });
+    });
+    this.log.warn('task disabled', { task: id, reason });
   }
 
   /** Disables every task of a deployment that is gone (they are kept, with the reason, not left failing). */
@@ -153,13 +216,33 @@ export class TaskStore {
     }
   }
 
-  executions(id: number, limit: number, offset: number): ExecutionView[] {
-    return this.scheduler.executions({ job: jobName(id), limit, offset }).map(executionView);
+  private executionOf(e: JobExecution): ExecutionView {
+    return executionView(e, this.deploymentOf(taskIdOf(e)));
   }
 
-  /** Recent executions of every task, newest first. */
+  executions(id: number, limit: number, offset: number): ExecutionView[] {
+    return this.scheduler.executions({ job: jobName(id), limit, offset }).map((e) => this.executionOf(e));
+  }
+
+  /** Recent executions of every task, newest first (also those of tasks whose deployment is unknown). */
   recent(limit: number, offset: number): ExecutionView[] {
-    return this.scheduler.executions({ limit, offset }).filter((e) => e.job.startsWith('task.')).map(executionView);
+    return this.scheduler.executions({ limit, offset }).filter((e) => e.job.startsWith('task.')).map((e) => this.executionOf(e));
+  }
+
+  /** Recent executions of some tasks only, newest first, paginated over their union. */
+  recentOf(ids: number[], limit: number, offset: number): ExecutionView[] {
+    const want = offset + limit;
+    const merged: JobExecution[] = [];
+    for (const id of new Set(ids)) {
+      for (let at = 0; at < want; at += CHUNK) {
+        const size = Math.min(CHUNK, want - at);
+        const chunk = this.scheduler.executions({ job: jobName(id), limit: size, offset: at });
+        merged.push(...chunk);
+        if (chunk.length < size) break;
+      }
+    }
+    merged.sort((a, b) => b.id - a.id);
+    return merged.slice(offset, want).map((e) => this.executionOf(e));
   }
 
   private disarm(id: number): void {

@@ -138,13 +138,12 @@ describe('scheduled tasks', () => {
     expect(backups.body.data[0].trigger).toBe('task');
   });
 
-  it('disables the tasks of a deleted deployment instead of letting them fail', async () => {
+  it('removes the tasks of a deleted deployment (a new one of the same name does not get them back)', async () => {
     const res = await agent.api('POST', '/scheduler/tasks', { body: { deployment_name: gone, task_type: 'restart', cron_expr: '0 4 * * *' } });
     expect(res.status).toBe(201);
     expect((await agent.api('DELETE', `/deployments/${gone}`)).status).toBe(200);
-    const task = await until(() => agent.api('GET', `/scheduler/tasks/${res.body.data.id}`), (r) => r.body.data.enabled === false);
-    expect(task.body.data.disabled_reason).toContain('deleted');
-    expect(task.body.data.next_run).toBeNull();
+    await until(() => agent.api('GET', `/scheduler/tasks/${res.body.data.id}`), (r) => r.status === 404);
+    expect((await agent.api('GET', '/scheduler/tasks')).body.data.map((t: any) => t.deployment_name)).not.toContain(gone);
   });
 
   it('keeps tasks across an agent restart', async () => {
