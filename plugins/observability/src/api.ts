@@ -9,6 +9,8 @@ export const CONTAINER_METRIC_NAMES: string[] = CONTAINER_METRICS.map((m) => m.n
 export const HOST_METRIC_NAMES: string[] = HOST_METRICS.map((m) => m.name);
 
 const DEPLOYMENT = '^[a-z0-9][a-z0-9_-]{0,62}$';
+/** Event filters also take a retired name (`<name>~<time>`): a deleted deployment's events, for global principals. */
+const DEPLOYMENT_OR_RETIRED = '^[a-z0-9][a-z0-9_-]{0,62}(~[0-9]{14})?$';
 /** Container names as the engine allows them. */
 export const CONTAINER_NAME = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$';
 export const SINCE_PATTERN = '^(\\d{1,6}(s|m|h|d)|\\d{4}-\\d{2}-\\d{2}T[0-9:.]+(Z|[+-]\\d{2}:\\d{2}))$';
@@ -69,6 +71,9 @@ export const RuleInput = Type.Object({
   enabled: Type.Optional(Type.Boolean({ default: true })),
   targets: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 20, default: [], description: 'notification target ids or names; empty: the targets subscribed to alert events' })),
   action: Type.Optional(Type.Union([Type.Literal(''), Type.Literal('restart')], { default: '' })),
+  // Set by the app when a rule is written; accepted (and ignored) so that a rule read can be sent back as it is.
+  created_by: Type.Optional(Nullable(Type.String({ maxLength: 100, description: 'ignored: set by the app' }))),
+  written_at: Type.Optional(Nullable(Type.String({ maxLength: 40, description: 'ignored: set by the app' }))),
 }, { additionalProperties: false });
 export type RuleInput = Static<typeof RuleInput>;
 export const RulesBody = Type.Array(RuleInput, { maxItems: 500 });
@@ -77,6 +82,8 @@ export const RuleView = Type.Object({
   id: Type.String(), name: Type.String(), deployment: Nullable(Type.String()), metric: Type.String(),
   comparison: Type.String(), threshold: Type.Number(), for_seconds: Type.Integer(), enabled: Type.Boolean(),
   targets: Type.Array(Type.String()), action: Type.String(),
+  created_by: Nullable(Type.String({ description: 'principal that last wrote the rule (`user:<id>`, `api_key:<id>`): its action runs only while that principal may still write to the deployment' })),
+  written_at: Nullable(Type.String({ description: 'when the rule was last written' })),
 });
 
 export const AlertState = Type.Object({
@@ -120,25 +127,25 @@ const Limit = (def: number, max: number) => Type.Optional(Type.Integer({ minimum
 
 export const routes: AppRouteSpec[] = [
   {
-    method: 'GET', path: '/metrics/latest', permission: 'metrics:read', operationId: 'observability.metricsLatest',
+    method: 'GET', path: '/metrics/latest', permission: 'metrics:read', operationId: 'observability.metricsLatest', tenancy: 'filtered',
     summary: 'Latest reading per container, grouped by deployment',
     query: Type.Object({ deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT })) }),
     response: LatestView,
   },
   {
-    method: 'GET', path: '/metrics/timeseries', permission: 'metrics:read', operationId: 'observability.metricsTimeseries',
+    method: 'GET', path: '/metrics/timeseries', permission: 'metrics:read', operationId: 'observability.metricsTimeseries', tenancy: 'filtered',
     summary: 'History of every metric of every container of one deployment',
     query: Type.Object({ deployment: Type.String({ pattern: DEPLOYMENT }), since: Since }),
     response: SeriesView,
   },
   {
-    method: 'GET', path: '/metrics/host', permission: 'metrics:read', operationId: 'observability.metricsHost',
+    method: 'GET', path: '/metrics/host', permission: 'metrics:read', operationId: 'observability.metricsHost', tenancy: 'global',
     summary: 'Host CPU, memory, disk and network: latest values and history',
     query: Type.Object({ since: Since }),
     response: HostView,
   },
   {
-    method: 'GET', path: '/metrics/series', permission: 'metrics:read', operationId: 'observability.metricsSeries',
+    method: 'GET', path: '/metrics/series', permission: 'metrics:read', operationId: 'observability.metricsSeries', tenancy: 'filtered',
     summary: 'History of one metric of one container',
     query: Type.Object({
       deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT })),
@@ -149,51 +156,51 @@ export const routes: AppRouteSpec[] = [
     response: SeriesView,
   },
   {
-    method: 'GET', path: '/metrics/prometheus', permission: 'metrics:read', operationId: 'observability.metricsPrometheus',
+    method: 'GET', path: '/metrics/prometheus', permission: 'metrics:read', operationId: 'observability.metricsPrometheus', tenancy: 'global',
     summary: 'Latest readings in the Prometheus text exposition format', produces: 'text/plain; version=0.0.4',
   },
   {
-    method: 'GET', path: '/health', permission: 'metrics:read', operationId: 'observability.health',
+    method: 'GET', path: '/health', permission: 'metrics:read', operationId: 'observability.health', tenancy: 'filtered',
     summary: 'Health of each container (from its healthcheck) and what the watcher did',
     query: Type.Object({ deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT })) }),
     response: HealthView,
   },
   {
-    method: 'GET', path: '/health/events', permission: 'metrics:read', operationId: 'observability.healthEvents',
+    method: 'GET', path: '/health/events', permission: 'metrics:read', operationId: 'observability.healthEvents', tenancy: 'filtered',
     summary: 'Restarts, recoveries and give-ups of the health watcher, newest first',
-    query: Type.Object({ deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT })), limit: Limit(100, 1000) }),
+    query: Type.Object({ deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT_OR_RETIRED })), limit: Limit(100, 1000) }),
     response: Type.Array(HealthEvent),
   },
   {
-    method: 'GET', path: '/alerts/rules', permission: 'alerts:read', operationId: 'observability.listRules',
-    summary: 'Alert rules (those of deployments you can access)',
+    method: 'GET', path: '/alerts/rules', permission: 'alerts:read', operationId: 'observability.listRules', tenancy: 'filtered',
+    summary: 'Alert rules (those of deployments you can access; rules of every container or of the host: global principals)',
     response: Type.Array(RuleView),
   },
   {
-    method: 'PUT', path: '/alerts/rules', permission: 'alerts:write', operationId: 'observability.replaceRules',
+    method: 'PUT', path: '/alerts/rules', permission: 'alerts:write', operationId: 'observability.replaceRules', tenancy: 'filtered',
     summary: 'Replace the alert rules you can access (the whole array)',
-    description: 'Rules of deployments you cannot access are kept as they are. Rules without a deployment (every container, or host metrics) need access to every deployment.',
+    description: 'Rules you cannot change are kept as they are (and those you cannot see are not shown). Rules without a deployment (every container, or host metrics) are global: a principal limited to its deployments gets 403 GLOBAL_SCOPE_REQUIRED for one, and 404 for a deployment it cannot see. The caller becomes the creator of every rule it adds or changes: a restart action runs only while its creator may still write to the deployment.',
     body: RulesBody,
     response: Type.Array(RuleView),
   },
   {
-    method: 'GET', path: '/alerts/firing', permission: 'alerts:read', operationId: 'observability.firingAlerts',
+    method: 'GET', path: '/alerts/firing', permission: 'alerts:read', operationId: 'observability.firingAlerts', tenancy: 'filtered',
     summary: 'Rules currently breached (pending or firing), per container',
     response: Type.Array(AlertState),
   },
   {
-    method: 'GET', path: '/alerts/events', permission: 'alerts:read', operationId: 'observability.alertEvents',
+    method: 'GET', path: '/alerts/events', permission: 'alerts:read', operationId: 'observability.alertEvents', tenancy: 'filtered',
     summary: 'Alert history (pending, firing, resolved), newest first; bounded',
-    query: Type.Object({ deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT })), rule: Type.Optional(Type.String({ maxLength: 63 })), limit: Limit(100, 1000) }),
+    query: Type.Object({ deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT_OR_RETIRED })), rule: Type.Optional(Type.String({ maxLength: 63 })), limit: Limit(100, 1000) }),
     response: Type.Array(AlertEvent),
   },
   {
-    method: 'GET', path: '/config', permission: 'observability:read', operationId: 'observability.getConfig',
+    method: 'GET', path: '/config', permission: 'observability:read', operationId: 'observability.getConfig', tenancy: 'global',
     summary: 'Collector, retention, health watcher and alert settings',
     response: RuntimeConfig,
   },
   {
-    method: 'PUT', path: '/config', permission: 'observability:write', operationId: 'observability.updateConfig',
+    method: 'PUT', path: '/config', permission: 'observability:write', operationId: 'observability.updateConfig', tenancy: 'global',
     summary: 'Change collector, retention, health watcher or alert settings (partial)',
     body: ConfigPatch,
     response: RuntimeConfig,

@@ -1,9 +1,12 @@
 /**
  * observability: an app plugin. The core runs `dist/app/main.js` as a separate process (restarted with backoff if
- * it dies) and serves it at `/api/plugin/observability/…` after authentication and the permission check; the app
- * filters every answer by the caller's deployment grants.
+ * it dies) and serves it at `/api/plugin/observability/…` after authentication, the permission and the tenancy
+ * checks; the app filters every answer by the caller's scope and deployment grants. This in-process part tells the
+ * app what only the agent knows (`agent-routes.ts`): which deployments were deleted, and whether a rule's creator
+ * may still act.
  */
 import { definePlugin, Type } from '@agent/sdk';
+import { registerAgentRoutes } from './agent-routes.js';
 import { routes } from './api.js';
 
 const Seconds = (def: number, min: number, max: number, description: string) =>
@@ -38,10 +41,12 @@ export default definePlugin({
   description: 'Container and host metrics, alert rules and a container health watcher (a separate app process)',
   config: configSchema,
   resources: {
-    metrics: { description: 'container and host metrics and container health', operator: 'read', viewer: 'read' },
-    alerts: { description: 'alert rules, firing alerts and alert history', operator: 'write', viewer: 'read' },
-    observability: { description: 'settings of the observability app (sampling, retention, health watcher)', operator: 'read', viewer: 'none' },
+    metrics: { description: "container and host metrics and container health (a deployment's containers are its own; host metrics and containers of no deployment are global)", operator: 'read', viewer: 'read', owner: 'both' },
+    alerts: { description: 'alert rules, firing alerts and alert history (of a deployment; rules of every container or of the host are global)', operator: 'write', viewer: 'read', owner: 'deployment' },
+    observability: { description: 'settings of the observability app (sampling, retention, health watcher)', operator: 'read', viewer: 'none', owner: 'global' },
   },
   app: { entry: 'dist/app/main.js', routes },
-  setup() {},
+  async setup(ctx) {
+    await registerAgentRoutes(ctx);
+  },
 });

@@ -274,16 +274,17 @@ describe('observability app', () => {
     const viewer = await agent.login(`obsviewer${run}`, 'Viewer-Pass-123');
     const operator = await agent.login(`obsoperator${run}`, 'Viewer-Pass-123');
 
+    // Scoped (the default for every role but admin): its deployment only; containers of no deployment are global.
     const groups = await latestOf(viewer);
-    expect(groups.map((g) => g.deployment).sort()).toEqual([DEP_A, null].sort());
+    expect(groups.map((g) => g.deployment)).toEqual([DEP_A]);
     expect(groups.flatMap((g) => g.containers.map((c: any) => c.container))).not.toContain(BURNER);
+    expect(groups.flatMap((g) => g.containers.map((c: any) => c.container))).not.toContain(OUTSIDER);
     expect((await obs('GET', '/metrics/timeseries', { token: viewer, query: { deployment: DEP_B } })).status).toBe(404);
     expect((await obs('GET', '/metrics/timeseries', { token: viewer, query: { deployment: DEP_A } })).status).toBe(200);
     expect((await obs('GET', '/metrics/series', { token: viewer, query: { container: BURNER, metric: 'container.cpu.usage' } })).status).toBe(404);
+    // The exposition carries host metrics and every container: global.
     const prom = await obs('GET', '/metrics/prometheus', { token: viewer });
-    expect(prom.text).toContain(WEB);
-    expect(prom.text).not.toContain(BURNER);
-    expect(prom.text).not.toContain(SICK);
+    expect([prom.status, prom.body.code]).toEqual([403, 'GLOBAL_SCOPE_REQUIRED']);
     const health = (await obs('GET', '/health', { token: viewer })).body.data.map((h: any) => h.container);
     expect(health).toContain(WEB);
     expect(health).not.toContain(SICK);
@@ -295,10 +296,10 @@ describe('observability app', () => {
 
     // The operator replaces the rules it can change; B's and the host rule stay.
     const forB = await obs('PUT', '/alerts/rules', { token: operator, body: [{ name: 'x', deployment: DEP_B, metric: 'container.cpu.usage', comparison: 'above', threshold: 1, for_seconds: 0 }] });
-    expect(forB.status).toBe(400);
-    expect(forB.body.code).toBe('DEPLOYMENT_NOT_ALLOWED');
+    expect(forB.status).toBe(404);
+    expect(forB.text).not.toContain('mem-b');
     const global = await obs('PUT', '/alerts/rules', { token: operator, body: [{ name: 'x', metric: 'container.cpu.usage', comparison: 'above', threshold: 1, for_seconds: 0 }] });
-    expect(global.status).toBe(400);
+    expect([global.status, global.body.code]).toEqual([403, 'GLOBAL_SCOPE_REQUIRED']);
     const mine = await obs('PUT', '/alerts/rules', { token: operator, body: [{ id: 'cpu-a', name: 'cpu-a', deployment: DEP_A, metric: 'container.cpu.usage', comparison: 'below', threshold: 5, for_seconds: 30, action: 'restart' }] });
     expect(mine.status, mine.text).toBe(200);
     expect(mine.body.data.map((r: any) => r.id)).toEqual(['cpu-a']);

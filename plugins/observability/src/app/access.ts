@@ -1,15 +1,16 @@
-/** What a caller may see, from the grants the core forwarded. */
+/**
+ * What a caller may see, from the principal the core forwarded (scope and deployment grants). A deployment's
+ * containers, series, events and rules need access to it; what belongs to no deployment (containers outside any,
+ * host metrics, rules of every container or of the host) is global: global principals only. Retired names
+ * (`<name>~<time>`, what a deleted deployment left) are never granted, so they need a global principal too.
+ */
 import { levelRank, type AccessLevel, type Principal } from '@agent/sdk';
 
-/**
- * Containers of a deployment need access to it; containers outside any deployment are visible to whoever holds
- * the route's permission (the same rule as the docker plugin's container list).
- */
 export const canSeeContainer = (p: Principal, deployment: string | null): boolean =>
-  deployment === null || p.canAccessDeployment(deployment);
+  deployment === null ? p.isGlobal : p.canAccessDeployment(deployment);
 
-/** Access to every deployment (a `*` grant): needed for rules that are not tied to one deployment. */
-export const hasGlobal = (p: Principal, level: AccessLevel): boolean => levelRank(p.deployments['*'] ?? null) >= levelRank(level);
+/** A global principal's level on every deployment (`*`): rules not tied to one deployment need it. */
+export const hasGlobal = (p: Principal, level: AccessLevel): boolean => p.isGlobal && levelRank(p.deploymentLevel('*')) >= levelRank(level);
 
 export const canUseRuleScope = (p: Principal, deployment: string | null, level: AccessLevel): boolean =>
   deployment === null ? hasGlobal(p, level) : p.canAccessDeployment(deployment, level);

@@ -44,6 +44,20 @@ export class AgentClient {
     return (res.body.data as { name: string }[]).map((d) => d.name);
   }
 
+  /** Deployment deletions the agent recorded after `after` (see src/agent-routes.ts). */
+  async deploymentDeletions(after: number): Promise<{ seq: number; items: { seq: number; name: string; retired_as: string; deleted_at: string }[] }> {
+    const res = await this.call('GET', `/observability/deployment-deletions?after=${after}`);
+    if (res.status !== 200) throw new Error(`reading deployment deletions: ${res.status} ${res.body?.error ?? ''}`.trim());
+    return res.body.data;
+  }
+
+  /** Why a rule's creator may not run its action on a container of `deployment` now (null: it may). */
+  async actionRefusal(principal: string, deployment: string | null): Promise<string | null> {
+    const res = await this.call('POST', '/observability/authorize-action', { principal, deployment });
+    if (res.status !== 200) throw new Error(`${res.status} ${res.body?.error ?? ''}`.trim());
+    return res.body.data.allowed ? null : String(res.body.data.reason);
+  }
+
   /** Queues a notification; failures are logged, never thrown (an alert must not fail because of a target). */
   async notify(message: NotificationMessage): Promise<void> {
     try {

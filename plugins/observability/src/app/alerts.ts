@@ -1,7 +1,9 @@
 /**
  * Alert rules and their evaluation after every collection round. Per rule and container (or the host):
  * inactive → pending (breached) → firing (breached for `for_seconds`) → resolved (no longer breached).
- * Firing and resolving notify the rule's targets; `action: restart` restarts the container when it fires.
+ * Firing and resolving notify the rule's targets; `action: restart` restarts the container when it fires, once the
+ * agent confirmed that the rule's creator may still write to the container's deployment (background work re-checks
+ * its principal at every run; the firing event says why a restart was not run).
  * States are persisted so an app restart neither forgets a firing alert nor notifies it twice.
  */
 import { randomUUID } from 'node:crypto';
@@ -24,7 +26,18 @@ export interface Rule {
   enabled: boolean;
   targets: string[];
   action: '' | 'restart';
+  /** The principal that last wrote the rule (`user:<id>`, `api_key:<id>`); null for rules from before it was recorded. */
+  created_by: string | null;
+  /** When the rule was last written (ISO): rules written before their deployment's deletion go with it. */
+  written_at: string | null;
 }
+
+/** What a rule does (what a writer changes); `created_by` and `written_at` are the app's. */
+export const ruleContent = (r: Rule) => ({
+  id: r.id, name: r.name, deployment: r.deployment, metric: r.metric, comparison: r.comparison, threshold: r.threshold,
+  for_seconds: r.for_seconds, enabled: r.enabled, targets: r.targets, action: r.action,
+});
+export const sameContent = (a: Rule, b: Rule): boolean => JSON.stringify(ruleContent(a)) === JSON.stringify(ruleContent(b));
 
 export interface AlertState {
   key: string;
@@ -44,10 +57,12 @@ const MISSING_GRACE_MS = 30_000;
 
 export interface AlertActions {
   notify(m: NotificationMessage): Promise<void>;
+  /** Why the rule's creator may not run its action on a container of `deployment` now, or null when it may. */
+  authorize(creator: string | null, deployment: string | null): Promise<string | null>;
   restart(containerId: string, containerName: string, deployment: string | null, reason: string): Promise<void>;
 }
 
-export const normalizeRule = (r: RuleInput, id?: string): Rule => ({
+export const normalizeRule = (r: RuleInput, id?: string, by: { created_by: string | null; written_at: string | null } = { created_by: null, written_at: null }): Rule => ({
   id: id ?? r.id ?? randomUUID().slice(0, 8),
   name: r.name,
   deployment: r.deployment ?? null,
@@ -58,6 +73,8 @@ export const normalizeRule = (r: RuleInput, id?: string): Rule => ({
   enabled: r.enabled ?? true,
   targets: r.targets ?? [],
   action: r.action ?? '',
+  created_by: by.created_by,
+  written_at: by.written_at,
 });
 
 const fmt = (metric: string, v: number): string => {
@@ -82,13 +99,35 @@ export class AlertEngine {
     private readonly restartCooldownMs: () => number,
   ) {
     this.file = join(dataDir, 'rules.json');
-    this.rules = readJson<Rule[]>(this.file, []);
+    // Rules from before creators were recorded read as having none (their actions do not run until rewritten).
+    this.rules = readJson<Rule[]>(this.file, []).map((r) => ({ ...r, created_by: r.created_by ?? null, written_at: r.written_at ?? null }));
     for (const s of journal.loadStates<AlertState>()) this.states.set(s.key, s);
   }
 
   setRules(rules: Rule[]): void {
     this.rules = rules;
     writeJson(this.file, rules);
+  }
+
+  /**
+   * A deployment was deleted at `deletedAt` (ms): its rules written before then go, with their alert states (a new
+   * deployment of the same name starts without them; rules written for it since are its own).
+   */
+  removeDeployment(deployment: string, deletedAt: number): string[] {
+    const doomed = this.rules.filter((r) => r.deployment === deployment && (r.written_at === null || Date.parse(r.written_at) < deletedAt));
+    const ids = new Set(doomed.map((r) => r.id));
+    if (ids.size) this.setRules(this.rules.filter((r) => !ids.has(r.id)));
+    // States of its containers go too, also under rules of every container: a new container of the same name
+    // starts inactive, without the old one's pending time or restart cooldown.
+    let changed = false;
+    for (const [key, state] of this.states) {
+      if (!ids.has(state.rule_id) && state.deployment !== deployment) continue;
+      this.states.delete(key);
+      this.restarted.delete(key);
+      changed = true;
+    }
+    if (changed) this.journal.saveStates([...this.states.values()].map((s) => ({ key: s.key, value: s })));
+    return [...ids];
   }
 
   firing(): (AlertState & { rule: Rule })[] {
@@ -165,27 +204,38 @@ export class AlertEngine {
   private record(rule: Rule, s: AlertState, state: 'pending' | 'firing' | 'resolved', message: string, value: number | null = s.value): void {
     this.journal.addAlertEvent({
       rule_id: rule.id, rule_name: rule.name, deployment: s.deployment, container: s.container, metric: rule.metric,
-      value, threshold: rule.threshold, state, message,
+      value, threshold: rule.threshold, state, message, rule_scope: rule.deployment ?? '*',
     });
   }
 
   private fire(rule: Rule, s: AlertState, now: number): void {
     s.state = 'firing';
     const held = Math.round((now - s.since) / 1000);
-    const message = `${this.describe(rule, s)} is ${fmt(rule.metric, s.value)}, ${rule.comparison} ${fmt(rule.metric, rule.threshold)} for ${held} s` +
-      (rule.action === 'restart' && s.container_id ? '; restarting the container (at most once per health cooldown)' : '');
+    const message = `${this.describe(rule, s)} is ${fmt(rule.metric, s.value)}, ${rule.comparison} ${fmt(rule.metric, rule.threshold)} for ${held} s`;
+    if (rule.action !== 'restart' || !s.container_id || !s.container) return this.announce(rule, s, message);
+    const last = this.restarted.get(s.key) ?? 0;
+    if (now - last < this.restartCooldownMs()) {
+      this.log.info('restart skipped: cooldown', { rule: rule.name, container: s.container });
+      return this.announce(rule, s, `${message}; not restarted again: this rule restarted it less than the health cooldown ago`);
+    }
+    this.restarted.set(s.key, now);
+    const [id, name, deployment] = [s.container_id, s.container, s.deployment];
+    // The creator's rights of the moment decide, not those it had when it wrote the rule.
+    void this.actions.authorize(rule.created_by, deployment).then((refused) => {
+      if (refused) {
+        this.log.warn('alert action not run', { rule: rule.name, container: name, reason: refused });
+        return this.announce(rule, s, `${message}; restart not run: ${refused}`);
+      }
+      this.announce(rule, s, `${message}; restarting the container (at most once per health cooldown)`);
+      return this.actions.restart(id, name, deployment, `alert rule '${rule.name}' fired`);
+    });
+  }
+
+  /** The firing event and its notification. */
+  private announce(rule: Rule, s: AlertState, message: string): void {
     this.record(rule, s, 'firing', message);
     this.log.info('alert firing', { rule: rule.name, container: s.container, value: s.value });
     void this.actions.notify({ event: 'alert.fired', severity: 'warning', title: `Alert firing: ${rule.name}`, message, deployment: s.deployment, targets: rule.targets });
-    if (rule.action === 'restart' && s.container_id && s.container) {
-      const last = this.restarted.get(s.key) ?? 0;
-      if (now - last >= this.restartCooldownMs()) {
-        this.restarted.set(s.key, now);
-        void this.actions.restart(s.container_id, s.container, s.deployment, `alert rule '${rule.name}' fired`);
-      } else {
-        this.log.info('restart skipped: cooldown', { rule: rule.name, container: s.container });
-      }
-    }
   }
 
   private resolve(rule: Rule, s: AlertState, value: number | null, why: string): void {

@@ -1,8 +1,12 @@
-/** The app's route handlers, keyed by operationId. Everything is filtered by the caller's deployment grants. */
+/**
+ * The app's route handlers, keyed by operationId. Everything is filtered by the caller's scope and deployment
+ * grants (the core already refused the global routes to principals limited to their deployments).
+ */
+import { randomUUID } from 'node:crypto';
 import { compareText } from '@agent/sdk';
 import { HOST_METRIC_NAMES, type ConfigPatch, type RuleInput } from '../api.js';
 import { canSeeContainer, canUseRuleScope } from './access.js';
-import { normalizeRule, type AlertEngine, type Rule } from './alerts.js';
+import { normalizeRule, sameContent, type AlertEngine, type Rule } from './alerts.js';
 import type { Collector, ContainerReading } from './collector.js';
 import type { HealthWatcher } from './health-watcher.js';
 import type { Journal } from './journal.js';
@@ -18,6 +22,8 @@ interface Deps {
   journal: Journal;
   watcher: HealthWatcher;
   settings: Settings;
+  /** Applies the deployment deletions the agent recorded (their rules go) before rules are read or written. */
+  deletions: { sync(): Promise<void> };
 }
 
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
@@ -33,6 +39,7 @@ export function parseSince(text: string | null, now = Date.now()): number {
 }
 
 const notFound = (what: string) => new AppError(404, 'NOT_FOUND', `${what} not found`);
+const forbidden = (message: string, code = 'FORBIDDEN') => new AppError(403, code, message);
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
 const seriesAnswer = (r: QueryResult) => ({
@@ -45,6 +52,8 @@ export function createHandlers(d: Deps): Record<string, Handler> {
   const visibleReadings = (req: Request): ContainerReading[] =>
     [...d.collector.latest.values()].filter((r) => canSeeContainer(req.principal, r.info.deployment));
   /** A deployment named in the query must be one the caller can see (404 otherwise, like the core). */
+  /** An alert event is seen with its container's deployment and its rule's (`*`: a global rule). */
+  const ruleVisible = (p: Request['principal'], scope: string | null) => scope === null || canUseRuleScope(p, scope === '*' ? null : scope, 'read');
   const deploymentParam = (req: Request, required: boolean): string | undefined => {
     const name = req.query.get('deployment') ?? undefined;
     if (name === undefined) {
@@ -127,42 +136,62 @@ export function createHandlers(d: Deps): Record<string, Handler> {
       return d.journal.healthEvents((dep) => canSeeContainer(req.principal, dep), { deployment, limit: limitOf(req) });
     },
 
-    'observability.listRules': (req) => d.alerts.rules.filter((r) => canUseRuleScope(req.principal, r.deployment, 'read')).map(ruleView),
+    'observability.listRules': async (req) => {
+      await d.deletions.sync();
+      return d.alerts.rules.filter((r) => canUseRuleScope(req.principal, r.deployment, 'read')).map(ruleView);
+    },
 
-    'observability.replaceRules': (req) => {
+    'observability.replaceRules': async (req) => {
+      await d.deletions.sync();
       const input = req.body as RuleInput[];
       const p = req.principal;
+      const now = new Date().toISOString();
       const editable = (r: Rule) => canUseRuleScope(p, r.deployment, 'write');
+      const readable = (r: Rule) => canUseRuleScope(p, r.deployment, 'read');
+      // Rules the caller cannot change stay as they are; those it cannot even see are neither shown nor told about.
       const kept = d.alerts.rules.filter((r) => !editable(r));
+      const hidden = new Set(kept.filter((r) => !readable(r)).map((r) => r.id));
+      const taken = new Set(d.alerts.rules.map((r) => r.id));
       const ids = new Set<string>();
       const next: Rule[] = [];
       input.forEach((raw, i) => {
         const at = `body[${i}]`;
         const deployment = raw.deployment ?? null;
         const host = HOST_METRIC_NAMES.includes(raw.metric);
-        const same = raw.id ? kept.find((k) => k.id === raw.id) : undefined;
+        // An id of a rule the caller cannot see is as good as none: a new id is chosen (nothing tells it exists).
+        let id: string | undefined = raw.id !== undefined && hidden.has(raw.id) ? undefined : raw.id;
+        const same = id !== undefined ? kept.find((k) => k.id === id) : undefined;
         if (same) {
           // A rule the caller may read but not change, sent back as it was: keep it.
-          if (JSON.stringify(normalizeRule(raw, same.id)) !== JSON.stringify(same)) throw new AppError(403, 'FORBIDDEN', `${at}: rule '${same.name}' belongs to a deployment you cannot change`);
+          if (!sameContent(normalizeRule(raw, same.id), same)) throw forbidden(`${at}: rule '${same.name}' belongs to a deployment you may only read`);
           ids.add(same.id);
           return;
         }
         if (host && deployment !== null) throw badRequest(`${at}.deployment: host metric ${raw.metric} is not tied to a deployment`);
-        if (deployment !== null && !p.canAccessDeployment(deployment, 'write')) {
-          throw badRequest(`${at}.deployment: unknown deployment '${deployment}' or no write access to it`, 'DEPLOYMENT_NOT_ALLOWED');
-        }
-        if (deployment === null && !canUseRuleScope(p, null, 'write')) {
-          throw badRequest(`${at}.deployment: required (rules for every container or the host need access to every deployment)`, 'DEPLOYMENT_NOT_ALLOWED');
+        if (deployment === null) {
+          if (!p.isGlobal) throw forbidden(`${at}.deployment: rules of every container or of the host are global; you are limited to your deployments`, 'GLOBAL_SCOPE_REQUIRED');
+          if (!canUseRuleScope(p, null, 'write')) throw forbidden(`${at}.deployment: rules of every container or of the host need write access to every deployment`);
+        } else {
+          // The same answers as the core's for a deployment named in a request.
+          if (!p.deploymentLevel(deployment)) throw notFound(`${at}.deployment: deployment '${deployment}'`);
+          if (!p.canAccessDeployment(deployment, 'write')) throw forbidden(`${at}.deployment: 'write' access to deployment '${deployment}' required`);
         }
         if (raw.action === 'restart' && host) throw badRequest(`${at}.action: restart needs a container metric`);
-        const rule = normalizeRule(raw);
-        if (ids.has(rule.id) || kept.some((k) => k.id === rule.id)) throw badRequest(`${at}.id: duplicate id '${rule.id}'`);
+        if (id === undefined) {
+          do id = randomUUID().slice(0, 8);
+          while (taken.has(id) || ids.has(id));
+        }
+        const before = d.alerts.rules.find((r) => r.id === id && editable(r));
+        let rule = normalizeRule(raw, id, { created_by: p.id, written_at: now });
+        // Sent back unchanged: still the rule its creator wrote (its action keeps running with the creator's rights).
+        if (before && sameContent(before, rule)) rule = before;
+        if (ids.has(rule.id) || (taken.has(rule.id) && !before)) throw badRequest(`${at}.id: duplicate id '${rule.id}'`);
         ids.add(rule.id);
         next.push(rule);
       });
       // Read-only rules not sent back stay too: the caller cannot delete them.
       d.alerts.setRules([...kept, ...next]);
-      return d.alerts.rules.filter((r) => canUseRuleScope(p, r.deployment, 'read')).map(ruleView);
+      return d.alerts.rules.filter(readable).map(ruleView);
     },
 
     'observability.firingAlerts': (req) =>
@@ -175,7 +204,8 @@ export function createHandlers(d: Deps): Record<string, Handler> {
 
     'observability.alertEvents': (req) => {
       const deployment = deploymentParam(req, false);
-      return d.journal.alertEvents((dep) => canSeeContainer(req.principal, dep), { deployment, rule: req.query.get('rule') ?? undefined, limit: limitOf(req) });
+      return d.journal.alertEvents((dep, row) => canSeeContainer(req.principal, dep) && ruleVisible(req.principal, row.rule_scope), { deployment, rule: req.query.get('rule') ?? undefined, limit: limitOf(req) })
+        .map(({ rule_scope: _scope, ...event }) => event);
     },
 
     'observability.getConfig': () => d.settings.runtime(),

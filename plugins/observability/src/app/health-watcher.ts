@@ -9,6 +9,7 @@ import type { Journal } from './journal.js';
 import type { Logger } from './log.js';
 
 interface Watch {
+  deployment: string | null;
   attempts: number;
   lastRestart: number;
   restarting: boolean;
@@ -40,6 +41,11 @@ export class HealthWatcher {
     private readonly managed: (deployment: string | null) => boolean,
   ) {}
 
+  /** A deleted deployment's containers start over (a new one of the same name reuses their names). */
+  forgetDeployment(deployment: string): void {
+    for (const [name, w] of this.watches) if (w.deployment === deployment) this.watches.delete(name);
+  }
+
   status(name: string): { restarts: number; gaveUp: boolean } {
     const w = this.watches.get(name);
     return { restarts: w?.attempts ?? 0, gaveUp: w?.gaveUp ?? false };
@@ -53,7 +59,7 @@ export class HealthWatcher {
       let w = this.watches.get(c.name);
       if (!w) {
         if (c.health !== 'unhealthy') continue;
-        w = { attempts: 0, lastRestart: 0, restarting: false, gaveUp: false, seen: now };
+        w = { deployment: c.deployment, attempts: 0, lastRestart: 0, restarting: false, gaveUp: false, seen: now };
         this.watches.set(c.name, w);
       }
       w.seen = now;

@@ -14,6 +14,11 @@ export interface AlertEventRow {
   threshold: number;
   state: 'pending' | 'firing' | 'resolved';
   message: string;
+  /**
+   * Whose rule it was: its deployment, `*` for a rule of every container or of the host (global), null for events
+   * recorded before this was (seen with their container's deployment alone).
+   */
+  rule_scope: string | null;
 }
 
 export interface HealthEventRow {
@@ -41,6 +46,8 @@ export class Journal {
         deployment TEXT, action TEXT NOT NULL, attempt INTEGER NOT NULL, message TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS alert_states (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     `);
+    const columns = (this.db.prepare('PRAGMA table_info(alert_events)').all() as { name: string }[]).map((c) => c.name);
+    if (!columns.includes('rule_scope')) this.db.exec('ALTER TABLE alert_events ADD COLUMN rule_scope TEXT');
   }
 
   private trim(): void {
@@ -51,8 +58,8 @@ export class Journal {
   }
 
   addAlertEvent(e: Omit<AlertEventRow, 'id' | 'time'>): void {
-    this.db.prepare(`INSERT INTO alert_events (time, rule_id, rule_name, deployment, container, metric, value, threshold, state, message)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(new Date().toISOString(), e.rule_id, e.rule_name, e.deployment, e.container, e.metric, e.value, e.threshold, e.state, e.message);
+    this.db.prepare(`INSERT INTO alert_events (time, rule_id, rule_name, deployment, container, metric, value, threshold, state, message, rule_scope)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(new Date().toISOString(), e.rule_id, e.rule_name, e.deployment, e.container, e.metric, e.value, e.threshold, e.state, e.message, e.rule_scope);
     this.trim();
   }
 
@@ -62,16 +69,30 @@ export class Journal {
     this.trim();
   }
 
-  /** Newest first, filtered by `visible` (grants) in SQL-friendly batches. */
-  alertEvents(visible: (deployment: string | null) => boolean, filter: { deployment?: string; rule?: string; limit: number }): AlertEventRow[] {
+  /** Newest first, filtered by `visible` (the caller's scope and grants) while reading, up to `limit`. */
+  alertEvents(visible: (deployment: string | null, row: AlertEventRow) => boolean, filter: { deployment?: string; rule?: string; limit: number }): AlertEventRow[] {
     return this.select<AlertEventRow>('alert_events', visible, filter.limit, filter.deployment, filter.rule ? ['rule_id = ? OR rule_name = ?', filter.rule, filter.rule] : null);
   }
 
-  healthEvents(visible: (deployment: string | null) => boolean, filter: { deployment?: string; limit: number }): HealthEventRow[] {
+  healthEvents(visible: (deployment: string | null, row: HealthEventRow) => boolean, filter: { deployment?: string; limit: number }): HealthEventRow[] {
     return this.select<HealthEventRow>('health_events', visible, filter.limit, filter.deployment, null);
   }
 
-  private select<T extends { deployment: string | null }>(table: string, visible: (d: string | null) => boolean, limit: number, deployment: string | undefined, extra: [string, ...unknown[]] | null): T[] {
+  /**
+   * A deployment was deleted at `before` (ISO): its events until then are kept under its retired name, which only
+   * global principals reach; a new deployment of the same name starts without them.
+   */
+  retireDeployment(deployment: string, retiredAs: string, before: string): number {
+    let n = 0;
+    this.db.transaction(() => {
+      n += this.db.prepare(`UPDATE alert_events SET deployment = ?, rule_scope = CASE WHEN rule_scope = ? THEN ? ELSE rule_scope END WHERE deployment = ? AND time <= ?`)
+        .run(retiredAs, deployment, retiredAs, deployment, before).changes;
+      n += this.db.prepare('UPDATE health_events SET deployment = ? WHERE deployment = ? AND time <= ?').run(retiredAs, deployment, before).changes;
+    })();
+    return n;
+  }
+
+  private select<T extends { deployment: string | null }>(table: string, visible: (d: string | null, row: T) => boolean, limit: number, deployment: string | undefined, extra: [string, ...unknown[]] | null): T[] {
     const where: string[] = [];
     const args: unknown[] = [];
     if (deployment) {
@@ -85,7 +106,7 @@ export class Journal {
     const sql = `SELECT * FROM ${table} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC`;
     const out: T[] = [];
     for (const row of this.db.prepare(sql).iterate(...args) as Iterable<T>) {
-      if (!visible(row.deployment)) continue;
+      if (!visible(row.deployment, row)) continue;
       out.push(row);
       if (out.length >= limit) break;
     }

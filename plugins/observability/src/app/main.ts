@@ -31,7 +31,16 @@ const agent = new AgentClient(env.agentUrl, env.agentToken, log);
 const collector = new Collector(docker, new HostSampler(config().disk_path || env.dataDir), store,
   () => ({ labels: config().container_labels, concurrency: config().stats_concurrency }), log);
 
-const known = new KnownDeployments(agent, log);
+// What hangs on a deleted deployment's name does not pass to a new deployment of that name (the agent tells which
+// deployments were deleted; see known-deployments.ts): its alert rules and alert states go, as does its containers'
+// metric history and the watcher's counts; its alert and health events stay under the retired name (global only).
+const known = new KnownDeployments(agent, log, env.dataDir, (deletion) => {
+  const rules = alerts.removeDeployment(deletion.name, deletion.deleted_at);
+  const events = journal.retireDeployment(deletion.name, deletion.retired_as, new Date(deletion.deleted_at).toISOString());
+  const series = store.forgetDeployment(deletion.name, deletion.deleted_at / 1000);
+  watcher.forgetDeployment(deletion.name);
+  log.info('a deleted deployment was retired', { deployment: deletion.name, retired_as: deletion.retired_as, rules, events, series });
+});
 const managed = (deployment: string | null) => config().health.scope === 'all' || known.has(deployment);
 
 const restart = async (containerId: string, name: string, deployment: string | null, reason: string) => {
@@ -44,7 +53,16 @@ const restart = async (containerId: string, name: string, deployment: string | n
     journal.addHealthEvent({ container: name, deployment, action: 'restart_failed', attempt: 0, message: `restarting ${name} failed (${reason}): ${(err as Error).message}` });
   }
 };
-const alerts = new AlertEngine(env.dataDir, journal, { notify: (m) => agent.notify(m), restart }, log, () => config().health.cooldown * 1000);
+/** Alert actions run with their rule creator's rights of the moment, as the agent tells them. */
+const authorize = async (creator: string | null, deployment: string | null): Promise<string | null> => {
+  if (!creator) return 'the rule has no recorded creator (written before alert actions were checked against their creator): write it again to run its action with your rights';
+  try {
+    return await agent.actionRefusal(creator, deployment);
+  } catch (err) {
+    return `the rights of its creator could not be checked (${(err as Error).message})`;
+  }
+};
+const alerts = new AlertEngine(env.dataDir, journal, { notify: (m) => agent.notify(m), restart, authorize }, log, () => config().health.cooldown * 1000);
 const watcher = new HealthWatcher(journal, { restart: (id) => agent.restartContainer(id), notify: (m) => agent.notify(m) }, () => config().health, log, managed);
 
 /** The watcher needs to know which projects are this agent's deployments before it looks at them. */
@@ -60,6 +78,8 @@ async function round(): Promise<void> {
   try {
     if (await collector.tick()) {
       await known.ensure();
+      // Deletions are applied within seconds: a new deployment of the same name must not meet the old rules.
+      await known.sync(5_000);
       alerts.evaluate(collector);
       await checkHealth(collector.containers);
     }
@@ -104,7 +124,7 @@ const housekeeping = setInterval(housekeep, 60_000);
 // Catch up soon after a start (the app may have been down across minute boundaries).
 setTimeout(housekeep, 5000).unref();
 
-const server = createAppServer(env, routes, createHandlers({ collector, store, alerts, journal, watcher, settings }), log);
+const server = createAppServer(env, routes, createHandlers({ collector, store, alerts, journal, watcher, settings, deletions: known }), log);
 server.keepAliveTimeout = 65_000;
 server.listen(env.port, env.host, () => {
   log.info('observability app listening', { port: env.port });

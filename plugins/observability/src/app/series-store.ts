@@ -151,6 +151,24 @@ export class SeriesStore {
     this.tier5.prune(rollCut);
   }
 
+  /**
+   * A deployment was deleted: the history of its containers before `before` (seconds) goes, so that a new
+   * deployment of the same name (whose containers may carry the same names, continuing the same series) starts
+   * without it. Measurements are not kept under the retired name: nothing could query them there.
+   */
+  forgetDeployment(deployment: string, before: number): number {
+    const rows = this.series({ deployment });
+    const cut = Math.floor(before);
+    this.db.transaction(() => {
+      for (const table of ['samples', 'rollups', 'rollups5']) {
+        const del = this.db.prepare(`DELETE FROM ${table} WHERE series = ? AND ts < ?`);
+        for (const row of rows) del.run(row.id, cut);
+      }
+    })();
+    for (const row of rows) this.tier5.forget(row.id);
+    return rows.length;
+  }
+
   series(filter: { deployment?: string | null; container?: string | null; metric?: string; host?: boolean }): SeriesRow[] {
     return [...this.ids.values()].filter((r) =>
       (filter.host ? r.container === null : r.container !== null) &&

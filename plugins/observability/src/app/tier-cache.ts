@@ -111,4 +111,9 @@ export class TierCache {
   prune(before: number): void {
     for (const col of this.columns.values()) col.dropBefore(before);
   }
+
+  /** Drops a series from the cache (its rows were deleted). */
+  forget(series: number): void {
+    this.columns.delete(series);
+  }
 }
