@@ -133,8 +133,8 @@ describe('authorization matrix (all built-in plugins)', () => {
       }
     };
     await ensureDeployments();
-    const user = async (username: string, role: string, own: [string, string][]) => {
-      const u = await must(api('POST', '/api/users', { username, email: `${username}@example.com`, password: PASS, role }), 201);
+    const user = async (username: string, role: string, own: [string, string][], scope: 'global' | 'deployments' = 'deployments') => {
+      const u = await must(api('POST', '/api/users', { username, email: `${username}@example.com`, password: PASS, role, scope }), 201);
       for (const [deployment_name, access_level] of own) {
         await must(api('POST', `/api/users/${u.id}/deployments`, { deployment_name, access_level }), 201);
         grants.push([u.id, deployment_name, access_level]);
@@ -144,6 +144,7 @@ describe('authorization matrix (all built-in plugins)', () => {
     const infoOf = async (token: string) => (await must(api('GET', '/api/auth/validate', undefined, token), 200)).principal;
 
     const operator = await user('m-operator', 'operator', [[DEP_A, 'admin']]);
+    const globalOperator = await user('m-global-operator', 'operator', [], 'global');
     const viewer = await user('m-viewer', 'viewer', []);
     const reader = await user('m-reader', 'operator', [[DEP_A, 'read']]);
     const scopedKey = (await must(api('POST', '/api/apikeys', { name: 'matrix-scoped', role: 'operator', deployments: [DEP_A] }, operator), 201)).key as string;
@@ -169,6 +170,7 @@ describe('authorization matrix (all built-in plugins)', () => {
       matrixPrincipal('reader-one-deployment', reader, await infoOf(reader)),
       matrixPrincipal('key-one-deployment', scopedKey, await infoOf(scopedKey)),
       matrixPrincipal('operator', operator, await infoOf(operator)),
+      matrixPrincipal('global-operator', globalOperator, await infoOf(globalOperator)),
       matrixPrincipal('admin', agent.token, await infoOf(agent.token)),
     );
     // The same token unexpired works: only the expiry makes the difference.

@@ -63,7 +63,7 @@ export interface StartOptions {
 }
 
 export async function request<T = any>(baseUrl: string, method: string, path: string, options: RequestOptions & { defaultToken?: string } = {}): Promise<ApiResponse<T>> {
-  const url = new URL(path.startsWith('/api') ? path : `/api${path}`, baseUrl);
+  const url = new URL(path === '/api' || path.startsWith('/api/') ? path : `/api${path}`, baseUrl);
   for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   const token = options.token === undefined ? options.defaultToken : options.token;

@@ -22,6 +22,8 @@ export interface Operation {
   deploymentLevel: AccessLevel | null;
   /** A query field carrying the deployment, for scoped operations that read it from the query. */
   deploymentQuery: string | null;
+  /** What a principal limited to deployments may do when no deployment is named (`x-tenancy`). */
+  tenancy: string;
   params: Json[];
   body: Json | null;
 }
@@ -46,6 +48,7 @@ export function operationsOf(doc: Json): Operation[] {
         deploymentParam: op['x-deployment-param'] ?? null,
         deploymentLevel: op['x-deployment-level'] ?? null,
         deploymentQuery,
+        tenancy: op['x-tenancy'] ?? 'global',
         params,
         body: op.requestBody?.content?.['application/json']?.schema ?? null,
       });
@@ -137,11 +140,33 @@ export type Expectation =
   | { kind: 'hidden'; why: string; allowBadRequest: boolean }
   | { kind: 'allowed' };
 
+/** Whether a principal limited to deployments may run an operation that names no deployment. */
+export function tenancyAllows(op: Operation, p: Principal): boolean {
+  if (p.isGlobal) return true;
+  switch (op.tenancy) {
+    case 'filtered':
+    case 'own':
+      return true;
+    case 'catalogue':
+      return op.method === 'GET';
+    case 'create':
+      return p.type === 'user';
+    default:
+      return false;
+  }
+}
+
 export function expectationFor(op: Operation, who: MatrixPrincipal, variant: Variant): Expectation {
   if (op.permission === 'public') return { kind: 'allowed' };
   const p = who.principal;
   if (!p) return { kind: 'unauthenticated' };
   if (op.permission !== 'authenticated' && !p.can(op.permission)) return { kind: 'forbidden', why: `lacks ${op.permission}` };
+  if (!(op.deploymentScoped && variant.deployment) && !tenancyAllows(op, p)) {
+    // A deployment read from the body is looked for after validation: a harmless (invalid) body may answer 400 first.
+    return op.deploymentScoped && !op.deploymentParam
+      ? { kind: 'hidden', why: `${who.name} is limited to deployments (${op.tenancy})`, allowBadRequest: true }
+      : { kind: 'forbidden', why: `${who.name} is limited to deployments (${op.tenancy})` };
+  }
   if (op.deploymentScoped && variant.deployment) {
     const level = p.deploymentLevel(variant.deployment);
     const needed = op.deploymentLevel ?? 'read';
