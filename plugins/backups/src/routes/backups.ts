@@ -8,7 +8,7 @@ import { backupView, BackupView } from '../backup-store.js';
 import type { BackupService } from '../backup-service.js';
 import { JobView, type Jobs } from '../jobs.js';
 import { storeView, type StoreRegistry } from '../s3/stores.js';
-import { assertVisible, boundIfVisible, canReach, DEPLOYMENT_OR_RETIRED, isRetired } from '../tenancy.js';
+import { assertVisible, boundIfVisible, canReach, DEPLOYMENT_OR_RETIRED, globalScopeRequired, isRetired } from '../tenancy.js';
 
 export interface BackupRouteDeps {
   service: BackupService;
@@ -204,9 +204,14 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
         throw errors.badRequest(`body.target_name: backup '${b.id}' belongs to a deleted deployment: name the deployment to restore into`);
       }
       const target = req.body.target_name ?? b.deployment;
+      // Checked again here: the target may have appeared or gone since the core looked.
       if (deps.deploymentExists(target)) {
-        if (!canReach(req.principal, target, 'write')) throw errors.notFound(`deployment '${target}' not found`);
-      } else if (!req.principal.can('deployments:write')) throw errors.forbidden("creating a deployment needs 'deployments:write'");
+        if (!canReach(req.principal, target, 'read')) throw errors.notFound(`deployment '${target}' not found`);
+        if (!canReach(req.principal, target, 'write')) throw errors.forbidden(`'write' access to deployment '${target}' required`);
+      } else {
+        if (!req.principal.can('deployments:write')) throw errors.forbidden("creating a deployment needs 'deployments:write'");
+        if (!req.principal.isGlobal && req.principal.type !== 'user') throw globalScopeRequired('creating a deployment by a key limited to its deployments');
+      }
       const restore = {
         backup_id: b.id, target_name: target, restore_files: req.body.restore_files ?? true,
         restore_database: req.body.restore_database ?? b.components.some((c) => c.type === 'database'),
