@@ -131,10 +131,18 @@ describe('host safety through the deployments API', () => {
     expect(start.body.code).toBe('HOST_SAFETY');
     expect((await agent.api('PUT', `/deployments/${name}/host-safety`, { body: { exceptions: ['not an exception'] } })).status).toBe(400);
 
-    // Turning the policy off is an admin's decision too (an operator sending it back unchanged is fine).
+    // Turning the policy off is an admin's decision too: holding settings:write is not enough (sending the value back
+    // unchanged, a read-modify-write of all settings, is fine).
+    const settingsUser = await agent.api('POST', '/users', { body: { username: `hsset${Date.now() % 100000}`, email: 'set@example.org', password: PASS, role: 'viewer', permissions: ['settings:write'], scope: 'global' } });
+    expect(settingsUser.status, settingsUser.text).toBe(201);
+    const setter = await agent.login(settingsUser.body.data.username, PASS);
+    const off = await agent.api('PUT', '/settings', { token: setter, body: { deployments: { host_safety: false } } });
+    expect(off.status).toBe(403);
+    expect(off.body.error).toContain('host-safety:write');
+    expect((await agent.api('PUT', '/settings', { token: setter, body: { deployments: { host_safety: true } } })).status).toBe(200);
+    // Settings are global: an operator limited to its deployments does not even read them.
     expect((await agent.api('PUT', '/settings', { token: operator, body: { deployments: { host_safety: false } } })).status).toBe(403);
-    const settings = await agent.api('GET', '/settings', { token: operator });
-    expect(settings.status).toBe(200);
+    expect((await agent.api('GET', '/settings', { token: operator })).status).toBe(403);
     expect((await agent.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
   });
 
