@@ -76,11 +76,45 @@ function fetchNode(major: number): Promise<string> {
     .then(() => pkg);
 }
 
-const stopChild = (child: ChildProcess, signal: NodeJS.Signals = 'SIGINT') => new Promise<number | null>((resolve) => {
-  if (child.exitCode !== null) return resolve(child.exitCode);
-  child.once('exit', (code) => resolve(code));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Stops a process with `signal`: its exit code, or null when it had to be killed after 20 s. */
+const stopChild = (child: ChildProcess, signal: NodeJS.Signals) => new Promise<number | null>((resolve) => {
+  if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  child.once('exit', (code, killed) => {
+    clearTimeout(timer);
+    resolve(killed === 'SIGKILL' ? null : code);
+  });
   child.kill(signal);
 });
+
+/** Sends `signal` to the process group `child` leads; false when no process of the group is left. */
+const signalGroup = (child: ChildProcess, signal: NodeJS.Signals | 0) => {
+  try {
+    process.kill(-child.pid!, signal);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Ctrl-C on the terminal where `npm start` runs: SIGINT to its whole process group (npm, the start script, the
+ * agent and the app), as the terminal sends it; npm alone does not pass a SIGINT on to the script it runs. Resolves
+ * once every process of the group has ended; after 20 s the group is killed and the test fails.
+ */
+async function interrupt(child: ChildProcess): Promise<void> {
+  signalGroup(child, 'SIGINT');
+  const deadline = Date.now() + 20_000;
+  while (signalGroup(child, 0)) {
+    if (Date.now() > deadline) {
+      signalGroup(child, 'SIGKILL');
+      throw new Error('npm start, the agent or its app still ran 20 s after Ctrl-C');
+    }
+    await sleep(200);
+  }
+}
 
 describe('quick start on a fresh clone, then on the current Node.js LTS lines', () => {
   let npmStart: ChildProcess | null = null;
@@ -99,14 +133,20 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
     }
     execFileSync('git', ['clone', '--quiet', REPO_ROOT, clone]);
     // HOME stays the user's: npm's own settings (e.g. where node-gyp finds Node's headers) live there.
-    npmStart = spawn('npm', ['start'], { cwd: clone, env: { ...process.env, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache') }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // In a process group of its own, as in a terminal: Ctrl-C (interrupt) reaches npm and everything below it.
+    npmStart = spawn('npm', ['start'], { cwd: clone, detached: true, env: { ...process.env, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache') }, stdio: ['ignore', 'pipe', 'pipe'] });
     const { match } = await waitForOutput(npmStart, /created user "admin" with password: (\S+)[\s\S]*"msg":"agent ready"/, 540_000);
     password = match[1]!;
   }, 600_000);
 
   afterAll(async () => {
-    if (npmStart) await stopChild(npmStart);
-    rmSync(work, { recursive: true, force: true });
+    try {
+      if (npmStart) await interrupt(npmStart);
+    } finally {
+      // Whatever happened, nothing of the quick start is left running.
+      if (npmStart) signalGroup(npmStart, 'SIGKILL');
+      rmSync(work, { recursive: true, force: true });
+    }
   });
 
   it('runs the README lines as written', () => {
@@ -127,7 +167,8 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
 
   it.each(LTS_MAJORS)('starts and answers on Node.js %i', async (major) => {
     if (npmStart) {
-      await stopChild(npmStart);
+      // The LTS runs are on other ports; stopping the quick start's agent first leaves them the machine.
+      await interrupt(npmStart);
       npmStart = null;
     }
     const pkg = await nodes.get(major)!;
