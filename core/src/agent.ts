@@ -1,13 +1,11 @@
 /**
- * The composition root: builds the core services (registered in a tsyringe container, which also carries the
+ * The composition root: builds the core services (in the agent's service directory, which also carries the
  * services plugins provide), loads the plugins, serves HTTP and websockets, and stops everything in order.
  */
-import 'reflect-metadata';
 import { createServer, type Server } from 'node:http';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { container } from 'tsyringe';
-import { coreServices, deploymentsService, type DeploymentsService } from '@agent/sdk';
+import { coreServices } from '@agent/sdk';
 import { REPO_ROOT, type LoadedConfig } from './config/config.js';
 import { createRootLogger, flushLogs, sdkLogger } from './log.js';
 import { loadSecrets } from './store/secrets.js';
@@ -26,7 +24,7 @@ import { PlanEngine, type PlansDoc } from './plans/engine.js';
 import { CoreScheduler } from './scheduler/scheduler.js';
 import { SettingsStore, type SettingsDoc } from './settings/registry.js';
 import { PluginHost } from './plugins/host.js';
-import { serviceAvailable } from './plugins/context.js';
+import { pluginDirectory, ServiceDirectory } from './plugins/services.js';
 import { AppHost } from './plugins/app-host.js';
 import { createPluginProxy } from './plugins/proxy.js';
 import { createHttpApp } from './http/app.js';
@@ -80,16 +78,18 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     print('');
   } else if (admin.created) log.info('created user "admin" with the configured password');
 
-  container.register(coreServices.identity.id, { useValue: identity });
-  container.register(coreServices.audit.id, { useValue: audit });
-  container.register(coreServices.settings.id, { useValue: settings });
+  const services = new ServiceDirectory();
+  services.provide(coreServices.identity.id, identity, 'core');
+  services.provide(coreServices.audit.id, audit, 'core');
+  services.provide(coreServices.settings.id, settings, 'core');
   const doctor = new DoctorRegistry();
   doctor.set('core', coreChecks(core.data_dir));
-  container.register(coreServices.doctor.id, { useValue: doctor });
+  services.provide(coreServices.doctor.id, doctor, 'core');
+  services.provide(coreServices.plugins.id, pluginDirectory(() => host.running()), 'core');
 
   let url = '';
   const host = new PluginHost(root, {
-    registry, catalog, settings, container, audit, sealer,
+    registry, catalog, settings, services, audit, sealer,
     agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
   }, bus, scheduler, doctor);
   await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections);
@@ -104,7 +104,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     }))),
     plugins: () => host.plugins,
     appState: (name) => apps.state(name),
-    deployments: () => (serviceAvailable(container, deploymentsService.id) ? container.resolve<DeploymentsService>(deploymentsService.id) : undefined),
   }).map((spec) => registry.prepareRoute('core', spec)));
 
   const apps = new AppHost(sdkLogger(root, { component: 'apps' }), core.data_dir, () => url, (name) => identity.issueSystemToken(name));

@@ -214,9 +214,24 @@ export interface PluginSettings<T extends TObject> {
   onChange(listener: (value: Static<T>) => void): () => void;
 }
 
+/** What a running plugin offers to deploy (`deployable` of its definition), its config checked by the core. */
+export interface DeployableOffer {
+  plugin: string;
+  summary: string;
+  /** Checks (and completes with defaults) a config; the problem, or null. */
+  validate(config: Record<string, unknown>): string | null;
+  render(config: Record<string, unknown>): { compose_content: string; env_vars?: { key: string; value: string }[] } | Promise<{ compose_content: string; env_vars?: { key: string; value: string }[] }>;
+}
+
+export interface PluginDirectory {
+  /** What a running plugin offers to deploy: null when it offers nothing, undefined when no such plugin runs. */
+  deployable(plugin: string): DeployableOffer | null | undefined;
+}
+
 export const coreServices = {
   identity: createServiceRef<IdentityService>('core.identity', 'users, API keys and deployment grants'),
   audit: createServiceRef<AuditLog>('core.audit', 'the audit journal'),
   settings: createServiceRef<SettingsRegistry>('core.settings', 'the agent settings registry'),
   doctor: createServiceRef<DoctorService>('core.doctor', 'the checks of external parts (agentctl doctor)'),
+  plugins: createServiceRef<PluginDirectory>('core.plugins', 'what the running plugins offer (their deployables)'),
 } as const;

@@ -1,6 +1,7 @@
-export { definePlugin } from './plugin.js';
+export { definePlugin, optional } from './plugin.js';
 export type {
-  PluginDefinition, PluginContext, Logger, ResourceDeclaration, AppDefinition, AppRouteSpec, AgentInfo, DeployableDefinition,
+  PluginDefinition, PluginContext, PluginInstance, Dependency, OptionalDependency, ResolvedDeps, ProvidedServices, Logger,
+  ResourceDeclaration, AppDefinition, AppRouteSpec, AgentInfo, DeployableDefinition,
 } from './plugin.js';
 export { Reply, reply } from './http.js';
 export type {
@@ -11,7 +12,7 @@ export { HttpError, isHttpError, errors } from './errors.js';
 export { principalFrom, levelRank, lowerLevel, ROLES, ACCESS_LEVELS, SCOPES } from './principal.js';
 export type { Principal, PrincipalInfo, Permission, Access, AccessLevel, Role, PrincipalType, Scope } from './principal.js';
 export { createServiceRef } from './services.js';
-export type { ServiceRef, ServiceRegistry } from './services.js';
+export type { ServiceRef } from './services.js';
 export type { AgentEvents, EventName, EventBus } from './events.js';
 export type { Document, PluginStore, SqlDatabase, SqlStatement, Sealer } from './store.js';
 export type { JobSpec, JobHandle, JobExecution, JobRunContext, Scheduler } from './jobs.js';
@@ -19,11 +20,10 @@ export { coreServices } from './core-services.js';
 export type {
   IdentityService, UserRecord, ApiKeyRecord, DeploymentGrant, ResourcePolicy, AuditLog, AuditEventInput,
   AuditEventRow, AuditTerms, AuditSearchQuery, AuditSearchResult,
-  SettingsRegistry, SettingDefinition, PluginSettings,
+  SettingsRegistry, SettingDefinition, PluginSettings, PluginDirectory, DeployableOffer,
 } from './core-services.js';
 export type { CheckStatus, CheckResult, DoctorCheck, DoctorCheckReport, DoctorReport, DoctorService } from './doctor.js';
 export * from './schema.js';
-export * from './services/index.js';
 export { cjsExports } from './modules.js';
 export { compareText } from './text.js';
 export { isInside, openInside, readTextInside, UNSAFE_FILE } from './files.js';

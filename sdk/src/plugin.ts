@@ -2,7 +2,7 @@ import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { EventBus } from './events.js';
 import type { RouteSpec, WebSocketSpec, HttpMethod, Tenancy } from './http.js';
 import type { JobHandle, JobSpec, Scheduler } from './jobs.js';
-import type { ServiceRef, ServiceRegistry } from './services.js';
+import type { ServiceRef } from './services.js';
 import type { PluginStore, Sealer } from './store.js';
 import type { AuditEventInput, PluginSettings } from './core-services.js';
 import type { Permission } from './principal.js';
@@ -82,7 +82,6 @@ export interface PluginContext<C = Record<string, unknown>> {
   readonly log: Logger;
   readonly events: EventBus;
   readonly store: PluginStore;
-  readonly services: ServiceRegistry;
   readonly scheduler: Scheduler;
   readonly agent: AgentInfo;
   /** The plugin's own data folder, `<data>/plugins/<name>` (created on first use). */
@@ -115,7 +114,44 @@ export interface PluginContext<C = Record<string, unknown>> {
   doctor(check: DoctorCheck): void;
 }
 
-export interface PluginDefinition<C extends TObject | undefined = undefined> {
+/** What `deps` of a plugin may hold: a service it needs, or one it uses when present (`optional(ref)`). */
+export type Dependency = ServiceRef<any> | OptionalDependency<any>;
+
+export interface OptionalDependency<T> {
+  readonly optional: true;
+  readonly ref: ServiceRef<T>;
+}
+
+/** Marks a dependency as optional: the plugin gets `undefined` while no enabled plugin provides it. */
+export const optional = <T>(ref: ServiceRef<T>): OptionalDependency<T> => Object.freeze({ optional: true as const, ref });
+
+/** The services a plugin receives for its `deps`: required ones resolved, optional ones looked up when read. */
+export type ResolvedDeps<D extends Record<string, Dependency>> = {
+  readonly [K in keyof D]: D[K] extends OptionalDependency<infer T> ? T | undefined : D[K] extends ServiceRef<infer T> ? T : never;
+};
+
+/** The implementations a plugin returns for the services it `provides`. */
+export type ProvidedServices<P extends Record<string, ServiceRef<any>>> = {
+  [K in keyof P]: P[K] extends ServiceRef<infer T> ? T : never;
+};
+
+/**
+ * A plugin, once set up: the services it provides and its lifecycle. Setup (provision) registers routes and jobs
+ * and must not do slow I/O; `start` opens connections and begins background work (a plugin whose start throws is
+ * reported and disabled); `stop` ends them, in reverse dependency order. State lives here (in setup's closure),
+ * never in module variables: a plugin can be loaded by two agents of one process.
+ */
+export interface PluginInstance<P extends Record<string, ServiceRef<any>> = Record<string, never>> {
+  provides?: ProvidedServices<P>;
+  start?(): void | Promise<void>;
+  stop?(): void | Promise<void>;
+}
+
+export interface PluginDefinition<
+  C extends TObject | undefined = undefined,
+  D extends Record<string, Dependency> = Record<string, never>,
+  P extends Record<string, ServiceRef<any>> = Record<string, never>,
+> {
   /** `[a-z][a-z0-9-]*`; also the default OpenAPI tag and the app proxy segment. */
   name: string;
   version: string;
@@ -127,17 +163,15 @@ export interface PluginDefinition<C extends TObject | undefined = undefined> {
   config?: C;
   /** Permission resources introduced by this plugin. */
   resources?: Record<string, ResourceDeclaration>;
-  /** Services this plugin provides (it must `provide` each during setup). */
-  provides?: ServiceRef<unknown>[];
-  /** Services it cannot work without: it starts after their providers, or is disabled with a clear error. */
-  requires?: ServiceRef<unknown>[];
-  /** Services it uses when present. */
-  optional?: ServiceRef<unknown>[];
-  /** Registers routes, jobs, services. Must not do slow I/O: that belongs in `start`. */
-  setup(ctx: PluginContext<C extends TObject ? Static<C> : Record<string, never>>): void | Promise<void>;
-  /** Opens connections, begins background work. A plugin whose `start` throws is reported as failed. */
-  start?(): void | Promise<void>;
-  stop?(): void | Promise<void>;
+  /**
+   * The services it uses, by the name it gets them under: `{ docker: dockerService, notify: optional(notifyService) }`.
+   * It is set up after their providers; a required one missing disables it with a clear error naming the service.
+   */
+  deps?: D;
+  /** The services it provides, by the key its instance's `provides` returns them under. */
+  provides?: P;
+  /** Registers routes, jobs and settings, and builds the plugin's instance from its dependencies. */
+  setup(ctx: PluginContext<C extends TObject ? Static<C> : Record<string, never>>, deps: ResolvedDeps<D>): PluginInstance<P> | void | Promise<PluginInstance<P> | void>;
   /** Makes this plugin an app: a separate process the core runs and proxies to. */
   app?: AppDefinition;
   /** Lets operators create deployments from this plugin. */
@@ -145,7 +179,11 @@ export interface PluginDefinition<C extends TObject | undefined = undefined> {
 }
 
 /** Declares a plugin. The identity function exists for type inference. */
-export function definePlugin<C extends TObject | undefined = undefined>(definition: PluginDefinition<C>): PluginDefinition<C> {
+export function definePlugin<
+  C extends TObject | undefined = undefined,
+  D extends Record<string, Dependency> = Record<string, never>,
+  P extends Record<string, ServiceRef<any>> = Record<string, never>,
+>(definition: PluginDefinition<C, D, P>): PluginDefinition<C, D, P> {
   if (!/^[a-z][a-z0-9-]*$/.test(definition.name)) throw new Error(`invalid plugin name '${definition.name}'`);
   return definition;
 }

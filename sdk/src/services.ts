@@ -1,7 +1,7 @@
 /**
- * Typed service references: how plugins share capabilities without importing each other.
- * A provider calls `ctx.services.provide(ref, impl)`; a consumer lists the ref in `requires`
- * (or `optional`) and calls `ctx.services.get(ref)`.
+ * Typed service references: how plugins share capabilities without importing each other's code. A provider lists
+ * the ref in `provides` and returns the implementation from `setup`; a consumer lists it in `deps` and receives it.
+ * A provider's refs and contract types live in its package's `api` entry (e.g. `@agent/plugin-docker/api`).
  */
 export interface ServiceRef<T> {
   readonly id: string;
@@ -13,11 +13,4 @@ export interface ServiceRef<T> {
 export function createServiceRef<T>(id: string, description?: string): ServiceRef<T> {
   if (!/^[a-z][a-z0-9.-]*$/.test(id)) throw new Error(`invalid service id '${id}'`);
   return Object.freeze({ id, description }) as ServiceRef<T>;
-}
-
-export interface ServiceRegistry {
-  provide<T>(ref: ServiceRef<T>, implementation: T): void;
-  /** A service listed in `requires` (always present) or `optional` (throws when absent: use `optional()`). */
-  get<T>(ref: ServiceRef<T>): T;
-  optional<T>(ref: ServiceRef<T>): T | undefined;
 }

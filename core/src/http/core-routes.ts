@@ -1,6 +1,5 @@
 /** The routes the core serves itself: health, auth, the live OpenAPI document, plans and the plugin list. */
-import { deploymentsService, errors, HttpError, reply, Secret, Type, DEPLOYMENT_NAME, type DeploymentsService, type RouteSpec } from '@agent/sdk';
-import { compilePlain } from '../openapi/validation.js';
+import { errors, HttpError, reply, Secret, Type, type Dependency, type RouteSpec, type ServiceRef } from '@agent/sdk';
 import type { Identity } from '../auth/identity.js';
 import type { LoginLimiter } from '../auth/login-limiter.js';
 import type { CoreAuditLog } from '../audit/audit-log.js';
@@ -11,6 +10,7 @@ import { execute } from './execute.js';
 import type { PluginRecord } from '../plugins/host.js';
 import type { AppState } from '../plugins/app-host.js';
 import type { RouteRegistry } from '../openapi/registry.js';
+import { refOf } from '../plugins/context.js';
 
 export interface CoreRouteDeps {
   version: string;
@@ -24,8 +24,6 @@ export interface CoreRouteDeps {
   openapi: () => string;
   plugins: () => PluginRecord[];
   appState: (name: string) => AppState | undefined;
-  /** The deployments service, when a plugin provides it. */
-  deployments: () => DeploymentsService | undefined;
 }
 
 const PrincipalSchema = Type.Object({
@@ -64,8 +62,9 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
     const base = {
       name: p.name, version: p.version, description: p.description, status: p.status, error: p.error, builtin: p.builtin,
       source: p.source, deployable: p.definition?.deployable ? { summary: p.definition.deployable.summary } : null, app: p.definition?.app ? d.appState(p.name) ? { ...d.appState(p.name)!, secret: undefined } : { status: 'stopped' } : null,
-      provides: (p.definition?.provides ?? []).map((r) => r.id),
-      requires: (p.definition?.requires ?? []).map((r) => r.id),
+      provides: Object.values((p.definition?.provides ?? {}) as Record<string, ServiceRef<unknown>>).map((r) => r.id),
+      requires: Object.values((p.definition?.deps ?? {}) as Record<string, Dependency>).map(refOf).filter((d) => !d.optional).map((d) => d.ref.id),
+      uses: Object.values((p.definition?.deps ?? {}) as Record<string, Dependency>).map(refOf).filter((d) => d.optional).map((d) => d.ref.id),
       route_count: own.routes.length + own.sockets.length + own.appRoutes.length,
     };
     if (!detailed) return base;
@@ -239,31 +238,6 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
         const p = d.plugins().find((x) => x.name === (req.params as { name: string }).name);
         if (!p) throw errors.notFound(`plugin '${(req.params as { name: string }).name}' not found`);
         return pluginView(p, true);
-      },
-    },
-    {
-      method: 'POST', path: '/plugins/:name/deployments', permission: 'plugins:write', tag: 'plugins', operationId: 'plugins.deploy', tenancy: 'create', status: 201,
-      summary: 'Create a deployment from a plugin (its `deployable` template, with the given config)',
-      params: Type.Object({ name: Type.String({ pattern: '^[@a-z0-9][a-z0-9./_-]*$', maxLength: 214 }) }),
-      body: Type.Object({
-        name: Type.String({ pattern: DEPLOYMENT_NAME, description: 'name of the new deployment' }),
-        config: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'values for the plugin\'s deployment config schema (see GET /api/plugins/:name)' })),
-      }),
-      handler: async (req) => {
-        const { name: pluginName } = req.params as { name: string };
-        const body = req.body as { name: string; config?: Record<string, unknown> };
-        const plugin = d.plugins().find((p) => p.name === pluginName && p.status === 'running');
-        if (!plugin) throw errors.notFound(`plugin '${pluginName}' not found`);
-        const deployable = plugin.definition?.deployable;
-        if (!deployable) throw errors.badRequest(`plugin '${pluginName}' offers no deployment`, 'PLUGIN_NOT_DEPLOYABLE');
-        const deployments = d.deployments();
-        if (!deployments) throw errors.unavailable('no enabled plugin manages deployments', 'DEPLOYMENTS_UNAVAILABLE');
-        if (!req.principal.can('deployments:write')) throw errors.forbidden("permission 'deployments:write' required");
-        const config = structuredClone(body.config ?? {});
-        const problem = compilePlain(deployable.config)(config, 'body.config');
-        if (problem) throw errors.badRequest(problem);
-        const rendered = await deployable.render(config);
-        return deployments.create({ name: body.name, compose_content: rendered.compose_content, env_vars: rendered.env_vars, auto_start: true }, req.principal);
       },
     },
   ];

@@ -4,13 +4,11 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  coreServices,
-  type AgentInfo, type AuditLog, type DoctorCheck, type EventBus, type JobHandle, type JobSpec, type Logger, type PluginContext,
-  type PluginDefinition, type PluginSettings, type PluginStore, type Scheduler, type Sealer, type ServiceRef,
-  type ServiceRegistry, type SqlDatabase, type TObject,
+import type {
+  AgentInfo, AuditLog, Dependency, DoctorCheck, EventBus, JobHandle, JobSpec, Logger, PluginContext, PluginDefinition,
+  PluginSettings, PluginStore, Scheduler, Sealer, ServiceRef, SqlDatabase, TObject,
 } from '@agent/sdk';
-import type { DependencyContainer } from 'tsyringe';
+import type { ServiceDirectory } from './services.js';
 import type { RegisteredAppRoute, RegisteredRoute, RegisteredSocket, RouteRegistry } from '../openapi/registry.js';
 import type { ResourceCatalog } from '../auth/resources.js';
 import type { SettingsStore } from '../settings/registry.js';
@@ -21,7 +19,7 @@ export interface ContextDeps {
   registry: RouteRegistry;
   catalog: ResourceCatalog;
   settings: SettingsStore;
-  container: DependencyContainer;
+  services: ServiceDirectory;
   audit: AuditLog;
   sealer: Sealer & { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer };
   agent: AgentInfo;
@@ -29,8 +27,9 @@ export interface ContextDeps {
 
 export interface StagedPlugin {
   ctx: PluginContext<any>;
+  /** The services the plugin declared in `deps`, as its setup receives them. */
+  deps: Record<string, unknown>;
   entries: (RegisteredRoute | RegisteredSocket | RegisteredAppRoute)[];
-  provided: Set<string>;
   scheduler: Scheduler & { startAll(): void; stopAll(): void; list(): { name: string; cron: string; next_run: string | null }[] };
   events: EventBus & { dispose(): void };
   closers: (() => void | Promise<void>)[];
@@ -39,14 +38,26 @@ export interface StagedPlugin {
   journal: () => Journal | null;
 }
 
-const CORE_SERVICE_IDS = new Set(Object.values(coreServices).map((r) => r.id));
+/** The ref behind a dependency (`optional(ref)` or a ref). */
+export const refOf = (dep: Dependency): { ref: ServiceRef<unknown>; optional: boolean } =>
+  'ref' in dep && (dep as { optional?: boolean }).optional ? { ref: (dep as { ref: ServiceRef<unknown> }).ref, optional: true } : { ref: dep as ServiceRef<unknown>, optional: false };
 
-/** tsyringe cannot unregister a token, so a withdrawn service is re-registered as undefined. */
-export const serviceAvailable = (container: DependencyContainer, id: string): boolean =>
-  container.isRegistered(id) && container.resolve(id) !== undefined;
+/**
+ * The `deps` object of a plugin: required services as they are now (the host checked they exist), optional ones
+ * looked up each time they are read (a provider may come later, or fail).
+ */
+function resolveDeps(definition: PluginDefinition<any, any, any>, services: ServiceDirectory): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, dep] of Object.entries((definition.deps ?? {}) as Record<string, Dependency>)) {
+    const { ref, optional } = refOf(dep);
+    if (optional) Object.defineProperty(out, key, { enumerable: true, get: () => services.get(ref.id) });
+    else out[key] = services.get(ref.id);
+  }
+  return Object.freeze(out);
+}
 
 export function createContext(
-  definition: PluginDefinition<any>,
+  definition: PluginDefinition<any, any, any>,
   packageDir: string,
   config: Record<string, unknown>,
   log: Logger,
@@ -58,31 +69,9 @@ export function createContext(
   const dataDir = join(deps.agent.dataDir, 'plugins', name);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const entries: StagedPlugin['entries'] = [];
-  const provided = new Set<string>();
   const closers: StagedPlugin['closers'] = [];
   const checks: DoctorCheck[] = [];
-  const declared = (refs?: ServiceRef<unknown>[]) => new Set((refs ?? []).map((r) => r.id));
-  const mayProvide = declared(definition.provides);
-  const mayUse = new Set([...declared(definition.requires), ...declared(definition.optional), ...CORE_SERVICE_IDS]);
   let journal: Journal | null = null;
-
-  const services: ServiceRegistry = {
-    provide: (ref, impl) => {
-      if (!mayProvide.has(ref.id)) throw new Error(`plugin '${name}' provides service '${ref.id}' without listing it in 'provides'`);
-      if (serviceAvailable(deps.container, ref.id)) throw new Error(`service '${ref.id}' is already provided`);
-      deps.container.register(ref.id, { useValue: impl });
-      provided.add(ref.id);
-    },
-    get: (ref) => {
-      if (!mayUse.has(ref.id)) throw new Error(`plugin '${name}' uses service '${ref.id}' without listing it in 'requires' or 'optional'`);
-      if (!serviceAvailable(deps.container, ref.id)) throw new Error(`service '${ref.id}' is not available (plugin '${name}')`);
-      return deps.container.resolve(ref.id);
-    },
-    optional: (ref) => {
-      if (!mayUse.has(ref.id)) throw new Error(`plugin '${name}' uses service '${ref.id}' without listing it in 'requires' or 'optional'`);
-      return serviceAvailable(deps.container, ref.id) ? deps.container.resolve(ref.id) : undefined;
-    },
-  };
 
   const store: PluginStore = {
     document: (defaults, docName = 'state') => {
@@ -105,7 +94,6 @@ export function createContext(
     log,
     events,
     store,
-    services,
     scheduler,
     agent: deps.agent,
     dataDir,
@@ -134,5 +122,5 @@ export function createContext(
   }
   for (const spec of definition.app?.routes ?? []) entries.push(deps.registry.prepareAppRoute(name, spec));
 
-  return { ctx, entries, provided, scheduler, events, closers, checks, journal: () => journal };
+  return { ctx, deps: resolveDeps(definition, deps.services), entries, scheduler, events, closers, checks, journal: () => journal };
 }

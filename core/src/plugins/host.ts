@@ -7,14 +7,14 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { coreServices, type PluginDefinition } from '@agent/sdk';
+import type { Dependency, PluginDefinition, PluginInstance, ServiceRef } from '@agent/sdk';
 import type { RootLogger } from '../log.js';
 import { sdkLogger } from '../log.js';
 import { ConfigError } from '../config/config.js';
 import { compilePlain, defaultsOf } from '../openapi/validation.js';
 import type { AgentEventBus } from '../events/bus.js';
 import type { CoreScheduler } from '../scheduler/scheduler.js';
-import { createContext, serviceAvailable, type ContextDeps, type StagedPlugin } from './context.js';
+import { createContext, refOf, type ContextDeps, type StagedPlugin } from './context.js';
 import type { DoctorRegistry } from '../doctor/registry.js';
 
 export type PluginStatus = 'running' | 'failed' | 'stopped';
@@ -28,8 +28,10 @@ export interface PluginRecord {
   packageDir: string;
   status: PluginStatus;
   error: string | null;
-  definition: PluginDefinition<any> | null;
+  definition: PluginDefinition<any, any, any> | null;
   staged: StagedPlugin | null;
+  /** What its setup returned: its services and lifecycle. */
+  instance: PluginInstance<any> | null;
 }
 
 export interface Candidate {
@@ -38,7 +40,11 @@ export interface Candidate {
   builtin: boolean;
 }
 
-const CORE_SERVICE_IDS = new Set(Object.values(coreServices).map((r) => r.id));
+/** The refs a plugin declares it provides, and the services it depends on. */
+const providedRefs = (def: PluginDefinition<any, any, any>): [string, ServiceRef<unknown>][] =>
+  Object.entries((def.provides ?? {}) as Record<string, ServiceRef<unknown>>);
+const dependencies = (def: PluginDefinition<any, any, any>) =>
+  Object.values((def.deps ?? {}) as Record<string, Dependency>).map(refOf);
 
 function isPluginDir(dir: string): boolean {
   return existsSync(join(dir, 'package.json')) && statSync(dir).isDirectory();
@@ -117,11 +123,11 @@ export function readManifest(builtinDir: string): BundleManifest | null {
   }
 }
 
-async function importDefinition(dir: string, bundled: string | null): Promise<{ definition: PluginDefinition<any>; version: string }> {
+async function importDefinition(dir: string, bundled: string | null): Promise<{ definition: PluginDefinition<any, any, any>; version: string }> {
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { main?: string; version?: string; exports?: unknown };
   const main = bundled ?? join(dir, pkg.main ?? 'dist/index.js');
   if (!existsSync(main)) throw new Error(`${main} does not exist (is the plugin built?)`);
-  const mod = (await import(pathToFileURL(main).href)) as { default?: PluginDefinition<any> };
+  const mod = (await import(pathToFileURL(main).href)) as { default?: PluginDefinition<any, any, any> };
   const definition = mod.default;
   if (!definition || typeof definition !== 'object' || typeof definition.setup !== 'function' || typeof definition.name !== 'string') {
     throw new Error(`${main} does not export a plugin (default export of definePlugin)`);
@@ -132,11 +138,11 @@ async function importDefinition(dir: string, bundled: string | null): Promise<{ 
 /** Dependency order: providers before consumers (required and optional). Cycles are reported. */
 function order(records: PluginRecord[]): { ordered: PluginRecord[]; cyclic: PluginRecord[] } {
   const providers = new Map<string, string>();
-  for (const r of records) for (const ref of r.definition!.provides ?? []) providers.set(ref.id, r.name);
+  for (const r of records) for (const [, ref] of providedRefs(r.definition!)) providers.set(ref.id, r.name);
   const deps = new Map<string, Set<string>>();
   for (const r of records) {
     const set = new Set<string>();
-    for (const ref of [...(r.definition!.requires ?? []), ...(r.definition!.optional ?? [])]) {
+    for (const { ref } of dependencies(r.definition!)) {
       const p = providers.get(ref.id);
       if (p && p !== r.name) set.add(p);
     }
@@ -189,7 +195,7 @@ export class PluginHost {
   async load(enabled: string[], builtinDir: string, baseDir: string, sections: Record<string, unknown>): Promise<void> {
     const { found, missing } = discover(enabled, builtinDir, baseDir);
     for (const m of missing) {
-      this.plugins.push({ name: m.spec, version: '', description: '', builtin: false, source: m.spec, packageDir: '', status: 'failed', error: m.error, definition: null, staged: null });
+      this.plugins.push({ name: m.spec, version: '', description: '', builtin: false, source: m.spec, packageDir: '', status: 'failed', error: m.error, definition: null, staged: null, instance: null });
       this.root.error({ plugin: m.spec, error: m.error }, 'plugin not found');
     }
     const manifest = readManifest(builtinDir);
@@ -203,7 +209,7 @@ export class PluginHost {
     const claimed = new Map<string, string>();
     const configs = new Map<string, Record<string, unknown>>();
     for (const l of loaded) {
-      const base = { builtin: l.c.builtin, source: l.c.spec, packageDir: l.c.dir, staged: null };
+      const base = { builtin: l.c.builtin, source: l.c.spec, packageDir: l.c.dir, staged: null, instance: null };
       if ('error' in l) {
         const record: PluginRecord = { ...base, name: l.c.spec, version: '', description: '', status: 'failed', error: l.error ?? 'unknown error', definition: null };
         this.plugins.push(record);
@@ -249,23 +255,26 @@ export class PluginHost {
 
   private async setup(record: PluginRecord, config: Record<string, unknown>): Promise<void> {
     const def = record.definition!;
-    for (const ref of def.requires ?? []) {
-      if (CORE_SERVICE_IDS.has(ref.id)) continue;
-      if (!serviceAvailable(this.deps.container, ref.id)) {
-        const provider = this.plugins.find((p) => p.definition?.provides?.some((s) => s.id === ref.id));
-        this.fail(record, provider
-          ? `requires service '${ref.id}' from plugin '${provider.name}', which is ${provider.status === 'failed' ? 'failed' : 'not running'}`
-          : `requires service '${ref.id}', which no enabled plugin provides`);
-        return;
-      }
+    for (const { ref, optional } of dependencies(def)) {
+      if (optional || this.deps.services.has(ref.id)) continue;
+      const provider = this.plugins.find((p) => providedRefs(p.definition ?? ({} as never)).some(([, r]) => r.id === ref.id));
+      this.fail(record, provider
+        ? `requires service '${ref.id}' from plugin '${provider.name}', which is ${provider.status === 'failed' ? 'failed' : 'not running'}`
+        : `requires service '${ref.id}', which no enabled plugin provides`);
+      return;
     }
     const log = sdkLogger(this.root, { plugin: def.name });
     const staged = createContext(def, record.packageDir, config, log, this.scheduler.forPlugin(def.name), this.bus.scoped(), this.deps);
     record.staged = staged;
     try {
-      await def.setup(staged.ctx);
-      const missing = (def.provides ?? []).filter((ref) => !staged.provided.has(ref.id));
-      if (missing.length) throw new Error(`declares but does not provide service(s) ${missing.map((m) => `'${m.id}'`).join(', ')}`);
+      const instance = (await def.setup(staged.ctx, staged.deps as never)) ?? {};
+      const provided = (instance.provides ?? {}) as Record<string, unknown>;
+      for (const [key, ref] of providedRefs(def)) {
+        if (provided[key] === undefined) throw new Error(`declares but does not provide service '${ref.id}' (its instance has no '${key}')`);
+      }
+      for (const key of Object.keys(provided)) if (!(def.provides ?? {})[key]) throw new Error(`provides '${key}' without declaring it in 'provides'`);
+      for (const [key, ref] of providedRefs(def)) this.deps.services.provide(ref.id, provided[key], def.name);
+      record.instance = instance;
       this.deps.registry.commit(staged.entries);
       this.doctor.set(def.name, staged.checks);
       record.status = 'running';
@@ -281,7 +290,7 @@ export class PluginHost {
     staged.scheduler.stopAll();
     staged.events.dispose();
     this.doctor.drop(record.name);
-    for (const id of staged.provided) this.deps.container.register(id, { useValue: undefined });
+    this.deps.services.withdraw(record.name);
     this.deps.catalog.dropPlugin(record.name);
     this.deps.settings.drop(record.name);
     staged.journal()?.close();
@@ -291,7 +300,7 @@ export class PluginHost {
   async start(): Promise<void> {
     for (const record of this.running()) {
       try {
-        await record.definition!.start?.();
+        await record.instance?.start?.();
         record.staged!.scheduler.startAll();
         this.bus.emit('plugin.started', { name: record.name });
       } catch (err) {
@@ -306,7 +315,7 @@ export class PluginHost {
     for (const record of [...this.running()].reverse()) {
       try {
         record.staged!.scheduler.stopAll();
-        await record.definition!.stop?.();
+        await record.instance?.stop?.();
         for (const close of record.staged!.closers.reverse()) await close();
         record.staged!.events.dispose();
         record.staged!.journal()?.close();

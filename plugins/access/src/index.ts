@@ -2,7 +2,8 @@
  * access: the endpoints of users, API keys, per-deployment access and the audit journal. The principals and the
  * journal themselves belong to the core (`coreServices.identity`, `coreServices.audit`); this plugin serves them.
  */
-import { coreServices, definePlugin, deploymentsService, retiredName, type AuditLog } from '@agent/sdk';
+import { coreServices, definePlugin, optional, retiredName, type AuditLog } from '@agent/sdk';
+import { deploymentsService } from '@agent/plugin-deployments/api';
 import { registerApiKeyRoutes } from './apikeys.js';
 import { registerAuditRoutes } from './audit/routes.js';
 import { registerGrantRoutes } from './grants.js';
@@ -17,12 +18,10 @@ export default definePlugin({
     apikeys: { description: 'your own API keys (every key for an admin)', operator: 'write', viewer: 'read', owner: 'global' },
     audit: { description: 'the audit journal (non-admins see their deployments and their own actions)', operator: 'read', viewer: 'none', owner: 'both' },
   },
-  optional: [deploymentsService],
+  deps: { identity: coreServices.identity, audit: coreServices.audit, deployments: optional(deploymentsService) },
 
-  setup(ctx) {
-    const identity = ctx.services.get(coreServices.identity);
-    const audit = ctx.services.get(coreServices.audit);
-    const deployments = () => ctx.services.optional(deploymentsService);
+  setup(ctx, { identity, audit, ...deps }) {
+    const deployments = () => deps.deployments;
     registerUserRoutes(ctx, identity);
     registerGrantRoutes(ctx, identity, deployments);
     registerApiKeyRoutes(ctx, identity);

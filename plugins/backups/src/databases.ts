@@ -6,7 +6,8 @@
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { DeploymentsService, DockerService } from '@agent/sdk';
+import type { DeploymentsService } from '@agent/plugin-deployments/api';
+import type { DockerService } from '@agent/plugin-docker/api';
 import type { DatabaseEngine, DumpSource } from './archive/backup-archive.js';
 
 export interface DatabaseService {

@@ -3,10 +3,10 @@
  * per-deployment schedules with retention, and S3 object stores (external or managed on this host).
  */
 import { isAbsolute, join } from 'node:path';
-import {
-  definePlugin, deploymentsService, dockerService, errors, Type,
-  type BackupsService, backupsService, type DeploymentsService, type DockerService,
-} from '@agent/sdk';
+import { definePlugin, errors, optional, Type } from '@agent/sdk';
+import { deploymentsService, type DeploymentsService } from '@agent/plugin-deployments/api';
+import { dockerService, type DockerService } from '@agent/plugin-docker/api';
+import { type BackupsService, backupsService } from './api.js';
 import { BackupConfigs } from './backup-configs.js';
 import { BackupService } from './backup-service.js';
 import { BackupStore } from './backup-store.js';
@@ -15,9 +15,6 @@ import { ManagedStores } from './s3/managed.js';
 import { StoreRegistry } from './s3/stores.js';
 import { registerBackupRoutes, checkPatterns } from './routes/backups.js';
 import { registerStoreRoutes } from './routes/object-stores.js';
-
-let shutdown: (() => Promise<void>) | null = null;
-let starter: (() => Promise<void>) | null = null;
 
 export default definePlugin({
   name: 'backups',
@@ -35,19 +32,19 @@ export default definePlugin({
     backups: { description: 'backups, restores, backup jobs and backup configurations (of a deployment, wherever its archives are stored)', operator: 'write', viewer: 'read', owner: 'deployment' },
     'object-stores': { description: 'S3 object stores, their buckets and objects (backups in them stay their deployment\'s)', operator: 'write', viewer: 'read', owner: 'global' },
   },
-  optional: [deploymentsService, dockerService],
-  provides: [backupsService],
+  deps: { deployments: optional(deploymentsService), docker: optional(dockerService) },
+  provides: { backups: backupsService },
 
-  async setup(ctx) {
+  async setup(ctx, deps) {
     const cfg = ctx.config.backups;
     const archiveDir = cfg.directory ? (isAbsolute(cfg.directory) ? cfg.directory : join(ctx.agent.dataDir, cfg.directory)) : join(ctx.dataDir, 'archives');
-    const need = <T>(ref: typeof deploymentsService | typeof dockerService, what: string) => (): T => {
-      const svc = ctx.services.optional(ref as never) as T | undefined;
+    const need = <T>(get: () => T | undefined, what: string) => (): T => {
+      const svc = get();
       if (!svc) throw errors.unavailable(`the ${what} service is not available (enable the deployments and docker plugins)`, 'SERVICE_UNAVAILABLE');
       return svc;
     };
-    const services = { deployments: need<DeploymentsService>(deploymentsService, 'deployments'), docker: need<DockerService>(dockerService, 'docker') };
-    const deploymentExists = (name: string) => !!ctx.services.optional(deploymentsService)?.get(name);
+    const services = { deployments: need<DeploymentsService>(() => deps.deployments, 'deployments'), docker: need<DockerService>(() => deps.docker, 'docker') };
+    const deploymentExists = (name: string) => !!deps.deployments?.get(name);
 
     const db = ctx.store.journal();
     const jobs = new Jobs(db, ctx.log);
@@ -94,10 +91,10 @@ export default definePlugin({
       }
     });
 
-    ctx.services.provide(backupsService, {
+    const provided: BackupsService = {
       backup: (input) => backupAndWait(input),
       list: (deployment) => service.list(deployment).map((b) => ({ id: b.id, deployment: b.deployment, size: b.size, created_at: b.created_at })),
-    });
+    };
 
     registerBackupRoutes(ctx, { service, jobs, configs, stores, archiveDir, deploymentExists });
     registerStoreRoutes(ctx, { stores, jobs, managed, deploymentExists, backupDeployment: (id) => store.get(id)?.deployment });
@@ -111,18 +108,15 @@ export default definePlugin({
       ctx.log.info('backups of a deleted deployment retired', { deployment: name, retired_as, backups: retired.backups.length, jobs: retired.jobs, detached });
     });
     const reconnect = async ({ name }: { name: string }) => {
-      if (ctx.services.optional(dockerService)) await managed.reconnect(name);
+      if (deps.docker) await managed.reconnect(name);
     };
     ctx.events.on('deployment.started', reconnect);
     ctx.events.on('deployment.updated', reconnect);
 
-    starter = () => service.cleanLeftovers();
-    shutdown = () => jobs.close();
-  },
-  async start() {
-    await starter?.();
-  },
-  async stop() {
-    await shutdown?.();
+    return {
+      provides: { backups: provided },
+      start: () => service.cleanLeftovers(),
+      stop: () => jobs.close(),
+    };
   },
 });

@@ -2,7 +2,8 @@
  * credentials: registry configurations and stored credentials. Provides the `credentials` service, through which
  * image pulls (docker plugin) and compose deployments find the credential of an image's registry.
  */
-import { credentialsService, definePlugin, type CredentialsService, compareText } from '@agent/sdk';
+import { definePlugin, compareText } from '@agent/sdk';
+import { credentialsService, type CredentialsService } from './api.js';
 import { currentUrl, isBound, registerCredentialRoutes, type CredentialsDoc } from './credential-routes.js';
 import { imageRegistryHost, RegistryCatalog, type RegistriesDoc } from './registries.js';
 import { registerRegistryRoutes } from './registry-routes.js';
@@ -16,7 +17,7 @@ export default definePlugin({
     credentials: { description: 'stored credentials (passwords never shown; global)', operator: 'write', viewer: 'none', owner: 'global' },
     registries: { description: 'registry configurations (global)', operator: 'write', viewer: 'read', owner: 'global' },
   },
-  provides: [credentialsService],
+  provides: { credentials: credentialsService },
 
   async setup(ctx) {
     const catalog = new RegistryCatalog(await ctx.store.document<RegistriesDoc>({ registries: [] }, 'registries'));
@@ -45,6 +46,6 @@ export default definePlugin({
         return { username: c.username, password: c.password, serveraddress: host === 'docker.io' ? 'https://index.docker.io/v1/' : host };
       },
     };
-    ctx.services.provide(credentialsService, service);
+    return { provides: { credentials: service } };
   },
 });

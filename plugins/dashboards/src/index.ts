@@ -6,9 +6,9 @@
  * titles describe everyone's deployments).
  */
 import { randomUUID } from 'node:crypto';
-import {
-  CONTAINER_METRICS, definePlugin, errors, reply, SERVING_METRICS, Type, type Principal, type Static,
-} from '@agent/sdk';
+import { definePlugin, errors, reply, Type, type Principal, type Static } from '@agent/sdk';
+import { CONTAINER_METRICS, SERVING_METRICS } from '@agent/plugin-observability/api';
+import type {} from '@agent/plugin-deployments/api';
 
 const SERIES: Record<'container' | 'serving', string[]> = {
   container: CONTAINER_METRICS.map((m) => m.name),

@@ -4,7 +4,9 @@
  * reached at its container's address, with the given login or the one of its environment.
  */
 import { isIP } from 'node:net';
-import { HOSTNAME, HttpError, errors, type DeploymentsService, type DockerService, type Principal } from '@agent/sdk';
+import { HOSTNAME, HttpError, errors, type Principal } from '@agent/sdk';
+import { type DeploymentsService } from '@agent/plugin-deployments/api';
+import { type DockerService } from '@agent/plugin-docker/api';
 import { resolveTarget } from './address.js';
 import type { ConnectionBody } from './schemas.js';
 import type { ConnectionSpec, DbType } from './types.js';

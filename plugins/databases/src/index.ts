@@ -2,9 +2,9 @@
  * databases: administration of MySQL, MariaDB and PostgreSQL servers over their own protocols (mysql2, pg).
  * Every route is a POST whose body carries the connection (decisions.md); one connection per request.
  */
-import {
-  definePlugin, deploymentsService, dockerService, errors, reply, Type, type Principal, type RouteRequest,
-} from '@agent/sdk';
+import { definePlugin, errors, optional, reply, Type, type Principal, type RouteRequest } from '@agent/sdk';
+import { deploymentsService } from '@agent/plugin-deployments/api';
+import { dockerService } from '@agent/plugin-docker/api';
 import { resolveConnection, type ResolveDeps } from './connection.js';
 import {
   ConnectionBody, CreateDatabaseBody, CreateUserBody, CreatedDatabase, CreatedUser, DatabaseItem, GrantBody, GrantResponse,
@@ -48,11 +48,11 @@ export default definePlugin({
       operator: 'write', viewer: 'none', owner: 'both',
     },
   },
-  optional: [deploymentsService, dockerService],
+  deps: { deployments: optional(deploymentsService), docker: optional(dockerService) },
 
-  setup(ctx) {
-    const deps = (): ResolveDeps => ({ deployments: ctx.services.optional(deploymentsService), docker: ctx.services.optional(dockerService) });
-    const connect = (body: ConnectionBody, principal: Principal) => resolveConnection(body, deps(), principal);
+  setup(ctx, deps) {
+    const services = (): ResolveDeps => ({ deployments: deps.deployments, docker: deps.docker });
+    const connect = (body: ConnectionBody, principal: Principal) => resolveConnection(body, services(), principal);
     const reading = { tag: 'databases', deployment: deploymentOf, deploymentLevel: 'read' as const };
     const writing = { tag: 'databases', deployment: deploymentOf, deploymentLevel: 'write' as const };
     for (const check of databaseChecks()) ctx.doctor(check);

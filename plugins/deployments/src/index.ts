@@ -4,18 +4,17 @@
  * Provides the `deployments` service for the other plugins.
  */
 import { isAbsolute, join, resolve } from 'node:path';
-import { coreServices, definePlugin, deploymentsService, dockerService, Type } from '@agent/sdk';
+import { coreServices, definePlugin, Type } from '@agent/sdk';
+import { deploymentsService } from './api.js';
+import { dockerService } from '@agent/plugin-docker/api';
 import { DeploymentManager } from './manager.js';
 import { DeploymentRecords, emptyRecords } from './records.js';
 import { StateCache } from './state.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { logRoutes } from './routes/logs.js';
 import { templateRoutes } from './routes/templates.js';
+import { deployableRoutes } from './routes/deployables.js';
 import { TemplateCatalog } from './templates.js';
-
-let manager: DeploymentManager | null = null;
-let cache: StateCache | null = null;
-const starters: (() => Promise<void>)[] = [];
 
 export default definePlugin({
   name: 'deployments',
@@ -35,11 +34,10 @@ export default definePlugin({
     templates: { description: 'deployment templates (a catalogue every principal may read)', operator: 'write', viewer: 'read', owner: 'global' },
     'host-safety': { description: 'host-safety exceptions of deployments and the policy switch (admins)', operator: 'none', viewer: 'none', owner: 'both' },
   },
-  provides: [deploymentsService],
-  requires: [dockerService],
+  deps: { docker: dockerService, identity: coreServices.identity, plugins: coreServices.plugins },
+  provides: { deployments: deploymentsService },
 
-  async setup(ctx) {
-    const docker = ctx.services.get(dockerService);
+  async setup(ctx, deps) {
     const configured = ctx.config.deployments.path;
     const root = configured ? (isAbsolute(configured) ? configured : resolve(configured)) : join(ctx.agent.dataDir, 'deployments');
     const settings = ctx.settings(Type.Object({
@@ -49,38 +47,31 @@ export default definePlugin({
       }),
     }), { permissions: { host_safety: 'host-safety:write' } });
     const records = new DeploymentRecords(await ctx.store.document(emptyRecords(), 'deployments'));
-    cache = new StateCache(docker, ctx.log, ctx.config.deployments.reconcile_interval * 1000);
-    manager = new DeploymentManager({
-      root, docker, cache, records, events: ctx.events, log: ctx.log,
-      identity: () => ctx.services.optional(coreServices.identity),
+    const cache = new StateCache(deps.docker, ctx.log, ctx.config.deployments.reconcile_interval * 1000);
+    const manager = new DeploymentManager({
+      root, docker: deps.docker, cache, records, events: ctx.events, log: ctx.log, identity: deps.identity,
       hostSafety: () => settings.get().host_safety,
     });
-    ctx.services.provide(deploymentsService, manager);
     deploymentRoutes(ctx, manager);
+    deployableRoutes(ctx, manager, deps.plugins);
     const templatesDir = ctx.config.templates.path ? resolve(ctx.config.templates.path) : join(ctx.packageDir, 'templates');
     const catalog = new TemplateCatalog(templatesDir);
     logRoutes(ctx, manager, { builtin: (entry) => (entry.record.template ? catalog.get(entry.record.template)?.log_sources ?? [] : []) });
     templateRoutes(ctx, catalog);
-    const m = manager;
-    const c = cache;
-    starters.push(async () => {
-      // Parsing every template's compose file is not needed to serve: it finishes in the background.
-      void catalog.load().then((loaded) => {
-        if (loaded.invalid.length) ctx.log.warn('invalid templates skipped', { invalid: loaded.invalid });
-        ctx.log.info('templates loaded', { count: loaded.count });
-      }, (err: Error) => ctx.log.error('templates could not be loaded', { error: err.message }));
-      await m.discover();
-      c.start();
-      await c.reconcile();
-      ctx.log.info('deployments discovered', { root, count: m.entries.size });
-    });
-  },
-
-  async start() {
-    for (const s of starters.splice(0)) await s();
-  },
-
-  stop() {
-    cache?.stop();
+    return {
+      provides: { deployments: manager },
+      async start() {
+        // Parsing every template's compose file is not needed to serve: it finishes in the background.
+        void catalog.load().then((loaded) => {
+          if (loaded.invalid.length) ctx.log.warn('invalid templates skipped', { invalid: loaded.invalid });
+          ctx.log.info('templates loaded', { count: loaded.count });
+        }, (err: Error) => ctx.log.error('templates could not be loaded', { error: err.message }));
+        await manager.discover();
+        cache.start();
+        await cache.reconcile();
+        ctx.log.info('deployments discovered', { root, count: manager.entries.size });
+      },
+      stop: () => cache.stop(),
+    };
   },
 });

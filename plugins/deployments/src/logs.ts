@@ -1,5 +1,6 @@
 /** Reading deployment logs: container output merged across services by time, or a file source from its end. */
-import { errors, type ContainerSummary, type DockerService, type LogLine, compareText } from '@agent/sdk';
+import { errors, compareText } from '@agent/sdk';
+import { type ContainerSummary, type DockerService, type LogLine } from '@agent/plugin-docker/api';
 
 export interface DeploymentLogLine {
   service: string | null;

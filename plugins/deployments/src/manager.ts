@@ -6,11 +6,9 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  errors, HttpError, retiredName,
-  type CheckedCompose, type ComposeCommand, type ContainerSummary, type DeploymentInfo, type DeploymentsService, type DockerService,
-  type EventBus, type IdentityService, type Logger, type Principal,
-} from '@agent/sdk';
+import { errors, HttpError, retiredName, type EventBus, type IdentityService, type Logger, type Principal } from '@agent/sdk';
+import { type CheckedCompose, type ComposeCommand, type ContainerSummary, type DockerService } from '@agent/plugin-docker/api';
+import { type DeploymentInfo, type DeploymentsService } from './api.js';
 import {
   createFolder, DEFAULT_COMPOSE, ENV_FILE, findComposeFile, folderCreatedAt, LEGACY_META_FILE, readFolderFile, readLegacyMeta,
   writeAtomic, type LogSourceSpec,
@@ -44,7 +42,7 @@ export interface ManagerOptions {
   cache: StateCache;
   events: EventBus;
   records: DeploymentRecords;
-  identity: () => IdentityService | undefined;
+  identity: IdentityService;
   log: Logger;
   hostSafety: () => boolean;
 }
@@ -382,7 +380,7 @@ export class DeploymentManager implements DeploymentsService {
       await this.opts.records.put(name, record);
       const entry = (await this.load(name))!;
       entry.services = [...checked.services];
-      if (principal) await this.opts.identity()?.grants.grantCreator(principal, name);
+      if (principal) await this.opts.identity.grants.grantCreator(principal, name);
       this.opts.events.emit('deployment.created', { name });
       let startError: string | null = null;
       if (input.auto_start) {
@@ -524,7 +522,7 @@ export class DeploymentManager implements DeploymentsService {
       await this.opts.records.remove(name, !options.remove_files, deletedAt);
       this.entries.delete(name);
       this.invalidate();
-      await this.opts.identity()?.grants.removeDeployment(name);
+      await this.opts.identity.grants.removeDeployment(name);
       // What hangs on the name is removed or kept under the retired name by its owner (admins can still read it).
       this.opts.events.emit('deployment.deleted', { name, removed_files: options.remove_files ?? false, retired_as: retiredName(name, deletedAt) });
     });

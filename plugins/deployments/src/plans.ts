@@ -3,7 +3,8 @@
  * the containers compose would create, recreate or remove.
  */
 import { createTwoFilesPatch } from 'diff';
-import type { CheckedCompose, ContainerSummary, PlanChange, PlanPreview } from '@agent/sdk';
+import type { PlanChange, PlanPreview } from '@agent/sdk';
+import type { CheckedCompose, ContainerSummary } from '@agent/plugin-docker/api';
 import { DEFAULT_COMPOSE } from './files.js';
 import type { DeploymentManager, Entry } from './manager.js';
 

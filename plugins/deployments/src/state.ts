@@ -3,7 +3,9 @@
  * listing (all compose projects) fills it, engine events schedule a debounced refresh, and a timer reconciles it
  * periodically in case an event was missed.
  */
-import type { ContainerSummary, DeploymentServiceState, DeploymentStatus, DockerService, Logger } from '@agent/sdk';
+import type { Logger } from '@agent/sdk';
+import type { ContainerSummary, DockerService } from '@agent/plugin-docker/api';
+import type { DeploymentServiceState, DeploymentStatus } from './api.js';
 
 export const PROJECT_LABEL = 'com.docker.compose.project';
 

@@ -4,8 +4,8 @@
  * (the plan holds the record diff and goes stale when the zone's serial or the touched sets change).
  */
 import { randomBytes } from 'node:crypto';
-import {
-  definePlugin, errors, infrastructureService, reply, Type, type InfrastructureService, type PlanChange, compareText } from '@agent/sdk';
+import { definePlugin, errors, optional, reply, Type, type PlanChange, compareText } from '@agent/sdk';
+import { infrastructureService, type InfrastructureService } from '@agent/plugin-infrastructure/api';
 import { diff, normaliseChanges, touchedSets } from './changes.js';
 import { PowerDnsClient, type PdnsZone } from './pdns.js';
 import { checkFqdn, checkZoneName, RECORD_TYPES } from './records.js';
@@ -43,9 +43,9 @@ export default definePlugin({
   description: 'Authoritative DNS (PowerDNS API): server status and control, zones, record sets',
   // Global: the zones are the host's, whatever deployment a record points at; only principals with global scope reach them.
   resources: { dns: { description: 'DNS server, zones and records (global)', operator: 'write', viewer: 'read', owner: 'global' } },
-  optional: [infrastructureService],
+  deps: { infrastructure: optional(infrastructureService) },
 
-  async setup(ctx) {
+  async setup(ctx, deps) {
     const settings = ctx.settings(Settings, { secret: ['api_key'] });
 
     // The key is kept sealed in the settings document; a key set in clear through PUT /api/settings is sealed at once.
@@ -68,7 +68,7 @@ export default definePlugin({
 
     const pdns = new PowerDnsClient(() => ({ url: settings.get().api_url, key: apiKey(), serverId: settings.get().server_id }));
     const infra = (): InfrastructureService => {
-      const service = ctx.services.optional(infrastructureService);
+      const service = deps.infrastructure;
       if (!service) throw errors.unavailable('the DNS server is controlled through the infrastructure plugin, which is not enabled', 'INFRASTRUCTURE_UNAVAILABLE');
       return service;
     };
@@ -77,7 +77,7 @@ export default definePlugin({
       const s = settings.get();
       const base = { provider: 'powerdns', api_url: s.api_url, server_id: s.server_id };
       let service: { status: string; health: string } | null = null;
-      const infraService = ctx.services.optional(infrastructureService);
+      const infraService = deps.infrastructure;
       if (infraService) {
         try {
           const st = await infraService.get(DNS_SERVICE);

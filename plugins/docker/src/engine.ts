@@ -1,11 +1,8 @@
 /** The `docker` service: one dockerode client, a background availability check and one shared event stream. */
 import { PassThrough, type Readable } from 'node:stream';
 import Docker from 'dockerode';
-import {
-  errors,
-  type ContainerDetails, type ContainerStats, type ContainerSummary, type DockerEvent, type DockerService, type EventBus,
-  type ExecResult, type ExecStream, type LogLine, type Logger,
-} from '@agent/sdk';
+import { errors, type EventBus, type Logger } from '@agent/sdk';
+import { type ContainerDetails, type ContainerStats, type ContainerSummary, type DockerEvent, type DockerService, type ExecResult, type ExecStream, type LogLine } from './api.js';
 import { detailsFromInspect, PROJECT_LABEL, SERVICE_LABEL, statsFrom, summaryFromList } from './mapping.js';
 import { LogLineSplitter } from './log-frames.js';
 import { isConnectionError, toHttpError, unavailable } from './engine-errors.js';

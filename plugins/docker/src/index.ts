@@ -4,20 +4,19 @@
  * unavailable and Docker-backed routes answer 503 DOCKER_UNAVAILABLE until a background check sees it again.
  */
 import { join } from 'node:path';
-import { credentialsService, definePlugin, dockerService, Type } from '@agent/sdk';
+import { definePlugin, optional, Type } from '@agent/sdk';
+import { credentialsService } from '@agent/plugin-credentials/api';
+import { dockerService } from './api.js';
 import { connect } from './connection.js';
 import { DockerEngine } from './engine.js';
 import { dockerChecks } from './doctor.js';
-import { detectCompose, type ComposeChoice } from './compose/cli.js';
+import { detectCompose } from './compose/cli.js';
 import { PullJobs } from './pull-jobs.js';
 import { containerRoutes } from './routes/containers.js';
 import { imageRoutes } from './routes/images.js';
 import { networkRoutes, volumeRoutes } from './routes/volumes-networks.js';
 
 export { DockerEngine } from './engine.js';
-
-let engine: DockerEngine | null = null;
-let composeChoice: ComposeChoice = 'auto';
 
 export default definePlugin({
   name: 'docker',
@@ -36,34 +35,28 @@ export default definePlugin({
     volumes: { description: 'Docker volumes (those of a deployment\'s compose project belong to it; creating one and the others are global)', operator: 'write', viewer: 'read', owner: 'both' },
     networks: { description: 'Docker networks (those of a deployment\'s compose project belong to it; creating one and the others are global)', operator: 'write', viewer: 'read', owner: 'both' },
   },
-  provides: [dockerService],
-  optional: [credentialsService],
+  deps: { credentials: optional(credentialsService) },
+  provides: { docker: dockerService },
 
-  setup(ctx) {
+  setup(ctx, deps) {
     const { docker, endpoint } = connect(ctx.config.docker.host);
-    composeChoice = ctx.config.docker.compose;
-    engine = new DockerEngine({
+    const choice = ctx.config.docker.compose;
+    const engine = new DockerEngine({
       docker, dockerHost: endpoint.dockerHost, log: ctx.log, events: ctx.events, checkIntervalMs: ctx.config.docker.check_interval * 1000,
       composeRoot: join(ctx.dataDir, 'projects'),
     });
-    ctx.services.provide(dockerService, engine);
-    for (const check of dockerChecks(engine, ctx.config.docker.compose)) ctx.doctor(check);
-    const started = engine;
-    ctx.events.on('agent.ready', () => void started.detectCompose());
-    const pulls = new PullJobs(engine, () => ctx.services.optional(credentialsService), ctx.log);
+    for (const check of dockerChecks(engine, choice)) ctx.doctor(check);
+    ctx.events.on('agent.ready', () => void engine.detectCompose());
+    const pulls = new PullJobs(engine, () => deps.credentials, ctx.log);
     containerRoutes(ctx, engine);
     imageRoutes(ctx, engine, pulls);
     volumeRoutes(ctx, engine);
     networkRoutes(ctx, engine);
     ctx.log.info('docker engine endpoint', { endpoint: endpoint.describe });
-  },
-
-  async start() {
-    const choice = composeChoice;
-    await engine!.start(() => detectCompose(choice));
-  },
-
-  stop() {
-    engine?.stop();
+    return {
+      provides: { docker: engine },
+      start: () => engine.start(() => detectCompose(choice)),
+      stop: () => engine.stop(),
+    };
   },
 });

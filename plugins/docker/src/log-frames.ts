@@ -2,7 +2,7 @@
  * Splits engine log output into lines. Containers without a TTY send multiplexed frames
  * (8-byte header: stream, 3 zero bytes, big-endian length); with a TTY the output is raw stdout.
  */
-import type { LogLine } from '@agent/sdk';
+import type { LogLine } from './api.js';
 
 const TIMESTAMP = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})) /;
 

@@ -1,5 +1,5 @@
 /** Engine payloads → the shapes of the `docker` service contract. */
-import type { ContainerDetails, ContainerHealth, ContainerPort, ContainerStats, ContainerSummary } from '@agent/sdk';
+import type { ContainerDetails, ContainerHealth, ContainerPort, ContainerStats, ContainerSummary } from './api.js';
 import type Docker from 'dockerode';
 
 export const PROJECT_LABEL = 'com.docker.compose.project';

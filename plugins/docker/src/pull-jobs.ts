@@ -1,6 +1,7 @@
 /** Image pulls run in the background; their progress (bytes per layer, status lines) is read through a job. */
 import { randomUUID } from 'node:crypto';
-import type { CredentialsService, Logger } from '@agent/sdk';
+import type { Logger } from '@agent/sdk';
+import type { CredentialsService } from '@agent/plugin-credentials/api';
 import type { DockerEngine } from './engine.js';
 import { engineMessage, toHttpError } from './engine-errors.js';
 

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CheckedCompose, HostSafetyViolation } from '@agent/sdk';
+import type { CheckedCompose, HostSafetyViolation } from '@agent/plugin-docker/api';
 import { detectCompose, flavourOf, runCompose } from '../src/compose/cli.js';
 import { ComposeGuard, serializeModel } from '../src/compose/guard.js';
 import { checkModel, policyTable } from '../src/compose/policy.js';

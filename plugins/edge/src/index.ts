@@ -5,7 +5,9 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { definePlugin, deploymentsService, dockerService, isHttpError, type PluginContext } from '@agent/sdk';
+import { definePlugin, isHttpError, optional, type PluginContext } from '@agent/sdk';
+import { deploymentsService } from '@agent/plugin-deployments/api';
+import { dockerService } from '@agent/plugin-docker/api';
 import { NGINX_FIX } from './nginx/apply.js';
 import { edgeChecks } from './doctor.js';
 import { EdgeConfig } from './config.js';
@@ -27,10 +29,6 @@ import { Blocks } from './security/rules.js';
 import { securityRoutes } from './security/routes.js';
 import { retirement } from './retire.js';
 
-let runtime: Runtime | null = null;
-const starters: (() => void | Promise<void>)[] = [];
-const stoppers: (() => void | Promise<void>)[] = [];
-
 export default definePlugin({
   name: 'edge',
   version: '0.1.0',
@@ -43,20 +41,18 @@ export default definePlugin({
     traffic: { description: "the traffic journal of the proxy (a deployment's rows are its own; unknown hosts and cleanup are global)", operator: 'write', viewer: 'read', owner: 'deployment' },
     'system-logs': { description: 'host log sources: proxy logs and infrastructure containers', operator: 'read', viewer: 'none', owner: 'global' },
   },
-  requires: [deploymentsService],
-  optional: [dockerService],
+  deps: { deployments: deploymentsService, docker: optional(dockerService) },
 
-  async setup(ctx: PluginContext<EdgeConfig>) {
+  async setup(ctx: PluginContext<EdgeConfig>, deps) {
     const doc = await ctx.store.document(emptyState());
     const certs = new CertStore(join(ctx.dataDir, 'certs'), ctx.config.certificates.renew_before_days);
-    const edge = new Edge(doc, ctx.config, certs, () => ctx.services.optional(deploymentsService), ctx.log);
+    const edge = new Edge(doc, ctx.config, certs, () => deps.deployments, ctx.log);
     const rt: Runtime = {
       ctx, edge,
-      deployments: () => ctx.services.get(deploymentsService),
-      docker: () => ctx.services.optional(dockerService),
+      deployments: () => deps.deployments,
+      docker: () => deps.docker,
       ensureCertificates: () => undefined,
     };
-    runtime = rt;
     for (const check of edgeChecks(ctx.config, edge.applier)) ctx.doctor(check);
     const issuer = new AcmeIssuer(ctx.config.certificates, ctx.dataDir, edge.layout.webroot, ctx.log);
     const certificates = new Certificates(rt, issuer);
@@ -90,15 +86,6 @@ export default definePlugin({
         run.output(`${traffic} traffic records and ${ev} security events removed`);
       },
     });
-    starters.push(() => {
-      certificates.ensure('start');
-      blocks.schedule();
-      capture.applyMode();
-    });
-    stoppers.push(() => {
-      capture.stop();
-      blocks.stop();
-    });
 
     // Upstream addresses follow the containers: re-render (a no-op when nothing moved) after lifecycle events.
     let timer: NodeJS.Timeout | null = null;
@@ -121,27 +108,27 @@ export default definePlugin({
       if (timer) clearTimeout(timer);
     });
 
-    starters.unshift(async () => {
-      await mkdir(edge.layout.webroot, { recursive: true, mode: 0o755 });
-      // Bring the files in line with the state (the agent may have been upgraded or the files edited). In the
-      // background: nginx being slow or down must not hold the agent's start-up (the queue orders later changes).
-      edge.mutate(() => undefined, { force: true }).catch((err) => {
-        if (isHttpError(err) && err.code === 'NGINX_UNAVAILABLE') {
-          ctx.log.warn('nginx is not installed: routes that change the proxy configuration answer 503 NGINX_UNAVAILABLE until it is', {
-            routes: ['/api/deployments/:name/domains (add, update, remove)', '/api/proxy (setup, remove)', '/api/certificates', '/api/security (blocked IPs, whitelist, protected routes, refresh)'],
-            fix: NGINX_FIX,
-          });
-        } else ctx.log.error('initial proxy configuration failed', { error: (err as Error).message });
-      });
-    });
-  },
-
-  async start() {
-    for (const s of starters) await s();
-  },
-
-  async stop() {
-    for (const s of stoppers.reverse()) await s();
-    runtime = null;
+    return {
+      async start() {
+        await mkdir(edge.layout.webroot, { recursive: true, mode: 0o755 });
+        // Bring the files in line with the state (the agent may have been upgraded or the files edited). In the
+        // background: nginx being slow or down must not hold the agent's start-up (the queue orders later changes).
+        edge.mutate(() => undefined, { force: true }).catch((err) => {
+          if (isHttpError(err) && err.code === 'NGINX_UNAVAILABLE') {
+            ctx.log.warn('nginx is not installed: routes that change the proxy configuration answer 503 NGINX_UNAVAILABLE until it is', {
+              routes: ['/api/deployments/:name/domains (add, update, remove)', '/api/proxy (setup, remove)', '/api/certificates', '/api/security (blocked IPs, whitelist, protected routes, refresh)'],
+              fix: NGINX_FIX,
+            });
+          } else ctx.log.error('initial proxy configuration failed', { error: (err as Error).message });
+        });
+        certificates.ensure('start');
+        blocks.schedule();
+        capture.applyMode();
+      },
+      stop() {
+        capture.stop();
+        blocks.stop();
+      },
+    };
   },
 });

@@ -1,5 +1,7 @@
 /** What route modules share: the plugin context, the engine and the services it uses. */
-import type { DeploymentsService, DockerService, PluginContext } from '@agent/sdk';
+import type { PluginContext } from '@agent/sdk';
+import type { DeploymentsService } from '@agent/plugin-deployments/api';
+import type { DockerService } from '@agent/plugin-docker/api';
 import type { Edge } from './edge.js';
 import type { EdgeConfig } from './config.js';
 

@@ -4,9 +4,10 @@
  * settings. Provides the `infrastructure` service (the dns plugin starts and stops its server through it) and
  * lets deployments join the shared networks.
  */
-import {
-  definePlugin, deploymentsService, dockerService, errors, infrastructureService, levelRank, Nullable, reply, Type, deploymentName,
-} from '@agent/sdk';
+import { definePlugin, errors, levelRank, Nullable, optional, reply, Type, deploymentName } from '@agent/sdk';
+import { deploymentsService } from '@agent/plugin-deployments/api';
+import { dockerService } from '@agent/plugin-docker/api';
+import { infrastructureService } from './api.js';
 import { InfrastructureManager, type InfraDoc } from './manager.js';
 import { TEMPLATES } from './templates.js';
 
@@ -51,19 +52,15 @@ export default definePlugin({
       labels: Type.Record(Type.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,62}$' }), Type.String({ maxLength: 200 }), { default: {}, description: 'labels added to every infrastructure container and network' }),
     }, { default: {} }),
   }),
-  provides: [infrastructureService],
-  requires: [dockerService],
-  optional: [deploymentsService],
+  deps: { docker: dockerService, deployments: optional(deploymentsService) },
+  provides: { infrastructure: infrastructureService },
 
-  async setup(ctx) {
+  async setup(ctx, deps) {
     const doc = await ctx.store.secureDocument<InfraDoc>({ services: {} });
-    const docker = ctx.services.get(dockerService);
+    const docker = deps.docker;
     const cfg = ctx.config.infrastructure;
     const manager = new InfrastructureManager(doc, docker, ctx.dataDir, ctx.log, { projectPrefix: cfg.project_prefix, networkPrefix: cfg.network_prefix, labels: cfg.labels });
     const networkNames = manager.networks().map((n) => n.name);
-    ctx.services.provide(infrastructureService, manager);
-    // Networks of enabled services come back after a restart of the engine or the agent (no waiting for it here).
-    setTimeout(() => void manager.recover(), 0);
 
     // The network routes come first: `/infrastructure/networks` is not a service name.
     ctx.route({
@@ -85,7 +82,7 @@ export default definePlugin({
         params: Type.Object({ network: Type.Unsafe<string>({ type: 'string', enum: networkNames }) }), body: AttachBody,
         response: Type.Object({ network: Type.String(), deployment: Type.String(), containers: Type.Array(Type.String()) }),
         handler: async (req) => {
-          const deployments = ctx.services.optional(deploymentsService);
+          const deployments = deps.deployments;
           const { deployment, service } = req.body;
           const level = req.principal.deploymentLevel(deployment);
           if (!level || (deployments && !deployments.get(deployment))) throw errors.notFound(`deployment '${deployment}' not found`);
@@ -159,5 +156,10 @@ export default definePlugin({
       response: Type.Array(Type.Object({ service: Type.String(), stream: Type.String(), time: Nullable(Type.String()), text: Type.String() })),
       handler: (req) => manager.logs(req.params.name, { tail: req.query.tail ?? 100, filter: req.query.filter, service: req.query.service }),
     });
+    return {
+      provides: { infrastructure: manager },
+      // Networks of enabled services come back after a restart of the engine or the agent (no waiting for it here).
+      start: () => void manager.recover(),
+    };
   },
 });

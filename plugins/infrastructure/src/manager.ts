@@ -5,10 +5,9 @@
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import {
-  HttpError, errors,
-  type ComposeCommand, type ContainerHealth, type ContainerSummary, type Document, type DockerService, type InfrastructureService,
-  type InfrastructureState, type InfrastructureStatus, type LogLine, type Logger, compareText } from '@agent/sdk';
+import { HttpError, errors, type Document, type Logger, compareText } from '@agent/sdk';
+import { type ComposeCommand, type ContainerHealth, type ContainerSummary, type DockerService, type LogLine } from '@agent/plugin-docker/api';
+import { type InfrastructureService, type InfrastructureState, type InfrastructureStatus } from './api.js';
 import { SHARED_NETWORKS, TEMPLATES, initialSettings, maskSettings, mergeSettings, templateOf, type NetworkKey, type SettingValue, type Template } from './templates.js';
 
 export interface ServiceState {

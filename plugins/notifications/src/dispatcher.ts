@@ -2,7 +2,8 @@
  * Routes messages to targets and delivers them: one queue per target (a slow or failing target never holds up
  * another), a few attempts with exponential backoff, and a bounded delivery log in the plugin's journal.
  */
-import type { Logger, NotificationMessage, SqlDatabase } from '@agent/sdk';
+import type { Logger, SqlDatabase } from '@agent/sdk';
+import type { NotificationMessage } from './api.js';
 import { deliver, DeliveryError, type Endpoints, type Outgoing } from './senders.js';
 import { maskTargetUrl, parseTargetUrl } from './targets.js';
 

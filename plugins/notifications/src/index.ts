@@ -5,10 +5,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import {
-  definePlugin, errors, HttpError, NOTIFICATION_EVENTS, notificationsService, Pagination, reply, Secret, Type,
-  type NotificationMessage, type Static,
-} from '@agent/sdk';
+import type {} from '@agent/plugin-deployments/api';
+import { definePlugin, errors, HttpError, Pagination, reply, Secret, Type, type Static } from '@agent/sdk';
+import { NOTIFICATION_EVENTS, notificationsService, type NotificationMessage } from './api.js';
 import { Dispatcher, type Target } from './dispatcher.js';
 import { subscribeToEvents } from './subscriptions.js';
 import { DeliveryError } from './senders.js';
@@ -79,7 +78,7 @@ export default definePlugin({
     // Global: the targets are everyone's (a team channel, an on-call address); only principals with global scope reach them.
     notifications: { description: 'notification targets, test messages and the delivery log (global)', operator: 'write', viewer: 'none', owner: 'global' },
   },
-  provides: [notificationsService],
+  provides: { notifications: notificationsService },
 
   async setup(ctx) {
     const cfg = ctx.config.notifications;
@@ -92,7 +91,6 @@ export default definePlugin({
     ctx.onClose(() => dispatcher.stop());
 
     const send = async (m: NotificationMessage) => ({ queued: dispatcher.send(m) });
-    ctx.services.provide(notificationsService, { send });
     subscribeToEvents(ctx.events, send, ctx.log);
 
     // A filter naming a deleted deployment must not pass to a new deployment of that name (someone else's, maybe):
@@ -237,5 +235,6 @@ export default definePlugin({
         return reply.page(items, { total, limit, offset });
       },
     });
+    return { provides: { notifications: { send } } };
   },
 });

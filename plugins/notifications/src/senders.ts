@@ -1,5 +1,5 @@
 /** Delivers one message to one parsed target. Throws a DeliveryError whose text never contains secrets. */
-import type { NotificationMessage } from '@agent/sdk';
+import type { NotificationMessage } from './api.js';
 import type { ParsedTarget } from './targets.js';
 
 export interface Endpoints {

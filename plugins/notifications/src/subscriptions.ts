@@ -1,5 +1,11 @@
 /** Turns bus events into notification messages. */
-import type { EventBus, Logger, NotificationMessage } from '@agent/sdk';
+import type { EventBus, Logger } from '@agent/sdk';
+import type { NotificationMessage } from './api.js';
+// The events it turns into messages are declared by the plugins that emit them.
+import type {} from '@agent/plugin-backups/api';
+import type {} from '@agent/plugin-deployments/api';
+import type {} from '@agent/plugin-edge/api';
+import type {} from '@agent/plugin-observability/api';
 
 export function subscribeToEvents(bus: EventBus, send: (m: NotificationMessage) => Promise<unknown>, log: Logger): void {
   const emit = (m: NotificationMessage) => {

@@ -7,8 +7,9 @@
  * - Authorization of a rule's creator at fire time (alert actions re-check their principal at every run).
  */
 import {
-  coreServices, deploymentName, Nullable, principalFrom, Type, type IdentityService, type PluginContext, type PrincipalInfo,
+  deploymentName, Nullable, principalFrom, Type, type IdentityService, type PluginContext, type PrincipalInfo,
 } from '@agent/sdk';
+import type {} from '@agent/plugin-deployments/api';
 
 /** Deletions kept for the app (it reads them within seconds; this only bounds the file). */
 const KEEP = 1000;
@@ -41,7 +42,7 @@ export function actionRefusal(identity: IdentityService, principalId: string, de
   return null;
 }
 
-export async function registerAgentRoutes(ctx: PluginContext<any>): Promise<void> {
+export async function registerAgentRoutes(ctx: PluginContext<any>, identity: IdentityService): Promise<void> {
   const deletions = await ctx.store.document({ seq: 0, items: [] as Deletion[] }, 'deployment-deletions');
 
   ctx.events.on('deployment.deleted', async ({ name, retired_as }) => {
@@ -72,7 +73,7 @@ export async function registerAgentRoutes(ctx: PluginContext<any>): Promise<void
     audit: false,
     response: Type.Object({ allowed: Type.Boolean(), reason: Nullable(Type.String()) }),
     handler: (req) => {
-      const reason = actionRefusal(ctx.services.get(coreServices.identity), req.body.principal, req.body.deployment);
+      const reason = actionRefusal(identity, req.body.principal, req.body.deployment);
       return { allowed: reason === null, reason };
     },
   });

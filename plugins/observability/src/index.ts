@@ -5,9 +5,9 @@
  * app what only the agent knows (`agent-routes.ts`): which deployments were deleted, and whether a rule's creator
  * may still act.
  */
-import { definePlugin, Type } from '@agent/sdk';
+import { coreServices, definePlugin, Type } from '@agent/sdk';
 import { registerAgentRoutes } from './agent-routes.js';
-import { routes } from './api.js';
+import { routes } from './app-routes.js';
 
 const Seconds = (def: number, min: number, max: number, description: string) =>
   Type.Integer({ minimum: min, maximum: max, default: def, description });
@@ -46,7 +46,8 @@ export default definePlugin({
     observability: { description: 'settings of the observability app (sampling, retention, health watcher)', operator: 'read', viewer: 'none', owner: 'global' },
   },
   app: { entry: 'dist/app/main.js', routes },
-  async setup(ctx) {
-    await registerAgentRoutes(ctx);
+  deps: { identity: coreServices.identity },
+  async setup(ctx, deps) {
+    await registerAgentRoutes(ctx, deps.identity);
   },
 });

@@ -3,10 +3,10 @@
  * it (or one service), or run a command (argv) inside one of its services. Executions are recorded by the core
  * scheduler with their status, bounded output and duration.
  */
-import {
-  backupsService, coreServices, definePlugin, deploymentName, deploymentsService, dockerService, errors, Pagination, RecordId, reply, Type,
-  type DeploymentsService, type DockerService,
-} from '@agent/sdk';
+import { coreServices, definePlugin, deploymentName, errors, optional, Pagination, RecordId, reply, Type } from '@agent/sdk';
+import { backupsService } from '@agent/plugin-backups/api';
+import { deploymentsService, type DeploymentsService } from '@agent/plugin-deployments/api';
+import { dockerService, type DockerService } from '@agent/plugin-docker/api';
 import { refusal } from './run-as.js';
 import { ExecutionView, TASK_TYPES, TaskStore, TaskView, type TaskDoc, type TaskRecord } from './tasks.js';
 import { assertVisible, boundIfVisible, canReach, DEPLOYMENT_OR_RETIRED } from './tenancy.js';
@@ -19,23 +19,20 @@ const COMMAND_TIMEOUT_MS = 10 * 60 * 1000;
 const MAX_OFFSET = 10_000;
 const Page = { ...Pagination(50, 500), offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 })) };
 
-let arm: (() => void) | null = null;
-
 export default definePlugin({
   name: 'scheduler',
   version: '0.1.0',
   description: 'Scheduled tasks: backups, restarts and commands inside deployment services',
   resources: { scheduler: { description: 'scheduled tasks and their executions (of a deployment)', operator: 'write', viewer: 'read', owner: 'deployment' } },
-  requires: [deploymentsService, dockerService],
-  optional: [backupsService],
+  deps: { deployments: deploymentsService, docker: dockerService, identity: coreServices.identity, backups: optional(backupsService) },
 
-  async setup(ctx) {
-    const deployments = (): DeploymentsService => ctx.services.get(deploymentsService);
-    const docker = (): DockerService => ctx.services.get(dockerService);
+  async setup(ctx, deps) {
+    const deployments = (): DeploymentsService => deps.deployments;
+    const docker = (): DockerService => deps.docker;
 
     const bounded = (text: string) => (text.length > OUTPUT_LIMIT ? `${text.slice(0, OUTPUT_LIMIT)}\n… (output truncated at ${OUTPUT_LIMIT} bytes)` : text);
 
-    const identity = () => ctx.services.get(coreServices.identity);
+    const identity = () => deps.identity;
 
     const run = async (task: TaskRecord, output: (line: string) => void): Promise<void> => {
       const name = task.deployment_name;
@@ -51,7 +48,7 @@ export default definePlugin({
         throw new Error(`not run: ${refused}; the task was disabled`);
       }
       if (task.task_type === 'backup') {
-        const backups = ctx.services.optional(backupsService);
+        const backups = deps.backups;
         if (!backups) throw new Error('the backups plugin is not enabled');
         const result = await backups.backup({ deployment: name, trigger: 'task', created_by: `scheduler task ${task.id}`, retention: task.retention ?? undefined, description: task.description || `task ${task.id}` });
         output(`backup ${result.backup_id} completed (${result.size} bytes, job ${result.job_id})`);
@@ -88,7 +85,7 @@ export default definePlugin({
         if (!t.service) throw errors.badRequest('body.service: a command task needs the service it runs in');
         if (!t.command?.length) throw errors.badRequest('body.command: a command task needs its argv (array of strings)');
       } else if (t.command) throw errors.badRequest(`body.command: only command tasks take a command`);
-      if (t.task_type === 'backup' && !ctx.services.optional(backupsService)) throw errors.badRequest('body.task_type: backup tasks need the backups plugin', 'BACKUPS_UNAVAILABLE');
+      if (t.task_type === 'backup' && !deps.backups) throw errors.badRequest('body.task_type: backup tasks need the backups plugin', 'BACKUPS_UNAVAILABLE');
       if (t.service) {
         const { parsed } = await deployments().compose(t.deployment_name);
         if (!parsed.services?.[t.service]) throw errors.badRequest(`body.service: deployment '${t.deployment_name}' has no service '${t.service}'`);
@@ -246,10 +243,6 @@ export default definePlugin({
       await tasks.removeDeployment(name, retired_as);
     });
 
-    arm = () => tasks.armAll();
-  },
-
-  start() {
-    arm?.();
+    return { start: () => tasks.armAll() };
   },
 });

@@ -3,7 +3,7 @@
  * checks of the parts it drives with `ctx.doctor`) and answers what works, what does not and what fixes it.
  * Admins only by default: the answer describes the host (paths, versions, addresses).
  */
-import { coreServices, Type, type PluginContext } from '@agent/sdk';
+import { Type, type DoctorService, type PluginContext } from '@agent/sdk';
 
 export const CheckView = Type.Object({
   id: Type.String({ description: '`<plugin>.<part>`, e.g. `docker.engine`' }),
@@ -21,8 +21,7 @@ export const DoctorView = Type.Object({
   checks: Type.Array(CheckView),
 });
 
-export function registerDoctorRoute(ctx: PluginContext): void {
-  const doctor = ctx.services.get(coreServices.doctor);
+export function registerDoctorRoute(ctx: PluginContext, doctor: DoctorService): void {
   ctx.route({
     method: 'GET', path: '/system/doctor', permission: 'doctor:read', operationId: 'system.doctor', tag: 'system',
     summary: 'Check the external parts the enabled plugins use',

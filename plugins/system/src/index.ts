@@ -2,12 +2,12 @@
  * system: the agent's runtime settings (`/api/settings`), system statistics (`/api/stats`) and the doctor report
  * (`/api/system/doctor`).
  */
-import { coreServices, definePlugin, deploymentsService, dockerService } from '@agent/sdk';
+import { coreServices, definePlugin, optional } from '@agent/sdk';
+import { deploymentsService } from '@agent/plugin-deployments/api';
+import { dockerService } from '@agent/plugin-docker/api';
 import { registerSettingsRoutes } from './settings.js';
 import { registerStatsRoute } from './stats.js';
 import { registerDoctorRoute } from './doctor.js';
-
-let completeSettings: (() => void) | null = null;
 
 export default definePlugin({
   name: 'system',
@@ -20,20 +20,13 @@ export default definePlugin({
     stats: { description: 'host, Docker and agent statistics (deployment and container counts of the deployments the caller reaches)', operator: 'read', viewer: 'read', owner: 'both' },
     doctor: { description: 'the doctor report: versions, paths and state of the external parts (admins only by default; global)', operator: 'none', viewer: 'none', owner: 'global' },
   },
-  optional: [dockerService, deploymentsService],
+  deps: { settings: coreServices.settings, doctor: coreServices.doctor, docker: optional(dockerService), deployments: optional(deploymentsService) },
 
-  setup(ctx) {
-    const settings = registerSettingsRoutes(ctx, ctx.services.get(coreServices.settings));
-    completeSettings = settings.complete;
-    registerStatsRoute(ctx, {
-      docker: () => ctx.services.optional(dockerService),
-      deployments: () => ctx.services.optional(deploymentsService),
-    });
-    registerDoctorRoute(ctx);
-  },
-
-  start() {
-    // Every plugin has declared its settings by now.
-    completeSettings?.();
+  setup(ctx, deps) {
+    const settings = registerSettingsRoutes(ctx, deps.settings);
+    registerStatsRoute(ctx, { docker: () => deps.docker, deployments: () => deps.deployments });
+    registerDoctorRoute(ctx, deps.doctor);
+    // Every plugin has declared its settings by the time the plugins start.
+    return { start: () => settings.complete() };
   },
 });

@@ -4,7 +4,9 @@
  * counts the deployments (and their containers) it can access; containers of no deployment and the image count
  * (global objects) only for principals with global scope. Host and agent figures are for everyone.
  */
-import { isHttpError, Nullable, Type, type DeploymentsService, type DockerService, type PluginContext, type Principal } from '@agent/sdk';
+import { isHttpError, Nullable, Type, type PluginContext, type Principal } from '@agent/sdk';
+import { type DeploymentsService } from '@agent/plugin-deployments/api';
+import { type DockerService } from '@agent/plugin-docker/api';
 import { CpuSampler, hostMetrics } from './host-metrics.js';
 
 const Num = Type.Number();

@@ -8,7 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm, writeFile, chmod } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { errors, type DeploymentsService, type DockerService, type Logger, type Principal } from '@agent/sdk';
+import { errors, type Logger, type Principal } from '@agent/sdk';
+import { type DeploymentsService } from '@agent/plugin-deployments/api';
+import { type DockerService } from '@agent/plugin-docker/api';
 import { ObjectStoreClient } from './client.js';
 import type { StoreRecord, StoreRegistry } from './stores.js';
 

@@ -1,6 +1,7 @@
 /** Logs (HTTP and websocket follow), log sources and resource statistics of a deployment. */
 import { join } from 'node:path';
-import { errors, Type, type ContainerSummary, type PluginContext, type WebSocketConnection } from '@agent/sdk';
+import { errors, Type, type PluginContext, type WebSocketConnection } from '@agent/sdk';
+import { type ContainerSummary } from '@agent/plugin-docker/api';
 import type { DeploymentManager, Entry } from '../manager.js';
 import { NameParams } from '../schemas.js';
 import type { LogSourceSpec } from '../files.js';

@@ -5,7 +5,7 @@
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
-import type { ComposeRunResult } from '@agent/sdk';
+import type { ComposeRunResult } from '../api.js';
 
 const OUTPUT_LIMIT = 256 * 1024;
 

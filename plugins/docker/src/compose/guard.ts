@@ -13,11 +13,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse } from 'yaml';
-import {
-  errors, HttpError,
-  type CheckedCompose, type ComposeCommand, type ComposeFlavour, type ComposeRunResult, type ComposeSource, type HostSafetyViolation,
-  type Logger,
-} from '@agent/sdk';
+import { errors, HttpError, type Logger } from '@agent/sdk';
+import { type CheckedCompose, type ComposeCommand, type ComposeFlavour, type ComposeRunResult, type ComposeSource, type HostSafetyViolation } from '../api.js';
 import { flavourOf, interpolationEnv, runCompose, type ComposeRunOptions } from './cli.js';
 import { checkModel, recheckHostPaths, type HostPath } from './policy.js';
 import { envFileKeys, prepareSource, type PreparedSource } from './source.js';

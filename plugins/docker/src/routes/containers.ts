@@ -3,7 +3,8 @@
  * reached with access to that deployment (read for logs, write for changes); a container of no deployment only by a
  * global principal; the list shows each principal only what it reaches.
  */
-import { errors, reply, Type, type LogLine as LogLineType, type PluginContext, compareText } from '@agent/sdk';
+import { errors, reply, Type, type PluginContext, compareText } from '@agent/sdk';
+import { type LogLine as LogLineType } from '../api.js';
 import type { DockerEngine } from '../engine.js';
 import { ContainerSummary, LogLine } from '../schemas.js';
 import { assertCanReach, canSee } from '../access.js';

@@ -1,15 +1,14 @@
 // Test fixture: a consumer of the `docker` service, as other plugins use it (exec, streams, networks, compose, events).
-import { definePlugin, dockerService, Type } from '@agent/sdk';
-
-const events = [];
+import { definePlugin, Type } from '@agent/sdk';
+import { dockerService } from '@agent/plugin-docker/api';
 
 export default definePlugin({
   name: 'docker-probe',
   version: '0.0.0',
   resources: { probe: { description: 'test fixture' } },
-  requires: [dockerService],
-  setup(ctx) {
-    const docker = ctx.services.get(dockerService);
+  deps: { docker: dockerService },
+  setup(ctx, { docker }) {
+    const events = [];
     docker.onEvent((e) => {
       events.push(e);
       if (events.length > 500) events.shift();

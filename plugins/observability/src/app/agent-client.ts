@@ -3,7 +3,7 @@
  * rather than straight to the engine. The token is issued when the core spawns the app; when the agent stops
  * accepting it (expired), the app exits so the core restarts it with a fresh one (its state is on disk).
  */
-import type { NotificationMessage } from '@agent/sdk';
+import type { Notice } from './notice.js';
 import type { Logger } from './log.js';
 
 export class AgentClient {
@@ -59,7 +59,7 @@ export class AgentClient {
   }
 
   /** Queues a notification; failures are logged, never thrown (an alert must not fail because of a target). */
-  async notify(message: NotificationMessage): Promise<void> {
+  async notify(message: Notice): Promise<void> {
     try {
       const res = await this.call('POST', '/notifications/send', message);
       if (res.status === 404 && res.body?.code === 'NOT_FOUND') {

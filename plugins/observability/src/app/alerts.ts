@@ -8,8 +8,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import type { NotificationMessage } from '@agent/sdk';
-import { HOST_METRIC_NAMES, type RuleInput } from '../api.js';
+import type { Notice } from './notice.js';
+import { HOST_METRIC_NAMES, type RuleInput } from '../app-routes.js';
 import type { Collector } from './collector.js';
 import { readJson, writeJson } from './files.js';
 import type { Journal } from './journal.js';
@@ -56,7 +56,7 @@ export interface AlertState {
 const MISSING_GRACE_MS = 30_000;
 
 export interface AlertActions {
-  notify(m: NotificationMessage): Promise<void>;
+  notify(m: Notice): Promise<void>;
   /** Why the rule's creator may not run its action on a container of `deployment` now, or null when it may. */
   authorize(creator: string | null, deployment: string | null): Promise<string | null>;
   restart(containerId: string, containerName: string, deployment: string | null, reason: string): Promise<void>;

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { compareText } from '@agent/sdk';
-import { HOST_METRIC_NAMES, type ConfigPatch, type RuleInput } from '../api.js';
+import { HOST_METRIC_NAMES, type ConfigPatch, type RuleInput } from '../app-routes.js';
 import { canSeeContainer, canUseRuleScope } from './access.js';
 import { normalizeRule, sameContent, type AlertEngine, type Rule } from './alerts.js';
 import type { Collector, ContainerReading } from './collector.js';

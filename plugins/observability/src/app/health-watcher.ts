@@ -3,7 +3,7 @@
  * at most once per cooldown and at most `max_retries` times; when it turns healthy again that is a recovery, when
  * the retries run out the watcher gives up. Each of these is a health event and a notification.
  */
-import type { NotificationMessage } from '@agent/sdk';
+import type { Notice } from './notice.js';
 import type { ContainerInfo } from './collector.js';
 import type { Journal } from './journal.js';
 import type { Logger } from './log.js';
@@ -26,7 +26,7 @@ export interface WatcherOptions {
 
 export interface WatcherActions {
   restart(containerId: string): Promise<void>;
-  notify(m: NotificationMessage): Promise<void>;
+  notify(m: Notice): Promise<void>;
 }
 
 export class HealthWatcher {

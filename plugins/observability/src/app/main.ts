@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import { appEnvironment } from '@agent/sdk/app';
-import { routes } from '../api.js';
+import { routes } from '../app-routes.js';
 import { AgentClient } from './agent-client.js';
 import { AlertEngine } from './alerts.js';
 import { Collector, type ContainerInfo } from './collector.js';

@@ -1,5 +1,5 @@
 /** The latest readings in the Prometheus text exposition format (version 0.0.4). */
-import { CONTAINER_METRICS, HOST_METRICS } from '@agent/sdk';
+import { CONTAINER_METRICS, HOST_METRICS } from '../metrics.js';
 import type { ContainerReading } from './collector.js';
 
 const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');

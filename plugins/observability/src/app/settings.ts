@@ -3,7 +3,7 @@
  * the app data folder (they win over the file until changed again).
  */
 import { join } from 'node:path';
-import type { ConfigPatch, RuntimeConfig } from '../api.js';
+import type { ConfigPatch, RuntimeConfig } from '../app-routes.js';
 import { readJson, writeJson } from './files.js';
 
 export interface StaticConfig extends RuntimeConfig {

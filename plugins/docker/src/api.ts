@@ -4,7 +4,7 @@
  * engine does not answer, and 404 `NOT_FOUND` for an unknown container.
  */
 import type { Readable, Writable } from 'node:stream';
-import { createServiceRef } from '../services.js';
+import { createServiceRef } from '@agent/sdk';
 
 export type ContainerHealth = 'healthy' | 'unhealthy' | 'starting' | 'none';
 
@@ -219,3 +219,9 @@ export type ComposeCommand =
   | { command: 'build'; services?: string[] };
 
 export const dockerService = createServiceRef<DockerService>('docker', 'the Docker engine and compose');
+
+declare module '@agent/sdk' {
+  interface AgentEvents {
+    'container.state': { id: string; name: string; deployment: string | null; service: string | null; action: string };
+  }
+}

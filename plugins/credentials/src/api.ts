@@ -1,5 +1,5 @@
 /** The `credentials` service: stored registry credentials for image pulls (provided by the access plugin). */
-import { createServiceRef } from '../services.js';
+import { createServiceRef } from '@agent/sdk';
 
 export interface RegistryAuth {
   username: string;

@@ -1,5 +1,5 @@
 /** The `backups` service: backups of deployments as other plugins (the scheduler) use them (provided by the backups plugin). */
-import { createServiceRef } from '../services.js';
+import { createServiceRef } from '@agent/sdk';
 
 export interface BackupsService {
   /**
@@ -22,3 +22,10 @@ export interface BackupsService {
 }
 
 export const backupsService = createServiceRef<BackupsService>('backups', 'backups of deployments');
+
+declare module '@agent/sdk' {
+  interface AgentEvents {
+    'backup.finished': { id: string; deployment: string; success: boolean; error?: string };
+    'restore.finished': { id: string; deployment: string; success: boolean; error?: string };
+  }
+}

@@ -2,7 +2,7 @@
  * The `notify` service: sends a message to the configured notification targets (provided by the notifications
  * plugin). Delivery is asynchronous (queued per target, retried with backoff); `send` only routes and queues.
  */
-import { createServiceRef } from '../services.js';
+import { createServiceRef } from '@agent/sdk';
 
 export type NotificationSeverity = 'info' | 'warning' | 'critical';
 

@@ -3,8 +3,8 @@
  * database, cache, DNS server), each a compose project made from a template (provided by the infrastructure
  * plugin). Unknown names throw HttpError 404.
  */
-import { createServiceRef } from '../services.js';
-import type { ContainerHealth, LogLine } from './docker.js';
+import { createServiceRef } from '@agent/sdk';
+import type { ContainerHealth, LogLine } from '@agent/plugin-docker/api';
 
 export type InfrastructureState = 'running' | 'stopped' | 'partial' | 'starting' | 'failed' | 'not_created';
 

@@ -2,9 +2,9 @@
  * The `deployments` service: compose deployments as other plugins see them (provided by the deployments plugin).
  * Names are validated by the provider; unknown names throw HttpError 404.
  */
-import { createServiceRef } from '../services.js';
-import type { ContainerHealth, ContainerSummary } from './docker.js';
-import type { Principal } from '../principal.js';
+import { createServiceRef } from '@agent/sdk';
+import type { ContainerHealth, ContainerSummary } from '@agent/plugin-docker/api';
+import type { Principal } from '@agent/sdk';
 
 export type DeploymentStatus = 'running' | 'stopped' | 'partial' | 'failed' | 'unknown';
 
@@ -58,3 +58,18 @@ export interface DeploymentsService {
 }
 
 export const deploymentsService = createServiceRef<DeploymentsService>('deployments', 'compose deployments');
+
+declare module '@agent/sdk' {
+  interface AgentEvents {
+    'deployment.created': { name: string };
+    'deployment.updated': { name: string };
+    /**
+     * What hangs on the name must not pass to a new deployment of that name: remove it, or keep it under
+     * `retired_as` (`<name>~<time>`, never a valid deployment name, so only global principals reach it).
+     */
+    'deployment.deleted': { name: string; removed_files: boolean; retired_as: string };
+    'deployment.started': { name: string };
+    'deployment.stopped': { name: string };
+    'deployment.failed': { name: string; error: string };
+  }
+}
