@@ -91,7 +91,7 @@ export interface IdentityService {
     grantCreator(principal: Principal, deployment: string): Promise<void>;
   };
   /** Resource policies every plugin declared: the complete permission catalogue. */
-  resources(): ResourcePolicy[];
+  resources(): readonly ResourcePolicy[];
   /** Permissions a role preset grants, e.g. `deployments:write`. */
   rolePermissions(role: Role): string[];
   /** The principal of a user or key as the core would build it now (null when inactive/unknown). */

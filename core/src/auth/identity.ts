@@ -272,6 +272,7 @@ export class Identity implements IdentityService {
   };
 
   resources = () => this.catalog.list();
+  resourcesByOwner = () => this.catalog.byOwner();
   rolePermissions = (role: Role) => this.catalog.rolePermissions(role);
   isValidPermission = (p: string) => this.catalog.isValidPermission(p);
 

@@ -5,6 +5,9 @@ import type { ResourcePolicy, Role } from '@agent/sdk';
 export class ResourceCatalog {
   private readonly policies = new Map<string, ResourcePolicy>();
   private cache = new Map<Role, string[]>();
+  // The catalogue changes only while plugins are set up; `/auth/validate` reads it on every call.
+  private sorted: readonly ResourcePolicy[] | null = null;
+  private owners: Readonly<Record<'deployment' | 'global' | 'both', readonly string[]>> | null = null;
 
   declare(policy: ResourcePolicy): void {
     if (!/^[a-z][a-z0-9-]*$/.test(policy.name)) throw new Error(`invalid resource name '${policy.name}'`);
@@ -13,21 +16,34 @@ export class ResourceCatalog {
       throw new Error(`resource '${policy.name}' is already declared by plugin '${existing.plugin}'`);
     }
     this.policies.set(policy.name, policy);
-    this.cache.clear();
+    this.changed();
   }
 
   /** Forgets the resources of a plugin whose setup failed. */
   dropPlugin(plugin: string): void {
     for (const [name, p] of this.policies) if (p.plugin === plugin) this.policies.delete(name);
+    this.changed();
+  }
+
+  private changed(): void {
     this.cache.clear();
+    this.sorted = null;
+    this.owners = null;
   }
 
   has(name: string): boolean {
     return this.policies.has(name);
   }
 
-  list(): ResourcePolicy[] {
-    return [...this.policies.values()].sort((a, b) => compareText(a.name, b.name));
+  list(): readonly ResourcePolicy[] {
+    return (this.sorted ??= Object.freeze([...this.policies.values()].sort((a, b) => compareText(a.name, b.name))));
+  }
+
+  /** Resource names by what owns their records (a deployment, the host, or either). */
+  byOwner(): Readonly<Record<'deployment' | 'global' | 'both', readonly string[]>> {
+    if (this.owners) return this.owners;
+    const of = (owner: string) => Object.freeze(this.list().filter((r) => r.owner === owner).map((r) => r.name));
+    return (this.owners = Object.freeze({ deployment: of('deployment'), global: of('global'), both: of('both') }));
   }
 
   rolePermissions(role: Role): string[] {

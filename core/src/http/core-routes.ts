@@ -149,8 +149,6 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       response: Type.Object({ valid: Type.Literal(true), principal: PrincipalSchema, tenancy: TenancySchema }),
       handler: (req) => {
         const p = req.principal;
-        const resources = d.identity.resources();
-        const by = (owner: string) => resources.filter((r) => r.owner === owner).map((r) => r.name);
         const names = Object.keys(p.deployments).filter((n) => n !== '*');
         return {
           valid: true,
@@ -162,7 +160,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
               : `limited to ${names.length} deployment(s) (${names.join(', ') || 'none'}): nothing global, whatever the role says`,
             deployments: p.deployments,
             global_writes: p.isGlobal && p.permissions.some((x) => x.endsWith(':write')),
-            resources: { deployment: by('deployment'), global: by('global'), both: by('both') },
+            resources: d.identity.resourcesByOwner(),
           },
         };
       },

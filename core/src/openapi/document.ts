@@ -140,7 +140,7 @@ function appOperation(a: RegisteredAppRoute): Json {
 export interface DocumentInput {
   version: string;
   registry: RouteRegistry;
-  resources: ResourcePolicy[];
+  resources: readonly ResourcePolicy[];
   plugins: { name: string; description?: string }[];
 }
 
