@@ -50,6 +50,12 @@ function isPluginDir(dir: string): boolean {
   return existsSync(join(dir, 'package.json')) && statSync(dir).isDirectory();
 }
 
+/**
+ * Built-ins loaded whatever `plugins.enabled` says: `access` holds the principals (users, API keys, grants) and the
+ * audit journal, without which no request can be authenticated or accounted for.
+ */
+export const ALWAYS_LOADED = ['access'];
+
 /** Turns `plugins.enabled` into package folders: `*` (all built-ins), `!name` (exclude), names, paths, packages. */
 function discover(enabled: string[], builtinDir: string, baseDir: string): { found: Candidate[]; missing: { spec: string; error: string }[] } {
   const builtins = existsSync(builtinDir)
@@ -82,6 +88,10 @@ function discover(enabled: string[], builtinDir: string, baseDir: string): { fou
         missing.push({ spec, error: `plugin '${spec}' is neither a built-in plugin nor an installed package` });
       }
     }
+  }
+  for (const n of ALWAYS_LOADED) {
+    if (excluded.has(n)) missing.push({ spec: `!${n}`, error: `the '${n}' plugin cannot be disabled: the agent authenticates and audits through it` });
+    if (builtins.includes(n)) add({ spec: n, dir: join(builtinDir, n), builtin: true });
   }
   return { found, missing };
 }
