@@ -12,6 +12,7 @@ import { loadSecrets } from './store/secrets.js';
 import { createSealer } from './store/sealer.js';
 import { openDocument } from './store/documents.js';
 import { openJournal } from './store/journal.js';
+import { lockDataDir } from './store/data-dir-lock.js';
 import { AgentEventBus } from './events/bus.js';
 import { CoreAuditLog } from './audit/audit-log.js';
 import { ResourceCatalog } from './auth/resources.js';
@@ -44,6 +45,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const startedAt = Date.now();
   const { core } = loaded;
   mkdirSync(core.data_dir, { recursive: true, mode: 0o700 });
+  const lock = lockDataDir(core.data_dir);
   const root = await createRootLogger(core.log.level, core.log.format);
   const log = sdkLogger(root, { component: 'core' });
   const secrets = loadSecrets(core.data_dir);
@@ -164,6 +166,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       audit.flush();
       await identity.flush();
       journal.close();
+      lock.release();
       root.info('stopped');
       await flushLogs(root);
     })());

@@ -2,6 +2,7 @@
 /** Entry point: load config, start the agent, stop gracefully on SIGTERM/SIGINT. Exit 2 on bad config. */
 import { ConfigError, loadConfig } from './config/config.js';
 import { startAgent } from './agent.js';
+import { DataDirInUseError } from './store/data-dir-lock.js';
 
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
@@ -15,6 +16,10 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) {
       process.stderr.write(`configuration error: ${err.message}\n`);
       process.exit(2);
+    }
+    if (err instanceof DataDirInUseError) {
+      process.stderr.write(`agent not started: ${err.message}\n`);
+      process.exit(1);
     }
     process.stderr.write(`agent failed to start: ${(err as Error)?.stack ?? String(err)}\n`);
     process.exit(1);

@@ -26,3 +26,17 @@ describe('graceful shutdown', () => {
     await stopped;
   });
 });
+
+describe('one agent per data folder', () => {
+  it('refuses a second agent on a folder in use, naming the holder; starts at once after a kill -9', async () => {
+    const first = await startAgent({ keep: true });
+    await expect(startAgent({ dataDir: first.dataDir })).rejects.toThrow(
+      new RegExp(`agent not started: the data folder .* is in use by another agent \\(pid ${first.process.pid}\\)`),
+    );
+    expect((await first.api('GET', '/health')).status).toBe(200);
+    await first.kill();
+    const second = await startAgent({ dataDir: first.dataDir });
+    expect((await second.api('GET', '/health')).status).toBe(200);
+    expect(await second.stop()).toBe(0);
+  });
+});

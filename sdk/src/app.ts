@@ -60,3 +60,29 @@ export async function verifyPrincipal(
   });
   return principalFrom(payload.principal as PrincipalInfo);
 }
+
+/**
+ * Calls `stop` when the agent that started this app is gone, however it ended (a `kill -9` included): the agent
+ * holds the other end of the app's stdin, which the kernel closes with it. The parent pid is watched too, for an
+ * app whose stdin was redirected. Without this an app left behind by a killed agent would keep its port and its
+ * files, and overlap the copy the restarted agent starts.
+ */
+export function onAgentGone(stop: () => void): void {
+  let called = false;
+  const once = () => {
+    if (called) return;
+    called = true;
+    stop();
+  };
+  if (!process.stdin.isTTY) {
+    process.stdin.on('end', once);
+    process.stdin.on('close', once);
+    process.stdin.on('error', once);
+    // Reading is what makes end-of-file observable; the agent never writes anything.
+    process.stdin.resume();
+  }
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) once();
+  }, 1000).unref();
+}

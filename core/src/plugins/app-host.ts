@@ -1,7 +1,8 @@
 /**
  * Runs app plugins as child processes on loopback ports and keeps them up: a crashed app is restarted with
  * exponential backoff (1 s doubling to 30 s, reset after a minute of uptime). Each app gets a per-run secret to
- * verify the principal header, and a token of its own system principal to call the agent back.
+ * verify the principal header, and a token of its own system principal to call the agent back. An app never outlives
+ * the agent: its stdin is a pipe only the agent holds.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -124,7 +125,9 @@ export class AppHost {
         if (this.stopping) return;
         const child = spawn(process.execPath, [...APP_NODE_FLAGS, join(packageDir, app.entry)], {
           cwd: packageDir,
-          stdio: ['ignore', 'pipe', 'pipe'],
+          // stdin is the app's lifeline: the agent never writes to it, and the kernel closes it when the agent ends,
+          // however it ends (a kill -9 included), so the app sees end-of-file and stops (`onAgentGone` in the SDK).
+          stdio: ['pipe', 'pipe', 'pipe'],
           env: {
             ...process.env,
             ...app.env,
@@ -138,6 +141,7 @@ export class AppHost {
             AGENT_APP_TOKEN: token,
           },
         });
+        child.stdin?.on('error', () => undefined);
         managed.child = child;
         managed.startedAt = Date.now();
         managed.state = { ...managed.state, status: 'starting', pid: child.pid ?? null, port };

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { WebSocketServer } from 'ws';
-import { appEnvironment, verifyPrincipal } from '@agent/sdk/app';
+import { appEnvironment, onAgentGone, verifyPrincipal } from '@agent/sdk/app';
 import type { Principal } from '@agent/sdk';
 
 interface Note {
@@ -92,3 +92,5 @@ server.on('upgrade', (req, socket, head) => {
 
 server.listen(env.port, env.host);
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
+// Never outlive the agent (a kill -9 of the agent gives no SIGTERM).
+onAgentGone(() => process.exit(0));

@@ -134,3 +134,32 @@ describe('app plugin behind the plugin proxy', () => {
     expect(doc.paths['/api/plugin/hello-app/notes'].post).toMatchObject({ operationId: 'hello-app.addNote', 'x-permission': 'notes:write', 'x-app': true });
   });
 });
+
+describe('an app never outlives its agent', () => {
+  it('exits when the agent is killed with SIGKILL, and the restarted agent runs its own copy', async () => {
+    const first = await startAgent({ plugins: [APP], keep: true });
+    await waitFor(() => first.api('GET', '/plugin/hello-app/whoami'), (r) => r.status === 200);
+    const { pid } = (await first.api('GET', '/plugins/hello-app')).body.data.app as { pid: number };
+    // Gone or a zombie (an orphan whose new parent does not reap it still has a process entry).
+    const alive = (p: number) => {
+      try {
+        return readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]![0] !== 'Z';
+      } catch {
+        return false;
+      }
+    };
+    expect(alive(pid)).toBe(true);
+    await first.kill();
+    const deadline = Date.now() + 5000;
+    while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(alive(pid)).toBe(false);
+    const second = await startAgent({ plugins: [APP], dataDir: first.dataDir });
+    try {
+      const up = await waitFor(() => second.api('GET', '/plugin/hello-app/whoami'), (r) => r.status === 200);
+      expect(up.status).toBe(200);
+      expect((await second.api('GET', '/plugins/hello-app')).body.data.app.pid).not.toBe(pid);
+    } finally {
+      await second.stop();
+    }
+  });
+});

@@ -3,7 +3,7 @@
  * HTTP server behind `/api/plugin/observability/`. State lives in the app data folder and survives restarts.
  */
 import { join } from 'node:path';
-import { appEnvironment } from '@agent/sdk/app';
+import { appEnvironment, onAgentGone } from '@agent/sdk/app';
 import { routes } from '../app-routes.js';
 import { AgentClient } from './agent-client.js';
 import { AlertEngine } from './alerts.js';
@@ -149,3 +149,7 @@ const shutdown = () => {
 };
 process.on('SIGTERM', shutdown);
 process.on('SIGINT', shutdown);
+onAgentGone(() => {
+  log.warn('the agent is gone: stopping');
+  shutdown();
+});
