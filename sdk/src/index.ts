@@ -24,6 +24,7 @@ export type {
 } from './core-services.js';
 export type { CheckStatus, CheckResult, DoctorCheck, DoctorCheckReport, DoctorReport, DoctorService } from './doctor.js';
 export * from './schema.js';
+export * from './tenancy.js';
 export { cjsExports } from './modules.js';
 export { compareText } from './text.js';
 export { isInside, openInside, readTextInside, UNSAFE_FILE } from './files.js';

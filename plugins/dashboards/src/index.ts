@@ -6,7 +6,7 @@
  * titles describe everyone's deployments).
  */
 import { randomUUID } from 'node:crypto';
-import { definePlugin, errors, reply, Type, type Principal, type Static } from '@agent/sdk';
+import { definePlugin, deploymentName, errors, reply, Type, type Principal, type Static } from '@agent/sdk';
 import { CONTAINER_METRICS, SERVING_METRICS } from '@agent/plugin-observability/api';
 import type {} from '@agent/plugin-deployments/api';
 
@@ -20,7 +20,7 @@ const PanelInput = Type.Object({
   title: Type.String({ minLength: 1, maxLength: 100 }),
   source: Type.Union([Type.Literal('container'), Type.Literal('serving')]),
   series: Type.String({ minLength: 1, maxLength: 100, description: `a metric of the source: container: ${SERIES.container.join(', ')}; serving: ${SERIES.serving.join(', ')}` }),
-  deployment: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$' })),
+  deployment: Type.Optional(deploymentName()),
   type: Type.Union([Type.Literal('line'), Type.Literal('stat')]),
   width: Type.Integer({ minimum: 1, maximum: 12, description: 'columns of a 12-column grid' }),
 });

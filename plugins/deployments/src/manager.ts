@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errors, HttpError, retiredName, type EventBus, type IdentityService, type Logger, type Principal } from '@agent/sdk';
+import { errors, HttpError, isDeploymentName, retiredName, type EventBus, type IdentityService, type Logger, type Principal } from '@agent/sdk';
 import { type CheckedCompose, type ComposeCommand, type ContainerSummary, type DockerService } from '@agent/plugin-docker/api';
 import { type DeploymentInfo, type DeploymentsService } from './api.js';
 import {
@@ -19,7 +19,6 @@ import { deploymentStatus, serviceStates, StateCache } from './state.js';
 import { KeyedLock } from './lock.js';
 import type { DeploymentRecord, DeploymentRecords } from './records.js';
 
-export const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 /** Where kept folders of deleted deployments go when their name is used again. */
 const RETIRED_DIR = '.retired';
 /** Compose projects of the agent itself (shared infrastructure, image builds) are named so. */
@@ -68,7 +67,7 @@ const toVars = (list: { key: string; value: string }[] = []) => Object.fromEntri
 const tailOf = (output: string, lines = 15) => output.trim().split('\n').slice(-lines).join('\n');
 
 export function assertDeploymentName(name: string, field = 'name'): void {
-  if (!NAME_RE.test(name)) throw errors.badRequest(`${field}: invalid deployment name '${name}'`, 'VALIDATION_FAILED', { field });
+  if (!isDeploymentName(name)) throw errors.badRequest(`${field}: invalid deployment name '${name}'`, 'VALIDATION_FAILED', { field });
 }
 
 export class DeploymentManager implements DeploymentsService {
@@ -119,7 +118,7 @@ export class DeploymentManager implements DeploymentsService {
   async discover(): Promise<void> {
     await mkdir(this.opts.root, { recursive: true, mode: 0o750 });
     for (const dirent of await readdir(this.opts.root, { withFileTypes: true })) {
-      if (!dirent.isDirectory() || !NAME_RE.test(dirent.name)) continue;
+      if (!dirent.isDirectory() || !isDeploymentName(dirent.name)) continue;
       try {
         await this.load(dirent.name);
       } catch (err) {
@@ -178,7 +177,7 @@ export class DeploymentManager implements DeploymentsService {
   }
 
   require(name: string): Entry {
-    if (!NAME_RE.test(name)) throw errors.badRequest(`invalid deployment name '${name}'`, 'VALIDATION_FAILED', { field: 'name' });
+    if (!isDeploymentName(name)) throw errors.badRequest(`invalid deployment name '${name}'`, 'VALIDATION_FAILED', { field: 'name' });
     const entry = this.entries.get(name);
     if (!entry) throw errors.notFound(`deployment '${name}' not found`);
     return entry;
@@ -529,7 +528,7 @@ export class DeploymentManager implements DeploymentsService {
   }
 
   async refresh(name: string): Promise<void> {
-    if (!NAME_RE.test(name)) throw errors.badRequest(`invalid deployment name '${name}'`);
+    if (!isDeploymentName(name)) throw errors.badRequest(`invalid deployment name '${name}'`);
     await this.lock.run(name, async () => {
       const entry = await this.load(name);
       if (!entry) throw errors.notFound(`deployment '${name}' not found`);

@@ -1,5 +1,5 @@
 /** Schemas shared by the deployment routes (request validation and OpenAPI). */
-import { Nullable, Secret, Type } from '@agent/sdk';
+import { deploymentName, Nullable, Secret, Type } from '@agent/sdk';
 import { ENV_KEY } from './env-file.js';
 
 export const DEPLOYMENT_STATUSES = ['running', 'stopped', 'partial', 'failed', 'unknown'] as const;
@@ -78,4 +78,4 @@ export const EnvVars = Type.Array(Type.Object({
   value: Secret({ maxLength: 65536, description: 'value (kept out of plans and responses when the key looks secret)' }),
 }), { maxItems: 500, description: 'variables written to `.env` and used for `${VAR}` interpolation in the compose file' });
 
-export const NameParams = Type.Object({ name: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'deployment name' }) });
+export const NameParams = Type.Object({ name: deploymentName() });

@@ -2,10 +2,7 @@
  * Who reaches which engine object (the tenancy model): an object of a deployment (its compose project label) needs
  * access to that deployment; an object of no deployment is global, reached only by global principals.
  */
-import { errors, levelRank, type AccessLevel, type Principal } from '@agent/sdk';
-
-export const canSee = (principal: Principal, deployment: string | null, level: AccessLevel = 'read'): boolean =>
-  deployment === null ? principal.isGlobal : principal.canAccessDeployment(deployment, level);
+import { canReach, errors, levelRank, type AccessLevel, type Principal } from '@agent/sdk';
 
 /**
  * Throws unless the principal may act on an object of `deployment` at `level`. Another deployment's object answers
@@ -24,4 +21,4 @@ export function assertCanReach(principal: Principal, deployment: string | null, 
 
 /** Names of the containers a principal may see among an object's users (others' names carry their deployment). */
 export const visibleNames = (principal: Principal, users: readonly { name: string; deployment: string | null }[]): string[] =>
-  users.filter((u) => canSee(principal, u.deployment)).map((u) => u.name).sort();
+  users.filter((u) => canReach(principal, u.deployment)).map((u) => u.name).sort();

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type {} from '@agent/plugin-deployments/api';
-import { definePlugin, errors, HttpError, Pagination, reply, Secret, Type, type Static } from '@agent/sdk';
+import { definePlugin, DEPLOYMENT_OR_RETIRED, deploymentName, errors, HttpError, Pagination, reply, Secret, Type, type Static } from '@agent/sdk';
 import { NOTIFICATION_EVENTS, notificationsService, type NotificationMessage } from './api.js';
 import { Dispatcher, type Target } from './dispatcher.js';
 import { subscribeToEvents } from './subscriptions.js';
@@ -17,9 +17,9 @@ const ID = '^[a-z0-9][a-z0-9_-]{0,62}$';
 const SEVERITIES = ['info', 'warning', 'critical'] as const;
 const EventName = Type.Union(NOTIFICATION_EVENTS.map((e) => Type.Literal(e)));
 const Severity = Type.Union(SEVERITIES.map((s) => Type.Literal(s)));
-const DeploymentName = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$' });
+const DeploymentName = deploymentName();
 /** In target filters also the retired name of a deleted deployment (`<name>~<time>`), so a target read back can be saved. */
-const FilterDeployment = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}(~[0-9]{14})?$' });
+const FilterDeployment = Type.String({ pattern: DEPLOYMENT_OR_RETIRED });
 
 const TargetView = Type.Object({
   id: Type.String(),

@@ -2,16 +2,14 @@
  * The app's routes and their schemas: declared to the core (proxy permission checks, OpenAPI) by `index.ts`, and
  * used by the app process itself to validate bodies.
  */
-import { Type, type AppRouteSpec, type Static } from '@agent/sdk';
+import { DEPLOYMENT_NAME, DEPLOYMENT_OR_RETIRED, Type, type AppRouteSpec, type Static } from '@agent/sdk';
 import { CONTAINER_METRICS, HOST_METRICS } from './metrics.js';
 
 export const METRIC_NAMES = [...CONTAINER_METRICS.map((m) => m.name), ...HOST_METRICS.map((m) => m.name)];
 export const CONTAINER_METRIC_NAMES: string[] = CONTAINER_METRICS.map((m) => m.name);
 export const HOST_METRIC_NAMES: string[] = HOST_METRICS.map((m) => m.name);
 
-const DEPLOYMENT = '^[a-z0-9][a-z0-9_-]{0,62}$';
 /** Event filters also take a retired name (`<name>~<time>`): a deleted deployment's events, for global principals. */
-const DEPLOYMENT_OR_RETIRED = '^[a-z0-9][a-z0-9_-]{0,62}(~[0-9]{14})?$';
 /** Container names as the engine allows them. */
 export const CONTAINER_NAME = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$';
 export const SINCE_PATTERN = '^(\\d{1,6}(s|m|h|d)|\\d{4}-\\d{2}-\\d{2}T[0-9:.]+(Z|[+-]\\d{2}:\\d{2}))$';
@@ -64,7 +62,7 @@ export const HealthEvent = Type.Object({
 export const RuleInput = Type.Object({
   id: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'kept from a previous read; generated when absent' })),
   name: Type.String({ minLength: 1, maxLength: 100 }),
-  deployment: Type.Optional(Nullable(Type.String({ pattern: DEPLOYMENT }))),
+  deployment: Type.Optional(Nullable(Type.String({ pattern: DEPLOYMENT_NAME }))),
   metric: Type.Union(METRIC_NAMES.map((m) => Type.Literal(m))),
   comparison: Type.Union([Type.Literal('above'), Type.Literal('below')]),
   threshold: Type.Number(),
@@ -130,13 +128,13 @@ export const routes: AppRouteSpec[] = [
   {
     method: 'GET', path: '/metrics/latest', permission: 'metrics:read', operationId: 'observability.metricsLatest', tenancy: 'filtered',
     summary: 'Latest reading per container, grouped by deployment',
-    query: Type.Object({ deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT })) }),
+    query: Type.Object({ deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT_NAME })) }),
     response: LatestView,
   },
   {
     method: 'GET', path: '/metrics/timeseries', permission: 'metrics:read', operationId: 'observability.metricsTimeseries', tenancy: 'filtered',
     summary: 'History of every metric of every container of one deployment',
-    query: Type.Object({ deployment: Type.String({ pattern: DEPLOYMENT }), since: Since }),
+    query: Type.Object({ deployment: Type.String({ pattern: DEPLOYMENT_NAME }), since: Since }),
     response: SeriesView,
   },
   {
@@ -149,7 +147,7 @@ export const routes: AppRouteSpec[] = [
     method: 'GET', path: '/metrics/series', permission: 'metrics:read', operationId: 'observability.metricsSeries', tenancy: 'filtered',
     summary: 'History of one metric of one container',
     query: Type.Object({
-      deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT })),
+      deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT_NAME })),
       container: Type.String({ pattern: CONTAINER_NAME }),
       metric: Type.Union(CONTAINER_METRIC_NAMES.map((m) => Type.Literal(m))),
       since: Since,
@@ -163,7 +161,7 @@ export const routes: AppRouteSpec[] = [
   {
     method: 'GET', path: '/health', permission: 'metrics:read', operationId: 'observability.health', tenancy: 'filtered',
     summary: 'Health of each container (from its healthcheck) and what the watcher did',
-    query: Type.Object({ deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT })) }),
+    query: Type.Object({ deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT_NAME })) }),
     response: HealthView,
   },
   {

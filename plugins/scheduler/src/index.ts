@@ -3,13 +3,14 @@
  * it (or one service), or run a command (argv) inside one of its services. Executions are recorded by the core
  * scheduler with their status, bounded output and duration.
  */
-import { coreServices, definePlugin, deploymentName, errors, optional, Pagination, RecordId, reply, Type } from '@agent/sdk';
+import {
+  assertVisible, boundIfVisible, canReach, coreServices, definePlugin, DEPLOYMENT_OR_RETIRED, deploymentName, errors, optional, Pagination, RecordId, reply, Type,
+} from '@agent/sdk';
 import { backupsService } from '@agent/plugin-backups/api';
 import { deploymentsService, type DeploymentsService } from '@agent/plugin-deployments/api';
 import { dockerService, type DockerService } from '@agent/plugin-docker/api';
 import { refusal } from './run-as.js';
 import { ExecutionView, TASK_TYPES, TaskStore, TaskView, type TaskDoc, type TaskRecord } from './tasks.js';
-import { assertVisible, boundIfVisible, canReach, DEPLOYMENT_OR_RETIRED } from './tenancy.js';
 
 /** Command output kept per execution (the core bounds the whole record too). */
 const OUTPUT_LIMIT = 16 * 1024;

@@ -1,6 +1,9 @@
 /** Routes of backups, restores, jobs, backup configuration and destinations (2.9, 4.2, 4.9). */
 import { createReadStream } from 'node:fs';
-import { deploymentName, errors, Pagination, reply, Type, type PluginContext, type Principal } from '@agent/sdk';
+import {
+  assertVisible, boundIfVisible, canReach, DEPLOYMENT_OR_RETIRED, deploymentName, errors, globalScopeRequired, isRetiredName, Pagination, reply, Type,
+  visibleDeployments, type PluginContext, type Principal,
+} from '@agent/sdk';
 import { ArchiveError } from '../archive/backup-archive.js';
 import { invalidExcludePattern } from '../archive/paths.js';
 import { BackupConfig, type BackupConfigs } from '../backup-configs.js';
@@ -8,7 +11,6 @@ import { backupView, BackupView } from '../backup-store.js';
 import type { BackupService } from '../backup-service.js';
 import { JobView, type Jobs } from '../jobs.js';
 import { storeView, type StoreRegistry } from '../s3/stores.js';
-import { assertVisible, boundIfVisible, canReach, DEPLOYMENT_OR_RETIRED, globalScopeRequired, isRetired } from '../tenancy.js';
 
 export interface BackupRouteDeps {
   service: BackupService;
@@ -82,7 +84,7 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
       const limit = req.query.limit ?? 50;
       const offset = req.query.offset ?? 0;
       // A global principal reaches every deployment; a scoped one exactly those of its grants (never `*`).
-      const deployments = req.query.deployment || req.principal.isGlobal ? undefined : Object.keys(req.principal.deployments).filter((d) => d !== '*' && canReach(req.principal, d));
+      const deployments = req.query.deployment ? undefined : visibleDeployments(req.principal);
       const page = jobs.list({ deployment: req.query.deployment, deployments, type: req.query.type, limit, offset });
       return reply.page(page.items, { total: page.total, limit, offset });
     },
@@ -191,7 +193,7 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
     // An existing target is checked by the core (write); no existing target means a creation (tenancy `create`).
     deployment: (req) => {
       const source = boundIfVisible(req.principal, safeGet(service, req.params.id)?.deployment);
-      const target = req.body.target_name ?? (source && !isRetired(source) ? source : undefined);
+      const target = req.body.target_name ?? (source && !isRetiredName(source) ? source : undefined);
       return target && deps.deploymentExists(target) ? target : undefined;
     },
     tenancy: 'create',
@@ -200,7 +202,7 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
       const b = visibleBackup(req.principal, req.params.id);
       // The archive holds the source's files, .env and dumps: restoring it anywhere needs write on the source too.
       if (!canReach(req.principal, b.deployment, 'write')) throw errors.forbidden(`'write' access to the backup's deployment required`);
-      if (isRetired(b.deployment) && !req.body.target_name) {
+      if (isRetiredName(b.deployment) && !req.body.target_name) {
         throw errors.badRequest(`body.target_name: backup '${b.id}' belongs to a deleted deployment: name the deployment to restore into`);
       }
       const target = req.body.target_name ?? b.deployment;

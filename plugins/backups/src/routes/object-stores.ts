@@ -1,13 +1,12 @@
 /** Routes of object stores (4.9): registration, buckets, objects (streamed), attach, replicate, managed stores. */
 import { Transform } from 'node:stream';
-import { deploymentName, errors, reply, Secret, Type, type PluginContext } from '@agent/sdk';
+import { deploymentName, errors, globalScopeRequired, reply, Secret, Type, type PluginContext } from '@agent/sdk';
 import { BUCKET_NAME, invalidObjectKey, ObjectStoreClient } from '../s3/client.js';
 import { replicate } from '../s3/replicate.js';
 import { STORE_NAME, StoreView, storeView, type StoreRecord, type StoreRegistry } from '../s3/stores.js';
 import type { Jobs } from '../jobs.js';
 import type { ManagedStores } from '../s3/managed.js';
 import { assertMayTouch, mayList, mayTouch, objectOwner } from '../s3/layout.js';
-import { globalScopeRequired } from '../tenancy.js';
 
 export interface StoreRouteDeps {
   stores: StoreRegistry;

@@ -8,8 +8,7 @@
  *   the deployment `<name>` (a leftover archive, or anything else put there).
  * Objects outside every layout belong to no deployment (plain global objects of the store).
  */
-import { errors, type Principal } from '@agent/sdk';
-import { canReach, looksLikeDeployment } from '../tenancy.js';
+import { canReach, errors, isDeploymentOrRetiredName, type Principal } from '@agent/sdk';
 import type { StoreRecord } from './stores.js';
 
 const ARCHIVE = /^(bkp_[0-9]{14}_[0-9a-f]{8})\.tar\.gz$/;
@@ -31,7 +30,7 @@ export function objectOwner(stores: readonly StoreRecord[], backupDeployment: (i
     if (s.bucket !== bucket || !key.startsWith(s.prefix)) continue;
     const rest = key.slice(s.prefix.length);
     const slash = rest.indexOf('/');
-    if (slash > 0 && looksLikeDeployment(rest.slice(0, slash))) owners.add(rest.slice(0, slash));
+    if (slash > 0 && isDeploymentOrRetiredName(rest.slice(0, slash))) owners.add(rest.slice(0, slash));
   }
   return { deployments: [...owners], archive: archive !== null };
 }

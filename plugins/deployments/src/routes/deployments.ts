@@ -1,6 +1,7 @@
 /** 4.2 deployments: list, details, create, update, delete, start, stop, restart (mutations are plannable). */
 import { join } from 'node:path';
-import { errors, isHttpError, reply, Type, type PluginContext, type Principal } from '@agent/sdk';
+import { deploymentName, errors, isHttpError, reply, Type, type PluginContext, type Principal } from '@agent/sdk';
+import { TEMPLATE_ID as TEMPLATE_ID_RE } from '../templates.js';
 import type { DeploymentManager, Entry } from '../manager.js';
 import { Deployment, DeploymentDetails, EnvVars, Exceptions, HostSafetyReport, NameParams, Status } from '../schemas.js';
 import { DEFAULT_COMPOSE, ENV_FILE, readFolderFile } from '../files.js';
@@ -8,7 +9,7 @@ import { parseEnv, redactEnv } from '../env-file.js';
 import { previewCreate, previewDelete, previewLifecycle, previewUpdate } from '../plans.js';
 
 const COMPOSE_CONTENT = Type.String({ minLength: 1, maxLength: 1024 * 1024, description: 'full text of the compose file (YAML)' });
-const TEMPLATE_ID = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'template the deployment comes from (its kind: built-in log sources)' });
+const TEMPLATE_ID = Type.String({ pattern: TEMPLATE_ID_RE.source, description: 'template the deployment comes from (its kind: built-in log sources)' });
 
 /** Host-safety exceptions are an admin's decision (the `host-safety:write` permission). */
 function assertMayGrant(principal: Principal, exceptions: string[] | undefined): void {
@@ -83,7 +84,7 @@ export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentMan
     summary: 'Create a deployment',
     description: 'Validates the YAML (400 `INVALID_YAML` with line and column) and the compose structure (400 `INVALID_COMPOSE`), applies the host-safety policy (400 `HOST_SAFETY`), writes the files atomically, grants the creator admin access, and starts it when `auto_start`. 409 `DEPLOYMENT_EXISTS` when the name is taken. If starting fails the deployment is kept and `start_error` says why.',
     body: Type.Object({
-      name: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'deployment name' }),
+      name: deploymentName(),
       compose_content: COMPOSE_CONTENT,
       env_vars: Type.Optional(EnvVars),
       auto_start: Type.Optional(Type.Boolean({ default: false, description: 'start after creation' })),

@@ -1,6 +1,6 @@
 /** 4.5 templates: list, categories, refresh from disk, compose content. */
 import { errors, Nullable, Type, type PluginContext, compareText } from '@agent/sdk';
-import type { TemplateCatalog } from '../templates.js';
+import { TEMPLATE_ID, type TemplateCatalog } from '../templates.js';
 
 const TemplateSchema = Type.Object({
   id: Type.String(), name: Type.String(), description: Type.String(), category: Type.String(), tags: Type.Array(Type.String()),
@@ -10,7 +10,7 @@ const TemplateSchema = Type.Object({
   images: Type.Array(Type.String()),
   log_sources: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), path: Type.String() })),
 });
-const IdParams = Type.Object({ id: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'template id' }) });
+const IdParams = Type.Object({ id: Type.String({ pattern: TEMPLATE_ID.source, description: 'template id' }) });
 
 export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog): void {
   const view = (t: ReturnType<TemplateCatalog['list']>[number]) => {

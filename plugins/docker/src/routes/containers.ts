@@ -3,11 +3,11 @@
  * reached with access to that deployment (read for logs, write for changes); a container of no deployment only by a
  * global principal; the list shows each principal only what it reaches.
  */
-import { errors, reply, Type, type PluginContext, compareText } from '@agent/sdk';
+import { canReach, deploymentName, errors, reply, Type, type PluginContext, compareText } from '@agent/sdk';
 import { type LogLine as LogLineType } from '../api.js';
 import type { DockerEngine } from '../engine.js';
 import { ContainerSummary, LogLine } from '../schemas.js';
-import { assertCanReach, canSee } from '../access.js';
+import { assertCanReach } from '../access.js';
 
 export const CONTAINER_ID = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$', description: 'container id (full or short) or name' });
 const IdParams = Type.Object({ id: CONTAINER_ID });
@@ -31,12 +31,12 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
     deployment: (req) => req.query.deployment,
     query: Type.Object({
       all: Type.Optional(Type.Boolean({ default: true, description: 'include stopped containers' })),
-      deployment: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'only this deployment' })),
+      deployment: Type.Optional(deploymentName({ description: 'only this deployment' })),
     }),
     response: Type.Array(ContainerSummary),
     handler: async (req) => {
       const list = await engine.listContainers({ all: req.query.all ?? true, ...(req.query.deployment ? { deployment: req.query.deployment } : {}) });
-      return list.filter((c) => canSee(req.principal, c.deployment)).sort((a, b) => compareText(a.name, b.name));
+      return list.filter((c) => canReach(req.principal, c.deployment)).sort((a, b) => compareText(a.name, b.name));
     },
   });
 

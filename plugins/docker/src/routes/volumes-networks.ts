@@ -4,11 +4,11 @@
  * Creating is global (a deployment's own objects come from its compose file). Container names shown with an object
  * are only those the caller may see: a container name carries its project's name.
  */
-import { errors, reply, Type, type PluginContext, type Principal, compareText } from '@agent/sdk';
+import { canReach, errors, reply, Type, type PluginContext, type Principal, compareText } from '@agent/sdk';
 import type Docker from 'dockerode';
 import type { DockerEngine } from '../engine.js';
 import { LabelMap, Network, Volume } from '../schemas.js';
-import { assertCanReach, canSee, visibleNames } from '../access.js';
+import { assertCanReach, visibleNames } from '../access.js';
 import { PROJECT_LABEL } from '../mapping.js';
 
 const OBJECT_NAME = '^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$';
@@ -54,7 +54,7 @@ export function volumeRoutes(ctx: PluginContext<any>, engine: DockerEngine): voi
     response: Type.Array(Volume),
     handler: async (req) => {
       const [list, byVolume] = await Promise.all([engine.call('volumes', () => engine.client.listVolumes()), users()]);
-      return (list.Volumes ?? []).filter((v) => canSee(req.principal, v.Labels?.[PROJECT_LABEL] ?? null))
+      return (list.Volumes ?? []).filter((v) => canReach(req.principal, v.Labels?.[PROJECT_LABEL] ?? null))
         .map((v) => view(v, byVolume, req.principal)).sort((a, b) => compareText(a.name, b.name));
     },
   });
@@ -124,7 +124,7 @@ export function networkRoutes(ctx: PluginContext<any>, engine: DockerEngine): vo
     response: Type.Array(Network),
     handler: async (req) => {
       const [list, byNetwork] = await Promise.all([engine.call('networks', () => engine.client.listNetworks()), users()]);
-      return list.filter((n) => canSee(req.principal, n.Labels?.[PROJECT_LABEL] ?? null))
+      return list.filter((n) => canReach(req.principal, n.Labels?.[PROJECT_LABEL] ?? null))
         .map((n) => view(n, byNetwork, req.principal)).sort((a, b) => compareText(a.name, b.name));
     },
   });

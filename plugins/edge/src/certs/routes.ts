@@ -2,8 +2,7 @@
  * Certificates (4.5, 2.5): list, request, renew those close to expiry, delete; a daily renewal job; and the
  * background issuance behind `ssl.enabled` on a domain (the vhost switches to HTTPS once the certificate exists).
  */
-import { errors, HOSTNAME, Nullable, reply, Type, type Principal } from '@agent/sdk';
-import { canSee, globalScopeRequired } from '../access.js';
+import { canReach, errors, globalScopeRequired, HOSTNAME, Nullable, reply, Type, type Principal } from '@agent/sdk';
 import { checkHostname } from '../validate.js';
 import { namesOf } from '../state.js';
 import type { Runtime } from '../runtime.js';
@@ -126,7 +125,7 @@ export function certificateRoutes(rt: Runtime, certs: Certificates): void {
   /** Re-checked in the handler: the domain may have moved since the core checked the deployment. */
   const assertMayChange = (principal: Principal, domain: string) => {
     const owner = certs.deploymentOf(domain);
-    if (owner ? !principal.canAccessDeployment(owner, 'write') : !principal.isGlobal) throw globalScopeRequired(principal, `the certificate of ${domain}`);
+    if (owner ? !principal.canAccessDeployment(owner, 'write') : !principal.isGlobal) throw globalScopeRequired(`the certificate of ${domain}`);
   };
 
   ctx.route({
@@ -136,7 +135,7 @@ export function certificateRoutes(rt: Runtime, certs: Certificates): void {
     handler: async (req) => {
       const out = [];
       for (const domain of await edge.certs.domains()) {
-        if (!canSee(req.principal, certs.deploymentOf(domain))) continue;
+        if (!canReach(req.principal, certs.deploymentOf(domain))) continue;
         const info = edge.certs.info(domain);
         if (info) out.push(certs.view(info));
       }

@@ -1,12 +1,13 @@
-/** Security endpoints (4.8, 2.8): blocked IPs, whitelist, protected routes, deployment settings, events. */
+/** Security endpoints: blocked IPs, whitelist, protected routes, deployment settings, events. */
 import bcrypt from 'bcryptjs';
 import {
-  deploymentName, errors, MAX_INTEGER, MAX_SECONDS, Nullable, RecordId, reply, Secret, Seconds, Type, type PluginSettings, type Principal, type Static,
+  canReach, deploymentName, deploymentOrRetired, errors, MAX_SECONDS, Nullable, Pagination, RecordId, reply, Secret, Seconds, Type, type PluginSettings, type Principal, type Static,
+  visibleDeployments,
 } from '@agent/sdk';
 import { checkCidr, checkIp, checkText, checkUrlPath } from '../validate.js';
 import { defaultDeploymentSecurity, isExpired, type DeploymentSecurity, type ProtectedRoute } from '../state.js';
 import { SecuritySettings } from '../config.js';
-import { canSee, DeploymentRef, filterScope, TimeQuery, timeParam, visibleDeployments } from '../access.js';
+import { filterScope, TimeQuery, timeParam } from '../access.js';
 import type { Runtime } from '../runtime.js';
 import type { Blocks } from './rules.js';
 import type { SecurityEvents } from './events.js';
@@ -57,7 +58,7 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
     method: 'GET', path: '/security/blocked-ips', permission: 'security:read', operationId: 'security.listBlockedIps', tag: 'security',
     summary: 'Blocked addresses (expired blocks are lifted automatically)', response: Type.Array(Blocked), tenancy: 'filtered',
     description: 'A principal limited to deployments sees the blocks tied to its deployments; blocks for every site are global.',
-    handler: (req) => edge.state.blocked.filter((b) => !isExpired(b) && canSee(req.principal, b.deployment)).map(blockedView),
+    handler: (req) => edge.state.blocked.filter((b) => !isExpired(b) && canReach(req.principal, b.deployment)).map(blockedView),
   });
 
   ctx.route({
@@ -338,11 +339,10 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   const EventQuery = Type.Object({
     type: Type.Optional(Type.Union(['scan', 'auth_failure', 'attack_path', 'blocked_ip_hit', 'rate_limit'].map((t) => Type.Literal(t)))),
     source_ip: Type.Optional(Type.String({ maxLength: 64 })),
-    deployment: Type.Optional(DeploymentRef()),
+    deployment: Type.Optional(deploymentOrRetired()),
     start_time: TimeQuery(),
     end_time: TimeQuery(),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
-    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_INTEGER, default: 0 })),
+    ...Pagination(50, 1000),
   });
   ctx.route({
     method: 'GET', path: '/security/events', permission: 'security:read', operationId: 'security.listEvents', tag: 'security',
@@ -367,7 +367,7 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
     description: 'An event the caller may not see is 404, like an unknown id.',
     handler: (req) => {
       const e = events.get(req.params.id);
-      if (!e || !canSee(req.principal, e.deployment)) throw errors.notFound(`security event ${req.params.id} not found`);
+      if (!e || !canReach(req.principal, e.deployment)) throw errors.notFound(`security event ${req.params.id} not found`);
       return e;
     },
   });
@@ -377,7 +377,7 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
     summary: 'Every event of one source address, with its block status',
     description: "Events of the caller's deployments. For a principal limited to deployments, `blocked` is about the blocks tied to them, and the whitelist (global) is not shown (`whitelisted: null`).",
     params: Type.Object({ ip: Type.String({ maxLength: 64 }) }),
-    query: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })), offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_INTEGER, default: 0 })) }),
+    query: Type.Object(Pagination(50, 1000)),
     response: Type.Array(EventSchema), tenancy: 'filtered',
     handler: (req) => {
       const ip = checkIp(req.params.ip, 'ip');
@@ -411,7 +411,7 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
     description: "Counts only what the caller sees: events, blocks and protected routes of its deployments; global state (whitelist, settings, blocks for every site) only for global principals.",
     handler: (req) => {
       const p = req.principal;
-      const active = edge.state.blocked.filter((b) => !isExpired(b) && canSee(p, b.deployment));
+      const active = edge.state.blocked.filter((b) => !isExpired(b) && canReach(p, b.deployment));
       return {
         events: events.stats({ deployments: visibleDeployments(p) }, Date.now() - 86_400_000),
         blocked_ips: active.length,

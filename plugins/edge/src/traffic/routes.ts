@@ -1,6 +1,6 @@
 /** Traffic endpoints (4.14): the journal with its filters, statistics, unknown domains, cleanup, per deployment. */
-import { deploymentName, errors, MAX_INTEGER, Nullable, reply, Seconds, Type } from '@agent/sdk';
-import { DeploymentRef, filterScope, TimeQuery, timeParam } from '../access.js';
+import { deploymentName, deploymentOrRetired, errors, Nullable, Pagination, reply, Seconds, Type } from '@agent/sdk';
+import { filterScope, TimeQuery, timeParam } from '../access.js';
 import { checkIp } from '../validate.js';
 import type { Runtime } from '../runtime.js';
 import { COUNT_CAP, type TrafficJournal } from './journal.js';
@@ -37,7 +37,7 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
     summary: 'Requests the proxy served, newest first (in the order the proxy logged them)', tenancy: 'filtered',
     description: "Rows of the caller's deployments; rows of unknown hosts and of deleted deployments (retired names) only for global principals. `deployment` naming one the caller does not reach is 404.",
     query: Type.Object({
-      deployment: Type.Optional(DeploymentRef()),
+      deployment: Type.Optional(deploymentOrRetired()),
       method: Type.Optional(Type.String({ pattern: '^[A-Z]{3,10}$', description: 'HTTP method' })),
       status_group: Type.Optional(Type.String({ pattern: '^[1-5]xx$', description: '1xx … 5xx' })),
       status_code: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
@@ -45,8 +45,7 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       path: Type.Optional(Type.String({ maxLength: 512, description: 'substring, or a pattern with * wildcards' })),
       start_time: TimeQuery(),
       end_time: TimeQuery(),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
-      offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_INTEGER, default: 0 })),
+      ...Pagination(100, 1000),
       exact_total: Type.Optional(Type.Boolean({ default: false, description: `count every match (slower); by default counting stops at ${COUNT_CAP} and meta.total_capped says so` })),
     }),
     response: Type.Array(TrafficItem),
@@ -69,7 +68,7 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
     summary: 'Requests per deployment and status group, bytes, p50/p95 latency (default: last 24 h)', tenancy: 'filtered',
     description: "Counts only the caller's deployments (totals included); unknown hosts and retired names only for global principals.",
     query: Type.Object({
-      deployment: Type.Optional(DeploymentRef()),
+      deployment: Type.Optional(deploymentOrRetired()),
       start_time: TimeQuery(),
       end_time: TimeQuery(),
     }),

@@ -6,9 +6,6 @@
  */
 import { levelRank, type AccessLevel, type Principal } from '@agent/sdk';
 
-export const canSeeContainer = (p: Principal, deployment: string | null): boolean =>
-  deployment === null ? p.isGlobal : p.canAccessDeployment(deployment);
-
 /** A global principal's level on every deployment (`*`): rules not tied to one deployment need it. */
 export const hasGlobal = (p: Principal, level: AccessLevel): boolean => p.isGlobal && levelRank(p.deploymentLevel('*')) >= levelRank(level);
 

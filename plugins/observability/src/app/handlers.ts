@@ -3,9 +3,9 @@
  * grants (the core already refused the global routes to principals limited to their deployments).
  */
 import { randomUUID } from 'node:crypto';
-import { compareText } from '@agent/sdk';
+import { canReach, compareText } from '@agent/sdk';
 import { HOST_METRIC_NAMES, type ConfigPatch, type RuleInput } from '../app-routes.js';
-import { canSeeContainer, canUseRuleScope } from './access.js';
+import { canUseRuleScope } from './access.js';
 import { normalizeRule, sameContent, type AlertEngine, type Rule } from './alerts.js';
 import type { Collector, ContainerReading } from './collector.js';
 import type { HealthWatcher } from './health-watcher.js';
@@ -50,7 +50,7 @@ const seriesAnswer = (r: QueryResult) => ({
 export function createHandlers(d: Deps): Record<string, Handler> {
   const cfg = () => d.settings.get();
   const visibleReadings = (req: Request): ContainerReading[] =>
-    [...d.collector.latest.values()].filter((r) => canSeeContainer(req.principal, r.info.deployment));
+    [...d.collector.latest.values()].filter((r) => canReach(req.principal, r.info.deployment));
   /** A deployment named in the query must be one the caller can see (404 otherwise, like the core). */
   /** An alert event is seen with its container's deployment and its rule's (`*`: a global rule). */
   const ruleVisible = (p: Request['principal'], scope: string | null) => scope === null || canUseRuleScope(p, scope === '*' ? null : scope, 'read');
@@ -98,7 +98,7 @@ export function createHandlers(d: Deps): Record<string, Handler> {
       const container = req.query.get('container') ?? '';
       const metric = req.query.get('metric') ?? '';
       const row = d.store.series({ container, metric })[0];
-      if (!row || !canSeeContainer(req.principal, row.deployment) || (deployment !== undefined && row.deployment !== deployment)) {
+      if (!row || !canReach(req.principal, row.deployment) || (deployment !== undefined && row.deployment !== deployment)) {
         throw notFound(`series ${metric} of container '${container}'`);
       }
       return seriesAnswer(d.store.query([row], sinceOf(req), cfg().sample_interval, cfg().raw_retention));
@@ -123,7 +123,7 @@ export function createHandlers(d: Deps): Record<string, Handler> {
     'observability.health': (req) => {
       const only = deploymentParam(req, false);
       return d.collector.containers
-        .filter((c) => canSeeContainer(req.principal, c.deployment) && (only === undefined || c.deployment === only))
+        .filter((c) => canReach(req.principal, c.deployment) && (only === undefined || c.deployment === only))
         .sort((a, b) => compareText(a.name, b.name))
         .map((c) => {
           const w = d.watcher.status(c.name);
@@ -133,7 +133,7 @@ export function createHandlers(d: Deps): Record<string, Handler> {
 
     'observability.healthEvents': (req) => {
       const deployment = deploymentParam(req, false);
-      return d.journal.healthEvents((dep) => canSeeContainer(req.principal, dep), { deployment, limit: limitOf(req) });
+      return d.journal.healthEvents((dep) => canReach(req.principal, dep), { deployment, limit: limitOf(req) });
     },
 
     'observability.listRules': async (req) => {
@@ -196,7 +196,7 @@ export function createHandlers(d: Deps): Record<string, Handler> {
 
     'observability.firingAlerts': (req) =>
       d.alerts.firing()
-        .filter((s) => canSeeContainer(req.principal, s.deployment) && canUseRuleScope(req.principal, s.rule.deployment, 'read'))
+        .filter((s) => canReach(req.principal, s.deployment) && canUseRuleScope(req.principal, s.rule.deployment, 'read'))
         .map((s) => ({
           rule_id: s.rule.id, rule_name: s.rule.name, deployment: s.deployment, container: s.container, metric: s.rule.metric,
           comparison: s.rule.comparison, threshold: s.rule.threshold, value: s.value, state: s.state, since: new Date(s.since).toISOString(),
@@ -204,7 +204,7 @@ export function createHandlers(d: Deps): Record<string, Handler> {
 
     'observability.alertEvents': (req) => {
       const deployment = deploymentParam(req, false);
-      return d.journal.alertEvents((dep, row) => canSeeContainer(req.principal, dep) && ruleVisible(req.principal, row.rule_scope), { deployment, rule: req.query.get('rule') ?? undefined, limit: limitOf(req) })
+      return d.journal.alertEvents((dep, row) => canReach(req.principal, dep) && ruleVisible(req.principal, row.rule_scope), { deployment, rule: req.query.get('rule') ?? undefined, limit: limitOf(req) })
         .map(({ rule_scope: _scope, ...event }) => event);
     },
 
