@@ -3,7 +3,7 @@
  * `module.exports` object); the agent's bundle (scripts/lib.mjs) gives only `default`. Either way this returns
  * the `module.exports` object:
  *
- *   const { koaBody } = cjsExports(await import('koa-body'));
+ *   const { json } = cjsExports(await import('co-body'));
  */
 export function cjsExports<T extends object>(namespace: T): T {
   const exported = (namespace as { default?: unknown }).default;

@@ -116,17 +116,12 @@ export function createHttpApp(deps: HttpDeps): Koa {
     return false;
   } : null;
 
-  // koa-body (and the multipart stack it pulls in) is loaded with the first request that has a body.
-  let bodyParser: Promise<Koa.Middleware> | null = null;
-  const parseBody = async (ctx: Koa.Context) => {
-    bodyParser ??= import('koa-body').then(cjsExports).then(({ koaBody, HttpMethodEnum }) => koaBody({
-      json: true, text: false, urlencoded: false, multipart: false, jsonLimit: config.api.body_limit, jsonStrict: true,
-      parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE], includeUnparsed: false,
-      onError: (err) => {
-        throw err;
-      },
-    }) as unknown as Koa.Middleware);
-    await (await bodyParser)(ctx, async () => undefined);
+  // The JSON body is read and parsed by co-body (size limit, strict JSON, charset and content-encoding), called
+  // directly: the pipeline reads a body only for routes that take one, after authentication. Loaded on first use.
+  let readJson: Promise<typeof import('co-body').json> | null = null;
+  const parseBody = async (ctx: Koa.Context): Promise<unknown> => {
+    readJson ??= import('co-body').then(cjsExports).then((m) => m.json);
+    return (await readJson)(ctx.req, { limit: config.api.body_limit, strict: true });
   };
 
   /**
@@ -139,6 +134,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
     private status = 500;
     private deployment: string | null = null;
     private wantsPlan = false;
+    private body: unknown = undefined;
     private readonly ip: string;
     private readonly headers: IncomingHttpHeaders;
 
@@ -181,7 +177,10 @@ export function createHttpApp(deps: HttpDeps): Koa {
         throw errors.badRequest('the body must be JSON (Content-Type: application/json)', 'UNSUPPORTED_MEDIA_TYPE');
       }
       if (length > config.api.body_limit) throw errors.tooLarge(`request body larger than ${config.api.body_limit} bytes`);
-      return parseBody(this.ctx).then(() => this.execute());
+      return parseBody(this.ctx).then((body) => {
+        this.body = body;
+        return this.execute();
+      });
     }
 
     private execute(): void | Promise<void> {
@@ -209,7 +208,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
       };
       const result = execute({
         // A copy: validation coerces params in place (`'2'` → `2`), the audit record keeps the raw path values.
-        route: this.route, principal: this.principal, params: { ...ctx.params }, query, body: request.body, ip: this.ip,
+        route: this.route, principal: this.principal, params: { ...ctx.params }, query, body: this.body, ip: this.ip,
         path: request.path, headers: this.headers, signal, raw: { req: ctx.req, res: ctx.res }, wantsPlan: this.wantsPlan,
       }, plans, validateResponse);
       if (result instanceof Promise) return result.then((r) => this.answer(r));
