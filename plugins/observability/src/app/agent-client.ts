@@ -8,6 +8,9 @@ import { AgentApiError, AgentClient as ApiClient, type QueryValue } from '@agent
 import type { Notice } from './notice.js';
 import type { Logger } from './log.js';
 
+/** The status and the parsed JSON body (an error answer's `{error, code}` included). */
+type Answer = { status: number; body: any };
+
 export class AgentClient {
   private notifyMissingLogged = false;
   private readonly api: ApiClient;
@@ -17,7 +20,7 @@ export class AgentClient {
   }
 
   /** The answer's status and JSON body, error statuses included: each call decides what an error means for it. */
-  private async call(method: string, path: string, options: { body?: unknown; query?: Record<string, QueryValue> } = {}): Promise<{ status: number; body: any }> {
+  private async call(method: string, path: string, options: { body?: unknown; query?: Record<string, QueryValue> } = {}): Promise<Answer> {
     try {
       const res = await this.api.request(method, path, options);
       return { status: res.status, body: res.json ?? null };
