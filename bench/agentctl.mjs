@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { ADMIN_PASSWORD, ROOT, fmt, percentile, startAgent } from './_lib.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
-const CLI = join(ROOT, 'sdk/dist/cli/main.js');
+const CLI = join(ROOT, 'cli/dist/main.js');
 const home = mkdtempSync(join(tmpdir(), 'agentctl-bench-'));
 const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, 'config'), XDG_CACHE_HOME: join(home, 'cache'), NO_COLOR: '1' };
 

@@ -36,9 +36,9 @@ export function ensureDeps() {
   must('npm', existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']);
 }
 
-/** Every workspace folder with a tsconfig.json: sdk first, then core, then plugins and examples. */
+/** Every workspace folder with a tsconfig.json: sdk, the client and the CLI first, then core, then plugins and examples. */
 export function workspaceProjects() {
-  const out = ['sdk', 'core'];
+  const out = ['sdk', 'client', 'cli', 'core'];
   for (const group of ['plugins', 'examples']) {
     const dir = join(ROOT, group);
     if (!existsSync(dir)) continue;
@@ -88,7 +88,7 @@ export function newestMtime(dir) {
  */
 export function bundleCore() {
   must(ESBUILD, [
-    `index=${join(ROOT, 'sdk', 'dist', 'index.js')}`, `app=${join(ROOT, 'sdk', 'dist', 'app.js')}`, `client=${join(ROOT, 'sdk', 'dist', 'client', 'index.js')}`,
+    `index=${join(ROOT, 'sdk', 'dist', 'index.js')}`, `app=${join(ROOT, 'sdk', 'dist', 'app.js')}`,
     ...ESBUILD_COMMON, `--outdir=${join(ROOT, 'sdk', 'dist', 'bundle')}`, '--out-extension:.js=.mjs', '--chunk-names=chunks/[name]-[hash]',
   ]);
   const plugins = existsSync(join(ROOT, 'plugins'))

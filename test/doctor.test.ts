@@ -12,7 +12,7 @@ import { startAgent, type TestAgent } from './helpers/agent.js';
 import { startNginx, type TestNginx } from '../plugins/edge/test/helpers/nginx.js';
 import { startPebble, type TestPebble } from '../plugins/edge/test/helpers/pebble.js';
 import { startPowerDns, type PowerDns } from '../plugins/dns/test/pdns.js';
-import { cliHome, type CliHome } from '../sdk/test/helpers/cli.js';
+import { cliHome, type CliHome } from '../cli/test/helpers/cli.js';
 
 const PLUGINS = ['access', 'system', 'docker', 'deployments', 'edge', 'databases', 'dns'];
 const DNS_KEY = 'doctor-test-key-1234567890';

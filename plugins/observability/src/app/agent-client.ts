@@ -2,37 +2,41 @@
  * Calls back into the agent with the app's system token: actions go through the agent's own API (and its audit)
  * rather than straight to the engine. The token is issued when the core spawns the app; when the agent stops
  * accepting it (expired), the app exits so the core restarts it with a fresh one (its state is on disk).
+ * The HTTP side is the agent's typed client (`@agent/client`); this class holds what the app asks of the agent.
  */
+import { AgentApiError, AgentClient as ApiClient, type QueryValue } from '@agent/client';
 import type { Notice } from './notice.js';
 import type { Logger } from './log.js';
 
+/** The status and the parsed JSON body (an error answer's `{error, code}` included). */
+type Answer = { status: number; body: any };
+
 export class AgentClient {
   private notifyMissingLogged = false;
+  private readonly api: ApiClient;
 
-  constructor(private readonly baseUrl: string, private readonly token: string, private readonly log: Logger) {}
+  constructor(baseUrl: string, token: string, private readonly log: Logger) {
+    this.api = new ApiClient({ url: baseUrl, token, userAgent: 'observability-app', timeoutMs: 60_000 });
+  }
 
-  private async call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const res = await fetch(`${this.baseUrl}/api${path}`, {
-      method,
-      headers: { authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(60_000),
-    });
-    const text = await res.text();
-    let parsed: unknown = null;
+  /** The answer's status and JSON body, error statuses included: each call decides what an error means for it. */
+  private async call(method: string, path: string, options: { body?: unknown; query?: Record<string, QueryValue> } = {}): Promise<Answer> {
     try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch { /* not JSON */ }
-    if (res.status === 401) {
-      this.log.error('the agent refused the app token; exiting so the core restarts the app with a new one');
-      setTimeout(() => process.exit(75), 100);
+      const res = await this.api.request(method, path, options);
+      return { status: res.status, body: res.json ?? null };
+    } catch (err) {
+      if (!(err instanceof AgentApiError)) throw err;
+      if (err.status === 401) {
+        this.log.error('the agent refused the app token; exiting so the core restarts the app with a new one');
+        setTimeout(() => process.exit(75), 100);
+      }
+      return { status: err.status, body: err.body };
     }
-    return { status: res.status, body: parsed };
   }
 
   /** Restarts a container through the docker plugin; throws with the agent's error message. */
   async restartContainer(id: string): Promise<void> {
-    const res = await this.call('POST', `/containers/${encodeURIComponent(id)}/restart?timeout=10`);
+    const res = await this.call('POST', `/containers/${encodeURIComponent(id)}/restart`, { query: { timeout: 10 } });
     if (res.status >= 300) throw new Error(`restart refused: ${res.status} ${res.body?.error ?? ''}`.trim());
   }
 
@@ -46,14 +50,14 @@ export class AgentClient {
 
   /** Deployment deletions the agent recorded after `after` (see src/agent-routes.ts). */
   async deploymentDeletions(after: number): Promise<{ seq: number; items: { seq: number; name: string; retired_as: string; deleted_at: string }[] }> {
-    const res = await this.call('GET', `/observability/deployment-deletions?after=${after}`);
+    const res = await this.call('GET', '/observability/deployment-deletions', { query: { after } });
     if (res.status !== 200) throw new Error(`reading deployment deletions: ${res.status} ${res.body?.error ?? ''}`.trim());
     return res.body.data;
   }
 
   /** Why a rule's creator may not run its action on a container of `deployment` now (null: it may). */
   async actionRefusal(principal: string, deployment: string | null): Promise<string | null> {
-    const res = await this.call('POST', '/observability/authorize-action', { principal, deployment });
+    const res = await this.call('POST', '/observability/authorize-action', { body: { principal, deployment } });
     if (res.status !== 200) throw new Error(`${res.status} ${res.body?.error ?? ''}`.trim());
     return res.body.data.allowed ? null : String(res.body.data.reason);
   }
@@ -61,7 +65,7 @@ export class AgentClient {
   /** Queues a notification; failures are logged, never thrown (an alert must not fail because of a target). */
   async notify(message: Notice): Promise<void> {
     try {
-      const res = await this.call('POST', '/notifications/send', message);
+      const res = await this.call('POST', '/notifications/send', { body: message });
       if (res.status === 404 && res.body?.code === 'NOT_FOUND') {
         if (!this.notifyMissingLogged) this.log.warn('notifications plugin not enabled: alerts are not sent anywhere');
         this.notifyMissingLogged = true;

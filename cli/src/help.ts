@@ -1,5 +1,5 @@
 /** Per-operation help, generated from the live description: what it does, who may call it, every input. */
-import { constraints, enumValues, listFields, nonNull, typeLabel, type ApiDescription, type Operation } from '../client/index.js';
+import { constraints, enumValues, listFields, nonNull, typeLabel, type ApiDescription, type Operation } from '@agent/client';
 import type { Style } from './style.js';
 import { twoColumns } from './render.js';
 import { optionFlagFor } from './operation-options.js';

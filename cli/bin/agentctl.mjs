@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const main = new URL('../dist/cli/main.js', import.meta.url);
+const main = new URL('../dist/main.js', import.meta.url);
 if (!existsSync(fileURLToPath(main))) {
   process.stderr.write('agentctl: the CLI is not built yet; run `npm run build` (or `npm start`) in the repository first\n');
   process.exit(1);

@@ -1,6 +1,6 @@
 /** `login`, `logout` and `profiles`: named connections stored 0600 in the user's config folder. */
 import { Command } from 'commander';
-import { AgentClient, DEFAULT_PROFILE, checkProfileName, loadDescription, normaliseUrl, type Profile } from '../../client/index.js';
+import { AgentClient, DEFAULT_PROFILE, checkProfileName, loadDescription, normaliseUrl, type Profile } from '@agent/client';
 import { UsageError, type CliContext } from '../context.js';
 import { ask, readLine } from '../io.js';
 import { renderTable } from '../render.js';

@@ -1,5 +1,5 @@
 /**
- * `@agent/sdk/client`: the typed client of the agent's API, driven by its live description. `agentctl` is built
+ * `@agent/client`: the typed client of the agent's API, driven by its live description. `agentctl` is built
  * on it; scripts and tools can use it directly:
  *
  *   const client = new AgentClient({ url, token });

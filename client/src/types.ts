@@ -68,3 +68,28 @@ export interface Health {
 }
 
 export type Credentials = { username: string; password: string } | { apiKey: string };
+
+/**
+ * `GET /api/system/doctor`. The plugin SDK declares the same shape for the code that produces it; the client
+ * describes what it reads on the wire, as for the other answers here, so a client user does not pull the plugin API.
+ */
+export interface DoctorReport {
+  /** No check failed (warnings allowed). */
+  ok: boolean;
+  checked_at: string;
+  checks: DoctorCheckReport[];
+}
+
+export interface DoctorCheckReport {
+  id: string;
+  title: string;
+  /** `ok` works; `warning` works but should be looked at; `failed` does not work; `skipped` not applicable here. */
+  status: 'ok' | 'warning' | 'failed' | 'skipped';
+  /** What was found, for people. */
+  detail: string;
+  /** The command (or step) that fixes a warning or failure. */
+  fix?: string;
+  /** The plugin that contributed the check (`core` for the core's own). */
+  plugin: string;
+  duration_ms: number;
+}

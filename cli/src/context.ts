@@ -2,7 +2,7 @@
 import {
   AgentClient, AgentConnectionError, ApiDescription, DescriptionCache, ProfileStore, loadDescription, resolveConnection,
   type Connection, type LoadedDescription,
-} from '../client/index.js';
+} from '@agent/client';
 import type { CliIO } from './io.js';
 import { colorWanted, makeStyle, type Style } from './style.js';
 

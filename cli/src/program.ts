@@ -4,7 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import { Command, CommanderError, Option } from 'commander';
-import { AgentApiError, AgentConnectionError, RequestInvalidError, type Operation } from '../client/index.js';
+import { AgentApiError, AgentConnectionError, RequestInvalidError, type Operation } from '@agent/client';
 import { authCommands } from './commands/auth.js';
 import { STATIC_COMMANDS, bashScript, completionCandidates, printCandidates, zshScript } from './commands/completion.js';
 import { groupCommand } from './commands/operations.js';
@@ -13,7 +13,7 @@ import { CliContext, UsageError, type GlobalOptions } from './context.js';
 import { explain } from './explain.js';
 import { processIO, type CliIO } from './io.js';
 
-const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+const VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
 /** Exit codes: 0 done, 1 the agent refused or could not be reached, 2 the command or request was invalid (nothing sent). */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;

@@ -69,7 +69,7 @@ export class AgentClient {
     this.url = normaliseUrl(options.url);
     this.token = options.token;
     this.transport = options.transport ?? nodeTransport;
-    this.userAgent = options.userAgent ?? 'agent-sdk-client';
+    this.userAgent = options.userAgent ?? 'agent-client';
     this.timeoutMs = options.timeoutMs ?? 60_000;
   }
 

@@ -11,7 +11,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, REPO_ROOT, startAgent, type TestAgent } from '../../test/helpers/agent.js';
 import { CLI, cliHome, type CliHome } from './helpers/cli.js';
-import { AgentApiError, AgentClient, RequestInvalidError, callOperation, loadDescription, DescriptionCache, type Plan } from '../src/client/index.js';
+import { AgentApiError, AgentClient, RequestInvalidError, callOperation, loadDescription, DescriptionCache, type Plan } from '@agent/client';
 
 const HELLO = resolve(REPO_ROOT, 'examples/hello-plugin');
 

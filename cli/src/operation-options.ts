@@ -1,5 +1,5 @@
 /** How the parameters of an operation become command-line options. */
-import { acceptedTypes, kebab, type OperationParameter } from '../client/index.js';
+import { acceptedTypes, kebab, type OperationParameter } from '@agent/client';
 
 /** Option names the CLI uses itself; query parameters with these names are set with `-q name=value`. */
 export const RESERVED = new Set([

@@ -4,8 +4,7 @@
  * cannot be reached is itself the first finding. Exit code 1 when a check failed.
  */
 import { Command } from 'commander';
-import { AgentApiError, AgentConnectionError } from '../../client/index.js';
-import type { DoctorReport } from '../../doctor.js';
+import { AgentApiError, AgentConnectionError, type DoctorReport } from '@agent/client';
 import type { CliContext } from '../context.js';
 import type { Style } from '../style.js';
 

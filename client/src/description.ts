@@ -3,8 +3,13 @@
  * operationIds (`deployments.list` → `deployments list`, `plans.apply` → `plans apply`), with their parameters and
  * body schema resolved. Nothing here is specific to one agent version: whatever the agent publishes is offered.
  */
-import { compareText } from '../text.js';
 import { derefSchema, resolveRef, type JsonSchema } from './json-schema.js';
+
+/**
+ * Orders by UTF-16 code units, the same order on every host (and no ICU collation data loaded). The plugin SDK has
+ * the same comparator; the client keeps its own line rather than depend on the plugin API for it.
+ */
+const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 export interface OperationParameter {
   name: string;

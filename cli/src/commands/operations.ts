@@ -8,7 +8,7 @@ import { Command, Option } from 'commander';
 import {
   buildBody, fillPath, kebab, parseDocument, skeletonJson, skeletonYaml, validateBody, validateParameters,
   RequestInvalidError, type ApiDescription, type Envelope, type Operation, type PlanApplyResult,
-} from '../../client/index.js';
+} from '@agent/client';
 import { UsageError, type CliContext } from '../context.js';
 import { operationHelp, operationUsage } from '../help.js';
 import { readAll } from '../io.js';

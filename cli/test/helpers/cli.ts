@@ -1,5 +1,5 @@
 /**
- * Runs the real `agentctl` binary (sdk/dist/cli/main.js) as a child process with its own config and cache
+ * Runs the real `agentctl` binary (cli/dist/main.js) as a child process with its own config and cache
  * folders, the way a user's shell would.
  */
 import { spawn } from 'node:child_process';
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../../test/helpers/agent.js';
 
-export const CLI = join(REPO_ROOT, 'sdk/dist/cli/main.js');
+export const CLI = join(REPO_ROOT, 'cli/dist/main.js');
 
 export interface CliResult {
   code: number | null;

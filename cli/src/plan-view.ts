@@ -1,5 +1,5 @@
 /** Plans for people: each change with its action and a diff of what it would do, then the totals and how to apply. */
-import { changeLines, planTotals, type DiffLine, type Plan } from '../client/index.js';
+import { changeLines, planTotals, type DiffLine, type Plan } from '@agent/client';
 import type { Style } from './style.js';
 
 const MARKS: Record<string, string> = { create: '+', delete: '-', update: '~', 'no-op': ' ' };

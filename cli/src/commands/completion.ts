@@ -3,7 +3,7 @@
  * `agentctl __complete <shell> <words…> <current>` which answers from the cached description only (no network),
  * so completing is instant and works offline.
  */
-import { ApiDescription, DescriptionCache, ProfileStore, enumValues, kebab, listFields, nonNull, resolveConnection, type Operation } from '../../client/index.js';
+import { ApiDescription, DescriptionCache, ProfileStore, enumValues, kebab, listFields, nonNull, resolveConnection, type Operation } from '@agent/client';
 import type { CliIO } from '../io.js';
 import { RESERVED, isBooleanParam } from '../operation-options.js';
 

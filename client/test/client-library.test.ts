@@ -1,12 +1,12 @@
 /**
- * The pieces of @agent/sdk/client that need no agent: naming, fields, skeletons, bodies from -f, checks with
+ * The pieces of @agent/client that need no agent: naming, fields, skeletons, bodies from -f, checks with
  * suggestions, and plan diffs. The end-to-end behaviour is covered by cli.test.ts against the real agent.
  */
 import { describe, expect, it } from 'vitest';
 import {
   ApiDescription, buildBody, changeLines, diffTexts, kebab, leftoverPlaceholders, listFields, skeletonJson, skeletonValue,
   skeletonYaml, splitKey, suggest, validateBody, validateParameters, type JsonSchema,
-} from '../src/client/index.js';
+} from '../src/index.js';
 import { parse as parseYaml } from 'yaml';
 
 /** Shaped like the create-deployment body (spec 2.3) plus nested objects and enums. */

@@ -1,5 +1,5 @@
 /** Words for the error codes people meet most, printed after the agent's own `{error, code}`. */
-import type { ErrorBody } from '../client/index.js';
+import type { ErrorBody } from '@agent/client';
 
 export interface ExplainContext {
   /** The permission of the operation that failed. */
