@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/*.d.ts', 'data/**', '.test-env/**', 'coverage/**'] },
   {
-    files: ['{sdk,core,plugins,examples}/*/src/**/*.ts', '{sdk,core}/src/**/*.ts', 'plugins/*/src/**/*.ts', 'examples/*/src/**/*.ts'],
+    files: ['{sdk,core,client,cli}/src/**/*.ts', 'plugins/*/src/**/*.ts', 'examples/*/src/**/*.ts'],
     languageOptions: {
       parser: tseslint.parser,
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
