@@ -47,7 +47,9 @@ export interface IdentityService {
     list(): UserRecord[];
     get(id: number): UserRecord | undefined;
     findByUsername(username: string): UserRecord | undefined;
-    create(input: { username: string; email: string; password: string; role: Role; permissions?: string[]; scope?: Scope; is_active?: boolean }): Promise<UserRecord>;
+    create(input: {
+      username: string; email: string; password: string; role: Role; permissions?: string[]; scope?: Scope; is_active?: boolean;
+    }): Promise<UserRecord>;
     update(id: number, patch: Partial<Pick<UserRecord, 'email' | 'role' | 'permissions' | 'scope' | 'is_active'>>): Promise<UserRecord>;
     delete(id: number): Promise<void>;
     verifyPassword(id: number, password: string): Promise<boolean>;
@@ -61,7 +63,9 @@ export interface IdentityService {
   apiKeys: {
     list(filter?: { user_id?: number }): ApiKeyRecord[];
     get(id: number): ApiKeyRecord | undefined;
-    create(input: { user_id: number; name: string; description?: string; role: Role; permissions?: string[]; deployments?: string[]; expires_in?: number }): Promise<{ record: ApiKeyRecord; key: string }>;
+    create(input: {
+      user_id: number; name: string; description?: string; role: Role; permissions?: string[]; deployments?: string[]; expires_in?: number;
+    }): Promise<{ record: ApiKeyRecord; key: string }>;
     revoke(id: number): Promise<ApiKeyRecord>;
     delete(id: number): Promise<void>;
   };

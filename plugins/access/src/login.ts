@@ -7,7 +7,9 @@ export function registerLoginRoute(ctx: PluginContext<any>, identity: Identity, 
   ctx.route({
     method: 'POST', path: '/auth/login', public: true, tag: 'auth', operationId: 'auth.login', audit: false,
     summary: 'Obtain a token with a username and password, or with an API key',
-    description: 'Send either `{username, password}` or `{api_key}`. Attempts are counted before the password is checked; past `auth.login_max_failures` for one username from one client IP, or `auth.login_max_failures_per_ip` from one IP, further attempts from there get 429 for `auth.lockout` (other addresses can still log in to the same account).',
+    description: 'Send either `{username, password}` or `{api_key}`. Attempts are counted before the password is checked; past ' +
+      '`auth.login_max_failures` for one username from one client IP, or `auth.login_max_failures_per_ip` from one IP, further attempts ' +
+      'from there get 429 for `auth.lockout` (other addresses can still log in to the same account).',
     body: Type.Object({
       username: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
       password: Type.Optional(Secret({ minLength: 1, maxLength: 512 })),
@@ -18,7 +20,9 @@ export function registerLoginRoute(ctx: PluginContext<any>, identity: Identity, 
       const { username, password, api_key } = req.body;
       const byPassword = username !== undefined || password !== undefined;
       if (byPassword === (api_key !== undefined)) throw errors.badRequest('send either {username, password} or {api_key}');
-      if (byPassword && (username === undefined || password === undefined)) throw errors.badRequest(`body.${username === undefined ? 'username' : 'password'}: required field is missing`);
+      if (byPassword && (username === undefined || password === undefined)) {
+        throw errors.badRequest(`body.${username === undefined ? 'username' : 'password'}: required field is missing`);
+      }
       const who = byPassword ? username! : null;
       // Counted before the password is checked: concurrent guesses cannot slip past the limit.
       const wait = limiter.begin(who, req.ip);
@@ -26,7 +30,9 @@ export function registerLoginRoute(ctx: PluginContext<any>, identity: Identity, 
         throw new HttpError(429, 'TOO_MANY_ATTEMPTS', `too many failed logins; try again in ${wait} s`, undefined, { 'retry-after': String(wait) });
       }
       const record = (success: boolean, actor_type: 'user' | 'api_key', actor_id: string, actor_name: string) =>
-        audit.record({ actor_type, actor_id, actor_name, action: 'auth.login', resource_type: 'auth', success, status: success ? 200 : 401, client_ip: req.ip });
+        audit.record({
+          actor_type, actor_id, actor_name, action: 'auth.login', resource_type: 'auth', success, status: success ? 200 : 401, client_ip: req.ip,
+        });
       if (byPassword) {
         const result = await identity.loginWithPassword(username!, password!);
         if (!result) {

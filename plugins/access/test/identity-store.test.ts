@@ -67,7 +67,8 @@ describe('identity store (SQLite)', () => {
       expect(byKey.status).toBe(200);
       expect(byKey.body.data.principal).toMatchObject({ id: 'api_key:2', user_id: 4, deployments: { web: 'read' } });
       // Ids continue after the old counters, never reusing one.
-      const created = await agent.api('POST', '/users', { body: { username: 'newuser', email: 'new@example.com', password: 'Str0ng-Pass-word!', role: 'viewer' } });
+      const newUser = { username: 'newuser', email: 'new@example.com', password: 'Str0ng-Pass-word!', role: 'viewer' };
+      const created = await agent.api('POST', '/users', { body: newUser });
       expect(created.status).toBe(201);
       expect(created.body.data.id).toBe(7);
       const key = await agent.api('POST', '/apikeys', { body: { name: 'fresh', role: 'viewer' } });

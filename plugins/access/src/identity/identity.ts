@@ -33,7 +33,10 @@ const capByRole = (level: AccessLevel | null, role: Role): AccessLevel | null =>
 /** Admins are global; every other role is limited to its deployments unless made global on purpose. */
 const scopeFor = (role: Role, asked: Scope | undefined): Scope => {
   if (role === 'admin') {
-    if (asked === 'deployments') throw errors.badRequest('scope: an admin is always global (give a scoped user the operator role and admin grants instead)', 'VALIDATION_FAILED', { field: 'scope' });
+    if (asked === 'deployments') {
+      const why = 'scope: an admin is always global (give a scoped user the operator role and admin grants instead)';
+      throw errors.badRequest(why, 'VALIDATION_FAILED', { field: 'scope' });
+    }
     return 'global';
   }
   return asked ?? 'deployments';
@@ -342,7 +345,9 @@ export class Identity implements IdentityService, PrincipalDirectory {
   }
 
   private systemInfo(name: string): PrincipalInfo {
-    return { type: 'system', id: `system:${name}`, name, role: 'admin', user_id: null, permissions: ['*:write'], deployments: { '*': 'admin' }, scope: 'global' };
+    return {
+      type: 'system', id: `system:${name}`, name, role: 'admin', user_id: null, permissions: ['*:write'], deployments: { '*': 'admin' }, scope: 'global',
+    };
   }
 
   /** A token for an app plugin's system principal (admin rights; valid until the agent restarts). */
