@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { coreServices } from '@agent/sdk';
+import { coreServices, principalDirectory, type AuthKernel, type PrincipalDirectory } from '@agent/sdk';
 import { REPO_ROOT, type LoadedConfig } from './config/config.js';
 import { createRootLogger, flushLogs, sdkLogger } from './log.js';
 import { loadSecrets } from './store/secrets.js';
@@ -17,8 +17,6 @@ import { AgentEventBus } from './events/bus.js';
 import { CoreAuditLog } from './audit/audit-log.js';
 import { ResourceCatalog } from './auth/resources.js';
 import { TokenService } from './auth/tokens.js';
-import { Identity, emptyIdentity, type IdentityDoc } from './auth/identity.js';
-import { LoginLimiter } from './auth/login-limiter.js';
 import { RouteRegistry } from './openapi/registry.js';
 import { buildOpenApi } from './openapi/document.js';
 import { PlanEngine, type PlansDoc } from './plans/engine.js';
@@ -59,29 +57,28 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   catalog.declare({ name: 'plans', description: 'plans: preview and apply changes', operator: 'write', viewer: 'read', owner: 'both', plugin: 'core' });
   catalog.declare({ name: 'plugins', description: 'the plugin list; write = create deployments from plugins', operator: 'write', viewer: 'read', owner: 'global', plugin: 'core' });
   const tokens = new TokenService(secrets.jwtKey, core.auth.token_ttl);
-  const identity = new Identity(await openDocument<IdentityDoc>(join(coreDir, 'identity.json'), emptyIdentity()), catalog, tokens);
-  const limiter = new LoginLimiter(core.auth.login_max_failures, core.auth.login_max_failures_per_ip, core.auth.lockout * 1000);
+  // Users and keys live in a plugin (the principal directory); the kernel lends it signing and the catalogue.
+  const auth: AuthKernel = {
+    issueToken: (sub, version, options) => tokens.issue(sub, version, options?.notAfter, options?.ttlSeconds),
+    verifyToken: (token) => tokens.verify(token),
+    resources: catalog,
+    settings: { admin_password: core.admin_password, ...core.auth },
+    announce: print,
+  };
+  let principals: PrincipalDirectory | undefined;
   const registry = new RouteRegistry();
   const plans = new PlanEngine(
     await openDocument<PlansDoc>(join(coreDir, 'plans.json.enc'), { plans: [] }, sealer),
     core.plans.ttl,
     (id) => registry.byOperationId(id),
-    (id) => identity.principalById(id),
+    (id) => principals!.principalById(id),
   );
   await plans.recover();
   const scheduler = new CoreScheduler(journal, sdkLogger(root, { component: 'scheduler' }));
   const settings = new SettingsStore(await openDocument<SettingsDoc>(join(coreDir, 'settings.json'), { values: {} }), bus);
 
-  const admin = await identity.bootstrapAdmin(core.admin_password);
-  if (admin.generated) {
-    print('');
-    print(`First start: created user "admin" with password: ${admin.generated}`);
-    print('This password is shown once. Change it with PUT /api/users/me/password (or set AGENT_ADMIN_PASSWORD before the first start).');
-    print('');
-  } else if (admin.created) log.info('created user "admin" with the configured password');
-
   const services = new ServiceDirectory();
-  services.provide(coreServices.identity.id, identity, 'core');
+  services.provide(coreServices.auth.id, auth, 'core');
   services.provide(coreServices.audit.id, audit, 'core');
   services.provide(coreServices.settings.id, settings, 'core');
   const doctor = new DoctorRegistry();
@@ -95,29 +92,35 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
   }, bus, scheduler, doctor);
   await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections);
-  identity.invalidate();
+  principals = services.get<PrincipalDirectory>(principalDirectory.id);
+  if (!principals) {
+    const reasons = host.plugins.filter((p) => p.status === 'failed').map((p) => `${p.name}: ${p.error}`);
+    throw new Error(`no plugin provides the principal directory ('${principalDirectory.id}'), so no request could be authenticated` +
+      (reasons.length ? ` (failed plugins: ${reasons.join('; ')})` : ''));
+  }
+  const directory = principals;
 
   let openapi: string | null = null;
   registry.commit(coreRoutes({
-    version: VERSION, startedAt, identity, limiter, audit, plans, registry, tokenTtl: core.auth.token_ttl,
+    version: VERSION, startedAt, catalog, audit, plans, registry, tokenTtl: core.auth.token_ttl,
     openapi: () => (openapi ??= JSON.stringify(buildOpenApi({
-      version: VERSION, registry, resources: identity.resources(),
+      version: VERSION, registry, resources: catalog.list(),
       plugins: host.running().map((p) => ({ name: p.name, description: p.description })),
     }))),
     plugins: () => host.plugins,
     appState: (name) => apps.state(name),
   }).map((spec) => registry.prepareRoute('core', spec)));
 
-  const apps = new AppHost(sdkLogger(root, { component: 'apps' }), core.data_dir, () => url, (name) => identity.issueSystemToken(name));
+  const apps = new AppHost(sdkLogger(root, { component: 'apps' }), core.data_dir, () => url, (name) => directory.issueSystemToken(name));
   await host.start();
   scheduler.forPlugin('core').job({ name: 'plans.purge', cron: '17 * * * *', run: () => plans.purge() });
 
-  const proxy = createPluginProxy({ registry, identity, apps, audit, log: root });
+  const proxy = createPluginProxy({ registry, principals: directory, apps, audit, log: root });
   const app = createHttpApp({
-    config: core, log: root, identity, registry, plans, audit, proxy: (ctx) => proxy.http(ctx),
+    config: core, log: root, principals: directory, registry, plans, audit, proxy: (ctx) => proxy.http(ctx),
     validateResponses: process.env.AGENT_VALIDATE_RESPONSES === '1',
   });
-  const sockets = createSocketServer(registry, identity, root);
+  const sockets = createSocketServer(registry, directory, root);
   // Keep-alive longer than clients' own idle timeouts (undici: 4 s), so a client never reuses a connection the
   // agent is closing at that moment.
   const server: Server = createServer({ requestTimeout: 3600_000, keepAliveTimeout: 65_000 }, app.callback());
@@ -164,7 +167,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       await host.stop();
       scheduler.stop();
       audit.flush();
-      await identity.flush();
       journal.close();
       lock.release();
       root.info('stopped');

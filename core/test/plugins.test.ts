@@ -1,5 +1,9 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type TestAgent } from '../../test/helpers/agent.js';
+import { AGENT_ENTRY, startAgent, type TestAgent } from '../../test/helpers/agent.js';
 import { BROKEN, FIXTURE, NEEDS_MISSING } from './helpers/fixture.js';
 
 describe('plugin loader', () => {
@@ -35,5 +39,23 @@ describe('plugin loader', () => {
     expect(res.body.data.jobs).toEqual([expect.objectContaining({ name: 'count', cron: '0 0 1 1 *', next_run: expect.any(String) })]);
     expect(res.body.data.resources.map((r: { name: string }) => r.name).sort()).toEqual(['secrets', 'widgets']);
     expect((await agent.api('GET', '/plugins/nope')).status).toBe(404);
+  });
+});
+
+describe('principal directory', () => {
+  it('refuses to start when no plugin provides it, naming what is missing', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agent-no-directory-'));
+    try {
+      // A built-in folder without the access plugin: nothing could authenticate a request.
+      mkdirSync(join(dir, 'builtin'));
+      writeFileSync(join(dir, 'agent.yaml'), `plugins:\n  builtin_dir: ${join(dir, 'builtin')}\n  enabled: []\n`);
+      const r = spawnSync(process.execPath, [AGENT_ENTRY, '--config', join(dir, 'agent.yaml')], {
+        env: { ...process.env, AGENT_DATA_DIR: join(dir, 'data'), AGENT_LISTEN: '127.0.0.1:0' }, encoding: 'utf8', timeout: 20_000,
+      });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain("no plugin provides the principal directory ('principals')");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

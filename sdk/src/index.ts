@@ -17,8 +17,10 @@ export type { AgentEvents, EventName, EventBus } from './events.js';
 export type { Document, PluginStore, SqlDatabase, SqlStatement, Sealer } from './store.js';
 export type { JobSpec, JobHandle, JobExecution, JobRunContext, Scheduler } from './jobs.js';
 export { coreServices } from './core-services.js';
+export { principalDirectory } from './principal-directory.js';
+export type { PrincipalDirectory, AuthKernel, ResourceCatalogue, TokenClaims } from './principal-directory.js';
 export type {
-  IdentityService, UserRecord, ApiKeyRecord, DeploymentGrant, ResourcePolicy, AuditLog, AuditEventInput,
+  ResourcePolicy, AuditLog, AuditEventInput,
   AuditEventRow, AuditTerms, AuditSearchQuery, AuditSearchResult,
   SettingsRegistry, SettingDefinition, PluginSettings, PluginDirectory, DeployableOffer,
 } from './core-services.js';

@@ -1,9 +1,10 @@
 /** The permission catalogue: resources declared by the core and the plugins, and what each role preset gets. */
 import { compareText } from '@agent/sdk';
-import type { ResourcePolicy, Role } from '@agent/sdk';
+import type { ResourceCatalogue, ResourcePolicy, Role } from '@agent/sdk';
 
-export class ResourceCatalog {
+export class ResourceCatalog implements ResourceCatalogue {
   private readonly policies = new Map<string, ResourcePolicy>();
+  private readonly listeners = new Set<() => void>();
   private cache = new Map<Role, string[]>();
   // The catalogue changes only while plugins are set up; `/auth/validate` reads it on every call.
   private sorted: readonly ResourcePolicy[] | null = null;
@@ -29,6 +30,12 @@ export class ResourceCatalog {
     this.cache.clear();
     this.sorted = null;
     this.owners = null;
+    for (const listener of this.listeners) listener();
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   has(name: string): boolean {

@@ -6,10 +6,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { cjsExports, errors, HttpError, type Principal } from '@agent/sdk';
+import { cjsExports, errors, HttpError, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import type { CoreConfig } from '../config/config.js';
 import type { RootLogger } from '../log.js';
-import type { Identity } from '../auth/identity.js';
 import type { RouteRegistry, RegisteredRoute } from '../openapi/registry.js';
 import type { PlanEngine } from '../plans/engine.js';
 import type { CoreAuditLog } from '../audit/audit-log.js';
@@ -19,7 +18,7 @@ import { toErrorAnswer } from './errors.js';
 export interface HttpDeps {
   config: CoreConfig;
   log: RootLogger;
-  identity: Identity;
+  principals: PrincipalDirectory;
   registry: RouteRegistry;
   plans: PlanEngine;
   audit: CoreAuditLog;
@@ -37,14 +36,14 @@ const checked = (principal: Principal | null): Principal => {
 };
 
 /**
- * The principal behind an `Authorization: Bearer …` header; throws 401. Synchronous when the identity answers
+ * The principal behind an `Authorization: Bearer …` header; throws 401. Synchronous when the directory answers
  * from its caches (every request but a token's first), so the hot path awaits nothing.
  */
-export function authenticateHeader(header: string | undefined, ip: string, identity: Identity): Principal | Promise<Principal> {
+export function authenticateHeader(header: string | undefined, ip: string, principals: PrincipalDirectory): Principal | Promise<Principal> {
   if (!header) throw errors.unauthorized('missing bearer token');
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) throw errors.unauthorized('the Authorization header must be "Bearer <token>"');
-  const principal = identity.authenticate(m[1]!, ip);
+  const principal = principals.authenticate(m[1]!, ip);
   return principal instanceof Promise ? principal.then(checked) : checked(principal);
 }
 
@@ -74,7 +73,7 @@ function makeResponseValidator(log: RootLogger) {
 }
 
 export function createHttpApp(deps: HttpDeps): Koa {
-  const { config, log, identity, registry, plans, audit } = deps;
+  const { config, log, principals, registry, plans, audit } = deps;
   const app = new Koa({ proxy: config.api.trust_proxy });
   app.silent = true;
   const validateResponse = deps.validateResponses ? makeResponseValidator(log) : undefined;
@@ -157,7 +156,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
 
     private authenticate(): void | Promise<void> {
       if (this.route.permission !== null) {
-        const found = authenticateHeader(this.headers.authorization, this.ip, identity);
+        const found = authenticateHeader(this.headers.authorization, this.ip, principals);
         if (found instanceof Promise) {
           return found.then((principal) => {
             this.principal = principal;

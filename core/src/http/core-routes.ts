@@ -1,7 +1,9 @@
-/** The routes the core serves itself: health, auth, the live OpenAPI document, plans and the plugin list. */
-import { errors, HttpError, reply, Secret, Type, type Dependency, type RouteSpec, type ServiceRef } from '@agent/sdk';
-import type { Identity } from '../auth/identity.js';
-import type { LoginLimiter } from '../auth/login-limiter.js';
+/**
+ * The routes the core serves itself: health, auth status and token check (the login belongs to the principal
+ * directory's plugin), the live OpenAPI document, plans and the plugin list.
+ */
+import { errors, reply, Type, type Dependency, type RouteSpec, type ServiceRef } from '@agent/sdk';
+import type { ResourceCatalog } from '../auth/resources.js';
 import type { CoreAuditLog } from '../audit/audit-log.js';
 import type { PlanEngine } from '../plans/engine.js';
 import { formatDuration } from '../config/units.js';
@@ -15,8 +17,7 @@ import { refOf } from '../plugins/context.js';
 export interface CoreRouteDeps {
   version: string;
   startedAt: number;
-  identity: Identity;
-  limiter: LoginLimiter;
+  catalog: ResourceCatalog;
   audit: CoreAuditLog;
   plans: PlanEngine;
   registry: RouteRegistry;
@@ -76,7 +77,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
         ...own.appRoutes.map((a) => ({ method: a.method, path: `/api/plugin/${a.plugin}${a.path}`, operation_id: a.operationId, permission: a.permission })),
       ],
       jobs: p.staged?.scheduler.list() ?? [],
-      resources: d.identity.resources().filter((r) => r.plugin === p.name),
+      resources: d.catalog.list().filter((r) => r.plugin === p.name),
       deployable: p.definition?.deployable ? { summary: p.definition.deployable.summary, config: p.definition.deployable.config } : null,
     };
   };
@@ -99,49 +100,6 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       handler: () => ({ enabled: true, methods: ['password', 'api_key'], token_ttl_seconds: d.tokenTtl }),
     },
     {
-      method: 'POST', path: '/auth/login', public: true, tag: 'auth', operationId: 'auth.login', audit: false,
-      summary: 'Obtain a token with a username and password, or with an API key',
-      description: 'Send either `{username, password}` or `{api_key}`. Attempts are counted before the password is checked; past `auth.login_max_failures` for one username from one client IP, or `auth.login_max_failures_per_ip` from one IP, further attempts from there get 429 for `auth.lockout` (other addresses can still log in to the same account).',
-      body: Type.Object({
-        username: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-        password: Type.Optional(Secret({ minLength: 1, maxLength: 512 })),
-        api_key: Type.Optional(Secret({ minLength: 1, maxLength: 200, description: 'an API key (`agk_…`)' })),
-      }),
-      response: Type.Object({ token: Type.String(), expires_at: Type.String() }),
-      handler: async (req) => {
-        const { username, password, api_key } = req.body as { username?: string; password?: string; api_key?: string };
-        const byPassword = username !== undefined || password !== undefined;
-        if (byPassword === (api_key !== undefined)) throw errors.badRequest('send either {username, password} or {api_key}');
-        if (byPassword && (username === undefined || password === undefined)) throw errors.badRequest(`body.${username === undefined ? 'username' : 'password'}: required field is missing`);
-        const who = byPassword ? username! : null;
-        // Counted before the password is checked: concurrent guesses cannot slip past the limit.
-        const wait = d.limiter.begin(who, req.ip);
-        if (wait > 0) {
-          throw new HttpError(429, 'TOO_MANY_ATTEMPTS', `too many failed logins; try again in ${wait} s`, undefined, { 'retry-after': String(wait) });
-        }
-        const record = (success: boolean, actor_type: 'user' | 'api_key', actor_id: string, actor_name: string) =>
-          d.audit.record({ actor_type, actor_id, actor_name, action: 'auth.login', resource_type: 'auth', success, status: success ? 200 : 401, client_ip: req.ip });
-        if (byPassword) {
-          const result = await d.identity.loginWithPassword(username!, password!);
-          if (!result) {
-            record(false, 'user', `user:${d.identity.users.findByUsername(username!)?.id ?? 'unknown'}`, username!);
-            throw errors.unauthorized('invalid username or password', 'INVALID_CREDENTIALS');
-          }
-          d.limiter.succeed(username!, req.ip);
-          record(true, 'user', `user:${result.user.id}`, result.user.username);
-          return { token: result.token, expires_at: result.expires_at, user: { id: result.user.id, username: result.user.username, role: result.user.role } };
-        }
-        const result = await d.identity.loginWithApiKey(api_key!, req.ip);
-        if (!result) {
-          record(false, 'api_key', 'api_key:unknown', api_key!.slice(0, 10));
-          throw errors.unauthorized('invalid, expired or revoked API key', 'INVALID_CREDENTIALS');
-        }
-        d.limiter.succeed(null, req.ip);
-        record(true, 'api_key', `api_key:${result.api_key.id}`, result.api_key.name);
-        return { token: result.token, expires_at: result.expires_at, api_key: { id: result.api_key.id, name: result.api_key.name, role: result.api_key.role } };
-      },
-    },
-    {
       method: 'GET', path: '/auth/validate', permission: 'authenticated', tag: 'auth', operationId: 'auth.validate',
       summary: 'Check the current token and show its principal',
       tenancy: 'own',
@@ -160,7 +118,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
               : `limited to ${names.length} deployment(s) (${names.join(', ') || 'none'}): nothing global, whatever the role says`,
             deployments: p.deployments,
             global_writes: p.isGlobal && p.permissions.some((x) => x.endsWith(':write')),
-            resources: d.identity.resourcesByOwner(),
+            resources: d.catalog.byOwner(),
           },
         };
       },

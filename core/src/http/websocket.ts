@@ -6,8 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { isHttpError, type WebSocketConnection } from '@agent/sdk';
-import type { Identity } from '../auth/identity.js';
+import { isHttpError, type PrincipalDirectory, type WebSocketConnection } from '@agent/sdk';
 import type { RouteRegistry, RegisteredSocket } from '../openapi/registry.js';
 import type { RootLogger } from '../log.js';
 import { checkDeployment, checkPermission, checkTenancy, neededLevel } from './execute.js';
@@ -37,7 +36,7 @@ function connection(ws: WebSocket): WebSocketConnection {
   };
 }
 
-export function createSocketServer(registry: RouteRegistry, identity: Identity, log: RootLogger) {
+export function createSocketServer(registry: RouteRegistry, principals: PrincipalDirectory, log: RootLogger) {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
 
   const match = (pathname: string): { socket: RegisteredSocket; params: Record<string, string> } | null => {
@@ -56,7 +55,7 @@ export function createSocketServer(registry: RouteRegistry, identity: Identity, 
       void (async () => {
         try {
           const token = isBinary ? '' : data.toString().trim().replace(/^Bearer\s+/i, '');
-          const principal = token ? await identity.authenticate(token, ip) : null;
+          const principal = token ? await principals.authenticate(token, ip) : null;
           if (!principal) return ws.close(1008, 'invalid, expired or revoked token');
           checkPermission(entry.permission, principal);
           const paramsError = entry.validate.params(params);

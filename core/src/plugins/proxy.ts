@@ -7,9 +7,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import type Koa from 'koa';
-import { errors, HttpError, type Principal } from '@agent/sdk';
+import { errors, HttpError, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import { PRINCIPAL_HEADER } from '@agent/sdk/app';
-import type { Identity } from '../auth/identity.js';
 import type { CoreAuditLog } from '../audit/audit-log.js';
 import type { RegisteredAppRoute, RouteRegistry } from '../openapi/registry.js';
 import type { AppHost } from './app-host.js';
@@ -38,7 +37,7 @@ interface Resolved {
 
 export function createPluginProxy(deps: {
   registry: RouteRegistry;
-  identity: Identity;
+  principals: PrincipalDirectory;
   apps: AppHost;
   audit: CoreAuditLog;
   log: RootLogger;
@@ -91,7 +90,7 @@ export function createPluginProxy(deps: {
 
   const authorize = async (req: IncomingMessage, ip: string, r: Resolved, query: Record<string, unknown>): Promise<Principal> => {
     const header = req.headers.authorization;
-    const principal = await authenticateHeader(Array.isArray(header) ? header[0] : header, ip, deps.identity);
+    const principal = await authenticateHeader(Array.isArray(header) ? header[0] : header, ip, deps.principals);
     checkPermission(r.route.permission, principal);
     checkTenancy(principal, r.route.spec.tenancy, r.route.method);
     const paramsError = r.route.validate.params(r.params);

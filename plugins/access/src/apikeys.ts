@@ -1,8 +1,9 @@
 /** `/api/apikeys` (spec 2.12): own keys for everyone, every key for an admin. */
 import {
   DEPLOYMENT_NAME, errors, RecordId, reply, Type,
-  type ApiKeyRecord, type IdentityService, type PluginContext, type Principal, type Role,
+  type PluginContext, type Principal, type Role,
 } from '@agent/sdk';
+import type { ApiKeyRecord, IdentityService } from './api.js';
 import { assertPermissionsWithin, assertRoleWithin, ROLE_RANK } from './rules.js';
 import { ApiKeyView, Permissions, RoleSchema } from './schemas.js';
 import { ownUser } from './users.js';

@@ -1,5 +1,6 @@
 /** Per-deployment access: `/api/users/:id/deployments` and `GET /api/deployments/:name/users` (spec 2.11). */
-import { deploymentName, errors, RecordId, reply, Type, type AccessLevel, type IdentityService, type PluginContext, type Principal, type Role } from '@agent/sdk';
+import { deploymentName, errors, RecordId, reply, Type, type AccessLevel, type PluginContext, type Principal, type Role } from '@agent/sdk';
+import type { IdentityService } from './api.js';
 import { type DeploymentsService } from '@agent/plugin-deployments/api';
 import { assertLevelWithin } from './rules.js';
 import { GrantView, LevelSchema, RoleSchema, UserIdParams } from './schemas.js';

@@ -1,12 +1,20 @@
 /**
- * access: the endpoints of users, API keys, per-deployment access and the audit journal. The principals and the
- * journal themselves belong to the core (`coreServices.identity`, `coreServices.audit`); this plugin serves them.
+ * access: users, API keys and per-deployment grants (stored here, in SQLite), which makes it the agent's principal
+ * directory: the kernel authenticates every request through it. Also the endpoints of the audit journal, which
+ * belongs to the core (`coreServices.audit`).
  */
-import { coreServices, definePlugin, optional, retiredName, type AuditLog } from '@agent/sdk';
+import { join } from 'node:path';
+import { coreServices, definePlugin, optional, principalDirectory, principalFrom, retiredName, type AuditLog } from '@agent/sdk';
 import { deploymentsService } from '@agent/plugin-deployments/api';
+import { identityService } from './api.js';
 import { registerApiKeyRoutes } from './apikeys.js';
 import { registerAuditRoutes } from './audit/routes.js';
 import { registerGrantRoutes } from './grants.js';
+import { Identity } from './identity/identity.js';
+import { LoginLimiter } from './identity/login-limiter.js';
+import { LEGACY_FILE, migrateLegacyFile } from './identity/migrate.js';
+import { IdentityStore } from './identity/store.js';
+import { registerLoginRoute } from './login.js';
 import { registerUserRoutes } from './users.js';
 
 export default definePlugin({
@@ -18,22 +26,49 @@ export default definePlugin({
     apikeys: { description: 'your own API keys (every key for an admin)', operator: 'write', viewer: 'read', owner: 'global' },
     audit: { description: 'the audit journal (non-admins see their deployments and their own actions)', operator: 'read', viewer: 'none', owner: 'both' },
   },
-  deps: { identity: coreServices.identity, audit: coreServices.audit, deployments: optional(deploymentsService) },
+  // Deployments are only looked up when a request needs them (and the deployments plugin needs nothing from this
+  // one at setup): optional, so either order works.
+  deps: { auth: coreServices.auth, audit: coreServices.audit, deployments: optional(deploymentsService) },
+  provides: { identity: identityService, principals: principalDirectory },
 
-  setup(ctx, { identity, audit, ...deps }) {
+  async setup(ctx, { auth, audit, ...deps }) {
+    const store = new IdentityStore(ctx.store.journal());
+    const migrated = migrateLegacyFile(join(ctx.agent.dataDir, ...LEGACY_FILE), store);
+    if (migrated !== null) ctx.log.info('users, API keys and grants imported from identity.json (renamed identity.json.migrated)', { users: migrated });
+    const identity = new Identity(store, auth);
+    const admin = await identity.bootstrapAdmin(auth.settings.admin_password);
+    if (admin.generated) {
+      auth.announce('');
+      auth.announce(`First start: created user "admin" with password: ${admin.generated}`);
+      auth.announce('This password is shown once. Change it with PUT /api/users/me/password (or set AGENT_ADMIN_PASSWORD before the first start).');
+      auth.announce('');
+    } else if (admin.created) ctx.log.info('created user "admin" with the configured password');
+    const { login_max_failures, login_max_failures_per_ip, lockout } = auth.settings;
+    registerLoginRoute(ctx, identity, new LoginLimiter(login_max_failures, login_max_failures_per_ip, lockout * 1000), audit);
+
     const deployments = () => deps.deployments;
     registerUserRoutes(ctx, identity);
     registerGrantRoutes(ctx, identity, deployments);
     registerApiKeyRoutes(ctx, identity);
     registerAuditRoutes(ctx, identity, audit);
+    // Whoever creates a deployment administers it. Synchronous, so the grant is there when the creation is answered.
+    ctx.events.on('deployment.created', ({ name, created_by }) => {
+      const creator = created_by ? identity.principalById(created_by) : null;
+      if (creator) identity.grantCreator(principalFrom(creator), name);
+    });
     // Grants on a removed deployment must not carry over to a new deployment of the same name.
-    ctx.events.on('deployment.deleted', ({ name }) => identity.grants.removeDeployment(name));
+    ctx.events.on('deployment.deleted', ({ name }) => identity.removeDeployment(name));
     // Nor its audit history: when the name is used again, the events about the earlier deployment (its deletion
     // included, which is recorded after the deletion event) are kept under a retired name only admins reach.
     ctx.events.on('deployment.created', ({ name }) => {
       const retired = retireAuditHistory(audit, name, retiredName(name, new Date()));
       if (retired) ctx.log.info('audit events of an earlier deployment of the same name retired', { deployment: name, events: retired });
     });
+    return {
+      provides: { identity, principals: identity },
+      // Usage stamps of API keys are written every few seconds; the last ones at shutdown.
+      stop: () => identity.flush(),
+    };
   },
 });
 

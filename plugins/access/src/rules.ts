@@ -3,7 +3,8 @@
  * lacks, a deployment level above its own, or a global scope when it is limited to deployments. These are plain
  * capability checks: a global admin passes them because it holds everything, not because of a short-cut.
  */
-import { errors, levelRank, type AccessLevel, type IdentityService, type Principal, type Role, type Scope } from '@agent/sdk';
+import { errors, levelRank, type AccessLevel, type Principal, type Role, type Scope } from '@agent/sdk';
+import type { IdentityService } from './api.js';
 
 export const ROLE_RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
 

@@ -1,8 +1,9 @@
 /** `/api/users`, `/api/users/me` and `/api/users/me/password` (spec 2.11, 4.13). */
 import {
   errors, reply, Secret, Type,
-  type IdentityService, type PluginContext, type Principal, type UserRecord,
+  type PluginContext, type Principal,
 } from '@agent/sdk';
+import type { IdentityService, UserRecord } from './api.js';
 import { assertPermissionsWithin, assertRoleWithin, assertScopeWithin } from './rules.js';
 import { Permissions, RoleSchema, ScopeSchema, UserIdParams, UserView } from './schemas.js';
 

@@ -61,7 +61,8 @@ export const deploymentsService = createServiceRef<DeploymentsService>('deployme
 
 declare module '@agent/sdk' {
   interface AgentEvents {
-    'deployment.created': { name: string };
+    /** `created_by`: the principal that asked for it (it gets admin access to it), null for the agent itself. */
+    'deployment.created': { name: string; created_by: string | null };
     'deployment.updated': { name: string };
     /**
      * What hangs on the name must not pass to a new deployment of that name: remove it, or keep it under

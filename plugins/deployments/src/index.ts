@@ -34,7 +34,7 @@ export default definePlugin({
     templates: { description: 'deployment templates (a catalogue every principal may read)', operator: 'write', viewer: 'read', owner: 'global' },
     'host-safety': { description: 'host-safety exceptions of deployments and the policy switch (admins)', operator: 'none', viewer: 'none', owner: 'both' },
   },
-  deps: { docker: dockerService, identity: coreServices.identity, plugins: coreServices.plugins },
+  deps: { docker: dockerService, plugins: coreServices.plugins },
   provides: { deployments: deploymentsService },
 
   async setup(ctx, deps) {
@@ -49,7 +49,7 @@ export default definePlugin({
     const records = new DeploymentRecords(await ctx.store.document(emptyRecords(), 'deployments'));
     const cache = new StateCache(deps.docker, ctx.log, ctx.config.deployments.reconcile_interval * 1000);
     const manager = new DeploymentManager({
-      root, docker: deps.docker, cache, records, events: ctx.events, log: ctx.log, identity: deps.identity,
+      root, docker: deps.docker, cache, records, events: ctx.events, log: ctx.log,
       hostSafety: () => settings.get().host_safety,
     });
     deploymentRoutes(ctx, manager);

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errors, HttpError, isDeploymentName, retiredName, type EventBus, type IdentityService, type Logger, type Principal } from '@agent/sdk';
+import { errors, HttpError, isDeploymentName, retiredName, type EventBus, type Logger, type Principal } from '@agent/sdk';
 import { type CheckedCompose, type ComposeCommand, type ContainerSummary, type DockerService } from '@agent/plugin-docker/api';
 import { type DeploymentInfo, type DeploymentsService } from './api.js';
 import {
@@ -41,7 +41,6 @@ export interface ManagerOptions {
   cache: StateCache;
   events: EventBus;
   records: DeploymentRecords;
-  identity: IdentityService;
   log: Logger;
   hostSafety: () => boolean;
 }
@@ -379,8 +378,8 @@ export class DeploymentManager implements DeploymentsService {
       await this.opts.records.put(name, record);
       const entry = (await this.load(name))!;
       entry.services = [...checked.services];
-      if (principal) await this.opts.identity.grants.grantCreator(principal, name);
-      this.opts.events.emit('deployment.created', { name });
+      // The access plugin grants the creator admin access to it as the event is delivered.
+      this.opts.events.emit('deployment.created', { name, created_by: principal?.id ?? null });
       let startError: string | null = null;
       if (input.auto_start) {
         try {
@@ -521,7 +520,6 @@ export class DeploymentManager implements DeploymentsService {
       await this.opts.records.remove(name, !options.remove_files, deletedAt);
       this.entries.delete(name);
       this.invalidate();
-      await this.opts.identity.grants.removeDeployment(name);
       // What hangs on the name is removed or kept under the retired name by its owner (admins can still read it).
       this.opts.events.emit('deployment.deleted', { name, removed_files: options.remove_files ?? false, retired_as: retiredName(name, deletedAt) });
     });

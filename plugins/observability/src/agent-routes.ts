@@ -7,7 +7,7 @@
  * - Authorization of a rule's creator at fire time (alert actions re-check their principal at every run).
  */
 import {
-  deploymentName, Nullable, principalFrom, Type, type IdentityService, type PluginContext, type PrincipalInfo,
+  deploymentName, Nullable, principalFrom, Type, type PluginContext, type PrincipalDirectory, type PrincipalInfo,
 } from '@agent/sdk';
 import type {} from '@agent/plugin-deployments/api';
 
@@ -23,16 +23,16 @@ export const DeletionView = Type.Object({
 type Deletion = typeof DeletionView.static;
 
 /** The principal behind `user:<id>` / `api_key:<id>` as the core would build it now; null when it cannot act. */
-function current(identity: IdentityService, id: string): PrincipalInfo | null {
+function current(principals: PrincipalDirectory, id: string): PrincipalInfo | null {
   const m = /^(user|api_key):([0-9]{1,15})$/.exec(id);
   if (!m) return null;
-  return m[1] === 'user' ? identity.principalOf({ user_id: Number(m[2]) }) : identity.principalOf({ api_key_id: Number(m[2]) });
+  return principals.principalById(id);
 }
 
 /** Why the principal may not run a rule's action on a container of `deployment` (null: of no deployment), or null. */
-export function actionRefusal(identity: IdentityService, principalId: string, deployment: string | null): string | null {
+export function actionRefusal(principals: PrincipalDirectory, principalId: string, deployment: string | null): string | null {
   if (principalId.startsWith('system:')) return `its creator ${principalId} is a system principal, which does not run alert actions`;
-  const info = current(identity, principalId);
+  const info = current(principals, principalId);
   if (!info) return `its creator ${principalId} can no longer act (deleted or deactivated, or the key was revoked or has expired)`;
   const p = principalFrom(info);
   const who = `its creator ${info.name} (${principalId})`;
@@ -42,7 +42,7 @@ export function actionRefusal(identity: IdentityService, principalId: string, de
   return null;
 }
 
-export async function registerAgentRoutes(ctx: PluginContext<any>, identity: IdentityService): Promise<void> {
+export async function registerAgentRoutes(ctx: PluginContext<any>, principals: PrincipalDirectory): Promise<void> {
   const deletions = await ctx.store.document({ seq: 0, items: [] as Deletion[] }, 'deployment-deletions');
 
   ctx.events.on('deployment.deleted', async ({ name, retired_as }) => {
@@ -73,7 +73,7 @@ export async function registerAgentRoutes(ctx: PluginContext<any>, identity: Ide
     audit: false,
     response: Type.Object({ allowed: Type.Boolean(), reason: Nullable(Type.String()) }),
     handler: (req) => {
-      const reason = actionRefusal(identity, req.body.principal, req.body.deployment);
+      const reason = actionRefusal(principals, req.body.principal, req.body.deployment);
       return { allowed: reason === null, reason };
     },
   });

@@ -5,7 +5,7 @@
  * app what only the agent knows (`agent-routes.ts`): which deployments were deleted, and whether a rule's creator
  * may still act.
  */
-import { coreServices, definePlugin, Type } from '@agent/sdk';
+import { definePlugin, principalDirectory, Type } from '@agent/sdk';
 import { registerAgentRoutes } from './agent-routes.js';
 import { routes } from './app-routes.js';
 
@@ -46,8 +46,8 @@ export default definePlugin({
     observability: { description: 'settings of the observability app (sampling, retention, health watcher)', operator: 'read', viewer: 'none', owner: 'global' },
   },
   app: { entry: 'dist/app/main.js', routes },
-  deps: { identity: coreServices.identity },
+  deps: { principals: principalDirectory },
   async setup(ctx, deps) {
-    await registerAgentRoutes(ctx, deps.identity);
+    await registerAgentRoutes(ctx, deps.principals);
   },
 });

@@ -4,7 +4,7 @@
  * scheduler with their status, bounded output and duration.
  */
 import {
-  assertVisible, boundIfVisible, canReach, coreServices, definePlugin, DEPLOYMENT_OR_RETIRED, deploymentName, errors, optional, Pagination, RecordId, reply, Type,
+  assertVisible, boundIfVisible, canReach, definePlugin, DEPLOYMENT_OR_RETIRED, deploymentName, errors, optional, Pagination, principalDirectory, RecordId, reply, Type,
 } from '@agent/sdk';
 import { backupsService } from '@agent/plugin-backups/api';
 import { deploymentsService, type DeploymentsService } from '@agent/plugin-deployments/api';
@@ -25,7 +25,7 @@ export default definePlugin({
   version: '0.1.0',
   description: 'Scheduled tasks: backups, restarts and commands inside deployment services',
   resources: { scheduler: { description: 'scheduled tasks and their executions (of a deployment)', operator: 'write', viewer: 'read', owner: 'deployment' } },
-  deps: { deployments: deploymentsService, docker: dockerService, identity: coreServices.identity, backups: optional(backupsService) },
+  deps: { deployments: deploymentsService, docker: dockerService, principals: principalDirectory, backups: optional(backupsService) },
 
   async setup(ctx, deps) {
     const deployments = (): DeploymentsService => deps.deployments;
@@ -33,7 +33,6 @@ export default definePlugin({
 
     const bounded = (text: string) => (text.length > OUTPUT_LIMIT ? `${text.slice(0, OUTPUT_LIMIT)}\n… (output truncated at ${OUTPUT_LIMIT} bytes)` : text);
 
-    const identity = () => deps.identity;
 
     const run = async (task: TaskRecord, output: (line: string) => void): Promise<void> => {
       const name = task.deployment_name;
@@ -42,7 +41,7 @@ export default definePlugin({
         throw new Error(`deployment '${name}' no longer exists; the task was disabled`);
       }
       // Background work runs with its principal's rights of the moment, checked at every run (cron or manual).
-      const refused = refusal(identity(), task);
+      const refused = refusal(deps.principals, task);
       if (refused) {
         await tasks.disable(task.id, `not run: ${refused}`);
         ctx.audit({ action: 'scheduler.run_refused', resource_type: 'scheduler', resource_id: String(task.id), deployment: name, success: false, detail: { reason: refused, run_as: task.run_as?.id ?? null } });

@@ -3,7 +3,8 @@
  * with bound parameters (one event, stats, export), the visibility rule for non-admins, and row → JSON mapping.
  * Every value is bound; only column names from the fixed list below are ever written into SQL text.
  */
-import type { AuditEventRow, AuditSearchQuery, IdentityService, Principal, SqlDatabase, SqlStatement } from '@agent/sdk';
+import type { AuditEventRow, AuditSearchQuery, Principal, SqlDatabase, SqlStatement } from '@agent/sdk';
+import type { IdentityService } from '../api.js';
 
 export interface AuditFilter {
   actor_id?: string;

@@ -1,8 +1,9 @@
 /** `/api/audit/*` (spec 2.13, 4.14) and the retention job over the core's audit journal. */
 import {
   errors, MAX_INTEGER, RecordId, reply, Seconds, Type,
-  type AuditLog, type IdentityService, type PluginContext, type Principal, type Static,
+  type AuditLog, type PluginContext, type Principal, type Static,
 } from '@agent/sdk';
+import type { IdentityService } from '../api.js';
 import { AuditEventView } from '../schemas.js';
 import { exportStream } from './export.js';
 import {

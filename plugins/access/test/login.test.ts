@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, startAgent, request, type TestAgent } from '../../test/helpers/agent.js';
-import { FIXTURE, makeUser } from './helpers/fixture.js';
+import { ADMIN_PASSWORD, startAgent, request, type TestAgent } from '../../../test/helpers/agent.js';
+import { FIXTURE, makeUser } from '../../../core/test/helpers/fixture.js';
 
 /** A login whose connection comes from another loopback address. */
 function loginFrom(agent: TestAgent, localAddress: string, username: string, password: string): Promise<number> {

@@ -1,35 +1,16 @@
 /**
- * Users, API keys and deployment grants (core-owned principals), stored in one lowdb document, indexed in memory,
- * and the construction of a request's principal from them.
+ * Users, API keys and deployment grants: the agent's principal directory. Every record is held in memory (each
+ * request is authenticated from there, never from disk) and every change is written through to the SQLite store
+ * before it is applied in memory, so what a request saw acknowledged is on disk.
  */
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import {
   DEPLOYMENT_NAME, errors, lowerLevel, principalFrom, retiredName,
-  type AccessLevel, type ApiKeyRecord, type DeploymentGrant, type Document, type IdentityService, type Principal,
-  type PrincipalInfo, type Role, type Scope, type UserRecord,
+  type AccessLevel, type AuthKernel, type Principal, type PrincipalDirectory, type PrincipalInfo, type Role, type Scope,
 } from '@agent/sdk';
+import type { ApiKeyRecord, DeploymentGrant, IdentityService, UserRecord } from '../api.js';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
-import type { ResourceCatalog } from './resources.js';
-import type { TokenService } from './tokens.js';
-
-interface StoredUser extends UserRecord {
-  password_hash: string;
-  token_version: number;
-}
-
-interface StoredKey extends ApiKeyRecord {
-  key_hash: string;
-}
-
-export interface IdentityDoc {
-  users: StoredUser[];
-  api_keys: StoredKey[];
-  grants: DeploymentGrant[];
-  next_user_id: number;
-  next_key_id: number;
-}
-
-export const emptyIdentity = (): IdentityDoc => ({ users: [], api_keys: [], grants: [], next_user_id: 1, next_key_id: 1 });
+import type { IdentityStore, StoredKey, StoredUser } from './store.js';
 
 export const API_KEY_PREFIX = 'agk_';
 const DEPLOYMENT_NAME_RE = new RegExp(DEPLOYMENT_NAME);
@@ -52,53 +33,82 @@ const capByRole = (level: AccessLevel | null, role: Role): AccessLevel | null =>
 /** Admins are global; every other role is limited to its deployments unless made global on purpose. */
 const scopeFor = (role: Role, asked: Scope | undefined): Scope => {
   if (role === 'admin') {
-    if (asked === 'deployments') throw errors.badRequest('scope: an admin is always global (give a scoped user the operator role and admin grants instead)', 'VALIDATION_FAILED', { field: 'scope' });
+    if (asked === 'deployments') {
+      const why = 'scope: an admin is always global (give a scoped user the operator role and admin grants instead)';
+      throw errors.badRequest(why, 'VALIDATION_FAILED', { field: 'scope' });
+    }
     return 'global';
   }
   return asked ?? 'deployments';
 };
 
-export class Identity implements IdentityService {
-  private usersById = new Map<number, StoredUser>();
-  private usersByName = new Map<string, StoredUser>();
-  private keysById = new Map<number, StoredKey>();
-  private keysByHash = new Map<string, StoredKey>();
-  private principals = new Map<string, Principal>();
+const grantKey = (user_id: number, deployment: string) => `${user_id}\u0000${deployment}`;
+
+export class Identity implements IdentityService, PrincipalDirectory {
+  private readonly usersById = new Map<number, StoredUser>();
+  private readonly usersByName = new Map<string, StoredUser>();
+  private readonly keysById = new Map<number, StoredKey>();
+  private readonly keysByHash = new Map<string, StoredKey>();
+  private readonly grantsByKey = new Map<string, DeploymentGrant>();
+  private readonly grantsByUser = new Map<number, Map<string, DeploymentGrant>>();
+  private readonly principals = new Map<string, Principal>();
   /** Verified user tokens → principal; emptied with the principal cache whenever users, keys or grants change. */
   private readonly userTokens = new Map<string, { principal: Principal; exp: number }>();
-  private lastUsedDirty = false;
+  /** Keys whose usage stamps changed since they were last written. */
+  private readonly usedKeys = new Set<StoredKey>();
+  private usageTimer: NodeJS.Timeout | null = null;
   /** App plugins' own principals; their tokens are only valid for this run of the agent. */
   private readonly systemNames = new Set<string>();
   private readonly bootNonce = randomInt(1, 2 ** 31);
   /** A hash of a random string: checking an unknown user against it costs the same as a real check. */
   private readonly dummyHash = hashPassword(randomBytes(16).toString('hex'));
 
+  private readonly catalog: AuthKernel['resources'];
+
   constructor(
-    private readonly doc: Document<IdentityDoc>,
-    private readonly catalog: ResourceCatalog,
-    private readonly tokens: TokenService,
+    private readonly store: IdentityStore,
+    private readonly kernel: AuthKernel,
   ) {
-    this.reindex();
+    this.catalog = kernel.resources;
+    const loaded = store.load();
+    for (const u of loaded.users) this.indexUser(u);
+    for (const k of loaded.api_keys) this.indexKey(k);
+    for (const g of loaded.grants) this.indexGrant(g);
+    // Role presets change when plugins declare resources.
+    this.catalog.onChange(() => this.invalidate());
   }
 
-  private reindex(): void {
-    // Users stored before scopes existed: admins are global, everyone else is limited to their grants.
-    for (const u of this.doc.data.users) u.scope ??= u.role === 'admin' ? 'global' : 'deployments';
-    this.usersById = new Map(this.doc.data.users.map((u) => [u.id, u]));
-    this.usersByName = new Map(this.doc.data.users.map((u) => [u.username.toLowerCase(), u]));
-    this.keysById = new Map(this.doc.data.api_keys.map((k) => [k.id, k]));
-    this.keysByHash = new Map(this.doc.data.api_keys.map((k) => [k.key_hash, k]));
-    this.principals.clear();
-    this.userTokens.clear();
+  private indexUser(u: StoredUser): void {
+    this.usersById.set(u.id, u);
+    this.usersByName.set(u.username.toLowerCase(), u);
   }
 
-  private async change<R>(fn: (d: IdentityDoc) => R): Promise<R> {
-    const result = await this.doc.update(fn);
-    this.reindex();
-    return result;
+  private indexKey(k: StoredKey): void {
+    const before = this.keysById.get(k.id);
+    if (before) this.usedKeys.delete(before);
+    this.keysById.set(k.id, k);
+    this.keysByHash.set(k.key_hash, k);
   }
 
-  /** Drops cached principals (role presets change when plugins declare resources). */
+  private unindexKey(k: StoredKey): void {
+    this.keysById.delete(k.id);
+    this.keysByHash.delete(k.key_hash);
+    this.usedKeys.delete(k);
+  }
+
+  private indexGrant(g: DeploymentGrant): void {
+    this.grantsByKey.set(grantKey(g.user_id, g.deployment), g);
+    let own = this.grantsByUser.get(g.user_id);
+    if (!own) this.grantsByUser.set(g.user_id, (own = new Map()));
+    own.set(g.deployment, g);
+  }
+
+  private unindexGrant(user_id: number, deployment: string): void {
+    this.grantsByKey.delete(grantKey(user_id, deployment));
+    this.grantsByUser.get(user_id)?.delete(deployment);
+  }
+
+  /** Drops cached principals: after every change of users, keys or grants, and when role presets change. */
   invalidate(): void {
     this.principals.clear();
     this.userTokens.clear();
@@ -112,7 +122,7 @@ export class Identity implements IdentityService {
 
   // ---- users ----
   users: IdentityService['users'] = {
-    list: () => this.doc.data.users.map(publicUser),
+    list: () => [...this.usersById.values()].map(publicUser),
     get: (id) => {
       const u = this.usersById.get(id);
       return u ? publicUser(u) : undefined;
@@ -126,16 +136,18 @@ export class Identity implements IdentityService {
       if (!EMAIL.test(input.email)) throw errors.badRequest(`'${input.email}' is not an e-mail address`, 'INVALID_EMAIL');
       this.checkPermissions(input.permissions ?? []);
       if (this.usersByName.has(input.username.toLowerCase())) throw errors.conflict(`user '${input.username}' exists`, 'USER_EXISTS');
+      const scope = scopeFor(input.role, input.scope);
       const hash = await hashPassword(input.password);
-      return this.change((d) => {
-        const user: StoredUser = {
-          id: d.next_user_id++, username: input.username, email: input.email, role: input.role,
-          permissions: [...new Set(input.permissions ?? [])], scope: scopeFor(input.role, input.scope), is_active: input.is_active ?? true,
-          created_at: now(), updated_at: now(), last_login_at: null, password_hash: hash, token_version: 1,
-        };
-        d.users.push(user);
-        return publicUser(user);
-      });
+      // Checked again: another request may have taken the name while the password was hashed.
+      if (this.usersByName.has(input.username.toLowerCase())) throw errors.conflict(`user '${input.username}' exists`, 'USER_EXISTS');
+      const user = this.store.insertUser((id) => ({
+        id, username: input.username, email: input.email, role: input.role,
+        permissions: [...new Set(input.permissions ?? [])], scope, is_active: input.is_active ?? true,
+        created_at: now(), updated_at: now(), last_login_at: null, password_hash: hash, token_version: 1,
+      }));
+      this.indexUser(user);
+      this.invalidate();
+      return publicUser(user);
     },
     update: async (id, patch) => {
       if (!this.usersById.has(id)) throw errors.notFound(`user ${id} not found`);
@@ -145,24 +157,24 @@ export class Identity implements IdentityService {
       const role = patch.role ?? current.role;
       // Promoting to admin makes global; leaving admin returns to the deployments unless a scope is given.
       const scope = scopeFor(role, patch.scope ?? (role === 'admin' || current.role === 'admin' ? undefined : current.scope));
-      return this.change((d) => {
-        const u = d.users.find((x) => x.id === id)!;
-        if (patch.email !== undefined) u.email = patch.email;
-        if (patch.role !== undefined) u.role = patch.role;
-        u.scope = scope;
-        if (patch.permissions !== undefined) u.permissions = [...new Set(patch.permissions)];
-        if (patch.is_active !== undefined) u.is_active = patch.is_active;
-        u.updated_at = now();
-        return publicUser(u);
-      });
+      const u: StoredUser = { ...current, scope, updated_at: now() };
+      if (patch.email !== undefined) u.email = patch.email;
+      if (patch.role !== undefined) u.role = patch.role;
+      if (patch.permissions !== undefined) u.permissions = [...new Set(patch.permissions)];
+      if (patch.is_active !== undefined) u.is_active = patch.is_active;
+      this.saveUser(u);
+      return publicUser(u);
     },
     delete: async (id) => {
       if (!this.usersById.has(id)) throw errors.notFound(`user ${id} not found`);
-      await this.change((d) => {
-        d.users = d.users.filter((u) => u.id !== id);
-        d.api_keys = d.api_keys.filter((k) => k.user_id !== id);
-        d.grants = d.grants.filter((g) => g.user_id !== id);
-      });
+      this.store.deleteUser(id);
+      const u = this.usersById.get(id)!;
+      this.usersById.delete(id);
+      this.usersByName.delete(u.username.toLowerCase());
+      for (const k of [...this.keysById.values()]) if (k.user_id === id) this.unindexKey(k);
+      for (const deployment of [...(this.grantsByUser.get(id)?.keys() ?? [])]) this.unindexGrant(id, deployment);
+      this.grantsByUser.delete(id);
+      this.invalidate();
     },
     verifyPassword: async (id, password) => {
       const u = this.usersById.get(id);
@@ -171,24 +183,21 @@ export class Identity implements IdentityService {
     setPassword: async (id, password, options) => {
       if (!this.usersById.has(id)) throw errors.notFound(`user ${id} not found`);
       const hash = await hashPassword(password);
-      await this.change((d) => {
-        const u = d.users.find((x) => x.id === id)!;
-        u.password_hash = hash;
-        if (!options?.keepSessions) u.token_version++;
-        u.updated_at = now();
-      });
+      const current = this.usersById.get(id);
+      if (!current) throw errors.notFound(`user ${id} not found`);
+      this.saveUser({ ...current, password_hash: hash, token_version: current.token_version + (options?.keepSessions ? 0 : 1), updated_at: now() });
     },
     passwordProblem,
     issueToken: async (id) => {
       const u = this.usersById.get(id);
       if (!u) throw errors.notFound(`user ${id} not found`);
-      return (await this.tokens.issue(`u:${u.id}`, u.token_version)).token;
+      return (await this.kernel.issueToken(`u:${u.id}`, u.token_version)).token;
     },
   };
 
   // ---- API keys ----
   apiKeys: IdentityService['apiKeys'] = {
-    list: (filter) => this.doc.data.api_keys.filter((k) => filter?.user_id === undefined || k.user_id === filter.user_id).map(publicKey),
+    list: (filter) => [...this.keysById.values()].filter((k) => filter?.user_id === undefined || k.user_id === filter.user_id).map(publicKey),
     get: (id) => {
       const k = this.keysById.get(id);
       return k ? publicKey(k) : undefined;
@@ -197,82 +206,94 @@ export class Identity implements IdentityService {
       if (!this.usersById.has(input.user_id)) throw errors.notFound(`user ${input.user_id} not found`);
       this.checkPermissions(input.permissions ?? []);
       const key = API_KEY_PREFIX + randomBytes(32).toString('base64url');
-      const record = await this.change((d) => {
-        const k: StoredKey = {
-          id: d.next_key_id++, user_id: input.user_id, name: input.name, description: input.description ?? '',
-          role: input.role, permissions: [...new Set(input.permissions ?? [])], deployments: [...new Set(input.deployments ?? [])],
-          key_prefix: key.slice(0, API_KEY_PREFIX.length + 6), active: true, created_at: now(),
-          expires_at: input.expires_in ? new Date(Date.now() + input.expires_in * 1000).toISOString() : null,
-          revoked_at: null, last_used_at: null, last_used_ip: null, key_hash: sha256(key),
-        };
-        d.api_keys.push(k);
-        return publicKey(k);
-      });
-      return { record, key };
+      const stored = this.store.insertKey((id) => ({
+        id, user_id: input.user_id, name: input.name, description: input.description ?? '',
+        role: input.role, permissions: [...new Set(input.permissions ?? [])], deployments: [...new Set(input.deployments ?? [])],
+        key_prefix: key.slice(0, API_KEY_PREFIX.length + 6), active: true, created_at: now(),
+        expires_at: input.expires_in ? new Date(Date.now() + input.expires_in * 1000).toISOString() : null,
+        revoked_at: null, last_used_at: null, last_used_ip: null, key_hash: sha256(key),
+      }));
+      this.indexKey(stored);
+      this.invalidate();
+      return { record: publicKey(stored), key };
     },
     revoke: async (id) => {
-      if (!this.keysById.has(id)) throw errors.notFound(`API key ${id} not found`);
-      return this.change((d) => {
-        const k = d.api_keys.find((x) => x.id === id)!;
-        if (k.active) {
-          k.active = false;
-          k.revoked_at = now();
-        }
-        return publicKey(k);
-      });
+      const current = this.keysById.get(id);
+      if (!current) throw errors.notFound(`API key ${id} not found`);
+      if (!current.active) return publicKey(current);
+      const k: StoredKey = { ...current, active: false, revoked_at: now() };
+      this.store.updateKeys([k]);
+      this.indexKey(k);
+      this.invalidate();
+      return publicKey(k);
     },
     delete: async (id) => {
-      if (!this.keysById.has(id)) throw errors.notFound(`API key ${id} not found`);
-      await this.change((d) => {
-        d.api_keys = d.api_keys.filter((k) => k.id !== id);
-      });
+      const k = this.keysById.get(id);
+      if (!k) throw errors.notFound(`API key ${id} not found`);
+      this.store.deleteKey(id);
+      this.unindexKey(k);
+      this.invalidate();
     },
   };
 
   // ---- deployment grants ----
   grants: IdentityService['grants'] = {
-    list: (filter) =>
-      this.doc.data.grants
-        .filter((g) => (filter?.user_id === undefined || g.user_id === filter.user_id) && (filter?.deployment === undefined || g.deployment === filter.deployment))
-        .map((g) => ({ ...g })),
-    set: async (user_id, deployment, level) => {
-      if (!this.usersById.has(user_id)) throw errors.notFound(`user ${user_id} not found`);
-      return this.change((d) => {
-        let g = d.grants.find((x) => x.user_id === user_id && x.deployment === deployment);
-        if (g) g.access_level = level;
-        else {
-          g = { user_id, deployment, access_level: level, granted_at: now() };
-          d.grants.push(g);
-        }
-        return { ...g };
-      });
+    list: (filter) => {
+      const source = filter?.user_id !== undefined ? this.grantsByUser.get(filter.user_id)?.values() ?? [] : this.grantsByKey.values();
+      return [...source].filter((g) => filter?.deployment === undefined || g.deployment === filter.deployment).map((g) => ({ ...g }));
     },
-    remove: async (user_id, deployment) =>
-      this.change((d) => {
-        const before = d.grants.length;
-        d.grants = d.grants.filter((g) => !(g.user_id === user_id && g.deployment === deployment));
-        return d.grants.length !== before;
-      }),
-    removeDeployment: async (deployment) => {
-      const keyed = this.doc.data.api_keys.some((k) => k.deployments.includes(deployment));
-      if (!keyed && !this.doc.data.grants.some((g) => g.deployment === deployment)) return;
-      const retired = retiredName(deployment, new Date());
-      await this.change((d) => {
-        d.grants = d.grants.filter((g) => g.deployment !== deployment);
-        // A key listed for the deployment stays limited to its list: the name is retired there, never dropped (an
-        // empty list would mean every deployment of the owner) and never left to reach a new deployment of that name.
-        for (const k of d.api_keys) k.deployments = k.deployments.map((n) => (n === deployment ? retired : n));
-      });
+    set: async (user_id, deployment, level) => this.setGrant(user_id, deployment, level),
+    remove: async (user_id, deployment) => {
+      if (!this.grantsByKey.has(grantKey(user_id, deployment))) return false;
+      this.store.deleteGrant(user_id, deployment);
+      this.unindexGrant(user_id, deployment);
+      this.invalidate();
+      return true;
     },
-    grantCreator: async (principal, deployment) => {
-      // Whoever reaches every deployment as admin already has it; anyone else becomes admin of what they created.
-      if (principal.user_id === null || principal.deploymentLevel('*') === 'admin') return;
-      await this.grants.set(principal.user_id, deployment, 'admin');
-    },
+    removeDeployment: async (deployment) => this.removeDeployment(deployment),
+    grantCreator: async (principal, deployment) => this.grantCreator(principal, deployment),
   };
 
+  /** Synchronous, so a grant is in place when the event that asked for it has been delivered. */
+  private setGrant(user_id: number, deployment: string, level: AccessLevel): DeploymentGrant {
+    if (!this.usersById.has(user_id)) throw errors.notFound(`user ${user_id} not found`);
+    const current = this.grantsByKey.get(grantKey(user_id, deployment));
+    const g: DeploymentGrant = current ? { ...current, access_level: level } : { user_id, deployment, access_level: level, granted_at: now() };
+    this.store.putGrant(g);
+    this.indexGrant(g);
+    this.invalidate();
+    return { ...g };
+  }
+
+  /** Whoever reaches every deployment as admin already has a new one; anyone else becomes admin of what they created. */
+  grantCreator(principal: Principal, deployment: string): void {
+    if (principal.user_id === null || principal.deploymentLevel('*') === 'admin') return;
+    this.setGrant(principal.user_id, deployment, 'admin');
+  }
+
+  /** Drops the grants on a deleted deployment (synchronous, like `setGrant`). */
+  removeDeployment(deployment: string): void {
+    const retired = retiredName(deployment, new Date());
+    // A key listed for the deployment stays limited to its list: the name is retired there, never dropped (an
+    // empty list would mean every deployment of the owner) and never left to reach a new deployment of that name.
+    const keys = [...this.keysById.values()]
+      .filter((k) => k.deployments.includes(deployment))
+      .map((k) => ({ ...k, deployments: k.deployments.map((n) => (n === deployment ? retired : n)) }));
+    const grants = [...this.grantsByKey.values()].filter((g) => g.deployment === deployment);
+    if (!keys.length && !grants.length) return;
+    this.store.removeDeployment(deployment, keys);
+    for (const g of grants) this.unindexGrant(g.user_id, deployment);
+    for (const k of keys) this.indexKey(k);
+    this.invalidate();
+  }
+
+  private saveUser(u: StoredUser): void {
+    this.store.updateUser(u);
+    this.indexUser(u);
+    this.invalidate();
+  }
+
   resources = () => this.catalog.list();
-  resourcesByOwner = () => this.catalog.byOwner();
   rolePermissions = (role: Role) => this.catalog.rolePermissions(role);
   isValidPermission = (p: string) => this.catalog.isValidPermission(p);
 
@@ -284,7 +305,7 @@ export class Identity implements IdentityService {
     // A global principal reaches every deployment at its role's level; grants add to that, never lower it.
     if (scope === 'global') deployments['*'] = roleLevel(u.role);
     if (u.role !== 'admin') {
-      for (const g of this.doc.data.grants) if (g.user_id === u.id) deployments[g.deployment] = g.access_level;
+      for (const g of this.grantsByUser.get(u.id)?.values() ?? []) deployments[g.deployment] = g.access_level;
     }
     const permissions = u.role === 'admin' ? ['*:write'] : [...new Set([...this.catalog.rolePermissions(u.role), ...u.permissions])];
     return { type: 'user', id: `user:${u.id}`, name: u.username, role: u.role, user_id: u.id, permissions, deployments, scope };
@@ -324,14 +345,16 @@ export class Identity implements IdentityService {
   }
 
   private systemInfo(name: string): PrincipalInfo {
-    return { type: 'system', id: `system:${name}`, name, role: 'admin', user_id: null, permissions: ['*:write'], deployments: { '*': 'admin' }, scope: 'global' };
+    return {
+      type: 'system', id: `system:${name}`, name, role: 'admin', user_id: null, permissions: ['*:write'], deployments: { '*': 'admin' }, scope: 'global',
+    };
   }
 
   /** A token for an app plugin's system principal (admin rights; valid until the agent restarts). */
   async issueSystemToken(name: string): Promise<string> {
     this.systemNames.add(name);
     // Bound to this run by the boot nonce, so it needs no short expiry: the app keeps it until the agent restarts.
-    return (await this.tokens.issue(`s:${name}`, this.bootNonce, undefined, 10 * 365 * 86400)).token;
+    return (await this.kernel.issueToken(`s:${name}`, this.bootNonce, { ttlSeconds: 10 * 365 * 86400 })).token;
   }
 
   /** Resolves a principal id (`user:3`, `api_key:5`, `system:observability`) to what it may do now. */
@@ -374,11 +397,14 @@ export class Identity implements IdentityService {
     // Hash even for unknown users so timing does not reveal which names exist.
     const ok = await verifyPassword(u?.password_hash ?? (await this.dummyHash), password);
     if (!u || !ok || !u.is_active) return null;
-    await this.change((d) => {
-      d.users.find((x) => x.id === u.id)!.last_login_at = now();
-    });
-    const issued = await this.tokens.issue(`u:${u.id}`, u.token_version);
-    return { ...issued, user: publicUser(this.usersById.get(u.id)!) };
+    const current = this.usersById.get(u.id);
+    if (!current) return null;
+    const stamped = { ...current, last_login_at: now() };
+    // Stamping the login changes no right: the cached principals stay.
+    this.store.updateUser(stamped);
+    this.indexUser(stamped);
+    const issued = await this.kernel.issueToken(`u:${u.id}`, stamped.token_version);
+    return { ...issued, user: publicUser(stamped) };
   }
 
   /** API key login: exchanges a key for a token that expires no later than the key. */
@@ -387,7 +413,7 @@ export class Identity implements IdentityService {
     if (!k || !this.principalOf({ api_key_id: k.id })) return null;
     this.touchKey(k, ip);
     const maxExpiry = k.expires_at ? Math.floor(Date.parse(k.expires_at) / 1000) : undefined;
-    const issued = await this.tokens.issue(`k:${k.id}`, 0, maxExpiry);
+    const issued = await this.kernel.issueToken(`k:${k.id}`, 0, { notAfter: maxExpiry });
     return { ...issued, api_key: publicKey(k) };
   }
 
@@ -402,14 +428,9 @@ export class Identity implements IdentityService {
   private touchKey(k: StoredKey, ip: string): void {
     k.last_used_at = now();
     k.last_used_ip = ip;
-    if (!this.lastUsedDirty) {
-      this.lastUsedDirty = true;
-      // Usage stamps are written at most every few seconds, not once per request.
-      setTimeout(() => {
-        this.lastUsedDirty = false;
-        void this.doc.update(() => undefined).catch(() => undefined);
-      }, 5000).unref();
-    }
+    this.usedKeys.add(k);
+    // Usage stamps are written at most every few seconds, not once per request.
+    this.usageTimer ??= setTimeout(() => this.flush(), 5000).unref();
   }
 
   /** The principal behind a bearer credential (JWT or raw API key), or null. */
@@ -432,7 +453,7 @@ export class Identity implements IdentityService {
   }
 
   private async authenticateToken(bearer: string, ip: string): Promise<Principal | null> {
-    const claims = await this.tokens.verify(bearer);
+    const claims = await this.kernel.verifyToken(bearer);
     if (!claims) return null;
     const [kind, rawId] = claims.sub.split(':');
     const id = Number(rawId);
@@ -461,21 +482,24 @@ export class Identity implements IdentityService {
 
   /** Creates `admin` on first start. Returns the generated password when none was configured. */
   async bootstrapAdmin(configured: string | null): Promise<{ created: boolean; generated: string | null }> {
-    if (this.doc.data.users.length > 0) return { created: false, generated: null };
+    if (this.usersById.size > 0) return { created: false, generated: null };
     const generated = configured ? null : randomBytes(15).toString('base64url');
     const hash = await hashPassword(configured ?? generated!);
-    await this.change((d) => {
-      d.users.push({
-        id: d.next_user_id++, username: 'admin', email: 'admin@localhost.localdomain', role: 'admin', permissions: [], scope: 'global',
-        is_active: true, created_at: now(), updated_at: now(), last_login_at: null, password_hash: hash, token_version: 1,
-      });
-    });
+    const admin = this.store.insertUser((id) => ({
+      id, username: 'admin', email: 'admin@localhost.localdomain', role: 'admin', permissions: [], scope: 'global',
+      is_active: true, created_at: now(), updated_at: now(), last_login_at: null, password_hash: hash, token_version: 1,
+    }));
+    this.indexUser(admin);
     return { created: true, generated };
   }
 
-  /** Writes pending `last_used_at` stamps (at shutdown). */
-  async flush(): Promise<void> {
-    if (this.lastUsedDirty) await this.doc.update(() => undefined);
+  /** Writes pending `last_used_at` stamps (every few seconds, and at shutdown). */
+  flush(): void {
+    if (this.usageTimer) clearTimeout(this.usageTimer);
+    this.usageTimer = null;
+    const used = [...this.usedKeys].filter((k) => this.keysById.get(k.id) === k);
+    this.usedKeys.clear();
+    if (used.length) this.store.updateKeys(used);
   }
 }
 

@@ -1,0 +1,133 @@
+// `npm run bench -- state`: the agent's own state under load. Create and delete API keys and users with
+// 100 concurrent clients, on an agent that already holds 100, 1k and 10k records (users and API keys, half each),
+// p50/p99 per operation; and a request authenticated by an API key (GET /api/auth/validate) at the same
+// concurrency, which must not get slower with more records (keys are looked up in memory).
+// Goal (issue 16): p99 < 20 ms at 10k records for the key and user operations, flat from 100 to 10k. Creating a
+// user hashes its password (argon2id, ~30 ms of CPU by design), so its figure is bounded by the hashing.
+//
+// The records are written before the agent starts, as an `identity.json` of the format agents kept before the
+// SQLite store: the same file serves an older build as it is, and this build imports it on first start.
+// `STATE_BENCH_BASELINE=<path of another build's core/dist/agent.mjs>` runs the same on that build, side by side.
+// Next to the latencies, the agent's CPU time per operation: on a shared machine it is the figure least disturbed by
+// whatever else runs (latencies under 100 clients are mostly queueing for the CPU).
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import argon2 from 'argon2';
+import { ADMIN_PASSWORD, fmt, percentile, startAgent } from './_lib.mjs';
+import { AGENT_ENTRY } from '../scripts/lib.mjs';
+
+const SIZES = (process.env.STATE_BENCH_SIZES ?? '100,1000,10000').split(',').map(Number);
+const CLIENTS = Number(process.env.STATE_BENCH_CLIENTS ?? 100);
+const KEY_OPS = Number(process.env.STATE_BENCH_KEY_OPS ?? 1000);
+const USER_OPS = Number(process.env.STATE_BENCH_USER_OPS ?? 200);
+const AUTH_OPS = Number(process.env.STATE_BENCH_AUTH_OPS ?? 5000);
+const targets = [['this build', AGENT_ENTRY]];
+if (process.env.STATE_BENCH_BASELINE) targets.push(['baseline', process.env.STATE_BENCH_BASELINE]);
+
+const hashOptions = { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 };
+const adminHash = await argon2.hash(ADMIN_PASSWORD, hashOptions);
+// One hash for every seeded user: they are never logged in as, and hashing 5k passwords would take minutes.
+const userHash = await argon2.hash(randomBytes(16).toString('hex'), hashOptions);
+
+/** An `identity.json` with `records` users and keys (half each) besides the admin. */
+function seedFile(records) {
+  const at = new Date().toISOString();
+  const user = (id, username, role, hash) => ({
+    id, username, email: `${username}@example.com`, role, permissions: [], scope: role === 'admin' ? 'global' : 'deployments', is_active: true,
+    created_at: at, updated_at: at, last_login_at: null, password_hash: hash, token_version: 1,
+  });
+  const users = [user(1, 'admin', 'admin', adminHash)];
+  for (let i = 0; i < records / 2; i++) users.push(user(i + 2, `seed${i}`, 'viewer', userHash));
+  const api_keys = [];
+  for (let i = 0; i < records / 2; i++) {
+    api_keys.push({
+      id: i + 1, user_id: (i % (records / 2)) + 2, name: `seed-key-${i}`, description: '', role: 'viewer', permissions: [], deployments: [],
+      key_prefix: 'agk_seed00', active: true, created_at: at, expires_at: null, revoked_at: null, last_used_at: null, last_used_ip: null,
+      key_hash: createHash('sha256').update(`agk_seed${i}`).digest('hex'),
+    });
+  }
+  return JSON.stringify({ users, api_keys, grants: [], next_user_id: users.length + 1, next_key_id: api_keys.length + 1 });
+}
+
+/** CPU time (user + system) of a process so far, in ms. */
+const cpuMs = (pid) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+};
+
+/** Runs `ops` requests with `CLIENTS` at once: latency percentiles in ms, operations per second, agent CPU ms per operation. */
+async function load(ops, request, pid) {
+  const cpuBefore = pid ? cpuMs(pid) : 0;
+  const times = [];
+  let next = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: CLIENTS }, async () => {
+    for (let i = next++; i < ops; i = next++) {
+      const t = process.hrtime.bigint();
+      await request(i);
+      times.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+  }));
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99), rate: ops / seconds, cpu: pid ? (cpuMs(pid) - cpuBefore) / ops : NaN };
+}
+
+async function call(url, token, method, path, body, expected) {
+  const res = await fetch(`${url}/api${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+  return text ? JSON.parse(text) : null;
+}
+
+const rows = [];
+for (const records of SIZES) {
+  for (const [target, entry] of targets) {
+    const work = mkdtempSync(join(tmpdir(), 'agent-bench-state-'));
+    const dataDir = join(work, 'data');
+    mkdirSync(join(dataDir, 'core'), { recursive: true, mode: 0o700 });
+    writeFileSync(join(dataDir, 'core', 'identity.json'), seedFile(records), { mode: 0o600 });
+    const agent = await startAgent({ plugins: ['access'], dataDir, entry });
+    try {
+      const token = await agent.token();
+      const seen = await call(agent.url, token, 'GET', '/apikeys', undefined, 200);
+      if (seen.data.length !== records / 2) throw new Error(`${target}: ${seen.data.length} keys instead of ${records / 2}`);
+      const row = (op, r) => {
+        rows.push({ target, records, op, p50_ms: fmt(r.p50, 1), p99_ms: fmt(r.p99, 1), per_s: Math.round(r.rate), cpu_ms_per_op: fmt(r.cpu, 2) });
+        console.log(`${target}, ${records} records, ${op}: p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, ${Math.round(r.rate)}/s, ` +
+          `${fmt(r.cpu, 2)} ms CPU/op`);
+      };
+
+      // Warm-up: connections opened, code paths compiled, before anything is measured.
+      await load(CLIENTS * 5, () => call(agent.url, token, 'GET', '/apikeys/1', undefined, 200));
+      const keyIds = [];
+      row('key create', await load(KEY_OPS, async (i) => {
+        keyIds.push((await call(agent.url, token, 'POST', '/apikeys', { name: `bench-${i}`, role: 'viewer' }, 201)).data.id);
+      }, agent.pid));
+      row('key delete', await load(keyIds.length, (i) => call(agent.url, token, 'DELETE', `/apikeys/${keyIds[i]}`, undefined, 200), agent.pid));
+
+      const userIds = [];
+      row('user create', await load(USER_OPS, async (i) => {
+        const body = { username: `bench${i}`, email: `bench${i}@example.com`, password: 'Str0ng-Pass-word!', role: 'viewer' };
+        userIds.push((await call(agent.url, token, 'POST', '/users', body, 201)).data.id);
+      }, agent.pid));
+      row('user delete', await load(userIds.length, (i) => call(agent.url, token, 'DELETE', `/users/${userIds[i]}`, undefined, 200), agent.pid));
+
+      // A seeded key: authenticated from memory, whatever the number of records.
+      const key = `agk_seed${records / 2 - 1}`;
+      row('auth (API key)', await load(AUTH_OPS, () => call(agent.url, key, 'GET', '/auth/validate', undefined, 200), agent.pid));
+    } finally {
+      await agent.stop();
+      rmSync(work, { recursive: true, force: true });
+    }
+  }
+}
+console.log(`${CLIENTS} concurrent clients; ${KEY_OPS} key and ${USER_OPS} user operations of each kind per run; ` +
+  'goal: p99 < 20 ms at 10k records, flat from 100');
+console.table(rows);
