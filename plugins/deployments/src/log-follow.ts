@@ -3,16 +3,20 @@
  * limits below) and then the live lines of the upstream it shares with every other follower of the same containers
  * or file.
  *
- * Joining without gaps or duplicates: a follower subscribes first and waits until the upstream is attached (every
- * line written from then on will reach it), then reads its history. Live lines arriving meanwhile are held. Once
- * the history is out, a live line is sent only if it is newer than what the history read covered: for containers,
- * a later engine timestamp than the last line read from that container; for files, an end offset past the size
- * the history read up to (or a later truncation/rotation). Lines in the overlap are therefore sent once, and none
- * written after the upstream attached is missed. Lines with the very same nanosecond timestamp as the last history
- * line of a container would be dropped; the engine stamps each line, so that does not happen in practice.
+ * Joining without gaps or duplicates. A follower subscribes first, so every line the upstream emits from then on
+ * reaches it (held until its history is out); once the history is out, a held or later line is sent only if the
+ * history did not have it:
+ * - containers: the upstream keeps the newest lines in a ring (filled once from the engine when it opens, then with
+ *   every live line, each numbered). A follower without a filter takes its history from the ring, synchronously,
+ *   and then gets the lines numbered after it: exact. A follower with a filter reads its own history from the engine
+ *   (the ring may hold too few matches) and then gets the lines with a later engine timestamp than the last line
+ *   that read saw of their container (lines with the very same nanosecond timestamp would be dropped; the engine
+ *   stamps each line, so that does not happen in practice).
+ * - files: the follower reads its history from the end of the file, then gets the lines ending past the size that
+ *   read went up to (or written after a later truncation/rotation).
  */
 import type { Logger, WebSocketConnection } from '@agent/sdk';
-import type { ContainerSummary, DockerService } from '@agent/plugin-docker/api';
+import type { ContainerSummary, DockerService, LogLine } from '@agent/plugin-docker/api';
 import { timeKey, type DeploymentLogLine } from './logs.js';
 import { followFile, readLastLinesAt, type FilePosition, type Opener } from './file-tail.js';
 import { LogHub, type HubLine, type Upstream } from './log-hub.js';
@@ -27,13 +31,20 @@ const FILTER_SCAN_LINES = 20_000;
 const FILTER_SCAN_BYTES = 32 * 1024 * 1024;
 /** Bytes of live lines a follower may have waiting (held during its history or not yet written to its socket). */
 export const FOLLOWER_MAX_BYTES = 1024 * 1024;
-/** Histories read at the same time: many followers joining at once wait their turn instead of starving the live lines. */
+/** Histories read from the engine or a file at the same time: many followers joining at once wait their turn. */
 const HISTORY_CONCURRENCY = 4;
 
 export interface ContainerPosition {
+  /** Number of the line in its upstream (lines from the ring have the lower numbers). */
+  seq: number;
   container: string;
   /** `timeKey` of the engine timestamp ('' when the line had none). */
   time: string;
+}
+
+export interface ContainerUpstream extends Upstream {
+  /** The newest lines (oldest first) and the number of the last one. */
+  snapshot(): { lines: Array<HubLine<ContainerPosition>>; seq: number };
 }
 
 export interface FileUpstream extends Upstream {
@@ -64,22 +75,43 @@ function limiter(limit: number) {
   };
 }
 
-/** Keeps the newest lines within the history bounds. */
-function bounded(lines: DeploymentLogLine[], wanted: number): DeploymentLogLine[] {
-  let kept = lines.length > wanted ? lines.slice(-wanted) : lines;
+/** Keeps the newest lines within the history's byte bound. */
+function boundedBytes<T extends { text: string }>(lines: T[]): T[] {
   let bytes = 0;
-  for (let i = kept.length - 1; i >= 0; i--) {
-    bytes += kept[i]!.text.length;
-    if (bytes > WS_HISTORY_MAX_BYTES) {
-      kept = kept.slice(i + 1);
-      break;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    bytes += lines[i]!.text.length;
+    if (bytes > WS_HISTORY_MAX_BYTES) return lines.slice(i + 1);
+  }
+  return lines;
+}
+
+/** The newest lines of an upstream, within the history bounds (lines and bytes). */
+class LineRing<T extends { text: string }> {
+  private lines: T[] = [];
+  private bytes = 0;
+  private first = 0;
+
+  push(line: T): void {
+    this.lines.push(line);
+    this.bytes += line.text.length;
+    while (this.lines.length - this.first > WS_HISTORY_MAX_LINES || (this.bytes > WS_HISTORY_MAX_BYTES && this.lines.length - this.first > 1)) {
+      this.bytes -= this.lines[this.first]!.text.length;
+      this.first++;
+    }
+    // Compact now and then rather than shifting on every line.
+    if (this.first > WS_HISTORY_MAX_LINES) {
+      this.lines = this.lines.slice(this.first);
+      this.first = 0;
     }
   }
-  return kept;
+
+  snapshot(): T[] {
+    return this.lines.slice(this.first);
+  }
 }
 
 export class LogFollowers {
-  private readonly containers = new LogHub<ContainerPosition>();
+  private readonly containers = new LogHub<ContainerPosition, ContainerUpstream>();
   private readonly files = new LogHub<FilePosition, FileUpstream>();
   private readonly historyTurn = limiter(HISTORY_CONCURRENCY);
   private dropped = 0;
@@ -101,17 +133,22 @@ export class LogFollowers {
   async followContainers(conn: WebSocketConnection, deployment: string, containers: ContainerSummary[], tail: number, filter: string | undefined): Promise<void> {
     // The key is what the upstream reads: the same containers (a recreated container is another upstream).
     const key = `${deployment}\0${containers.map((c) => c.id).sort().join(',')}`;
-    await this.follow(conn, this.containers, key, filter, (emit, end) => this.openContainers(containers, emit, end), () => this.containerHistory(containers, tail, filter, conn.signal));
+    const wanted = tail === 0 ? WS_HISTORY_MAX_LINES : Math.min(tail, WS_HISTORY_MAX_LINES);
+    await this.follow(conn, this.containers, key, filter, (emit, end) => this.openContainers(containers, emit, end), async (upstream) => {
+      if (filter) return this.historyTurn(() => this.containerHistory(containers, wanted, filter, conn.signal));
+      const { lines, seq } = upstream.snapshot();
+      return { lines: boundedBytes(lines.slice(-wanted)).map((l) => l.wire), fresh: (at) => at.seq > seq };
+    });
   }
 
   /** Follows a file source until the client leaves. */
   async followFile(conn: WebSocketConnection, path: string, open: Opener, tail: number, filter: string | undefined): Promise<void> {
-    await this.follow(conn, this.files, path, filter, (emit) => this.openFile(path, open, emit), async (upstream) => {
+    await this.follow(conn, this.files, path, filter, (emit) => this.openFile(path, open, emit), (upstream) => this.historyTurn(async () => {
       const generation = upstream.generation();
       const { lines, size } = await readLastLinesAt(open, tail === 0 ? WS_HISTORY_MAX_LINES : Math.min(tail, WS_HISTORY_MAX_LINES), filter, FILTER_SCAN_BYTES);
-      const kept = bounded(lines.map((text) => ({ service: null, container: null, stream: 'file', time: null, text })), WS_HISTORY_MAX_LINES);
-      return { lines: kept.map(wireOf), fresh: (at) => at.generation > generation || at.end > size };
-    });
+      const kept = boundedBytes(lines.map((text) => ({ wire: wireOf({ service: null, container: null, stream: 'file', time: null, text }), text })));
+      return { lines: kept.map((l) => l.wire), fresh: (at) => at.generation > generation || at.end > size };
+    }));
   }
 
   private async follow<P, U extends Upstream>(
@@ -150,11 +187,9 @@ export class LogFollowers {
     conn.signal.addEventListener('abort', leave, { once: true });
     try {
       const upstream = await sub.attached;
-      const past = await this.historyTurn(() => (conn.signal.aborted ? Promise.resolve({ lines: [], fresh: () => true }) : history(upstream)));
-      for (const wire of past.lines) {
-        if (conn.signal.aborted || follower.isDropped) break;
-        await follower.history(wire);
-      }
+      const past = await history(upstream);
+      // Not in a history turn: a client that does not read its history must not hold the others' turns.
+      await follower.history(past.lines, () => conn.signal.aborted);
       fresh = past.fresh;
       follower.release(past.fresh);
       if (endedWith !== null) await end(endedWith);
@@ -165,15 +200,31 @@ export class LogFollowers {
     }
   }
 
-  /** One engine stream per container, started with the last line only: history is each follower's own read. */
-  private openContainers(containers: ContainerSummary[], emit: (line: HubLine<ContainerPosition>) => void, end: (reason: string) => void): Promise<Upstream> {
+  /**
+   * One engine stream per container, attached before the ring is filled from the engine (so nothing written in
+   * between is missed); live lines the fill already had (same or older timestamp) are skipped.
+   */
+  private async openContainers(containers: ContainerSummary[], emit: (line: HubLine<ContainerPosition>) => void, end: (reason: string) => void): Promise<ContainerUpstream> {
     const controller = new AbortController();
-    const upstream: Upstream = { close: () => controller.abort() };
-    return new Promise((resolve) => {
+    const ring = new LineRing<HubLine<ContainerPosition>>();
+    let seq = 0;
+    let markFilled!: () => void;
+    const filled = new Promise<void>((resolve) => (markFilled = resolve));
+    let early: Array<{ c: ContainerSummary; line: LogLine }> | null = [];
+    const readUpTo = new Map<string, string>();
+    const live = (c: ContainerSummary, line: LogLine) => {
+      const time = timeKey(line.time);
+      if (time && time <= (readUpTo.get(c.id) ?? '')) return;
+      const out: DeploymentLogLine = { service: c.service, container: c.name, stream: line.stream, time: line.time, text: line.text };
+      const hubLine = { wire: wireOf(out), text: line.text, at: { seq: ++seq, container: c.id, time } };
+      ring.push(hubLine);
+      emit(hubLine);
+    };
+    await new Promise<void>((resolve) => {
       let attached = 0;
       let running = containers.length;
       const attach = () => {
-        if (++attached === containers.length) resolve(upstream);
+        if (++attached === containers.length) resolve();
       };
       for (const c of containers) {
         void (async () => {
@@ -187,19 +238,30 @@ export class LogFollowers {
               },
             });
             for await (const line of lines) {
-              const out: DeploymentLogLine = { service: c.service, container: c.name, stream: line.stream, time: line.time, text: line.text };
-              emit({ wire: wireOf(out), text: line.text, at: { container: c.id, time: timeKey(line.time) } });
+              if (early) early.push({ c, line });
+              else live(c, line);
             }
           } catch (err) {
             if (!controller.signal.aborted) this.log.warn('log follow ended with an error', { container: c.name, error: String((err as Error)?.message ?? err) });
           } finally {
             // A container whose stream could not be opened sends nothing more: it does not hold the others back.
             if (!counted) attach();
-            if (--running === 0 && !controller.signal.aborted) end('the containers stopped');
+            if (--running === 0 && !controller.signal.aborted) {
+              // Ending waits until the ring is filled, so `end` comes after the upstream was handed out.
+              void filled.then(() => end('the containers stopped'));
+            }
           }
         })();
       }
     });
+    const history = await this.containerHistory(containers, WS_HISTORY_MAX_LINES, undefined, controller.signal);
+    for (const [id, time] of history.readUpTo) readUpTo.set(id, time);
+    for (const line of history.parsed) ring.push({ wire: wireOf(line), text: line.text, at: { seq: ++seq, container: '', time: '' } });
+    const pending = early;
+    early = null;
+    for (const { c, line } of pending) live(c, line);
+    markFilled();
+    return { close: () => controller.abort(), snapshot: () => ({ lines: ring.snapshot(), seq }) };
   }
 
   private async openFile(path: string, open: Opener, emit: (line: HubLine<FilePosition>) => void): Promise<FileUpstream> {
@@ -219,9 +281,8 @@ export class LogFollowers {
     return { close: () => controller.abort(), generation: () => generation };
   }
 
-  /** The last `tail` lines (capped) of the containers, merged by time, and the position each container was read up to. */
-  private async containerHistory(containers: ContainerSummary[], tail: number, filter: string | undefined, signal: AbortSignal): Promise<History<ContainerPosition>> {
-    const wanted = tail === 0 ? WS_HISTORY_MAX_LINES : Math.min(tail, WS_HISTORY_MAX_LINES);
+  /** The last `wanted` lines (within the byte bound) of the containers, merged by time, and where each container was read up to. */
+  private async containerHistory(containers: ContainerSummary[], wanted: number, filter: string | undefined, signal: AbortSignal) {
     const readUpTo = new Map<string, string>();
     const perContainer = await Promise.all(containers.map(async (c) => {
       const out: DeploymentLogLine[] = [];
@@ -239,10 +300,13 @@ export class LogFollowers {
     }));
     const lines = perContainer.flat();
     if (containers.length > 1) lines.sort((a, b) => (timeKey(a.time) < timeKey(b.time) ? -1 : timeKey(a.time) > timeKey(b.time) ? 1 : 0));
+    const parsed = boundedBytes(lines.length > wanted ? lines.slice(-wanted) : lines);
     return {
-      lines: bounded(lines, wanted).map(wireOf),
+      parsed,
+      readUpTo,
+      lines: parsed.map(wireOf),
       // A line without a timestamp cannot be placed: it is sent.
-      fresh: (at) => !at.time || at.time > (readUpTo.get(at.container) ?? ''),
+      fresh: (at: ContainerPosition) => !at.time || at.time > (readUpTo.get(at.container) ?? ''),
     };
   }
 }

@@ -7,6 +7,7 @@ import type { WebSocketConnection } from '@agent/sdk';
 
 /** Websocket close code for a follower dropped because it read too slowly (documented in the plugin README). */
 export const SLOW_FOLLOWER_CLOSE = 4008;
+const HISTORY_BATCH = 64 * 1024;
 
 /** `M` is what a held line carries to decide, once the history is out, whether the history already had it. */
 export class BoundedFollower<M> {
@@ -34,9 +35,24 @@ export class BoundedFollower<M> {
     this.write(wire);
   }
 
-  /** A history line: waits until written, so the history of one follower never piles up in memory. */
-  async history(wire: string): Promise<void> {
-    if (!this.dropped) await this.conn.send(wire);
+  /**
+   * The history: written in batches of about `HISTORY_BATCH` bytes, each awaited, so the history of one follower
+   * never piles up in memory and many followers sending theirs take turns with the live lines.
+   */
+  async history(wires: string[], aborted: () => boolean): Promise<void> {
+    let batch = 0;
+    let last: Promise<void> | null = null;
+    for (const wire of wires) {
+      if (this.dropped || aborted()) return;
+      last = this.conn.send(wire);
+      batch += wire.length;
+      if (batch >= HISTORY_BATCH) {
+        await last;
+        batch = 0;
+        last = null;
+      }
+    }
+    if (last) await last;
   }
 
   /** The history is out: what was held goes first, in order, then live lines go straight through. */
