@@ -19,7 +19,7 @@ import type { Logger, WebSocketConnection } from '@agent/sdk';
 import type { ContainerSummary, DockerService, LogLine } from '@agent/plugin-docker/api';
 import { timeKey, type DeploymentLogLine } from './logs.js';
 import { followFile, readLastLinesAt, type FilePosition, type Opener } from './file-tail.js';
-import { LogHub, type HubLine, type Upstream } from './log-hub.js';
+import { LogHub, type Emit, type HubLine, type Upstream } from './log-hub.js';
 import { BoundedFollower } from './log-follower.js';
 
 /** History of one websocket follower: `tail=0` (all) and any larger `tail` are capped to this many lines. */
@@ -153,7 +153,7 @@ export class LogFollowers {
 
   private async follow<P, U extends Upstream>(
     conn: WebSocketConnection, hub: LogHub<P, U>, key: string, filter: string | undefined,
-    open: (emit: (line: HubLine<P>) => void, end: (reason: string) => void) => Promise<U>, history: (upstream: U) => Promise<History<P>>,
+    open: (emit: Emit<P>, end: (reason: string) => void) => Promise<U>, history: (upstream: U) => Promise<History<P>>,
   ): Promise<void> {
     let leave = () => {};
     const follower = new BoundedFollower<P>(conn, FOLLOWER_MAX_BYTES, () => {
@@ -170,11 +170,14 @@ export class LogFollowers {
       finished();
     };
     const sub = hub.subscribe(key, open, {
-      line: (l) => {
-        if (filter && !l.text.includes(filter)) return;
-        if (fresh && !fresh(l.at)) return;
-        follower.push(l.wire, l.at);
+      lines: (batch) => {
+        for (const l of batch) {
+          if (filter && !l.text.includes(filter)) continue;
+          if (fresh && !fresh(l.at)) continue;
+          follower.push(l.wire, l.at);
+        }
       },
+      backlog: () => follower.backlog,
       end: (reason) => {
         if (fresh) void end(reason);
         else endedWith = reason;
@@ -204,7 +207,7 @@ export class LogFollowers {
    * One engine stream per container, attached before the ring is filled from the engine (so nothing written in
    * between is missed); live lines the fill already had (same or older timestamp) are skipped.
    */
-  private async openContainers(containers: ContainerSummary[], emit: (line: HubLine<ContainerPosition>) => void, end: (reason: string) => void): Promise<ContainerUpstream> {
+  private async openContainers(containers: ContainerSummary[], emit: Emit<ContainerPosition>, end: (reason: string) => void): Promise<ContainerUpstream> {
     const controller = new AbortController();
     const ring = new LineRing<HubLine<ContainerPosition>>();
     let seq = 0;
@@ -212,13 +215,13 @@ export class LogFollowers {
     const filled = new Promise<void>((resolve) => (markFilled = resolve));
     let early: Array<{ c: ContainerSummary; line: LogLine }> | null = [];
     const readUpTo = new Map<string, string>();
-    const live = (c: ContainerSummary, line: LogLine) => {
+    const live = (c: ContainerSummary, line: LogLine): void | Promise<void> => {
       const time = timeKey(line.time);
       if (time && time <= (readUpTo.get(c.id) ?? '')) return;
       const out: DeploymentLogLine = { service: c.service, container: c.name, stream: line.stream, time: line.time, text: line.text };
       const hubLine = { wire: wireOf(out), text: line.text, at: { seq: ++seq, container: c.id, time } };
       ring.push(hubLine);
-      emit(hubLine);
+      return emit(hubLine);
     };
     await new Promise<void>((resolve) => {
       let attached = 0;
@@ -239,7 +242,10 @@ export class LogFollowers {
             });
             for await (const line of lines) {
               if (early) early.push({ c, line });
-              else live(c, line);
+              else {
+                const settled = live(c, line);
+                if (settled) await settled;
+              }
             }
           } catch (err) {
             if (!controller.signal.aborted) this.log.warn('log follow ended with an error', { container: c.name, error: String((err as Error)?.message ?? err) });
@@ -259,12 +265,12 @@ export class LogFollowers {
     for (const line of history.parsed) ring.push({ wire: wireOf(line), text: line.text, at: { seq: ++seq, container: '', time: '' } });
     const pending = early;
     early = null;
-    for (const { c, line } of pending) live(c, line);
+    for (const { c, line } of pending) await live(c, line);
     markFilled();
     return { close: () => controller.abort(), snapshot: () => ({ lines: ring.snapshot(), seq }) };
   }
 
-  private async openFile(path: string, open: Opener, emit: (line: HubLine<FilePosition>) => void): Promise<FileUpstream> {
+  private async openFile(path: string, open: Opener, emit: Emit<FilePosition>): Promise<FileUpstream> {
     const controller = new AbortController();
     const fh = await open();
     let from: number;
@@ -276,7 +282,7 @@ export class LogFollowers {
     let generation = 0;
     void followFile(path, open, (text, at) => {
       generation = at.generation;
-      emit({ wire: wireOf({ service: null, container: null, stream: 'file', time: null, text }), text, at });
+      return emit({ wire: wireOf({ service: null, container: null, stream: 'file', time: null, text }), text, at });
     }, controller.signal, undefined, from).catch((err: Error) => this.log.warn('log file follow ended with an error', { path, error: err.message }));
     return { close: () => controller.abort(), generation: () => generation };
   }

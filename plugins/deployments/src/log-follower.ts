@@ -23,6 +23,11 @@ export class BoundedFollower<M> {
     return this.dropped;
   }
 
+  /** Bytes waiting: held, or handed to the socket and not yet written. */
+  get backlog(): number {
+    return this.dropped ? 0 : this.pendingBytes;
+  }
+
   /** A live line: held until the history is out, then written without waiting. */
   push(wire: string, meta: M): void {
     if (this.dropped) return;
