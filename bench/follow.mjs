@@ -5,10 +5,11 @@
 //     with tail=1 ("the others") are measured while 200 more join at once with tail=0 (the whole history).
 // BENCH_BASE=<folder of another built worktree> runs the same parts against that build too (side by side, same
 // deployments: the agents share a deployments folder, one after the other).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { AGENT_ENTRY } from '../scripts/lib.mjs';
 import { fmt, percentile, sleep, startAgent } from './_lib.mjs';
@@ -95,6 +96,25 @@ const stats = (xs) => {
   return { p50: percentile(s, 50), p99: percentile(s, 99), max: s.at(-1) ?? NaN, n: s.length };
 };
 
+/**
+ * The tail=0 followers run in a child process (`follow.mjs flood <url> <token> <deployment>`): parsing their
+ * histories must not delay, in this process, the arrival of the lines measured for the others.
+ */
+async function flood(url, token, deployment) {
+  const t0 = Date.now();
+  const caughtUp = new Map();
+  const heavy = Array.from({ length: FOLLOWERS }, (_, i) => follower({ url }, token, deployment, 'tail=0', (m) => {
+    if (m.text === 'tick' && !caughtUp.has(i)) caughtUp.set(i, Date.now() - t0);
+  }));
+  const ready = await Promise.all(heavy.map((f) => f.ready));
+  await sleep(Math.max(0, WINDOW_MS - (Date.now() - t0)));
+  const out = { ready: ready.filter((r) => r !== null).length, caughtUp: caughtUp.size, caughtUpP99: stats([...caughtUp.values()]).p99, lines: heavy.reduce((n, f) => n + f.lines, 0) / FOLLOWERS };
+  for (const f of heavy) f.ws.terminate();
+  process.stdout.write(JSON.stringify(out));
+  process.exit(0);
+}
+if (process.argv[2] === 'flood') await flood(process.argv[3], process.argv[4], process.argv[5]);
+
 console.log(`# log followers benchmark (node ${process.version}; ${FOLLOWERS} followers, ${WINDOW_MS / 1000} s windows)`);
 const deploymentsDir = mkdtempSync(join(tmpdir(), 'bench-follow-'));
 const config = { deployments: { path: deploymentsDir } };
@@ -172,24 +192,25 @@ try {
         const cpu = cpuMeter(agent.pid);
         const dcpu = dockerdPid ? cpuMeter(dockerdPid) : () => NaN;
         measuring = true;
-        const t0 = Date.now();
-        const caughtUp = new Map();
-        const heavy = Array.from({ length: FOLLOWERS }, (_, i) => follower(agent, token, big, 'tail=0', (m) => {
-          if (m.text === 'tick' && !caughtUp.has(i)) caughtUp.set(i, Date.now() - t0);
-        }));
-        const ready = await Promise.all(heavy.map((f) => f.ready));
-        await sleep(Math.max(0, WINDOW_MS - (Date.now() - t0)));
+        const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'flood', agent.url, token, big], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let output = '';
+        child.stdout.on('data', (c) => (output += c));
+        const rssPeak = { mb: 0 };
+        const sampler = setInterval(() => (rssPeak.mb = Math.max(rssPeak.mb, agent.rssMb())), 250);
+        await new Promise((resolve) => child.once('exit', resolve));
+        clearInterval(sampler);
         row.bCpu = cpu();
         row.bDockerdCpu = dcpu();
         measuring = false;
-        row.bReady = ready.filter((r) => r !== null).length;
-        row.bCaughtUp = caughtUp.size;
-        row.bCaughtUpP99 = stats([...caughtUp.values()]).p99;
-        row.bHistoryLines = heavy.reduce((n, f) => n + f.lines, 0) / FOLLOWERS;
+        const flooded = JSON.parse(output);
+        row.bReady = flooded.ready;
+        row.bCaughtUp = flooded.caughtUp;
+        row.bCaughtUpP99 = flooded.caughtUpP99;
+        row.bHistoryLines = flooded.lines;
         row.bLat = stats(others);
         row.bOthersClosed = otherList.filter((f) => f.closeCode !== null).length;
-        row.bRss = agent.rssMb();
-        await closeAll([...heavy, ...otherList]);
+        row.bRss = rssPeak.mb;
+        await closeAll(otherList);
         await sleep(2000);
       }
     } finally {
@@ -206,7 +227,7 @@ try {
     if (r.bLat) {
       console.log(`(b) ${OTHERS} followers (tail=1) while ${FOLLOWERS} join with tail=0 on the big log: others' latency ${lat(r.bLat)} (goal p99 < 100 ms), ${r.bOthersClosed} of them closed; `
         + `tail=0 followers ready in 15 s: ${r.bReady}/${FOLLOWERS}, got their history and a live line within ${WINDOW_MS / 1000} s: ${r.bCaughtUp}/${FOLLOWERS} (p99 ${fmt(r.bCaughtUpP99, 0)} ms), `
-        + `${fmt(r.bHistoryLines, 0)} lines each on average; agent CPU ${fmt(r.bCpu, 1)} %, dockerd ${fmt(r.bDockerdCpu, 1)} %; RSS ${fmt(r.bRss, 1)} MB`);
+        + `${fmt(r.bHistoryLines, 0)} lines each on average; agent CPU ${fmt(r.bCpu, 1)} %, dockerd ${fmt(r.bDockerdCpu, 1)} %; peak RSS ${fmt(r.bRss, 1)} MB`);
     }
   }
 } finally {

@@ -20,7 +20,7 @@ import type { ContainerSummary, DockerService, LogLine } from '@agent/plugin-doc
 import { timeKey, type DeploymentLogLine } from './logs.js';
 import { followFile, readLastLinesAt, type FilePosition, type Opener } from './file-tail.js';
 import { LogHub, type Emit, type HubLine, type Upstream } from './log-hub.js';
-import { BoundedFollower } from './log-follower.js';
+import { BoundedFollower, HistoryPacer } from './log-follower.js';
 
 /** History of one websocket follower: `tail=0` (all) and any larger `tail` are capped to this many lines. */
 export const WS_HISTORY_MAX_LINES = 1000;
@@ -114,6 +114,7 @@ export class LogFollowers {
   private readonly containers = new LogHub<ContainerPosition, ContainerUpstream>();
   private readonly files = new LogHub<FilePosition, FileUpstream>();
   private readonly historyTurn = limiter(HISTORY_CONCURRENCY);
+  private readonly pacer = new HistoryPacer();
   private dropped = 0;
 
   constructor(private readonly docker: DockerService, private readonly log: Logger) {}
@@ -191,8 +192,8 @@ export class LogFollowers {
     try {
       const upstream = await sub.attached;
       const past = await history(upstream);
-      // Not in a history turn: a client that does not read its history must not hold the others' turns.
-      await follower.history(past.lines, () => conn.signal.aborted);
+      // The pacer's turns never wait for a client: one that does not read its history holds back only itself.
+      await follower.history(past.lines, this.pacer, () => conn.signal.aborted);
       fresh = past.fresh;
       follower.release(past.fresh);
       if (endedWith !== null) await end(endedWith);

@@ -7,7 +7,41 @@ import type { WebSocketConnection } from '@agent/sdk';
 
 /** Websocket close code for a follower dropped because it read too slowly (documented in the plugin README). */
 export const SLOW_FOLLOWER_CLOSE = 4008;
-const HISTORY_BATCH = 64 * 1024;
+const HISTORY_SLICE = 16 * 1024;
+const HISTORY_AWAIT = 64 * 1024;
+/** History bytes written per turn of the event loop, all followers together. */
+const HISTORY_PER_TICK = 128 * 1024;
+
+/**
+ * Spreads the histories of many followers over turns of the event loop (`setImmediate`): timers and I/O — the live
+ * lines — run between turns.
+ */
+export class HistoryPacer {
+  private readonly waiting: Array<{ bytes: number; go: () => void }> = [];
+  private scheduled = false;
+
+  turn(bytes: number): Promise<void> {
+    return new Promise((go) => {
+      this.waiting.push({ bytes, go });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      let budget = HISTORY_PER_TICK;
+      while (budget > 0 && this.waiting.length) {
+        const next = this.waiting.shift()!;
+        budget -= next.bytes;
+        next.go();
+      }
+      if (this.waiting.length) this.schedule();
+    });
+  }
+}
 
 /** `M` is what a held line carries to decide, once the history is out, whether the history already had it. */
 export class BoundedFollower<M> {
@@ -41,23 +75,29 @@ export class BoundedFollower<M> {
   }
 
   /**
-   * The history: written in batches of about `HISTORY_BATCH` bytes, each awaited, so the history of one follower
-   * never piles up in memory and many followers sending theirs take turns with the live lines.
+   * The history: written in slices of `HISTORY_SLICE` bytes, each when the pacer gives a turn, and awaited every
+   * `HISTORY_AWAIT` bytes, so one follower's history never piles up in memory and hundreds of followers joining at
+   * once do not hold back the live lines of the others.
    */
-  async history(wires: string[], aborted: () => boolean): Promise<void> {
-    let batch = 0;
-    let last: Promise<void> | null = null;
-    for (const wire of wires) {
+  async history(wires: string[], pacer: HistoryPacer, aborted: () => boolean): Promise<void> {
+    let i = 0;
+    let unawaited = 0;
+    while (i < wires.length) {
+      let slice = 0;
+      for (let j = i; j < wires.length && slice < HISTORY_SLICE; j++) slice += wires[j]!.length;
+      await pacer.turn(slice);
       if (this.dropped || aborted()) return;
-      last = this.conn.send(wire);
-      batch += wire.length;
-      if (batch >= HISTORY_BATCH) {
+      let last: Promise<void> | null = null;
+      for (let sent = 0; i < wires.length && sent < HISTORY_SLICE; i++) {
+        last = this.conn.send(wires[i]!);
+        sent += wires[i]!.length;
+        unawaited += wires[i]!.length;
+      }
+      if (last && (unawaited >= HISTORY_AWAIT || i === wires.length)) {
         await last;
-        batch = 0;
-        last = null;
+        unawaited = 0;
       }
     }
-    if (last) await last;
   }
 
   /** The history is out: what was held goes first, in order, then live lines go straight through. */
