@@ -26,7 +26,10 @@ const builds = [
 ];
 const prefix = `bench${Math.random().toString(16).slice(2, 8)}`;
 const TICKS = 'while true; do for i in 0 1 2 3 4 5 6 7 8 9; do echo tick; done; sleep 0.1; done';
-const service = (command) => `services:\n  log:\n    image: agent-test/busybox:latest\n    command: ["sh", "-c", "${command}"]\n    stop_signal: SIGKILL\n    labels:\n      agent.test: "1"\n`;
+const service = (command) => [
+  'services:', '  log:', '    image: agent-test/busybox:latest', `    command: ["sh", "-c", "${command}"]`, '    stop_signal: SIGKILL',
+  '    labels:', '      agent.test: "1"', '',
+].join('\n');
 
 const CLK_TCK = 100;
 function cpuTicks(pid) {
@@ -108,7 +111,10 @@ async function flood(url, token, deployment) {
   }));
   const ready = await Promise.all(heavy.map((f) => f.ready));
   await sleep(Math.max(0, WINDOW_MS - (Date.now() - t0)));
-  const out = { ready: ready.filter((r) => r !== null).length, caughtUp: caughtUp.size, caughtUpP99: stats([...caughtUp.values()]).p99, lines: heavy.reduce((n, f) => n + f.lines, 0) / FOLLOWERS };
+  const out = {
+    ready: ready.filter((r) => r !== null).length, caughtUp: caughtUp.size, caughtUpP99: stats([...caughtUp.values()]).p99,
+    lines: heavy.reduce((n, f) => n + f.lines, 0) / FOLLOWERS,
+  };
   for (const f of heavy) f.ws.terminate();
   process.stdout.write(JSON.stringify(out));
   process.exit(0);
@@ -128,14 +134,16 @@ try {
     const agent = await startAgent({ plugins: ['docker', 'deployments'], config, entry: builds[0].entry });
     const token = await agent.token();
     const api = async (method, path, body) => {
-      const res = await fetch(`${agent.url}/api${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      const res = await fetch(`${agent.url}/api${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
       if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
       return res.json();
     };
     if (want('a')) await api('POST', '/deployments', { name: tick, auto_start: true, compose_content: service(TICKS) });
     if (want('b')) {
       const line = 'x'.repeat(100);
-      await api('POST', '/deployments', { name: big, auto_start: true, compose_content: service(`yes '${line}' | head -c ${Math.floor(LOG_BYTES * 0.62)}; echo last-line; ${TICKS}`) });
+      const fill = `yes '${line}' | head -c ${Math.floor(LOG_BYTES * 0.62)}; echo last-line; ${TICKS}`;
+      await api('POST', '/deployments', { name: big, auto_start: true, compose_content: service(fill) });
       const cid = (await api('GET', `/deployments/${big}`)).data.containers[0].id;
       const logPath = execFileSync('docker', ['inspect', '--format', '{{.LogPath}}', cid], { encoding: 'utf8' }).trim();
       const t = Date.now();
@@ -222,11 +230,16 @@ try {
   for (const r of results) {
     console.log(`\n## ${r.label}`);
     if (r.aLat) {
-      console.log(`(a) ${FOLLOWERS} followers, ${fmt(r.aRate, 0)} lines/s each: ready ${r.aReady}/${FOLLOWERS} (all in ${r.aAllReadyMs} ms); agent CPU ${fmt(r.aCpu, 1)} % of a core (goal < 30), dockerd ${fmt(r.aDockerdCpu, 1)} %; latency ${lat(r.aLat)} (goal p99 < 100 ms); RSS ${fmt(r.aRss, 1)} MB`);
+      console.log(`(a) ${FOLLOWERS} followers, ${fmt(r.aRate, 0)} lines/s each: ready ${r.aReady}/${FOLLOWERS} (all in ${r.aAllReadyMs} ms); `
+        + `agent CPU ${fmt(r.aCpu, 1)} % of a core (goal < 30), dockerd ${fmt(r.aDockerdCpu, 1)} %; `
+        + `latency ${lat(r.aLat)} (goal p99 < 100 ms); RSS ${fmt(r.aRss, 1)} MB`);
     }
     if (r.bLat) {
-      console.log(`(b) ${OTHERS} followers (tail=1) while ${FOLLOWERS} join with tail=0 on the big log: others' latency ${lat(r.bLat)} (goal p99 < 100 ms), ${r.bOthersClosed} of them closed; `
-        + `tail=0 followers ready in 15 s: ${r.bReady}/${FOLLOWERS}, got their history and a live line within ${WINDOW_MS / 1000} s: ${r.bCaughtUp}/${FOLLOWERS} (p99 ${fmt(r.bCaughtUpP99, 0)} ms), `
+      console.log(`(b) ${OTHERS} followers (tail=1) while ${FOLLOWERS} join with tail=0 on the big log: others' latency ${lat(r.bLat)} (goal p99 < 100 ms), `
+        + `${r.bOthersClosed} of them closed; `
+        + `tail=0 followers ready in 15 s: ${r.bReady}/${FOLLOWERS}, `
+        + `got their history and a live line within ${WINDOW_MS / 1000} s: ${r.bCaughtUp}/${FOLLOWERS} `
+        + `(p99 ${r.bCaughtUp ? `${fmt(r.bCaughtUpP99, 0)} ms` : 'n/a'}), `
         + `${fmt(r.bHistoryLines, 0)} lines each on average; agent CPU ${fmt(r.bCpu, 1)} %, dockerd ${fmt(r.bDockerdCpu, 1)} %; peak RSS ${fmt(r.bRss, 1)} MB`);
     }
   }

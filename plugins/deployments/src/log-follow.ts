@@ -131,7 +131,9 @@ export class LogFollowers {
   }
 
   /** Follows the output of running containers (of one deployment) until they stop or the client leaves. */
-  async followContainers(conn: WebSocketConnection, deployment: string, containers: ContainerSummary[], tail: number, filter: string | undefined): Promise<void> {
+  async followContainers(
+    conn: WebSocketConnection, deployment: string, containers: ContainerSummary[], tail: number, filter: string | undefined,
+  ): Promise<void> {
     // The key is what the upstream reads: the same containers (a recreated container is another upstream).
     const key = `${deployment}\0${containers.map((c) => c.id).sort().join(',')}`;
     const wanted = tail === 0 ? WS_HISTORY_MAX_LINES : Math.min(tail, WS_HISTORY_MAX_LINES);
@@ -249,7 +251,8 @@ export class LogFollowers {
               }
             }
           } catch (err) {
-            if (!controller.signal.aborted) this.log.warn('log follow ended with an error', { container: c.name, error: String((err as Error)?.message ?? err) });
+            const error = String((err as Error)?.message ?? err);
+            if (!controller.signal.aborted) this.log.warn('log follow ended with an error', { container: c.name, error });
           } finally {
             // A container whose stream could not be opened sends nothing more: it does not hold the others back.
             if (!counted) attach();
@@ -294,7 +297,8 @@ export class LogFollowers {
     const perContainer = await Promise.all(containers.map(async (c) => {
       const out: DeploymentLogLine[] = [];
       try {
-        for await (const line of this.docker.containerLogs(c.id, { tail: filter ? Math.min(wanted * 20, FILTER_SCAN_LINES) : wanted, timestamps: true, signal })) {
+        const scan = filter ? Math.min(wanted * 20, FILTER_SCAN_LINES) : wanted;
+        for await (const line of this.docker.containerLogs(c.id, { tail: scan, timestamps: true, signal })) {
           if (line.time) readUpTo.set(c.id, timeKey(line.time));
           if (filter && !line.text.includes(filter)) continue;
           out.push({ service: c.service, container: c.name, stream: line.stream, time: line.time, text: line.text });

@@ -121,7 +121,9 @@ export interface DockerService {
    * Log lines, oldest first; with `follow` the iterable ends when the container stops or `signal` aborts.
    * `attached` is called once the engine answered (with `follow`: every line written from then on will come).
    */
-  containerLogs(id: string, options?: { tail?: number; since?: number; follow?: boolean; timestamps?: boolean; signal?: AbortSignal; attached?: () => void }): AsyncIterable<LogLine>;
+  containerLogs(
+    id: string, options?: { tail?: number; since?: number; follow?: boolean; timestamps?: boolean; signal?: AbortSignal; attached?: () => void },
+  ): AsyncIterable<LogLine>;
   /** One-shot resource usage. */
   stats(id: string): Promise<ContainerStats>;
 
