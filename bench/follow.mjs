@@ -179,7 +179,9 @@ try {
         const lines0 = list.reduce((n, f) => n + f.lines, 0);
         const cpu = cpuMeter(agent.pid);
         const dcpu = dockerdPid ? cpuMeter(dockerdPid) : () => NaN;
+        const ccpu = cpuMeter(process.pid);
         await sleep(WINDOW_MS);
+        row.aClientCpu = ccpu();
         row.aCpu = cpu();
         row.aDockerdCpu = dcpu();
         measuring = false;
@@ -232,7 +234,7 @@ try {
     if (r.aLat) {
       console.log(`(a) ${FOLLOWERS} followers, ${fmt(r.aRate, 0)} lines/s each: ready ${r.aReady}/${FOLLOWERS} (all in ${r.aAllReadyMs} ms); `
         + `agent CPU ${fmt(r.aCpu, 1)} % of a core (goal < 30), dockerd ${fmt(r.aDockerdCpu, 1)} %; `
-        + `latency ${lat(r.aLat)} (goal p99 < 100 ms); RSS ${fmt(r.aRss, 1)} MB`);
+        + `latency ${lat(r.aLat)} (goal p99 < 100 ms); RSS ${fmt(r.aRss, 1)} MB; this benchmark's own CPU ${fmt(r.aClientCpu, 1)} %`);
     }
     if (r.bLat) {
       console.log(`(b) ${OTHERS} followers (tail=1) while ${FOLLOWERS} join with tail=0 on the big log: others' latency ${lat(r.bLat)} (goal p99 < 100 ms), `
