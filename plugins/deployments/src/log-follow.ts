@@ -64,13 +64,15 @@ function limiter(limit: number) {
   let running = 0;
   const waiting: Array<() => void> = [];
   return async <T>(task: () => Promise<T>): Promise<T> => {
+    // A finished task hands its slot to the next waiting one directly, so a newcomer cannot take it in between.
     if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
-    running++;
+    else running++;
     try {
       return await task();
     } finally {
-      running--;
-      waiting.shift()?.();
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
     }
   };
 }
@@ -269,7 +271,8 @@ export class LogFollowers {
     for (const line of history.parsed) ring.push({ wire: wireOf(line), text: line.text, at: { seq: ++seq, container: '', time: '' } });
     const pending = early;
     early = null;
-    for (const { c, line } of pending) await live(c, line);
+    // Not awaited: lines arriving from now on go straight to `live`, and must come after these.
+    for (const { c, line } of pending) void live(c, line);
     markFilled();
     return { close: () => controller.abort(), snapshot: () => ({ lines: ring.snapshot(), seq }) };
   }
