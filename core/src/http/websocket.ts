@@ -18,11 +18,24 @@ const reason = (text: string) => Buffer.from(text).subarray(0, 120).toString();
 function connection(ws: WebSocket): WebSocketConnection {
   const controller = new AbortController();
   ws.once('close', () => controller.abort());
+  // Messages sent in the same tick leave in one socket write (a log follower often gets several lines at once):
+  // one write per message is most of the cost of a busy stream.
+  const socket = (ws as unknown as { _socket?: Duplex })._socket;
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    socket?.uncork();
+  };
   return {
     signal: controller.signal,
     send: (message) =>
       new Promise<void>((resolve) => {
         if (ws.readyState !== ws.OPEN) return resolve();
+        if (socket && !corked) {
+          corked = true;
+          socket.cork();
+          process.nextTick(uncork);
+        }
         ws.send(typeof message === 'string' ? message : JSON.stringify(message), () => resolve());
       }),
     close: (code = 1000, text = '') => {

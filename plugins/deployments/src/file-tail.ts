@@ -18,8 +18,11 @@ export async function readLastLines(open: Opener, count: number, filter?: string
   return (await readLastLinesAt(open, count, filter)).lines;
 }
 
-/** Like `readLastLines`, with the size the lines were read up to (where a follow must continue). */
-export async function readLastLinesAt(open: Opener, count: number, filter?: string): Promise<{ lines: string[]; size: number }> {
+/**
+ * Like `readLastLines`, with the size the lines were read up to (where a follow must continue). `maxScan` bounds the
+ * bytes read from the end when a filter matches little.
+ */
+export async function readLastLinesAt(open: Opener, count: number, filter?: string, maxScan = MAX_SCAN): Promise<{ lines: string[]; size: number }> {
   const fh = await open();
   try {
     const { size } = await fh.stat();
@@ -28,7 +31,7 @@ export async function readLastLinesAt(open: Opener, count: number, filter?: stri
     let carry = Buffer.alloc(0);
     let scanned = 0;
     let first = true;
-    while (position > 0 && (count === 0 || out.length < count) && scanned < MAX_SCAN) {
+    while (position > 0 && (count === 0 || out.length < count) && scanned < maxScan) {
       const length = Math.min(CHUNK, position);
       position -= length;
       const buf = Buffer.alloc(length);
@@ -61,11 +64,23 @@ export async function readLastLinesAt(open: Opener, count: number, filter?: stri
 }
 
 /**
+ * Where a followed line ends in the file: `end` is the byte offset after its newline; `generation` counts the
+ * truncations and rotations seen (offsets restart from 0 with each).
+ */
+export interface FilePosition {
+  end: number;
+  generation: number;
+}
+
+/**
  * Calls `onLine` for every line appended after `from` (default: the current end), until `signal` aborts. Pass the
  * size an initial tail read up to, so no line written in between is lost.
  */
-export async function followFile(path: string, open: Opener, onLine: (line: string) => void | Promise<void>, signal: AbortSignal, filter?: string, from?: number): Promise<void> {
+export async function followFile(
+  path: string, open: Opener, onLine: (line: string, at: FilePosition) => void | Promise<void>, signal: AbortSignal, filter?: string, from?: number,
+): Promise<void> {
   let offset = from ?? (await sizeOf(open)) ?? 0;
+  let generation = 0;
   let partial = '';
   let busy = false;
   let pending = false;
@@ -87,15 +102,20 @@ export async function followFile(path: string, open: Opener, onLine: (line: stri
           if (size < offset) {
             offset = 0;
             partial = '';
+            generation++;
           }
           while (offset < size && !signal.aborted) {
             const buf = Buffer.alloc(Math.min(CHUNK, size - offset));
             const { bytesRead } = await fh.read(buf, 0, buf.length, offset);
             if (bytesRead === 0) break;
+            let end = offset - Buffer.byteLength(partial);
             offset += bytesRead;
             const lines = (partial + buf.subarray(0, bytesRead).toString('utf8')).split('\n');
             partial = lines.pop()!;
-            for (const line of lines) if (!filter || line.includes(filter)) await onLine(line.replace(/\r$/, ''));
+            for (const line of lines) {
+              end += Buffer.byteLength(line) + 1;
+              if (!filter || line.includes(filter)) await onLine(line.replace(/\r$/, ''), { end, generation });
+            }
           }
         } finally {
           await fh.close();

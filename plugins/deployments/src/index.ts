@@ -56,7 +56,14 @@ export default definePlugin({
     deployableRoutes(ctx, manager, deps.plugins);
     const templatesDir = ctx.config.templates.path ? resolve(ctx.config.templates.path) : join(ctx.packageDir, 'templates');
     const catalog = new TemplateCatalog(templatesDir);
-    logRoutes(ctx, manager, { builtin: (entry) => (entry.record.template ? catalog.get(entry.record.template)?.log_sources ?? [] : []) });
+    const followers = logRoutes(ctx, manager, { builtin: (entry) => (entry.record.template ? catalog.get(entry.record.template)?.log_sources ?? [] : []) });
+    ctx.doctor({
+      id: 'deployments.log-followers', title: 'Log followers (websocket)',
+      run: () => {
+        const s = followers.stats();
+        return { status: 'ok', detail: `${s.followers} follower(s) on ${s.upstreams} shared upstream stream(s); ${s.dropped} dropped as too slow since start` };
+      },
+    });
     templateRoutes(ctx, catalog);
     return {
       provides: { deployments: manager },
@@ -71,7 +78,10 @@ export default definePlugin({
         await cache.reconcile();
         ctx.log.info('deployments discovered', { root, count: manager.entries.size });
       },
-      stop: () => cache.stop(),
+      stop: () => {
+        followers.closeAll();
+        return cache.stop();
+      },
     };
   },
 });

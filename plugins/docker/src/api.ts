@@ -117,8 +117,13 @@ export interface DockerService {
   stopContainer(id: string, options?: { timeout?: number }): Promise<void>;
   restartContainer(id: string, options?: { timeout?: number }): Promise<void>;
   removeContainer(id: string, options?: { force?: boolean; volumes?: boolean }): Promise<void>;
-  /** Log lines, oldest first; with `follow` the iterable ends when the container stops or `signal` aborts. */
-  containerLogs(id: string, options?: { tail?: number; since?: number; follow?: boolean; timestamps?: boolean; signal?: AbortSignal }): AsyncIterable<LogLine>;
+  /**
+   * Log lines, oldest first; with `follow` the iterable ends when the container stops or `signal` aborts.
+   * `attached` is called once the engine answered (with `follow`: every line written from then on will come).
+   */
+  containerLogs(
+    id: string, options?: { tail?: number; since?: number; follow?: boolean; timestamps?: boolean; signal?: AbortSignal; attached?: () => void },
+  ): AsyncIterable<LogLine>;
   /** One-shot resource usage. */
   stats(id: string): Promise<ContainerStats>;
 

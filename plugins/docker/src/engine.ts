@@ -226,7 +226,9 @@ export class DockerEngine implements DockerService {
     await this.call(`container '${id}'`, () => this.opts.docker.getContainer(id).remove({ force: options.force ?? false, v: options.volumes ?? false }));
   }
 
-  containerLogs(id: string, options: { tail?: number; since?: number; follow?: boolean; timestamps?: boolean; signal?: AbortSignal } = {}): AsyncIterable<LogLine> {
+  containerLogs(
+    id: string, options: { tail?: number; since?: number; follow?: boolean; timestamps?: boolean; signal?: AbortSignal; attached?: () => void } = {},
+  ): AsyncIterable<LogLine> {
     const self = this;
     return {
       async *[Symbol.asyncIterator]() {
@@ -250,6 +252,7 @@ export class DockerEngine implements DockerService {
         }));
         const onAbort = () => stream.destroy();
         options.signal?.addEventListener('abort', onAbort, { once: true });
+        options.attached?.();
         try {
           for await (const chunk of stream) {
             const lines = splitter.push(chunk as Buffer);

@@ -1,13 +1,15 @@
 /** Logs (HTTP and websocket follow), log sources and resource statistics of a deployment. */
 import { join } from 'node:path';
-import { errors, Type, type PluginContext, type WebSocketConnection } from '@agent/sdk';
+import { errors, Type, type PluginContext } from '@agent/sdk';
 import { type ContainerSummary } from '@agent/plugin-docker/api';
 import type { DeploymentManager, Entry } from '../manager.js';
 import { NameParams } from '../schemas.js';
 import type { LogSourceSpec } from '../files.js';
 import { assertService, containerLogs, pickContainers, type DeploymentLogLine } from '../logs.js';
 import { CONTAINER_SOURCE, sourceOpener, SOURCE_ID, validateCustomSources, type LogSourceView } from '../log-sources.js';
-import { followFile, readLastLines, readLastLinesAt } from '../file-tail.js';
+import { readLastLines } from '../file-tail.js';
+import { LogFollowers, WS_HISTORY_MAX_LINES } from '../log-follow.js';
+import { SLOW_FOLLOWER_CLOSE } from '../log-follower.js';
 
 const LogQuery = {
   tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 100, description: 'number of lines; 0 = all' })),
@@ -34,8 +36,10 @@ export interface KindSources {
   builtin(entry: Entry): LogSourceSpec[];
 }
 
-export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, kinds: KindSources): void {
+/** Returns the followers of the websocket streams (shared upstreams: stats for the doctor, closed when the plugin stops). */
+export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, kinds: KindSources): LogFollowers {
   const docker = manager.opts.docker;
+  const followers = new LogFollowers(docker, ctx.log);
 
   const sources = (entry: Entry): LogSourceView[] => [
     CONTAINER_SOURCE,
@@ -79,41 +83,32 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
     path: '/deployments/:name/logs/stream', permission: 'deployments:read', operationId: 'deployments.logsStream', tag: 'deployments',
     summary: 'Follow the logs of a deployment (websocket)',
     description: 'Send the token as the first message; the server answers `{"type":"ready"}`, then the last `tail` lines and every new line as `{"type":"line", service, container, stream, time, text}`. '
-      + 'Container streams end with `{"type":"end"}` and a normal close when the containers stop; file sources are followed until the client leaves.',
+      + `The history is capped at ${WS_HISTORY_MAX_LINES} lines (also for \`tail=0\`); use GET /logs for more. `
+      + 'Container streams end with `{"type":"end"}` and a normal close when the containers stop; file sources are followed until the client leaves. '
+      + `A client that reads too slowly (more than 1 MiB of lines waiting for it) is closed with code ${SLOW_FOLLOWER_CLOSE}.`,
     params: NameParams, deployment: 'name',
     query: Type.Object(LogQuery),
     handler: async (conn, req) => {
       const entry = manager.require(req.params.name);
       const tail = req.query.tail ?? 100;
       const filter = req.query.filter;
-      const send = (line: DeploymentLogLine) => conn.send({ type: 'line', ...line });
       const file = fileSource(entry, req.query.source ?? 'stdout');
+      // The permission and deployment checks ran before this handler; what a follower gets from a shared upstream is
+      // that deployment's lines, narrowed by its own filter only.
       if (file) {
         const open = await sourceOpener(entry.dir, file.path!);
-        const initial = await readLastLinesAt(open, tail, filter);
-        for (const text of initial.lines) await send({ service: null, container: null, stream: 'file', time: null, text });
-        await followFile(join(entry.dir, file.path!), open, (text) => send({ service: null, container: null, stream: 'file', time: null, text }), conn.signal, filter, initial.size);
+        await followers.followFile(conn, join(entry.dir, file.path!), open, tail, filter);
         return;
       }
-      await followContainers(conn, await containersOf(entry, req.query.service, true), tail, filter, send);
+      const containers = await containersOf(entry, req.query.service, true);
+      if (containers.length === 0) {
+        await conn.send({ type: 'end', reason: 'no running container' });
+        conn.close(1000, 'end of logs');
+        return;
+      }
+      await followers.followContainers(conn, entry.name, containers, tail, filter);
     },
   });
-
-  async function followContainers(conn: WebSocketConnection, containers: ContainerSummary[], tail: number, filter: string | undefined, send: (l: DeploymentLogLine) => Promise<void>) {
-    await Promise.all(containers.map(async (c) => {
-      try {
-        for await (const line of docker.containerLogs(c.id, { follow: true, tail, timestamps: true, signal: conn.signal })) {
-          if (!filter || line.text.includes(filter)) await send({ service: c.service, container: c.name, stream: line.stream, time: line.time, text: line.text });
-        }
-      } catch (err) {
-        if (!conn.signal.aborted) ctx.log.warn('log follow ended with an error', { container: c.name, error: String((err as Error)?.message ?? err) });
-      }
-    }));
-    if (!conn.signal.aborted) {
-      await conn.send({ type: 'end', reason: containers.length ? 'the containers stopped' : 'no running container' });
-      conn.close(1000, 'end of logs');
-    }
-  }
 
   ctx.route({
     method: 'GET', path: '/deployments/:name/log-sources', permission: 'deployments:read', operationId: 'deployments.logSources', tag: 'deployments',
@@ -168,4 +163,5 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
       return stats.filter((s) => s !== null);
     },
   });
+  return followers;
 }
