@@ -13,7 +13,7 @@ import { createSealer } from './store/sealer.js';
 import { openDocument } from './store/documents.js';
 import { openJournal } from './store/journal.js';
 import { AgentEventBus } from './events/bus.js';
-import { CoreAuditLog } from './audit/audit-log.js';
+import { AuditWriter } from './audit.js';
 import { ResourceCatalog } from './auth/resources.js';
 import { TokenService } from './auth/tokens.js';
 import { Identity, emptyIdentity, type IdentityDoc } from './auth/identity.js';
@@ -52,7 +52,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
 
   const journal = openJournal(join(coreDir, 'journal.sqlite'));
   const bus = new AgentEventBus(log);
-  const audit = new CoreAuditLog(journal);
   const catalog = new ResourceCatalog();
   catalog.declare({ name: 'plans', description: 'plans: preview and apply changes', operator: 'write', viewer: 'read', owner: 'both', plugin: 'core' });
   catalog.declare({ name: 'plugins', description: 'the plugin list; write = create deployments from plugins', operator: 'write', viewer: 'read', owner: 'global', plugin: 'core' });
@@ -79,8 +78,8 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   } else if (admin.created) log.info('created user "admin" with the configured password');
 
   const services = new ServiceDirectory();
+  const audit = new AuditWriter(services, log);
   services.provide(coreServices.identity.id, identity, 'core');
-  services.provide(coreServices.audit.id, audit, 'core');
   services.provide(coreServices.settings.id, settings, 'core');
   const doctor = new DoctorRegistry();
   doctor.set('core', coreChecks(core.data_dir));
@@ -93,6 +92,8 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
   }, bus, scheduler, doctor);
   await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections);
+  // The audit journal is a plugin's (access, always loaded): the kernel writes every record there from now on.
+  audit.connect(() => host.plugins.filter((p) => p.status === 'failed').map((p) => `${p.name}: ${p.error}`).join('; ') || 'none failed');
   identity.invalidate();
 
   let openapi: string | null = null;
@@ -161,7 +162,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       await apps.stopAll();
       await host.stop();
       scheduler.stop();
-      audit.flush();
       await identity.flush();
       journal.close();
       root.info('stopped');

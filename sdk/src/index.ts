@@ -17,9 +17,10 @@ export type { AgentEvents, EventName, EventBus } from './events.js';
 export type { Document, PluginStore, SqlDatabase, SqlStatement, Sealer } from './store.js';
 export type { JobSpec, JobHandle, JobExecution, JobRunContext, Scheduler } from './jobs.js';
 export { coreServices } from './core-services.js';
+export { auditSink } from './audit.js';
+export type { AuditSink, AuditEventInput } from './audit.js';
 export type {
-  IdentityService, UserRecord, ApiKeyRecord, DeploymentGrant, ResourcePolicy, AuditLog, AuditEventInput,
-  AuditEventRow, AuditTerms, AuditSearchQuery, AuditSearchResult,
+  IdentityService, UserRecord, ApiKeyRecord, DeploymentGrant, ResourcePolicy,
   SettingsRegistry, SettingDefinition, PluginSettings, PluginDirectory, DeployableOffer,
 } from './core-services.js';
 export type { CheckStatus, CheckResult, DoctorCheck, DoctorCheckReport, DoctorReport, DoctorService } from './doctor.js';

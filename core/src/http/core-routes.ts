@@ -2,10 +2,10 @@
 import { errors, HttpError, reply, Secret, Type, type Dependency, type RouteSpec, type ServiceRef } from '@agent/sdk';
 import type { Identity } from '../auth/identity.js';
 import type { LoginLimiter } from '../auth/login-limiter.js';
-import type { CoreAuditLog } from '../audit/audit-log.js';
+import type { AuditWriter } from '../audit.js';
 import type { PlanEngine } from '../plans/engine.js';
 import { formatDuration } from '../config/units.js';
-import { auditActor, resourceTypeOf } from './app.js';
+import { auditActor, auditFailed, createdName, resourceTypeOf } from './app.js';
 import { execute } from './execute.js';
 import type { PluginRecord } from '../plugins/host.js';
 import type { AppState } from '../plugins/app-host.js';
@@ -17,7 +17,7 @@ export interface CoreRouteDeps {
   startedAt: number;
   identity: Identity;
   limiter: LoginLimiter;
-  audit: CoreAuditLog;
+  audit: AuditWriter;
   plans: PlanEngine;
   registry: RouteRegistry;
   tokenTtl: number;
@@ -119,25 +119,26 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
         if (wait > 0) {
           throw new HttpError(429, 'TOO_MANY_ATTEMPTS', `too many failed logins; try again in ${wait} s`, undefined, { 'retry-after': String(wait) });
         }
+        // Answered once the record is durable; a failed login is answered as such even if it could not be recorded.
         const record = (success: boolean, actor_type: 'user' | 'api_key', actor_id: string, actor_name: string) =>
           d.audit.record({ actor_type, actor_id, actor_name, action: 'auth.login', resource_type: 'auth', success, status: success ? 200 : 401, client_ip: req.ip });
         if (byPassword) {
           const result = await d.identity.loginWithPassword(username!, password!);
           if (!result) {
-            record(false, 'user', `user:${d.identity.users.findByUsername(username!)?.id ?? 'unknown'}`, username!);
+            await record(false, 'user', `user:${d.identity.users.findByUsername(username!)?.id ?? 'unknown'}`, username!).catch(() => undefined);
             throw errors.unauthorized('invalid username or password', 'INVALID_CREDENTIALS');
           }
           d.limiter.succeed(username!, req.ip);
-          record(true, 'user', `user:${result.user.id}`, result.user.username);
+          await record(true, 'user', `user:${result.user.id}`, result.user.username);
           return { token: result.token, expires_at: result.expires_at, user: { id: result.user.id, username: result.user.username, role: result.user.role } };
         }
         const result = await d.identity.loginWithApiKey(api_key!, req.ip);
         if (!result) {
-          record(false, 'api_key', 'api_key:unknown', api_key!.slice(0, 10));
+          await record(false, 'api_key', 'api_key:unknown', api_key!.slice(0, 10)).catch(() => undefined);
           throw errors.unauthorized('invalid, expired or revoked API key', 'INVALID_CREDENTIALS');
         }
         d.limiter.succeed(null, req.ip);
-        record(true, 'api_key', `api_key:${result.api_key.id}`, result.api_key.name);
+        await record(true, 'api_key', `api_key:${result.api_key.id}`, result.api_key.name);
         return { token: result.token, expires_at: result.expires_at, api_key: { id: result.api_key.id, name: result.api_key.name, role: result.api_key.role } };
       },
     },
@@ -192,24 +193,34 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
         d.plans.apply((req.params as { id: string }).id, req.principal, async (inv) => {
           let status = 500;
           let deployment: string | null = null;
+          let created: string | null = null;
+          // Answered once the record is durable, like the request the plan stands for.
+          const record = () => {
+            created ??= createdName(inv.route.spec.creates, inv.body);
+            return d.audit.record({
+              ...auditActor(inv.principal), action: inv.route.operationId, resource_type: resourceTypeOf(inv.route.path),
+              resource_id: Object.values(inv.params)[0] ?? created, deployment: deployment ?? (inv.route.spec.tenancy === 'create' ? created : null),
+              success: status < 400, status, client_ip: req.ip, detail: { plan: inv.planId, applied_by: req.principal.id },
+            });
+          };
+          let result;
           try {
-            const result = await execute({
+            result = await execute({
               route: inv.route, principal: inv.principal, params: inv.params, query: inv.query, body: inv.body, ip: req.ip,
               path: inv.path, headers: {}, signal: () => req.signal, raw: req.raw, wantsPlan: false, planId: inv.planId,
             }, d.plans);
-            status = result.reply.status;
-            deployment = result.deployment;
-            return result.reply;
           } catch (err) {
             status = (err as { status?: number }).status ?? 500;
+            await record().catch(() => undefined);
             throw err;
-          } finally {
-            d.audit.record({
-              ...auditActor(inv.principal), action: inv.route.operationId, resource_type: resourceTypeOf(inv.route.path),
-              resource_id: Object.values(inv.params)[0] ?? null, deployment, success: status < 400, status, client_ip: req.ip,
-              detail: { plan: inv.planId, applied_by: req.principal.id },
-            });
           }
+          status = result.reply.status;
+          deployment = result.deployment;
+          created = createdName(inv.route.spec.creates, result.reply.body?.data);
+          await record().catch(() => {
+            if (status < 400) throw auditFailed();
+          });
+          return result.reply;
         }),
     },
     {

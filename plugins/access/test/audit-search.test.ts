@@ -4,12 +4,20 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AuditEventInput, AuditSearchQuery } from '@agent/sdk';
+import type { AuditEventInput } from '@agent/sdk';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CoreAuditLog } from '../src/audit/audit-log.js';
-import { openJournal, type Journal } from '../src/store/journal.js';
-import { seededRandom } from '../../test/helpers/random.js';
+import type { AuditSearchQuery } from '../src/api.js';
+import { AuditJournal as CoreAuditLog, type Journal } from '../src/audit/journal.js';
+import { seededRandom } from '../../../test/helpers/random.js';
+
+/** A journal as the plugin host opens one (WAL). */
+function openJournal(path: string): Journal {
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  return db;
+}
 
 const rnd = seededRandom(11);
 
