@@ -133,6 +133,7 @@ export default definePlugin({
 
     ctx.route({
       ...writing, method: 'POST', path: '/databases/create', permission: 'databases:write', operationId: 'databases.createDatabase', status: 201,
+      creates: 'name',
       summary: 'Create a database (409 DB_EXISTS when it exists)',
       body: CreateDatabaseBody, response: CreatedDatabase,
       handler: async (req) => {
@@ -150,6 +151,7 @@ export default definePlugin({
 
     ctx.route({
       ...writing, method: 'POST', path: '/databases/users/create', permission: 'databases:write', operationId: 'databases.createUser', status: 201,
+      creates: 'user',
       summary: 'Create a database user (409 DB_USER_EXISTS when it exists)',
       body: CreateUserBody, response: CreatedUser,
       handler: async (req) => {

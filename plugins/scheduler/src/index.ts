@@ -118,7 +118,7 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'POST', path: '/scheduler/tasks', permission: 'scheduler:write', operationId: 'scheduler.createTask', status: 201,
+      method: 'POST', path: '/scheduler/tasks', permission: 'scheduler:write', operationId: 'scheduler.createTask', creates: 'id', status: 201,
       summary: 'Create a scheduled task (cron expression validated)',
       body: Type.Object({
         deployment_name: deploymentName(),

@@ -99,7 +99,7 @@ export type IdRange = { first: number; last: number } | null;
 
 /**
  * SQL conditions of a filter. The table has no column indexes (the journal's postings serve lists): a time window
- * is narrowed to its id range (`range`, from `AuditLog.idRange`), which SQLite reads as a rowid range.
+ * is narrowed to its id range (`range`, from `AuditJournalService.idRange`), which SQLite reads as a rowid range.
  */
 export function buildWhere(filter: AuditFilter, scope: Where | null, range?: IdRange): Where {
   const parts: string[] = [];
