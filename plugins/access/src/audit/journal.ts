@@ -170,23 +170,25 @@ export class AuditJournal implements AuditSink, AuditJournalService {
   /** Commits the queued events now (readers call it first); their promises resolve once it returned. */
   flush(): void {
     this.scheduled = false;
-    // Rows another connection appended, deleted or changed are indexed before anything is read or written.
-    const state = this.s.state.get() as { max_id: number | null; dirty: number };
-    const external = (state.max_id ?? 0) > this.indexedTo || state.dirty === 1;
-    const batch = this.batch;
-    if (this.queue.length === 0 && !external) return;
     const rows = this.queue;
+    const batch = this.batch;
     this.queue = [];
     this.batch = null;
     try {
+      // Rows another connection appended, deleted or changed are indexed before anything is read or written.
+      const state = this.s.state.get() as { max_id: number | null; dirty: number };
+      const external = (state.max_id ?? 0) > this.indexedTo || state.dirty === 1;
+      if (rows.length === 0 && !external) return;
       this.write(rows, external);
     } catch (err) {
-      // Rolled back: the ids and postings kept in memory may name rows that were not written; start again from
-      // what is stored. The batch's records fail (their requests answer an error).
-      this.open = null;
-      this.indexedTo = 0;
+      // The batch's records fail (their requests answer an error). Rolled back: the ids and postings kept in memory
+      // may name rows that were not written; start again from what is stored (unless the journal is closed).
       batch?.reject(err);
-      this.db.transaction(() => this.load(true))();
+      if (this.db.open) {
+        this.open = null;
+        this.indexedTo = 0;
+        this.db.transaction(() => this.load(true))();
+      }
       throw err;
     }
     batch?.resolve();
