@@ -43,7 +43,7 @@ export default definePlugin({
       if (retired) ctx.log.info('audit events of an earlier deployment of the same name retired', { deployment: name, events: retired });
     });
     // The host stops this plugin last and closes the journal after `stop`: every record accepted is committed.
-    return { provides: { sink: audit, journal: audit }, stop: () => audit.flush() };
+    return { provides: { sink: audit, journal: audit }, stop: () => audit.close() };
   },
 });
 

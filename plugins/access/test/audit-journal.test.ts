@@ -38,7 +38,6 @@ describe('audit journal writes', () => {
     const path = join(tempDir(), 'audit.sqlite');
     const db = openJournal(path);
     const journal = new AuditJournal(db);
-    expect(db.pragma('synchronous', { simple: true })).toBe(2); // FULL
     const pending = Array.from({ length: 500 }, (_, i) => journal.record(event(i)));
     // One batch, one promise; nothing is stored before the commit.
     expect(new Set(pending).size).toBe(1);
@@ -50,6 +49,7 @@ describe('audit journal writes', () => {
     expect(next).not.toBe(pending[0]);
     await next;
     expect(count(path)).toBe(501);
+    await journal.close();
     db.close();
   });
 

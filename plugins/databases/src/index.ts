@@ -118,7 +118,12 @@ export default definePlugin({
           outcome = { success: false, status: (err as { status?: number }).status ?? 500 };
           throw err;
         } finally {
-          if (write) auditWrite(principal, req.ip, spec, body.deployment ?? null, body.query, outcome);
+          // Answered once the record is durable, like the requests the core audits; a failed query keeps its own error.
+          if (write) {
+            await auditWrite(principal, req.ip, spec, body.deployment ?? null, body.query, outcome).catch((err: unknown) => {
+              if (outcome.success) throw err;
+            });
+          }
         }
       },
     });

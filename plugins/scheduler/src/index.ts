@@ -44,7 +44,10 @@ export default definePlugin({
       const refused = refusal(identity(), task);
       if (refused) {
         await tasks.disable(task.id, `not run: ${refused}`);
-        ctx.audit({ action: 'scheduler.run_refused', resource_type: 'scheduler', resource_id: String(task.id), deployment: name, success: false, detail: { reason: refused, run_as: task.run_as?.id ?? null } });
+        await ctx.audit({
+          action: 'scheduler.run_refused', resource_type: 'scheduler', resource_id: String(task.id), deployment: name, success: false,
+          detail: { reason: refused, run_as: task.run_as?.id ?? null },
+        }).catch(() => undefined); // the refusal is what the run reports (the kernel logs an audit failure)
         throw new Error(`not run: ${refused}; the task was disabled`);
       }
       if (task.task_type === 'backup') {

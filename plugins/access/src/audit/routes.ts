@@ -204,7 +204,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
 
   const retention = ctx.job({
     name: 'audit-retention', cron: '23 3 * * *', description: 'deletes audit events older than the retention setting',
-    run: (run) => {
+    run: async (run) => {
       const days = settings.get().retention_days;
       if (days === 0) {
         run.output('retention is 0: events are kept forever');
@@ -213,7 +213,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
       db();
       const deleted = deleteOlderThan(Date.now() - days * DAY_MS);
       run.output(`${deleted} events older than ${days} days deleted`);
-      ctx.audit({ action: 'audit.retention', resource_type: 'audit', success: true, detail: { events_deleted: deleted, retention_days: days } });
+      await ctx.audit({ action: 'audit.retention', resource_type: 'audit', success: true, detail: { events_deleted: deleted, retention_days: days } });
     },
   });
 
