@@ -2,10 +2,10 @@
  * The audit journal. Records are written by group commit: each one joins the open batch; the batch is committed
  * once the current turn of the event loop has queued what it had; then the WAL file is synced to disk
  * (`fdatasync`, in the thread pool) and every record of the batch resolves together. A burst of requests shares
- * one commit, none is answered before its record is durable, and the event loop never waits for the disk: the
- * next batch is committed while the previous one is being synced (one sync covers every batch committed before
- * it). Readers (`database`, `search`) commit the open batch first. Layout and invariants: layout.ts; postings:
- * postings.ts.
+ * one commit, none is answered before its record is durable, and the event loop never waits for the disk: records
+ * that come while a sync runs are committed together as soon as it ends (the bigger the batch, the less work per
+ * record). Readers (`database`, `search`) commit the open batch at once. Layout and invariants: layout.ts;
+ * postings: postings.ts.
  */
 import { closeSync, fdatasync, openSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -142,9 +142,10 @@ export class AuditJournal implements AuditSink, AuditJournalService {
       e.deployment ?? null, e.success ? 1 : 0, e.status ?? null, e.client_ip ?? null, detail);
     const batch = (this.batch ??= newBatch());
     if (this.queue.length >= FLUSH_BATCH * ROW_WIDTH) this.commitQuietly();
-    else if (!this.scheduled) {
+    else if (!this.scheduled && !this.syncing) {
       this.scheduled = true;
-      // After the I/O callbacks of this turn: every request that finished in it joins the same commit.
+      // After the I/O callbacks of this turn: every request that finished in it joins the same commit. While a
+      // sync runs, records wait for its end instead (sync), and go in one bigger commit: far less work per record.
       setImmediate(() => this.commitQuietly());
     }
     return batch.promise;
@@ -208,7 +209,10 @@ export class AuditJournal implements AuditSink, AuditJournalService {
     }
   }
 
-  /** Syncs the WAL until no committed batch waits; each sync resolves the batches committed before it started. */
+  /**
+   * Syncs the WAL until no committed batch waits; each sync resolves the batches committed before it started. The
+   * records that came during a sync are committed together right after it, then synced in turn.
+   */
   private async sync(): Promise<void> {
     while (this.unsynced.length > 0) {
       const batches = this.unsynced;
@@ -221,6 +225,7 @@ export class AuditJournal implements AuditSink, AuditJournalService {
       } catch (err) {
         for (const b of batches) b.reject(err);
       }
+      if (this.queue.length > 0) this.commitQuietly();
     }
     this.syncing = null;
   }
