@@ -78,7 +78,8 @@ try {
   journal.close();
   console.log(`audit ingest, durable acknowledgement, ${WRITERS} concurrent writers: ${EVENTS.toLocaleString('en')} events in ${fmt(ingestS, 2)} s = `
     + `${Math.round(EVENTS / ingestS).toLocaleString('en')} events/s (goal >= 50,000; ratio ${fmt(EVENTS / ingestS / 50000, 2)}x); wait per record p50 `
-    + `${fmt(percentile(waits, 50), 2)} ms, p99 ${fmt(percentile(waits, 99), 2)} ms; per CPU second ${Math.round(EVENTS / ingestCpuS).toLocaleString('en')} events `
+    + `${fmt(percentile(waits, 50), 2)} ms, p99 ${fmt(percentile(waits, 99), 2)} ms; `
+    + `per CPU second ${Math.round(EVENTS / ingestCpuS).toLocaleString('en')} events `
     + `(load average now ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores)`);
 
   // ---- 2. filtered pages over HTTP ----
@@ -179,7 +180,10 @@ try {
         }));
         const s = Number(process.hrtime.bigint() - t) / 1e9;
         times.sort((x, y) => x - y);
-        rows4.push({ build: label, clients, requests: times.length, req_per_s: Math.round(times.length / s), p50_ms: fmt(percentile(times, 50), 2), p99_ms: fmt(percentile(times, 99), 2) });
+        rows4.push({
+          build: label, clients, requests: times.length, req_per_s: Math.round(times.length / s),
+          p50_ms: fmt(percentile(times, 50), 2), p99_ms: fmt(percentile(times, 99), 2),
+        });
       }
     } finally {
       await a.stop();

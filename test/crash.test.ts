@@ -48,7 +48,11 @@ const CONFIG = {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** Runs `write(i)` in a loop until `stop()`; an answer of 2xx is an acknowledgement (`ack(i, body)`). */
-async function writer(stopped: () => boolean, write: (i: number) => Promise<{ status: number; text: string; body: any }>, ack: (i: number, body: any) => void): Promise<void> {
+async function writer(
+  stopped: () => boolean,
+  write: (i: number) => Promise<{ status: number; text: string; body: any }>,
+  ack: (i: number, body: any) => void,
+): Promise<void> {
   for (let i = 0; !stopped(); i++) {
     try {
       const res = await write(i);
@@ -77,7 +81,7 @@ describe('kill -9 under concurrent writes', () => {
         }), (i) => acked.users.push(`u${tag}w${w}n${i}`))),
         ...[0, 1].map((w) => writer(stopped, (i) => agent.api('POST', '/apikeys', { body: { name: `k${tag}w${w}n${i}` } }),
           (i) => acked.keys.push(`k${tag}w${w}n${i}`))),
-        ...[0, 1].map(() => writer(stopped, (i) => agent.api('POST', '/dashboards', { body: { name: `b${tag}n${i}`, panels: [] } }),
+        ...[0, 1].map((w) => writer(stopped, (i) => agent.api('POST', '/dashboards', { body: { name: `b${tag}w${w}n${i}`, panels: [] } }),
           (_i, body) => acked.dashboards.push(body.data.id as string))),
         writer(stopped, (i) => agent.api('POST', '/security/blocked-ips', { body: { ip: ipOf(round, 0, i), reason: 'crash test' } }),
           (i) => acked.ips.push(ipOf(round, 0, i))),
@@ -86,10 +90,9 @@ describe('kill -9 under concurrent writes', () => {
       ];
       await new Promise((r) => setTimeout(r, 1500 + rnd(2500)));
       killed = true;
-      await agent.kill();
+      await agent.kill(); // SIGKILL to its process (agent.process.pid)
       await Promise.all(writers);
     }
-    console.log(`acknowledged: ${JSON.stringify(Object.fromEntries(Object.entries(acked).map(([k, v]) => [k, v.length])))}`);
     expect(acked.users.length).toBeGreaterThan(ROUNDS);
     expect(acked.keys.length).toBeGreaterThan(ROUNDS);
     expect(acked.ips.length).toBeGreaterThan(ROUNDS);
@@ -132,7 +135,8 @@ describe('kill -9 under concurrent writes', () => {
         const n = (await events(action)).length;
         expect({ action, atLeastAcked: n >= acks, atMostDone: n <= existing }).toEqual({ action, atLeastAcked: true, atMostDone: true });
       }
-      console.log(`crash test: ${ROUNDS} kills; acknowledged ${acked.users.length} users, ${acked.keys.length} keys, ${acked.dashboards.length} dashboards, ${acked.ips.length} blocked IPs, `
+      console.log(`crash test: ${ROUNDS} kills; acknowledged ${acked.users.length} users, ${acked.keys.length} keys, `
+        + `${acked.dashboards.length} dashboards, ${acked.ips.length} blocked IPs, `
         + `${acked.settings.length} settings writes: none lost, each with its audit record`);
     } finally {
       await agent.stop();

@@ -81,4 +81,7 @@ export interface AuditJournalService {
 }
 
 
-export const auditJournalService = createServiceRef<AuditJournalService>('access.audit-journal', 'the audit journal: filtered search, time windows as id ranges, SQL reads');
+export const auditJournalService = createServiceRef<AuditJournalService>(
+  'access.audit-journal',
+  'the audit journal: filtered search, time windows as id ranges, SQL reads',
+);

@@ -53,6 +53,23 @@ describe('audit journal writes', () => {
     db.close();
   });
 
+  it('indexes after a crash what writes committed without their postings (rows only)', async () => {
+    const path = join(tempDir(), 'audit.sqlite');
+    let db = openJournal(path);
+    const journal = new AuditJournal(db);
+    // Across a block boundary (4096 ids), in commits of a few hundred, with no reader in between; then "crash".
+    for (let i = 0; i < 5000; i += 250) await Promise.all(Array.from({ length: 250 }, (_, j) => journal.record(event((i + j) % 7))));
+    db.close();
+    db = openJournal(path);
+    const reopened = new AuditJournal(db);
+    for (const id of ['0', '3', '6']) {
+      const sql = (db.prepare('SELECT COUNT(*) AS n FROM audit_events WHERE resource_id = ?').get(id) as { n: number }).n;
+      expect(reopened.search({ equals: { resource_id: id }, limit: 1, countCap: 10_000 }).total).toBe(sql);
+    }
+    expect(reopened.search({ limit: 1 }).total).toBe(5000);
+    db.close();
+  });
+
   it('fails the records of a commit that cannot be written', async () => {
     const db = openJournal(join(tempDir(), 'audit.sqlite'));
     const journal = new AuditJournal(db);

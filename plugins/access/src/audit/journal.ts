@@ -60,12 +60,12 @@ export class AuditJournal implements AuditSink, AuditJournalService {
   private lastStamp = 0;
   private isoMs = NaN;
   private iso = '';
-  /** Postings of the newest block, kept in memory: each flush rewrites the terms it touched. */
+  /** Postings of the newest block, kept in memory: a reader's flush (or the end of the block) writes the terms it touched. */
   private open: BlockBuilder | null = null;
   /** Every non-empty block, ascending (mirrors `audit_blocks`). */
   private blocks: BlockInfo[] = [];
   private readonly s;
-  private readonly write: (rows: unknown[], external: boolean) => void;
+  private readonly write: (rows: unknown[], external: boolean, index: boolean) => void;
   private readonly searcher: AuditSearcher;
   /** The WAL file (null: not in WAL mode), its descriptor once opened, and the batches committed but not yet synced. */
   private readonly wal: string | null;
@@ -110,13 +110,13 @@ export class AuditJournal implements AuditSink, AuditJournalService {
       dirty: db.prepare('SELECT block, MAX(what) AS what FROM audit_dirty GROUP BY block ORDER BY block'),
       clearDirty: db.prepare('DELETE FROM audit_dirty'),
     };
-    this.write = db.transaction((rows: unknown[], external: boolean) => {
+    this.write = db.transaction((rows: unknown[], external: boolean, index: boolean) => {
       if (external) {
         this.catchUp();
         this.repair();
       }
       this.insert(rows);
-      if (this.open) this.persist(this.open);
+      if (index && this.open) this.persist(this.open);
     });
     db.transaction(() => this.load(current))();
     this.searcher = new AuditSearcher(db, () => this.blocks);
@@ -154,7 +154,7 @@ export class AuditJournal implements AuditSink, AuditJournalService {
   /** A scheduled commit: its failure reaches the records' promises, not the event loop. */
   private commitQuietly(): void {
     try {
-      this.flush();
+      this.commit(false);
     } catch {
       // Already delivered to the batch's records.
     }
@@ -177,8 +177,17 @@ export class AuditJournal implements AuditSink, AuditJournalService {
     return first < 0 ? null : { first: first * BLOCK_SIZE, last: last * BLOCK_SIZE + BLOCK_SIZE - 1 };
   }
 
-  /** Commits the queued events now (readers call it first); their promises resolve once it returned. */
+  /** Commits the queued events and brings the postings up to date: readers call it first. */
   flush(): void {
+    this.commit(true);
+  }
+
+  /**
+   * Commits the queued events; their promises resolve once the commit is synced. The open block's postings are
+   * written only with `index` (readers, the end of a block): the rows alone make a record durable, and the open
+   * block is rebuilt from its rows at the next open, so a write commits its rows and little else.
+   */
+  private commit(index: boolean): void {
     this.scheduled = false;
     const rows = this.queue;
     const batch = this.batch;
@@ -188,8 +197,8 @@ export class AuditJournal implements AuditSink, AuditJournalService {
       // Rows another connection appended, deleted or changed are indexed before anything is read or written.
       const state = this.s.state.get() as { max_id: number | null; dirty: number };
       const external = (state.max_id ?? 0) > this.indexedTo || state.dirty === 1;
-      if (rows.length === 0 && !external) return;
-      this.write(rows, external);
+      if (rows.length === 0 && !external && !(index && this.open?.pending)) return;
+      this.write(rows, external, index);
     } catch (err) {
       // The batch's records fail (their requests answer an error). Rolled back: the ids and postings kept in memory
       // may name rows that were not written; start again from what is stored (unless the journal is closed).
