@@ -146,7 +146,7 @@ export function createPluginProxy(deps: {
             res.writeHead(status, headers);
             answer.pipe(res);
           };
-          record(status).then(pass, () => {
+          void record(status).then(pass, () => {
             // A failed request is answered as it is; a change the journal could not record is not a success.
             if (status >= 400) return pass();
             answer.resume();
