@@ -1,8 +1,14 @@
 // `npm run bench -- audit`: the audit journal at 1M events.
-//   1. ingest: events recorded through the core's audit log (queued, one transaction per tick), events/s;
+//   1. ingest with durable acknowledgement: events recorded through the journal (the kernel's sink) by many
+//      concurrent writers, each waiting for its record to be committed and synced (group commit), events/s and the
+//      wait per record;
 //   2. p50/p99 of filtered pages (GET /api/audit/events with the spec's filters, limit 50, with `total`) over HTTP;
-//   3. CSV export rate (POST /api/audit/export, streamed) in rows/s and MB/s.
-// Goals (issue 6): ingest >= 50k events/s, filtered page p99 < 20 ms.
+//   3. CSV export rate (POST /api/audit/export, streamed) in rows/s and MB/s;
+//   4. latency of a cheap audited mutation (DELETE /api/apikeys/<unknown id>: the pipeline, a 404 and its audit
+//      record, nothing else written) at 1 and 32 concurrent clients, this build side by side with another
+//      (AUDIT_BENCH_BASE_ENTRY, e.g. /work/main/core/dist/agent.mjs, whose records were queued and written after the
+//      answer).
+// Goals (issues 6, 16): ingest >= 50k events/s with durable acknowledgement, filtered page p99 < 20 ms.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,8 +16,9 @@ import { pathToFileURL } from 'node:url';
 import { ROOT, fmt, percentile, startAgent } from './_lib.mjs';
 
 const EVENTS = Number(process.env.AUDIT_BENCH_EVENTS ?? 1_000_000);
-const BURST = 1000;
-const { CoreAuditLog } = await import(pathToFileURL(join(ROOT, 'core/dist/audit/audit-log.js')).href);
+const WRITERS = Number(process.env.AUDIT_BENCH_WRITERS ?? 1000);
+const BASE_ENTRY = process.env.AUDIT_BENCH_BASE_ENTRY;
+const { AuditJournal } = await import(pathToFileURL(join(ROOT, 'plugins/access/dist/audit/journal.js')).href);
 const { openJournal } = await import(pathToFileURL(join(ROOT, 'core/dist/store/journal.js')).href);
 
 // A deterministic spread of values, like a busy agent's month.
@@ -41,18 +48,24 @@ const event = () => {
 const work = mkdtempSync(join(tmpdir(), 'agent-bench-audit-'));
 const dataDir = join(work, 'data');
 try {
-  // ---- 1. ingest ----
-  const journal = openJournal(join(dataDir, 'core', 'journal.sqlite'));
-  const audit = new CoreAuditLog(journal);
+  // ---- 1. ingest with durable acknowledgement ----
+  const journal = openJournal(join(dataDir, 'plugins', 'access', 'audit.sqlite'));
+  const audit = new AuditJournal(journal);
   const samples = Array.from({ length: 4096 }, event);
   const t0 = process.hrtime.bigint();
   const cpu0 = process.cpuUsage();
-  for (let i = 0; i < EVENTS; i += BURST) {
-    for (let j = 0; j < BURST; j++) audit.record(samples[(i + j) & 4095]);
-    // Let the queued burst be written as the agent would: on the next tick.
-    await new Promise((r) => setImmediate(r));
-  }
-  audit.flush();
+  // Each writer waits for its record to be durable before the next, as a request waits before it is answered.
+  let next = 0;
+  const waits = [];
+  await Promise.all(Array.from({ length: WRITERS }, async () => {
+    while (next < EVENTS) {
+      const i = next++;
+      const t = performance.now();
+      await audit.record(samples[i & 4095]);
+      if ((i & 63) === 0) waits.push(performance.now() - t);
+    }
+  }));
+  waits.sort((a, b) => a - b);
   const ingestS = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = process.cpuUsage(cpu0);
   const ingestCpuS = (cpu.user + cpu.system) / 1e6;
@@ -63,7 +76,11 @@ try {
     .run(now, EVENTS, Math.floor(span / EVENTS), now, EVENTS, Math.floor(span / EVENTS));
   journal.pragma('wal_checkpoint(TRUNCATE)');
   journal.close();
-  console.log(`audit ingest: ${EVENTS.toLocaleString('en')} events in ${fmt(ingestS, 2)} s = ${Math.round(EVENTS / ingestS).toLocaleString('en')} events/s (goal >= 50,000; ratio ${fmt(EVENTS / ingestS / 50000, 2)}x); per CPU second ${Math.round(EVENTS / ingestCpuS).toLocaleString('en')} events (load average now ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores)`);
+  console.log(`audit ingest, durable acknowledgement, ${WRITERS} concurrent writers: ${EVENTS.toLocaleString('en')} events in ${fmt(ingestS, 2)} s = `
+    + `${Math.round(EVENTS / ingestS).toLocaleString('en')} events/s (goal >= 50,000; ratio ${fmt(EVENTS / ingestS / 50000, 2)}x); wait per record p50 `
+    + `${fmt(percentile(waits, 50), 2)} ms, p99 ${fmt(percentile(waits, 99), 2)} ms; `
+    + `per CPU second ${Math.round(EVENTS / ingestCpuS).toLocaleString('en')} events `
+    + `(load average now ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores)`);
 
   // ---- 2. filtered pages over HTTP ----
   const agent = await startAgent({ plugins: ['access'], dataDir });
@@ -138,6 +155,42 @@ try {
   } finally {
     await agent.stop({ keepData: true });
   }
+
+  // ---- 4. latency of a cheap audited mutation, this build and the base ----
+  const rows4 = [];
+  for (const [label, entry] of [['this build', undefined], ...(BASE_ENTRY ? [['base', BASE_ENTRY]] : [])]) {
+    const a = await startAgent({ plugins: ['access'], ...(entry ? { entry } : {}) });
+    try {
+      const token = await a.token();
+      const url = new URL('/api/apikeys/999999', a.url);
+      const mutate = async () => {
+        const t = process.hrtime.bigint();
+        const res = await fetch(url, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+        await res.arrayBuffer();
+        if (res.status !== 404) throw new Error(`${label}: DELETE of an unknown key answered ${res.status}`);
+        return Number(process.hrtime.bigint() - t) / 1e6;
+      };
+      for (let i = 0; i < 200; i++) await mutate(); // warm-up
+      for (const clients of [1, 32]) {
+        const times = [];
+        const t = process.hrtime.bigint();
+        const PER_CLIENT = clients === 1 ? 2000 : 200;
+        await Promise.all(Array.from({ length: clients }, async () => {
+          for (let i = 0; i < PER_CLIENT; i++) times.push(await mutate());
+        }));
+        const s = Number(process.hrtime.bigint() - t) / 1e9;
+        times.sort((x, y) => x - y);
+        rows4.push({
+          build: label, clients, requests: times.length, req_per_s: Math.round(times.length / s),
+          p50_ms: fmt(percentile(times, 50), 2), p99_ms: fmt(percentile(times, 99), 2),
+        });
+      }
+    } finally {
+      await a.stop();
+    }
+  }
+  console.log('cheap audited mutation (DELETE /api/apikeys/<unknown id>, 404), answered after its record is durable in this build, before it in the base:');
+  console.table(rows4);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -14,7 +14,7 @@ import { openDocument } from './store/documents.js';
 import { openJournal } from './store/journal.js';
 import { lockDataDir } from './store/data-dir-lock.js';
 import { AgentEventBus } from './events/bus.js';
-import { CoreAuditLog } from './audit/audit-log.js';
+import { AuditWriter } from './audit.js';
 import { ResourceCatalog } from './auth/resources.js';
 import { TokenService } from './auth/tokens.js';
 import { RouteRegistry } from './openapi/registry.js';
@@ -52,7 +52,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
 
   const journal = openJournal(join(coreDir, 'journal.sqlite'));
   const bus = new AgentEventBus(log);
-  const audit = new CoreAuditLog(journal);
   const catalog = new ResourceCatalog();
   catalog.declare({ name: 'plans', description: 'plans: preview and apply changes', operator: 'write', viewer: 'read', owner: 'both', plugin: 'core' });
   catalog.declare({ name: 'plugins', description: 'the plugin list; write = create deployments from plugins', operator: 'write', viewer: 'read', owner: 'global', plugin: 'core' });
@@ -79,7 +78,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
 
   const services = new ServiceDirectory();
   services.provide(coreServices.auth.id, auth, 'core');
-  services.provide(coreServices.audit.id, audit, 'core');
+  const audit = new AuditWriter(services, log);
   services.provide(coreServices.settings.id, settings, 'core');
   const doctor = new DoctorRegistry();
   doctor.set('core', coreChecks(core.data_dir));
@@ -99,6 +98,8 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       (reasons.length ? ` (failed plugins: ${reasons.join('; ')})` : ''));
   }
   const directory = principals;
+  // The audit journal is a plugin's (access, always loaded): the kernel writes every record there from now on.
+  audit.connect(() => host.plugins.filter((p) => p.status === 'failed').map((p) => `${p.name}: ${p.error}`).join('; ') || 'none failed');
 
   let openapi: string | null = null;
   registry.commit(coreRoutes({
@@ -166,7 +167,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       await apps.stopAll();
       await host.stop();
       scheduler.stop();
-      audit.flush();
       journal.close();
       lock.release();
       root.info('stopped');

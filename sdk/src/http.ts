@@ -146,6 +146,12 @@ interface RouteBase<P, Q, B> {
   rawBody?: boolean;
   /** Mutating requests are audited; set false for read-like POSTs (database queries, tests). */
   audit?: boolean;
+  /**
+   * The property naming what this request creates (`'name'`, `'id'`): taken from the answer's `data`, else from the
+   * request body, it becomes the audit record's `resource_id` (and its `deployment` when the route has tenancy
+   * `create`, i.e. it creates a deployment). Routes with the resource in their path need nothing.
+   */
+  creates?: string;
   handler(req: RequestOf<P, Q, B>): unknown | Promise<unknown>;
 }
 

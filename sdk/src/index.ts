@@ -19,9 +19,10 @@ export type { JobSpec, JobHandle, JobExecution, JobRunContext, Scheduler } from 
 export { coreServices } from './core-services.js';
 export { principalDirectory } from './principal-directory.js';
 export type { PrincipalDirectory, AuthKernel, ResourceCatalogue, TokenClaims } from './principal-directory.js';
+export { auditSink } from './audit.js';
+export type { AuditSink, AuditEventInput } from './audit.js';
 export type {
-  ResourcePolicy, AuditLog, AuditEventInput,
-  AuditEventRow, AuditTerms, AuditSearchQuery, AuditSearchResult,
+  ResourcePolicy,
   SettingsRegistry, SettingDefinition, PluginSettings, PluginDirectory, DeployableOffer,
 } from './core-services.js';
 export type { CheckStatus, CheckResult, DoctorCheck, DoctorCheckReport, DoctorReport, DoctorService } from './doctor.js';

@@ -4,7 +4,8 @@ import type { RouteSpec, WebSocketSpec, HttpMethod, Tenancy } from './http.js';
 import type { JobHandle, JobSpec, Scheduler } from './jobs.js';
 import type { ServiceRef } from './services.js';
 import type { PluginStore, Sealer } from './store.js';
-import type { AuditEventInput, PluginSettings } from './core-services.js';
+import type { PluginSettings } from './core-services.js';
+import type { AuditEventInput } from './audit.js';
 import type { Permission } from './principal.js';
 import type { DoctorCheck } from './doctor.js';
 
@@ -96,8 +97,11 @@ export interface PluginContext<C = Record<string, unknown>> {
   websocket<P extends TSchema | undefined = undefined, Q extends TSchema | undefined = undefined>(spec: WebSocketSpec<P, Q>): void;
   /** Shorthand for `scheduler.job`. */
   job(spec: JobSpec): JobHandle;
-  /** Records an audit event (background work; requests are audited by the core). */
-  audit(event: Omit<AuditEventInput, 'actor_type' | 'actor_id'> & Partial<Pick<AuditEventInput, 'actor_type' | 'actor_id'>>): void;
+  /**
+   * Records an audit event (background work; requests are audited by the core). Resolves once the record is
+   * durable; a failure is also logged, so a caller that does not wait loses nothing but the error.
+   */
+  audit(event: Omit<AuditEventInput, 'actor_type' | 'actor_id'> & Partial<Pick<AuditEventInput, 'actor_type' | 'actor_id'>>): Promise<void>;
   /** Runtime settings of this plugin, editable through `PUT /api/settings`. */
   settings<T extends TObject>(schema: T, options?: {
     restart?: (keyof Static<T> & string)[];

@@ -28,10 +28,11 @@ export interface PluginStore {
   /** The plugin's JSON document `name` (default `state`), created with `defaults` when missing. */
   document<T extends object>(defaults: T, name?: string): Promise<Document<T>>;
   /**
-   * The plugin's SQLite journal (one database file per plugin, WAL mode). `encrypted` documents are
-   * sealed with the agent's data key, for anything that holds secrets.
+   * The plugin's SQLite journal `name` (default `journal`: `<plugin data>/<name>.sqlite`, WAL mode), one connection
+   * per name, closed by the core after the plugin stopped. A separate name keeps data with its own growth or
+   * durability settings (e.g. `synchronous`) apart from the rest.
    */
-  journal(): SqlDatabase;
+  journal(name?: string): SqlDatabase;
   /** Like `document`, but the file is encrypted at rest (AES-256-GCM with the agent's data key). */
   secureDocument<T extends object>(defaults: T, name?: string): Promise<Document<T>>;
 }

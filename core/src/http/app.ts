@@ -11,7 +11,7 @@ import type { CoreConfig } from '../config/config.js';
 import type { RootLogger } from '../log.js';
 import type { RouteRegistry, RegisteredRoute } from '../openapi/registry.js';
 import type { PlanEngine } from '../plans/engine.js';
-import type { CoreAuditLog } from '../audit/audit-log.js';
+import type { AuditWriter } from '../audit.js';
 import { execute, type ExecuteResult } from './execute.js';
 import { toErrorAnswer } from './errors.js';
 
@@ -21,7 +21,7 @@ export interface HttpDeps {
   principals: PrincipalDirectory;
   registry: RouteRegistry;
   plans: PlanEngine;
-  audit: CoreAuditLog;
+  audit: AuditWriter;
   /** Serves `/api/plugin/<name>/…`; resolves when the proxied answer is complete. */
   proxy: (ctx: Koa.Context) => Promise<void>;
   /** Development aid (tests): check `data` of successful answers against the route's response schema. */
@@ -49,6 +49,22 @@ export function authenticateHeader(header: string | undefined, ip: string, princ
 
 /** The first literal path segment names the resource type in audit records. */
 export const resourceTypeOf = (path: string): string => path.split('/').find((s) => s && !s.startsWith(':')) ?? 'api';
+
+/**
+ * The name of what a route with `creates` made: that property of the answer's data, else of the request body
+ * (a failed create still names what it tried). Null without `creates` or a usable value.
+ */
+export function createdName(property: string | undefined, ...sources: unknown[]): string | null {
+  if (!property) return null;
+  for (const source of sources) {
+    const value = source !== null && typeof source === 'object' ? (source as Record<string, unknown>)[property] : undefined;
+    if ((typeof value === 'string' && value !== '') || typeof value === 'number') return String(value);
+  }
+  return null;
+}
+
+/** The error of a mutation whose audit record could not be written: it was made, but is not answered as a success. */
+export const auditFailed = () => errors.internal('the change was made but its audit record could not be written', 'AUDIT_FAILED');
 
 export function auditActor(principal: Principal): { actor_type: 'user' | 'api_key' | 'system'; actor_id: string; actor_name: string } {
   return { actor_type: principal.type, actor_id: principal.id, actor_name: principal.name };
@@ -132,6 +148,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
     private principal: Principal | null = null;
     private status = 500;
     private deployment: string | null = null;
+    private created: string | null = null;
     private wantsPlan = false;
     private body: unknown = undefined;
     private readonly ip: string;
@@ -218,6 +235,8 @@ export function createHttpApp(deps: HttpDeps): Koa {
       const { res } = this.ctx;
       const response = this.ctx.response;
       this.deployment = deployment;
+      // A plan's answer is the plan, not the resource.
+      if (!this.wantsPlan) this.created = createdName(this.route.spec.creates, reply.body?.data);
       this.status = reply.status;
       for (const k in reply.headers) response.set(k, reply.headers[k]!);
       response.status = reply.status;
@@ -230,26 +249,37 @@ export function createHttpApp(deps: HttpDeps): Koa {
       } else response.body = null;
     }
 
-    private failed(err: unknown): never {
+    /** Answers the error once the failure's audit record is durable (a failed mutation is recorded too). */
+    private failed(err: unknown): never | Promise<never> {
       this.status = toErrorAnswer(err).status;
-      this.record();
-      throw err;
+      const recorded = this.record();
+      if (!recorded) throw err;
+      const rethrow = (): never => {
+        throw err;
+      };
+      return recorded.then(rethrow, rethrow);
     }
 
-    /** The audit record of a mutating request, whatever its outcome. */
-    private record(): void {
+    /**
+     * The audit record of a mutating request, whatever its outcome; the answer waits until it is durable. Reads
+     * are not recorded and stay synchronous.
+     */
+    private record(): void | Promise<void> {
       const { principal, route, status, wantsPlan } = this;
       if (!principal || !MUTATING.has(route.method) || route.spec.audit === false) return;
-      audit.record({
+      const created = this.created ?? createdName(route.spec.creates, this.body);
+      return audit.record({
         ...auditActor(principal),
         action: wantsPlan ? `${route.operationId}.plan` : route.operationId,
         resource_type: resourceTypeOf(route.path),
-        resource_id: Object.values((this.ctx.params ?? {}) as Record<string, string>)[0] ?? null,
-        deployment: this.deployment,
+        resource_id: Object.values((this.ctx.params ?? {}) as Record<string, string>)[0] ?? created,
+        deployment: this.deployment ?? (route.spec.tenancy === 'create' ? created : null),
         success: status < 400,
         status,
         client_ip: this.ip,
         detail: wantsPlan ? { plan: true } : null,
+      }).catch(() => {
+        if (status < 400) throw auditFailed();
       });
     }
   }

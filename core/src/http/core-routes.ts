@@ -4,10 +4,10 @@
  */
 import { errors, reply, Type, type Dependency, type RouteSpec, type ServiceRef } from '@agent/sdk';
 import type { ResourceCatalog } from '../auth/resources.js';
-import type { CoreAuditLog } from '../audit/audit-log.js';
+import type { AuditWriter } from '../audit.js';
 import type { PlanEngine } from '../plans/engine.js';
 import { formatDuration } from '../config/units.js';
-import { auditActor, resourceTypeOf } from './app.js';
+import { auditActor, auditFailed, createdName, resourceTypeOf } from './app.js';
 import { execute } from './execute.js';
 import type { PluginRecord } from '../plugins/host.js';
 import type { AppState } from '../plugins/app-host.js';
@@ -18,7 +18,7 @@ export interface CoreRouteDeps {
   version: string;
   startedAt: number;
   catalog: ResourceCatalog;
-  audit: CoreAuditLog;
+  audit: AuditWriter;
   plans: PlanEngine;
   registry: RouteRegistry;
   tokenTtl: number;
@@ -150,24 +150,34 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
         d.plans.apply((req.params as { id: string }).id, req.principal, async (inv) => {
           let status = 500;
           let deployment: string | null = null;
+          let created: string | null = null;
+          // Answered once the record is durable, like the request the plan stands for.
+          const record = () => {
+            created ??= createdName(inv.route.spec.creates, inv.body);
+            return d.audit.record({
+              ...auditActor(inv.principal), action: inv.route.operationId, resource_type: resourceTypeOf(inv.route.path),
+              resource_id: Object.values(inv.params)[0] ?? created, deployment: deployment ?? (inv.route.spec.tenancy === 'create' ? created : null),
+              success: status < 400, status, client_ip: req.ip, detail: { plan: inv.planId, applied_by: req.principal.id },
+            });
+          };
+          let result;
           try {
-            const result = await execute({
+            result = await execute({
               route: inv.route, principal: inv.principal, params: inv.params, query: inv.query, body: inv.body, ip: req.ip,
               path: inv.path, headers: {}, signal: () => req.signal, raw: req.raw, wantsPlan: false, planId: inv.planId,
             }, d.plans);
-            status = result.reply.status;
-            deployment = result.deployment;
-            return result.reply;
           } catch (err) {
             status = (err as { status?: number }).status ?? 500;
+            await record().catch(() => undefined);
             throw err;
-          } finally {
-            d.audit.record({
-              ...auditActor(inv.principal), action: inv.route.operationId, resource_type: resourceTypeOf(inv.route.path),
-              resource_id: Object.values(inv.params)[0] ?? null, deployment, success: status < 400, status, client_ip: req.ip,
-              detail: { plan: inv.planId, applied_by: req.principal.id },
-            });
           }
+          status = result.reply.status;
+          deployment = result.deployment;
+          created = createdName(inv.route.spec.creates, result.reply.body?.data);
+          await record().catch(() => {
+            if (status < 400) throw auditFailed();
+          });
+          return result.reply;
         }),
     },
     {

@@ -5,13 +5,14 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type {
-  AgentInfo, AuditLog, Dependency, DoctorCheck, EventBus, JobHandle, JobSpec, Logger, PluginContext, PluginDefinition,
+  AgentInfo, Dependency, DoctorCheck, EventBus, JobHandle, JobSpec, Logger, PluginContext, PluginDefinition,
   PluginSettings, PluginStore, Scheduler, Sealer, ServiceRef, SqlDatabase, TObject,
 } from '@agent/sdk';
 import type { ServiceDirectory } from './services.js';
 import type { RegisteredAppRoute, RegisteredRoute, RegisteredSocket, RouteRegistry } from '../openapi/registry.js';
 import type { ResourceCatalog } from '../auth/resources.js';
 import type { SettingsStore } from '../settings/registry.js';
+import type { AuditWriter } from '../audit.js';
 import { openDocument } from '../store/documents.js';
 import { openJournal, type Journal } from '../store/journal.js';
 
@@ -20,7 +21,7 @@ export interface ContextDeps {
   catalog: ResourceCatalog;
   settings: SettingsStore;
   services: ServiceDirectory;
-  audit: AuditLog;
+  audit: AuditWriter;
   sealer: Sealer & { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer };
   agent: AgentInfo;
 }
@@ -35,7 +36,8 @@ export interface StagedPlugin {
   closers: (() => void | Promise<void>)[];
   /** Doctor checks the plugin added (committed with its routes when setup succeeds). */
   checks: DoctorCheck[];
-  journal: () => Journal | null;
+  /** The SQLite journals the plugin opened, by name. */
+  journals: Map<string, Journal>;
 }
 
 /** The ref behind a dependency (`optional(ref)` or a ref). */
@@ -71,7 +73,7 @@ export function createContext(
   const entries: StagedPlugin['entries'] = [];
   const closers: StagedPlugin['closers'] = [];
   const checks: DoctorCheck[] = [];
-  let journal: Journal | null = null;
+  const journals = new Map<string, Journal>();
 
   const store: PluginStore = {
     document: (defaults, docName = 'state') => {
@@ -82,8 +84,10 @@ export function createContext(
       if (!/^[a-z0-9][a-z0-9_-]*$/.test(docName)) throw new Error(`invalid document name '${docName}'`);
       return openDocument(join(dataDir, `${docName}.json.enc`), defaults, deps.sealer);
     },
-    journal: () => {
-      journal ??= openJournal(join(dataDir, 'journal.sqlite'));
+    journal: (journalName = 'journal') => {
+      if (!/^[a-z0-9][a-z0-9_-]*$/.test(journalName)) throw new Error(`invalid journal name '${journalName}'`);
+      let journal = journals.get(journalName);
+      if (!journal) journals.set(journalName, (journal = openJournal(join(dataDir, `${journalName}.sqlite`))));
       return journal as unknown as SqlDatabase;
     },
   };
@@ -122,5 +126,5 @@ export function createContext(
   }
   for (const spec of definition.app?.routes ?? []) entries.push(deps.registry.prepareAppRoute(name, spec));
 
-  return { ctx, deps: resolveDeps(definition, deps.services), entries, scheduler, events, closers, checks, journal: () => journal };
+  return { ctx, deps: resolveDeps(definition, deps.services), entries, scheduler, events, closers, checks, journals };
 }

@@ -303,7 +303,7 @@ export class PluginHost {
     this.deps.services.withdraw(record.name);
     this.deps.catalog.dropPlugin(record.name);
     this.deps.settings.drop(record.name);
-    staged.journal()?.close();
+    for (const journal of staged.journals.values()) journal.close();
   }
 
   /** Runs `start` of every plugin set up, in dependency order, then arms their jobs. */
@@ -322,13 +322,16 @@ export class PluginHost {
   }
 
   async stop(): Promise<void> {
-    for (const record of [...this.running()].reverse()) {
+    // The always-loaded plugins stop last: every other plugin may write audit records while it stops.
+    const running = [...this.running()].reverse();
+    const last = running.filter((r) => ALWAYS_LOADED.includes(r.name));
+    for (const record of [...running.filter((r) => !last.includes(r)), ...last]) {
       try {
         record.staged!.scheduler.stopAll();
         await record.instance?.stop?.();
         for (const close of record.staged!.closers.reverse()) await close();
         record.staged!.events.dispose();
-        record.staged!.journal()?.close();
+        for (const journal of record.staged!.journals.values()) journal.close();
         this.doctor.drop(record.name);
         record.status = 'stopped';
       } catch (err) {

@@ -3,16 +3,16 @@
  * forwards only routes the app declared, authenticates, checks the declared permission, then forwards with the
  * principal in a signed `x-agent-principal` header (the caller's token is not passed on). Websockets included.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import type Koa from 'koa';
 import { errors, HttpError, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import { PRINCIPAL_HEADER } from '@agent/sdk/app';
-import type { CoreAuditLog } from '../audit/audit-log.js';
+import type { AuditWriter } from '../audit.js';
 import type { RegisteredAppRoute, RouteRegistry } from '../openapi/registry.js';
 import type { AppHost } from './app-host.js';
-import { authenticateHeader, auditActor } from '../http/app.js';
+import { authenticateHeader, auditActor, auditFailed } from '../http/app.js';
 import { checkPermission, checkTenancy } from '../http/execute.js';
 import { toErrorAnswer } from '../http/errors.js';
 import type { RootLogger } from '../log.js';
@@ -39,18 +39,24 @@ export function createPluginProxy(deps: {
   registry: RouteRegistry;
   principals: PrincipalDirectory;
   apps: AppHost;
-  audit: CoreAuditLog;
+  audit: AuditWriter;
   log: RootLogger;
 }) {
   const proxy = httpProxy.createProxyServer({ xfwd: false, ws: true, proxyTimeout: 120_000 });
-  proxy.on('error', (err, _req, res) => {
+  // Mutations: the app's answer is held until its audit record is durable (see `http`), then passed on.
+  const holding = httpProxy.createProxyServer({ xfwd: false, proxyTimeout: 120_000, selfHandleResponse: true });
+  const held = new WeakMap<IncomingMessage, (answer: IncomingMessage) => void>();
+  holding.on('proxyRes', (answer, req) => held.get(req)?.(answer));
+  const onError = (err: Error, _req: IncomingMessage, res: ServerResponse | Duplex) => {
     deps.log.warn({ error: String(err) }, 'plugin proxy error');
     const r = res as unknown as { headersSent?: boolean; writeHead?: (s: number, h: Record<string, string>) => void; end?: (b: string) => void; destroy?: () => void };
     if (r.writeHead && !r.headersSent) {
       r.writeHead(502, { 'content-type': 'application/json' });
       r.end!(JSON.stringify({ error: 'the app plugin did not answer', code: 'PLUGIN_UNAVAILABLE' }));
     } else r.destroy?.();
-  });
+  };
+  proxy.on('error', onError);
+  holding.on('error', onError);
 
   const resolve = (method: string, url: string): Resolved => {
     const q = url.indexOf('?');
@@ -114,16 +120,42 @@ export function createPluginProxy(deps: {
       const principal = await authorize(ctx.req, ip, r, { ...ctx.query });
       await prepare(ctx.req, principal, r, ip);
       ctx.respond = false;
-      await new Promise<void>((done) => {
-        ctx.res.once('close', () => done());
-        proxy.web(ctx.req, ctx.res, { target: r.target });
+      const res = ctx.res;
+      const record = (status: number) => deps.audit.record({
+        ...auditActor(principal), action: r.route.operationId, resource_type: r.name, resource_id: Object.values(r.params)[0] ?? null,
+        success: status < 400, status, client_ip: ip,
       });
-      if (ctx.method !== 'GET') {
-        deps.audit.record({
-          ...auditActor(principal), action: r.route.operationId, resource_type: r.name, resource_id: Object.values(r.params)[0] ?? null,
-          success: ctx.res.statusCode < 400, status: ctx.res.statusCode, client_ip: ip,
+      if (ctx.method === 'GET') {
+        await new Promise<void>((done) => {
+          res.once('close', () => done());
+          proxy.web(ctx.req, res, { target: r.target });
         });
+        return;
       }
+      let answered = false;
+      await new Promise<void>((done) => {
+        res.once('close', () => done());
+        held.set(ctx.req, (answer) => {
+          answered = true;
+          const status = answer.statusCode ?? 502;
+          const pass = () => {
+            const headers = { ...answer.headers };
+            // Hop-by-hop headers belong to the app's connection; Node frames the body for the client's.
+            for (const h of ['connection', 'keep-alive', 'transfer-encoding']) delete headers[h];
+            res.writeHead(status, headers);
+            answer.pipe(res);
+          };
+          void record(status).then(pass, () => {
+            // A failed request is answered as it is; a change the journal could not record is not a success.
+            if (status >= 400) return pass();
+            answer.resume();
+            res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify(toErrorAnswer(auditFailed()).body));
+          });
+        });
+        holding.web(ctx.req, res, { target: r.target });
+      });
+      // The app never answered (the proxy answered 502): that attempt is recorded too.
+      if (!answered) await record(res.statusCode).catch(() => undefined);
     },
 
     /** Handles an upgrade under `/api/plugin/`; returns false when the path is not ours. */
@@ -147,6 +179,7 @@ export function createPluginProxy(deps: {
 
     close(): void {
       proxy.close();
+      holding.close();
     },
   };
 }

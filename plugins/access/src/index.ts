@@ -1,12 +1,14 @@
 /**
+/**
  * access: users, API keys and per-deployment grants (stored here, in SQLite), which makes it the agent's principal
- * directory: the kernel authenticates every request through it. Also the endpoints of the audit journal, which
- * belongs to the core (`coreServices.audit`).
+ * directory: the kernel authenticates every request through it; and the audit journal: the kernel writes its
+ * records to this plugin (`auditSink`), which stores, searches and serves them.
  */
 import { join } from 'node:path';
-import { coreServices, definePlugin, optional, principalDirectory, principalFrom, retiredName, type AuditLog } from '@agent/sdk';
+import { auditSink, coreServices, definePlugin, optional, principalDirectory, principalFrom, retiredName } from '@agent/sdk';
 import { deploymentsService } from '@agent/plugin-deployments/api';
-import { identityService } from './api.js';
+import { auditJournalService, identityService, type AuditJournalService } from './api.js';
+import { AuditJournal, type Journal } from './audit/journal.js';
 import { registerApiKeyRoutes } from './apikeys.js';
 import { registerAuditRoutes } from './audit/routes.js';
 import { registerGrantRoutes } from './grants.js';
@@ -28,10 +30,13 @@ export default definePlugin({
   },
   // Deployments are only looked up when a request needs them (and the deployments plugin needs nothing from this
   // one at setup): optional, so either order works.
-  deps: { auth: coreServices.auth, audit: coreServices.audit, deployments: optional(deploymentsService) },
-  provides: { identity: identityService, principals: principalDirectory },
+  deps: { auth: coreServices.auth, deployments: optional(deploymentsService) },
+  provides: { identity: identityService, principals: principalDirectory, sink: auditSink, journal: auditJournalService },
 
-  async setup(ctx, { auth, audit, ...deps }) {
+  async setup(ctx, { auth, ...deps }) {
+    // Opened first: the kernel and every other plugin write to it from their own start on. Events of an older
+    // agent, kept in the core's journal, are taken over at the first open.
+    const audit = new AuditJournal(ctx.store.journal('audit') as unknown as Journal, join(ctx.agent.dataDir, 'core', 'journal.sqlite'));
     const store = new IdentityStore(ctx.store.journal());
     const migrated = migrateLegacyFile(join(ctx.agent.dataDir, ...LEGACY_FILE), store);
     if (migrated !== null) ctx.log.info('users, API keys and grants imported from identity.json (renamed identity.json.migrated)', { users: migrated });
@@ -65,15 +70,19 @@ export default definePlugin({
       if (retired) ctx.log.info('audit events of an earlier deployment of the same name retired', { deployment: name, events: retired });
     });
     return {
-      provides: { identity, principals: identity },
-      // Usage stamps of API keys are written every few seconds; the last ones at shutdown.
-      stop: () => identity.flush(),
+      provides: { identity, principals: identity, sink: audit, journal: audit },
+      // Usage stamps of API keys are written every few seconds, the last ones here; the host stops this plugin last
+      // and closes the journal after `stop`: every record accepted is committed.
+      stop: async () => {
+        await identity.flush();
+        await audit.close();
+      },
     };
   },
 });
 
 /** Moves the events about `name` (all of them, written before now) to `retiredAs`; returns how many. */
-export function retireAuditHistory(audit: AuditLog, name: string, retiredAs: string): number {
+export function retireAuditHistory(audit: AuditJournalService, name: string, retiredAs: string): number {
   const ids: number[] = [];
   for (let offset = 0; ; offset += 5000) {
     const page = audit.search({ equals: { deployment: name }, limit: 5000, offset, countCap: 1, idsOnly: true });

@@ -1,9 +1,9 @@
 /** `POST /auth/login`: a token for a username and password, or for an API key, behind the login limiter. */
-import { errors, HttpError, Secret, Type, type AuditLog, type PluginContext } from '@agent/sdk';
+import { errors, HttpError, Secret, Type, type AuditSink, type PluginContext } from '@agent/sdk';
 import type { Identity } from './identity/identity.js';
 import type { LoginLimiter } from './identity/login-limiter.js';
 
-export function registerLoginRoute(ctx: PluginContext<any>, identity: Identity, limiter: LoginLimiter, audit: AuditLog): void {
+export function registerLoginRoute(ctx: PluginContext<any>, identity: Identity, limiter: LoginLimiter, audit: AuditSink): void {
   ctx.route({
     method: 'POST', path: '/auth/login', public: true, tag: 'auth', operationId: 'auth.login', audit: false,
     summary: 'Obtain a token with a username and password, or with an API key',
@@ -29,6 +29,7 @@ export function registerLoginRoute(ctx: PluginContext<any>, identity: Identity, 
       if (wait > 0) {
         throw new HttpError(429, 'TOO_MANY_ATTEMPTS', `too many failed logins; try again in ${wait} s`, undefined, { 'retry-after': String(wait) });
       }
+      // Answered once the record is durable; a failed login is answered as such even if it could not be recorded.
       const record = (success: boolean, actor_type: 'user' | 'api_key', actor_id: string, actor_name: string) =>
         audit.record({
           actor_type, actor_id, actor_name, action: 'auth.login', resource_type: 'auth', success, status: success ? 200 : 401, client_ip: req.ip,
@@ -36,20 +37,20 @@ export function registerLoginRoute(ctx: PluginContext<any>, identity: Identity, 
       if (byPassword) {
         const result = await identity.loginWithPassword(username!, password!);
         if (!result) {
-          record(false, 'user', `user:${identity.users.findByUsername(username!)?.id ?? 'unknown'}`, username!);
+          await record(false, 'user', `user:${identity.users.findByUsername(username!)?.id ?? 'unknown'}`, username!).catch(() => undefined);
           throw errors.unauthorized('invalid username or password', 'INVALID_CREDENTIALS');
         }
         limiter.succeed(username!, req.ip);
-        record(true, 'user', `user:${result.user.id}`, result.user.username);
+        await record(true, 'user', `user:${result.user.id}`, result.user.username);
         return { token: result.token, expires_at: result.expires_at, user: { id: result.user.id, username: result.user.username, role: result.user.role } };
       }
       const result = await identity.loginWithApiKey(api_key!, req.ip);
       if (!result) {
-        record(false, 'api_key', 'api_key:unknown', api_key!.slice(0, 10));
+        await record(false, 'api_key', 'api_key:unknown', api_key!.slice(0, 10)).catch(() => undefined);
         throw errors.unauthorized('invalid, expired or revoked API key', 'INVALID_CREDENTIALS');
       }
       limiter.succeed(null, req.ip);
-      record(true, 'api_key', `api_key:${result.api_key.id}`, result.api_key.name);
+      await record(true, 'api_key', `api_key:${result.api_key.id}`, result.api_key.name);
       return { token: result.token, expires_at: result.expires_at, api_key: { id: result.api_key.id, name: result.api_key.name, role: result.api_key.role } };
     },
   });

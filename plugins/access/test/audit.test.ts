@@ -109,7 +109,7 @@ describe('audit endpoints', () => {
   });
 
   it('bounds the count of a filtered list and keeps the unfiltered count exact', async () => {
-    const db = new Database(join(agent.dataDir, 'core', 'journal.sqlite'));
+    const db = new Database(join(agent.dataDir, 'plugins', 'access', 'audit.sqlite'));
     const insert = db.prepare(`INSERT INTO audit_events (time, time_ms, actor_type, actor_id, action, resource_type, success) VALUES (?, ?, 'system', 'system:test', 'test.bulk', 'test', 1)`);
     const now = Date.now();
     db.transaction(() => {
@@ -124,7 +124,7 @@ describe('audit endpoints', () => {
     // The statistics count exactly.
     const stats = await agent.api('GET', '/api/audit/stats', { query: { action: 'test.bulk' } });
     expect(stats.body.data.total).toBe(10_005);
-    const db2 = new Database(join(agent.dataDir, 'core', 'journal.sqlite'));
+    const db2 = new Database(join(agent.dataDir, 'plugins', 'access', 'audit.sqlite'));
     db2.prepare(`DELETE FROM audit_events WHERE action = 'test.bulk'`).run();
     db2.close();
   });
@@ -168,7 +168,7 @@ describe('audit endpoints', () => {
   });
 
   it('computes filtered statistics like SQL over the journal (ids from the search)', async () => {
-    const journal = new Database(join(agent.dataDir, 'core', 'journal.sqlite'), { readonly: true });
+    const journal = new Database(join(agent.dataDir, 'plugins', 'access', 'audit.sqlite'), { readonly: true });
     try {
       const sqlStats = (where: string, params: unknown[]) => {
         const all = (sql: string) => journal.prepare(sql).all(...params);
@@ -226,7 +226,7 @@ describe('audit endpoints', () => {
     expect((await agent.api('DELETE', '/api/audit/cleanup')).status).toBe(400);
     expect((await agent.api('DELETE', '/api/audit/cleanup', { query: { older_than: 0 } })).status).toBe(400);
     // Age some events by writing old timestamps straight into the journal (another connection, WAL mode).
-    const db = new Database(join(agent.dataDir, 'core', 'journal.sqlite'));
+    const db = new Database(join(agent.dataDir, 'plugins', 'access', 'audit.sqlite'));
     const old = Date.now() - 10 * 86400_000;
     const insert = db.prepare(`INSERT INTO audit_events (time, time_ms, actor_type, actor_id, action, resource_type, success) VALUES (?, ?, 'system', 'system:test', 'test.old', 'test', 1)`);
     for (let i = 0; i < 5; i++) insert.run(new Date(old).toISOString(), old);

@@ -84,9 +84,14 @@ export default definePlugin({
           deployment, include_database: config.include_database, exclude_patterns: config.exclude_patterns,
           destination: config.destination, trigger: 'scheduled', retention: config.retention, description: 'scheduled backup',
         }, output);
-        ctx.audit({ action: 'backups.scheduled', resource_type: 'backups', resource_id: done.backup_id, deployment, success: true, detail: { size: done.size } });
+        await ctx.audit({
+          action: 'backups.scheduled', resource_type: 'backups', resource_id: done.backup_id, deployment, success: true, detail: { size: done.size },
+        });
       } catch (err) {
-        ctx.audit({ action: 'backups.scheduled', resource_type: 'backups', deployment, success: false, detail: { error: (err as Error).message.slice(0, 300) } });
+        // The run's own error is what its execution reports (the kernel logs an audit failure).
+        await ctx.audit({
+          action: 'backups.scheduled', resource_type: 'backups', deployment, success: false, detail: { error: (err as Error).message.slice(0, 300) },
+        }).catch(() => undefined);
         throw err;
       }
     });

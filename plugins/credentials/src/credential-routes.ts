@@ -101,7 +101,7 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
   });
 
   ctx.route({
-    method: 'POST', path: '/credentials', permission: 'credentials:write', tag: 'credentials', operationId: 'credentials.create', status: 201,
+    method: 'POST', path: '/credentials', permission: 'credentials:write', tag: 'credentials', operationId: 'credentials.create', creates: 'id', status: 201,
     summary: 'Store a credential (encrypted at rest)',
     description: 'A `registry` credential belongs to a registry configuration (`registry`, a slug; default `dockerhub`). Image pulls from that registry use it.',
     body: Type.Object({

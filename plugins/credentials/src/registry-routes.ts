@@ -46,7 +46,7 @@ export function registerRegistryRoutes(ctx: PluginContext, catalog: RegistryCata
   });
 
   ctx.route({
-    method: 'POST', path: '/registries', permission: 'registries:write', tag: 'registries', operationId: 'registries.create', status: 201,
+    method: 'POST', path: '/registries', permission: 'registries:write', tag: 'registries', operationId: 'registries.create', creates: 'slug', status: 201,
     summary: 'Add a custom registry (a private registry, a self-hosted GitLab, …)',
     body: Type.Object({
       slug: Type.String({ pattern: SLUG }),

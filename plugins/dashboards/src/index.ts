@@ -123,7 +123,7 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'POST', path: '/dashboards', permission: 'dashboards:write', operationId: 'dashboards.create', tenancy: 'own', status: 201,
+      method: 'POST', path: '/dashboards', permission: 'dashboards:write', operationId: 'dashboards.create', creates: 'id', tenancy: 'own', status: 201,
       summary: 'Create a dashboard',
       body: DashboardInput,
       response: DashboardView,

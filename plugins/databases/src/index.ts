@@ -118,7 +118,12 @@ export default definePlugin({
           outcome = { success: false, status: (err as { status?: number }).status ?? 500 };
           throw err;
         } finally {
-          if (write) auditWrite(principal, req.ip, spec, body.deployment ?? null, body.query, outcome);
+          // Answered once the record is durable, like the requests the core audits; a failed query keeps its own error.
+          if (write) {
+            await auditWrite(principal, req.ip, spec, body.deployment ?? null, body.query, outcome).catch((err: unknown) => {
+              if (outcome.success) throw err;
+            });
+          }
         }
       },
     });
@@ -133,6 +138,7 @@ export default definePlugin({
 
     ctx.route({
       ...writing, method: 'POST', path: '/databases/create', permission: 'databases:write', operationId: 'databases.createDatabase', status: 201,
+      creates: 'name',
       summary: 'Create a database (409 DB_EXISTS when it exists)',
       body: CreateDatabaseBody, response: CreatedDatabase,
       handler: async (req) => {
@@ -150,6 +156,7 @@ export default definePlugin({
 
     ctx.route({
       ...writing, method: 'POST', path: '/databases/users/create', permission: 'databases:write', operationId: 'databases.createUser', status: 201,
+      creates: 'user',
       summary: 'Create a database user (409 DB_USER_EXISTS when it exists)',
       body: CreateUserBody, response: CreatedUser,
       handler: async (req) => {

@@ -53,6 +53,12 @@ describe('deployments lifecycle against the real engine', () => {
     expect(res.body.code).toBe('DEPLOYMENT_EXISTS');
   });
 
+  it('names the deployment in the audit records of its creation and of the refused second one', async () => {
+    const events = await agent.api('GET', '/audit/events', { query: { action: 'deployments.create', resource_id: name } });
+    expect(events.status).toBe(200);
+    expect(events.body.data.map((e: any) => [e.success, e.status, e.resource_id, e.deployment])).toEqual([[false, 409, name, name], [true, 201, name, name]]);
+  });
+
   it('stops (409 when stopped) and starts (409 when running)', async () => {
     const stop = await agent.api('POST', `/deployments/${name}/stop`);
     expect(stop.status, stop.text).toBe(200);

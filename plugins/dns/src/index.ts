@@ -178,7 +178,7 @@ export default definePlugin({
     };
 
     ctx.route({
-      method: 'POST', path: '/dns/dnsserver/zones', permission: 'dns:write', operationId: 'dns.createZone', status: 201,
+      method: 'POST', path: '/dns/dnsserver/zones', permission: 'dns:write', operationId: 'dns.createZone', creates: 'name', status: 201,
       summary: 'Create a zone (409 ZONE_EXISTS when it exists)',
       body: CreateZoneBody, response: ZoneDetails,
       plan: {

@@ -44,7 +44,10 @@ export default definePlugin({
       const refused = refusal(deps.principals, task);
       if (refused) {
         await tasks.disable(task.id, `not run: ${refused}`);
-        ctx.audit({ action: 'scheduler.run_refused', resource_type: 'scheduler', resource_id: String(task.id), deployment: name, success: false, detail: { reason: refused, run_as: task.run_as?.id ?? null } });
+        await ctx.audit({
+          action: 'scheduler.run_refused', resource_type: 'scheduler', resource_id: String(task.id), deployment: name, success: false,
+          detail: { reason: refused, run_as: task.run_as?.id ?? null },
+        }).catch(() => undefined); // the refusal is what the run reports (the kernel logs an audit failure)
         throw new Error(`not run: ${refused}; the task was disabled`);
       }
       if (task.task_type === 'backup') {
@@ -118,7 +121,7 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'POST', path: '/scheduler/tasks', permission: 'scheduler:write', operationId: 'scheduler.createTask', status: 201,
+      method: 'POST', path: '/scheduler/tasks', permission: 'scheduler:write', operationId: 'scheduler.createTask', creates: 'id', status: 201,
       summary: 'Create a scheduled task (cron expression validated)',
       body: Type.Object({
         deployment_name: deploymentName(),

@@ -1,10 +1,10 @@
 /**
- * Reading the core's audit journal: filters of spec 4.14 turned into a search of the core (lists) or into SQL
+ * Reading the audit journal: the endpoints' filters turned into a search of the journal (lists) or into SQL
  * with bound parameters (one event, stats, export), the visibility rule for non-admins, and row → JSON mapping.
  * Every value is bound; only column names from the fixed list below are ever written into SQL text.
  */
-import type { AuditEventRow, AuditSearchQuery, Principal, SqlDatabase, SqlStatement } from '@agent/sdk';
-import type { IdentityService } from '../api.js';
+import type { Principal, SqlDatabase, SqlStatement } from '@agent/sdk';
+import type { AuditEventRow, AuditSearchQuery, IdentityService } from '../api.js';
 
 export interface AuditFilter {
   actor_id?: string;
@@ -98,8 +98,8 @@ export function toSearch(filter: AuditFilter, anyOf: AuditSearchQuery['anyOf'], 
 export type IdRange = { first: number; last: number } | null;
 
 /**
- * SQL conditions of a filter. The table has no column indexes (the core's postings serve lists): a time window
- * is narrowed to its id range (`range`, from `AuditLog.idRange`), which SQLite reads as a rowid range.
+ * SQL conditions of a filter. The table has no column indexes (the journal's postings serve lists): a time window
+ * is narrowed to its id range (`range`, from `AuditJournalService.idRange`), which SQLite reads as a rowid range.
  */
 export function buildWhere(filter: AuditFilter, scope: Where | null, range?: IdRange): Where {
   const parts: string[] = [];

@@ -1,9 +1,9 @@
-/** `/api/audit/*` (spec 2.13, 4.14) and the retention job over the core's audit journal. */
+/** `/api/audit/*` and the retention job over the audit journal. */
 import {
   errors, MAX_INTEGER, RecordId, reply, Seconds, Type,
-  type AuditLog, type PluginContext, type Principal, type Static,
+  type PluginContext, type Principal, type Static,
 } from '@agent/sdk';
-import type { IdentityService } from '../api.js';
+import type { AuditJournalService, IdentityService } from '../api.js';
 import { AuditEventView } from '../schemas.js';
 import { exportStream } from './export.js';
 import {
@@ -56,8 +56,8 @@ const DELETE_SLICE = 16_384;
 /** Beyond this many matches a filtered list reports `total: COUNT_CAP, total_exact: false` (exact counts: /audit/stats). */
 export const COUNT_CAP = 10_000;
 
-export function registerAuditRoutes(ctx: PluginContext, identity: IdentityService, audit: AuditLog): void {
-  // Reading `database` flushes the events queued by the core, so a read sees every earlier request.
+export function registerAuditRoutes(ctx: PluginContext, identity: IdentityService, audit: AuditJournalService): void {
+  // Reading `database` commits the events queued, so a read sees every earlier request.
   const db = () => audit.database;
   const statements = new StatementCache(db);
   const settings = ctx.settings(AuditSettings);
@@ -68,7 +68,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
     : audit.idRange(f.start_time === undefined ? undefined : Date.parse(f.start_time), f.end_time === undefined ? undefined : Date.parse(f.end_time)));
 
   /**
-   * The rows a stats query aggregates: with column filters or a non-admin's visibility, the ids the core's search
+   * The rows a stats query aggregates: with column filters or a non-admin's visibility, the ids the journal's search
    * finds (up to STATS_BY_IDS: rowid reads instead of scanning the table, which has no column indexes); else, or
    * beyond, the filter in SQL (a time window read as its id range).
    */
@@ -98,7 +98,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
     handler: (req) => {
       const { limit = 50, offset = 0, ...filter } = req.query;
       checkRange(filter);
-      // The core's search walks its block postings newest first and stops counting past COUNT_CAP, so a page
+      // The journal's search walks its block postings newest first and stops counting past COUNT_CAP, so a page
       // costs about the same whether ten thousand or a million events match.
       const found = audit.search(toSearch(filter, searchScope(req.principal, identity), { limit, offset, countCap: COUNT_CAP }));
       return reply.ok(found.rows.map(toView), undefined, { total: found.total, limit, offset, total_exact: found.exact });
@@ -174,7 +174,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
 
   /**
    * Deletes events older than `cutoffMs`, a few blocks of ids per statement, within the id range that can hold
-   * them. The core's triggers note the blocks touched; reading `database` again re-indexes them (the postings of
+   * them. The journal's triggers note the blocks touched; reading `database` again re-indexes them (the postings of
    * emptied blocks are dropped, the block the cut goes through is rebuilt from its rows).
    */
   const deleteOlderThan = (cutoffMs: number): number => {
@@ -204,7 +204,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
 
   const retention = ctx.job({
     name: 'audit-retention', cron: '23 3 * * *', description: 'deletes audit events older than the retention setting',
-    run: (run) => {
+    run: async (run) => {
       const days = settings.get().retention_days;
       if (days === 0) {
         run.output('retention is 0: events are kept forever');
@@ -213,7 +213,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
       db();
       const deleted = deleteOlderThan(Date.now() - days * DAY_MS);
       run.output(`${deleted} events older than ${days} days deleted`);
-      ctx.audit({ action: 'audit.retention', resource_type: 'audit', success: true, detail: { events_deleted: deleted, retention_days: days } });
+      await ctx.audit({ action: 'audit.retention', resource_type: 'audit', success: true, detail: { events_deleted: deleted, retention_days: days } });
     },
   });
 

@@ -53,6 +53,7 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
 
   ctx.route({
     method: 'POST', path: '/object-stores', permission: 'object-stores:write', operationId: 'objectStores.create', tag: 'object-stores', status: 201,
+    creates: 'name',
     summary: 'Register an external S3-compatible store (credentials kept encrypted)',
     body: Type.Object({
       name: Type.String({ pattern: STORE_NAME }),
@@ -83,6 +84,7 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
 
   ctx.route({
     method: 'POST', path: '/object-stores/provision-managed', permission: 'object-stores:write', operationId: 'objectStores.provisionManaged', tag: 'object-stores', status: 201,
+    creates: 'name',
     summary: 'Deploy an S3-compatible store on this host (image built locally), create its credentials and register it',
     body: Type.Object({
       name: Type.String({ pattern: STORE_NAME, description: 'store name; the deployment is named objstore-<name>' }),

@@ -81,6 +81,7 @@ export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentMan
 
   ctx.route({
     method: 'POST', path: '/deployments', permission: 'deployments:write', operationId: 'deployments.create', tenancy: 'create', tag: 'deployments', status: 201,
+    creates: 'name',
     summary: 'Create a deployment',
     description: 'Validates the YAML (400 `INVALID_YAML` with line and column) and the compose structure (400 `INVALID_COMPOSE`), applies the host-safety policy (400 `HOST_SAFETY`), writes the files atomically, grants the creator admin access, and starts it when `auto_start`. 409 `DEPLOYMENT_EXISTS` when the name is taken. If starting fails the deployment is kept and `start_error` says why.',
     body: Type.Object({

@@ -60,7 +60,7 @@ export function volumeRoutes(ctx: PluginContext<any>, engine: DockerEngine): voi
   });
 
   ctx.route({
-    method: 'POST', path: '/volumes', permission: 'volumes:write', operationId: 'volumes.create', tag: 'volumes', status: 201,
+    method: 'POST', path: '/volumes', permission: 'volumes:write', operationId: 'volumes.create', creates: 'name', tag: 'volumes', status: 201,
     summary: 'Create a volume',
     description: 'Global: a deployment\'s volumes come from its compose file. A volume labelled with a deployment\'s project needs write access to it.',
     body: Type.Object({
@@ -130,7 +130,7 @@ export function networkRoutes(ctx: PluginContext<any>, engine: DockerEngine): vo
   });
 
   ctx.route({
-    method: 'POST', path: '/networks', permission: 'networks:write', operationId: 'networks.create', tag: 'networks', status: 201,
+    method: 'POST', path: '/networks', permission: 'networks:write', operationId: 'networks.create', creates: 'name', tag: 'networks', status: 201,
     summary: 'Create a network',
     description: 'Global: a deployment\'s networks come from its compose file. A network labelled with a deployment\'s project needs write access to it.',
     body: Type.Object({

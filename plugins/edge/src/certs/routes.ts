@@ -145,6 +145,7 @@ export function certificateRoutes(rt: Runtime, certs: Certificates): void {
 
   ctx.route({
     method: 'POST', path: '/certificates', permission: 'certificates:write', operationId: 'certificates.request', tag: 'certificates', status: 201,
+    creates: 'domain',
     summary: 'Obtain a certificate (ACME HTTP-01 through the proxy) for a domain and its aliases',
     description: "Bound to the deployment whose domain it is; for a name no deployment uses, global.",
     body: Type.Object({ domain: Type.String({ maxLength: 253, pattern: HOSTNAME }) }),

@@ -62,7 +62,7 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   });
 
   ctx.route({
-    method: 'POST', path: '/security/blocked-ips', permission: 'security:write', operationId: 'security.blockIp', tag: 'security', status: 201,
+    method: 'POST', path: '/security/blocked-ips', permission: 'security:write', operationId: 'security.blockIp', creates: 'ip', tag: 'security', status: 201,
     summary: 'Block an address or range in the proxy (403), optionally for a duration or one deployment',
     description: 'With `deployment`, bound to that deployment; without, the block applies to every site: global.',
     body: Type.Object({
@@ -107,6 +107,7 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
 
   ctx.route({
     method: 'POST', path: '/security/whitelist', permission: 'security:write', operationId: 'security.addWhitelist', tag: 'security', status: 201,
+    creates: 'id',
     summary: 'Whitelist an address, a range or a path prefix (overrides blocks)',
     body: Type.Object({
       type: Type.Union([Type.Literal('ip'), Type.Literal('cidr'), Type.Literal('path')]),
@@ -185,6 +186,7 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
 
   ctx.route({
     method: 'POST', path: '/security/protected-routes', permission: 'security:write', operationId: 'security.addProtectedRoute', tag: 'security', status: 201,
+    creates: 'id',
     summary: "Protect a path of a deployment's domains with basic authentication",
     body: Type.Object({ ...ProtectedBody, enabled: Type.Optional(Type.Boolean({ default: true })) }),
     deployment: (req) => req.body.deployment,

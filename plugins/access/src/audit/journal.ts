@@ -1,23 +1,25 @@
 /**
- * The audit journal. Events are queued and written in one transaction every few milliseconds (or per
- * FLUSH_BATCH events), so a burst of requests costs one commit; `flush()` runs before anything reads the table
- * through `database` or `search`, and at shutdown. Layout and invariants: layout.ts; postings: postings.ts.
+ * The audit journal. Records are written by group commit: each one joins the open batch; the batch is committed
+ * once the current turn of the event loop has queued what it had; then the WAL file is synced to disk
+ * (`fdatasync`, in the thread pool) and every record of the batch resolves together. A burst of requests shares
+ * one commit, none is answered before its record is durable, and the event loop never waits for the disk: records
+ * that come while a sync runs are committed together as soon as it ends (the bigger the batch, the less work per
+ * record). Readers (`database`, `search`) commit the open batch at once. Layout and invariants: layout.ts;
+ * postings: postings.ts.
  */
-import type { AuditEventInput, AuditLog, AuditSearchQuery, AuditSearchResult, SqlDatabase } from '@agent/sdk';
-import type { Journal } from '../store/journal.js';
-import { redactDeep } from '../plans/redact.js';
+import { closeSync, fdatasync, openSync } from 'node:fs';
+import type BetterSqlite3 from 'better-sqlite3';
+import type { AuditEventInput, AuditSink, SqlDatabase } from '@agent/sdk';
+import type { AuditJournalService, AuditSearchQuery, AuditSearchResult } from '../api.js';
 import { DERIVED, INDEX_COLUMNS, INSERT_COLUMNS, LAYOUT_VERSION, ROW_WIDTH, SCHEMA } from './layout.js';
 import { BLOCK_SIZE, BlockBuilder, BUCKETS, FIELD_COUNT } from './postings.js';
 import { AuditSearcher, type BlockInfo } from './search.js';
+import { adoptLegacyJournal } from './legacy.js';
 
-/**
- * Events are written together once this many are queued, or after a delay: FLUSH_DELAY_MS when writes are
- * quick, up to MAX_DELAY_MS when they are slow (a burst): each commit rewrites the open block's postings it
- * touched, so bigger batches under load cost less per event. Shutdown and every read flush first.
- */
+export type Journal = BetterSqlite3.Database;
+
+/** A batch committed at once beyond this many records (a flood from one turn of the event loop). */
 const FLUSH_BATCH = 50_000;
-const FLUSH_DELAY_MS = 20;
-const MAX_DELAY_MS = 1000;
 /** Rows per INSERT statement: far fewer calls into SQLite per event. */
 const ROWS_PER_STATEMENT = 50;
 /**
@@ -27,30 +29,65 @@ const ROWS_PER_STATEMENT = 50;
  */
 const MAX_HOLD_MS = 10_000;
 
-export class CoreAuditLog implements AuditLog {
+/** The records waiting for one commit, and the promise they all resolve with. */
+interface Batch {
+  promise: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+function newBatch(): Batch {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // A record nobody waits for must not end the process when its commit fails (the kernel logs the failure).
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+export class AuditJournal implements AuditSink, AuditJournalService {
   /** Queued events, ROW_WIDTH values each in INSERT order (the id is filled in when written). */
   private queue: unknown[] = [];
-  private delayMs = FLUSH_DELAY_MS;
-  private timer: NodeJS.Timeout | null = null;
+  /** The batch the queued events belong to (null while none is queued). */
+  private batch: Batch | null = null;
+  private scheduled = false;
   /** Highest id ever assigned (AUTOINCREMENT: ids are not reused) and highest id indexed in the postings. */
   private lastId = 0;
   private indexedTo = 0;
   private lastStamp = 0;
   private isoMs = NaN;
   private iso = '';
-  /** Postings of the newest block, kept in memory: each flush rewrites the terms it touched. */
+  /** Postings of the newest block, kept in memory: a reader's flush (or the end of the block) writes the terms it touched. */
   private open: BlockBuilder | null = null;
   /** Every non-empty block, ascending (mirrors `audit_blocks`). */
   private blocks: BlockInfo[] = [];
   private readonly s;
-  private readonly write: (rows: unknown[], external: boolean) => void;
+  private readonly write: (rows: unknown[], external: boolean, index: boolean) => void;
   private readonly searcher: AuditSearcher;
+  /** The WAL file (null: not in WAL mode), its descriptor once opened, and the batches committed but not yet synced. */
+  private readonly wal: string | null;
+  private walFd: number | null = null;
+  private unsynced: Batch[] = [];
+  private syncing: Promise<void> | null = null;
 
-  constructor(private readonly db: Journal) {
+  /** `legacyPath`: an older agent's journal whose events this one takes over at open (legacy.ts). */
+  constructor(private readonly db: Journal, legacyPath?: string) {
     const hasLayout = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_layout'").get() !== undefined;
-    const current = hasLayout && (db.prepare('SELECT version FROM audit_layout').pluck().get() as number | undefined) === LAYOUT_VERSION;
+    let current = hasLayout && (db.prepare('SELECT version FROM audit_layout').pluck().get() as number | undefined) === LAYOUT_VERSION;
     if (!current) db.exec(DERIVED);
     db.exec(SCHEMA);
+    // Events taken over from an older agent's journal: the derived tables are rebuilt from every row.
+    if (legacyPath && adoptLegacyJournal(db, legacyPath) > 0 && current) {
+      current = false;
+      db.exec(DERIVED);
+      db.exec(SCHEMA);
+    }
+    // Durability comes from syncing the WAL after each commit (`sync`); without a WAL, from every commit itself.
+    this.wal = db.pragma('journal_mode', { simple: true }) === 'wal' ? `${db.name}-wal` : null;
+    if (!this.wal) db.pragma('synchronous = FULL');
     // Reads of the audit endpoints (page rows, scans of stats and exports) run from memory-mapped pages.
     db.pragma('mmap_size = 268435456');
     // Pages stay cached between batches (SQLite grows its cache only as it needs it).
@@ -73,13 +110,13 @@ export class CoreAuditLog implements AuditLog {
       dirty: db.prepare('SELECT block, MAX(what) AS what FROM audit_dirty GROUP BY block ORDER BY block'),
       clearDirty: db.prepare('DELETE FROM audit_dirty'),
     };
-    this.write = db.transaction((rows: unknown[], external: boolean) => {
+    this.write = db.transaction((rows: unknown[], external: boolean, index: boolean) => {
       if (external) {
         this.catchUp();
         this.repair();
       }
       this.insert(rows);
-      if (this.open) this.persist(this.open);
+      if (index && this.open) this.persist(this.open);
     });
     db.transaction(() => this.load(current))();
     this.searcher = new AuditSearcher(db, () => this.blocks);
@@ -90,7 +127,7 @@ export class CoreAuditLog implements AuditLog {
     return this.db as unknown as SqlDatabase;
   }
 
-  record(e: AuditEventInput): void {
+  record(e: AuditEventInput): Promise<void> {
     let now = Date.now();
     if (now < this.lastStamp && this.lastStamp - now < MAX_HOLD_MS) now = this.lastStamp;
     else this.lastStamp = now;
@@ -99,12 +136,28 @@ export class CoreAuditLog implements AuditLog {
       this.isoMs = now;
       this.iso = new Date(now).toISOString();
     }
-    const detail = e.detail ? JSON.stringify(redactDeep(e.detail)) : null;
+    const detail = e.detail ? JSON.stringify(e.detail) : null;
     const resourceId = e.resource_id === null || e.resource_id === undefined ? null : String(e.resource_id);
     this.queue.push(0, this.iso, now, e.actor_type, e.actor_id, e.actor_name ?? null, e.action, e.resource_type, resourceId,
       e.deployment ?? null, e.success ? 1 : 0, e.status ?? null, e.client_ip ?? null, detail);
-    if (this.queue.length >= FLUSH_BATCH * ROW_WIDTH) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), this.delayMs).unref();
+    const batch = (this.batch ??= newBatch());
+    if (this.queue.length >= FLUSH_BATCH * ROW_WIDTH) this.commitQuietly();
+    else if (!this.scheduled && !this.syncing) {
+      this.scheduled = true;
+      // After the I/O callbacks of this turn: every request that finished in it joins the same commit. While a
+      // sync runs, records wait for its end instead (sync), and go in one bigger commit: far less work per record.
+      setImmediate(() => this.commitQuietly());
+    }
+    return batch.promise;
+  }
+
+  /** A scheduled commit: its failure reaches the records' promises, not the event loop. */
+  private commitQuietly(): void {
+    try {
+      this.commit(false);
+    } catch {
+      // Already delivered to the batch's records.
+    }
   }
 
   search(query: AuditSearchQuery): AuditSearchResult {
@@ -124,30 +177,74 @@ export class CoreAuditLog implements AuditLog {
     return first < 0 ? null : { first: first * BLOCK_SIZE, last: last * BLOCK_SIZE + BLOCK_SIZE - 1 };
   }
 
+  /** Commits the queued events and brings the postings up to date: readers call it first. */
   flush(): void {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    // Rows another connection appended, deleted or changed are indexed before anything is read or written.
-    const state = this.s.state.get() as { max_id: number | null; dirty: number };
-    const external = (state.max_id ?? 0) > this.indexedTo || state.dirty === 1;
-    if (this.queue.length === 0 && !external) return;
+    this.commit(true);
+  }
+
+  /**
+   * Commits the queued events; their promises resolve once the commit is synced. The open block's postings are
+   * written only with `index` (readers, the end of a block): the rows alone make a record durable, and the open
+   * block is rebuilt from its rows at the next open, so a write commits its rows and little else.
+   */
+  private commit(index: boolean): void {
+    this.scheduled = false;
     const rows = this.queue;
+    const batch = this.batch;
     this.queue = [];
-    const t0 = performance.now();
+    this.batch = null;
     try {
-      this.write(rows, external);
+      // Rows another connection appended, deleted or changed are indexed before anything is read or written.
+      const state = this.s.state.get() as { max_id: number | null; dirty: number };
+      const external = (state.max_id ?? 0) > this.indexedTo || state.dirty === 1;
+      if (rows.length === 0 && !external && !(index && this.open?.pending)) return;
+      this.write(rows, external, index);
     } catch (err) {
-      // Rolled back: the ids and postings kept in memory may name rows that were not written; start again from
-      // what is stored (the queued events are lost, as with any failed commit).
-      this.open = null;
-      this.indexedTo = 0;
-      this.db.transaction(() => this.load(true))();
+      // The batch's records fail (their requests answer an error). Rolled back: the ids and postings kept in memory
+      // may name rows that were not written; start again from what is stored (unless the journal is closed).
+      batch?.reject(err);
+      if (this.db.open) {
+        this.open = null;
+        this.indexedTo = 0;
+        this.db.transaction(() => this.load(true))();
+      }
       throw err;
     }
-    // The next batch waits twice as long as this one took to write: at most a third of the time goes to flushes.
-    if (rows.length > 0) this.delayMs = Math.min(MAX_DELAY_MS, Math.max(FLUSH_DELAY_MS, 2 * (performance.now() - t0)));
+    if (!batch) return;
+    if (!this.wal) batch.resolve();
+    else {
+      this.unsynced.push(batch);
+      this.syncing ??= this.sync();
+    }
+  }
+
+  /**
+   * Syncs the WAL until no committed batch waits; each sync resolves the batches committed before it started. The
+   * records that came during a sync are committed together right after it, then synced in turn.
+   */
+  private async sync(): Promise<void> {
+    while (this.unsynced.length > 0) {
+      const batches = this.unsynced;
+      this.unsynced = [];
+      try {
+        this.walFd ??= openSync(this.wal!, 'r');
+        const fd = this.walFd;
+        await new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+        for (const b of batches) b.resolve();
+      } catch (err) {
+        for (const b of batches) b.reject(err);
+      }
+      if (this.queue.length > 0) this.commitQuietly();
+    }
+    this.syncing = null;
+  }
+
+  /** Commits and syncs everything recorded so far (the plugin's stop; the host closes the database after it). */
+  async close(): Promise<void> {
+    this.flush();
+    while (this.syncing) await this.syncing;
+    if (this.walFd !== null) closeSync(this.walFd);
+    this.walFd = null;
   }
 
   private insert(rows: unknown[]): void {

@@ -1,5 +1,5 @@
 /**
- * Tables of the audit journal (all in the core's journal.sqlite):
+ * Tables of the audit journal (all in the access plugin's audit.sqlite; the core's journal.sqlite held them before, see legacy.ts):
  * - `audit_events`: one row per event (documented in the SDK). Ids are assigned by the writer, and `time_ms` is
  *   stamped so that it never decreases as the id grows: "newest first" is `id DESC`, a time window is an id range.
  *   Rows written before that rule (journals from older agents) may be out of time order: answers stay exact

@@ -5,8 +5,8 @@
  * of `(field, bucket, block)`). Counting stops past the cap, so a page costs about the same whether a hundred
  * or a million events match.
  */
-import type { AuditEventRow, AuditSearchQuery, AuditSearchResult } from '@agent/sdk';
-import type { Journal } from '../store/journal.js';
+import type { AuditEventRow, AuditSearchQuery, AuditSearchResult } from '../api.js';
+import type { Journal } from './journal.js';
 import { BLOCK_SIZE, bucketOf, FIELD_CODE, find, HAS_DEPLOYMENT, intersect, union, type Field } from './postings.js';
 
 export interface BlockInfo {

@@ -108,6 +108,11 @@ export class BlockBuilder {
     }
   }
 
+  /** Whether buckets changed since the last `takeTouched`. */
+  get pending(): boolean {
+    return this.touched.length > 0;
+  }
+
   /** The buckets changed since the last call, encoded. */
   takeTouched(): BucketRow[] {
     const out = this.touched.map((key) => {

@@ -4,12 +4,20 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AuditEventInput, AuditSearchQuery } from '@agent/sdk';
+import type { AuditEventInput } from '@agent/sdk';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CoreAuditLog } from '../src/audit/audit-log.js';
-import { openJournal, type Journal } from '../src/store/journal.js';
-import { seededRandom } from '../../test/helpers/random.js';
+import type { AuditSearchQuery } from '../src/api.js';
+import { AuditJournal, type Journal } from '../src/audit/journal.js';
+import { seededRandom } from '../../../test/helpers/random.js';
+
+/** A journal as the plugin host opens one (WAL). */
+function openJournal(path: string): Journal {
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  return db;
+}
 
 const rnd = seededRandom(11);
 
@@ -73,7 +81,7 @@ function queries(): Omit<AuditSearchQuery, 'limit'>[] {
   return out;
 }
 
-function check(audit: CoreAuditLog, db: Journal) {
+function check(audit: AuditJournal, db: Journal) {
   audit.flush();
   const byId = db.prepare('SELECT * FROM audit_events WHERE id = ?');
   for (const q of queries()) {
@@ -117,7 +125,7 @@ describe('audit search', () => {
   it('pages and counts like plain SQL: ingest, retime, cleanup, external writes, restart', () => {
     const path = tempJournal();
     let db = openJournal(path);
-    let audit = new CoreAuditLog(db);
+    let audit = new AuditJournal(db);
     // Bursts of different sizes, flushed at different points: blocks are finished across flushes.
     for (const size of [5000, 3, 1, 700, 9000, 17, 6000]) {
       for (let i = 0; i < size; i++) audit.record(event());
@@ -151,7 +159,7 @@ describe('audit search', () => {
     audit.flush();
     db.close();
     db = openJournal(path);
-    audit = new CoreAuditLog(db);
+    audit = new AuditJournal(db);
     check(audit, db);
     for (let i = 0; i < 2000; i++) audit.record(event());
     audit.flush();
@@ -187,7 +195,7 @@ describe('audit search', () => {
     })();
     old.close();
     const db = openJournal(path);
-    const audit = new CoreAuditLog(db);
+    const audit = new AuditJournal(db);
     const indexes = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit_events' AND sql IS NOT NULL").all();
     expect(indexes).toEqual([]);
     rowsAndPostingsAgree(db);
