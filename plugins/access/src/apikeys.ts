@@ -43,7 +43,7 @@ export function registerApiKeyRoutes(ctx: PluginContext, identity: IdentityServi
   });
 
   ctx.route({
-    method: 'POST', path: '/apikeys', permission: 'apikeys:write', tag: 'apikeys', operationId: 'apikeys.create', tenancy: 'own', status: 201,
+    method: 'POST', path: '/apikeys', permission: 'apikeys:write', tag: 'apikeys', operationId: 'apikeys.create', tenancy: 'own', status: 201, creates: 'id',
     summary: 'Create an API key for yourself; the secret is in this answer only',
     description: 'The key belongs to the caller (the owner of the calling key). Its effective right is the lower of its own and its owner\'s. A non-admin cannot give the key a role, permission or deployment it does not hold; a key created with a key never outlives it nor reaches beyond its deployments. `deployments` empty = every deployment of the owner.',
     body: Type.Object({

@@ -106,7 +106,7 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
   });
 
   ctx.route({
-    method: 'POST', path: '/users', permission: 'users:write', tag: 'users', operationId: 'users.create', status: 201,
+    method: 'POST', path: '/users', permission: 'users:write', tag: 'users', operationId: 'users.create', status: 201, creates: 'id',
     summary: 'Create a user',
     description: 'The password must pass the strength check. A non-admin cannot create a user with a role or permissions it does not hold.',
     body: Type.Object({
