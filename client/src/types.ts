@@ -1,4 +1,4 @@
-/** Shapes of the agent's HTTP API that the client relies on (see `shared/spec/agent-api.md`). */
+/** Shapes of the agent's HTTP API that the client relies on. */
 
 /** Every error answer: `{error, code}`, sometimes with extra fields (e.g. `drifted` on a stale plan). */
 export interface ErrorBody {

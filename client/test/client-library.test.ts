@@ -9,7 +9,7 @@ import {
 } from '../src/index.js';
 import { parse as parseYaml } from 'yaml';
 
-/** Shaped like the create-deployment body (spec 2.3) plus nested objects and enums. */
+/** Shaped like the create-deployment body plus nested objects and enums. */
 const body: JsonSchema = {
   type: 'object',
   required: ['name', 'compose_content'],

@@ -1,4 +1,4 @@
-/** `/api/apikeys` (spec 2.12): own keys for everyone, every key for an admin. */
+/** `/api/apikeys`: own keys for everyone, every key for an admin. */
 import {
   DEPLOYMENT_NAME, errors, RecordId, reply, Type,
   type PluginContext, type Principal, type Role,

@@ -1,4 +1,4 @@
-/** Per-deployment access: `/api/users/:id/deployments` and `GET /api/deployments/:name/users` (spec 2.11). */
+/** Per-deployment access: `/api/users/:id/deployments` and `GET /api/deployments/:name/users`. */
 import { deploymentName, errors, RecordId, reply, Type, type AccessLevel, type PluginContext, type Principal, type Role } from '@agent/sdk';
 import type { IdentityService } from './api.js';
 import { type DeploymentsService } from '@agent/plugin-deployments/api';

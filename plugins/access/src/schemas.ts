@@ -1,4 +1,4 @@
-/** Schemas shared by the access routes (request fields of spec 2.11–2.13, answers of 4.13–4.14). */
+/** Schemas shared by the access routes: request fields and answers. */
 import { Nullable, RecordId, Type } from '@agent/sdk';
 
 export const RoleSchema = Type.Union([Type.Literal('admin'), Type.Literal('operator'), Type.Literal('viewer')]);

@@ -1,4 +1,4 @@
-/** `/api/users`, `/api/users/me` and `/api/users/me/password` (spec 2.11, 4.13). */
+/** `/api/users`, `/api/users/me` and `/api/users/me/password`. */
 import {
   errors, reply, Secret, Type,
   type PluginContext, type Principal,

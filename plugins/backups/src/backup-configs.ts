@@ -1,5 +1,5 @@
 /**
- * Per-deployment backup configuration (2.9): schedule, retention, what to include, where to upload. Each enabled
+ * Per-deployment backup configuration: schedule, retention, what to include, where to upload. Each enabled
  * configuration is a scheduler job of this plugin (`config.<deployment>`); its runs are recorded by the core.
  */
 import { errors, Type, type Document, type JobHandle, type Logger, type PluginStore, type Scheduler, type Static } from '@agent/sdk';

@@ -1,5 +1,5 @@
 /**
- * `/api/credentials` (spec 2.15): stored in a document sealed with the agent's data key (AES-256-GCM), never
+ * `/api/credentials`: stored in a document sealed with the agent's data key (AES-256-GCM), never
  * answered in clear, and tested by really logging in to the registry they belong to.
  *
  * A secret stays bound to where it was entered: each credential keeps the registry URL its password was given for

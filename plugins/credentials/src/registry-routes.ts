@@ -1,5 +1,5 @@
 /**
- * `/api/registries` (spec 4.16): built-in registries read-only, custom ones by slug. Changing where a registry answers
+ * `/api/registries`: built-in registries read-only, custom ones by slug. Changing where a registry answers
  * (its host, or plain HTTP) while credentials use it needs their passwords again in the same request: a secret is
  * only ever sent to the URL it was entered for.
  */

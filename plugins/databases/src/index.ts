@@ -1,6 +1,6 @@
 /**
  * databases: administration of MySQL, MariaDB and PostgreSQL servers over their own protocols (mysql2, pg).
- * Every route is a POST whose body carries the connection (decisions.md); one connection per request.
+ * Every route is a POST whose body carries the connection; one connection per request.
  */
 import { definePlugin, errors, optional, reply, Type, type Principal, type RouteRequest } from '@agent/sdk';
 import { deploymentsService } from '@agent/plugin-deployments/api';

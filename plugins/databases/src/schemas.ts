@@ -20,7 +20,7 @@ const dbType = Type.Unsafe<DbType>({ type: 'string', enum: DB_TYPES, description
 export const PRIVILEGES = [...new Set([...MYSQL_PRIVILEGES, ...POSTGRES_PRIVILEGES])].sort();
 
 /**
- * The connection every database route takes (decisions.md): by a deployment's database service (`deployment`,
+ * The connection every database route takes: by a deployment's database service (`deployment`,
  * `service`), or directly by `host`/`port` (global scope only).
  */
 export const connectionFields = {

@@ -1,5 +1,5 @@
 /**
- * dns: the authoritative DNS server the agent manages, through the PowerDNS HTTP API (spec 2.14, 4.15, segment
+ * dns: the authoritative DNS server the agent manages, through the PowerDNS HTTP API (routes under the
  * `dnsserver`). Zones and record sets are validated here before the server sees them; zone changes are plannable
  * (the plan holds the record diff and goes stale when the zone's serial or the touched sets change).
  */

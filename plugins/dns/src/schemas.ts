@@ -1,4 +1,4 @@
-/** Request and response schemas of the DNS routes (spec 2.14, 4.15). */
+/** Request and response schemas of the DNS routes. */
 import { Nullable, Type } from '@agent/sdk';
 import { RECORD_TYPES } from './records.js';
 

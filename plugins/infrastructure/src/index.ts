@@ -1,5 +1,5 @@
 /**
- * infrastructure: shared services the agent keeps outside user deployments (spec 4.7): the proxy network, a
+ * infrastructure: shared services the agent keeps outside user deployments: the proxy network, a
  * shared database, a cache and the DNS server, each a compose project made from a built-in template with
  * settings. Provides the `infrastructure` service (the dns plugin starts and stops its server through it) and
  * lets deployments join the shared networks.

@@ -1,5 +1,5 @@
 /**
- * scheduler: tasks on a cron schedule (2.10, 4.12): back up a deployment (through the backups service), restart
+ * scheduler: tasks on a cron schedule: back up a deployment (through the backups service), restart
  * it (or one service), or run a command (argv) inside one of its services. Executions are recorded by the core
  * scheduler with their status, bounded output and duration.
  */

@@ -1,5 +1,5 @@
 /**
- * Scheduled tasks (2.10): stored in the plugin's document (they survive restarts) and each armed as a scheduler
+ * Scheduled tasks: stored in the plugin's document (they survive restarts) and each armed as a scheduler
  * job `task.<id>`, whose executions the core records.
  */
 import { errors, Type, type Document, type JobExecution, type JobHandle, type Logger, type Scheduler, type Static } from '@agent/sdk';

@@ -1,4 +1,4 @@
-/** Routes of backups, restores, jobs, backup configuration and destinations (2.9, 4.2, 4.9). */
+/** Routes of backups, restores, jobs, backup configuration and destinations. */
 import { createReadStream } from 'node:fs';
 import {
   assertVisible, boundIfVisible, canReach, DEPLOYMENT_OR_RETIRED, deploymentName, errors, globalScopeRequired, isRetiredName, Pagination, reply, Type,

@@ -1,4 +1,4 @@
-/** Routes of object stores (4.9): registration, buckets, objects (streamed), attach, replicate, managed stores. */
+/** Routes of object stores: registration, buckets, objects (streamed), attach, replicate, managed stores. */
 import { Transform } from 'node:stream';
 import { deploymentName, errors, globalScopeRequired, reply, Secret, Type, type PluginContext } from '@agent/sdk';
 import { BUCKET_NAME, invalidObjectKey, ObjectStoreClient } from '../s3/client.js';

@@ -1,5 +1,5 @@
 /**
- * Certificates (4.5, 2.5): list, request, renew those close to expiry, delete; a daily renewal job; and the
+ * Certificates: list, request, renew those close to expiry, delete; a daily renewal job; and the
  * background issuance behind `ssl.enabled` on a domain (the vhost switches to HTTPS once the certificate exists).
  */
 import { canReach, errors, globalScopeRequired, HOSTNAME, Nullable, reply, Type, type Principal } from '@agent/sdk';

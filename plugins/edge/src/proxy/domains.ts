@@ -1,5 +1,5 @@
 /**
- * Domains of a deployment (2.4, 4.3): list, add, update, remove — each plannable, the plan showing the nginx
+ * Domains of a deployment: list, add, update, remove — each plannable, the plan showing the nginx
  * configuration diff. A host name belongs to one deployment; the same host and path prefix twice is a conflict.
  */
 import { deploymentName, errors, RecordId, reply, Type, type Principal, type Static } from '@agent/sdk';

@@ -1,4 +1,4 @@
-/** Proxy endpoints (4.5): quick setup of a deployment's domain (2.6), status, removal, the vhost list. */
+/** Proxy endpoints: quick setup of a deployment's domain, status, removal, the vhost list. */
 import { deploymentName, errors, Nullable, reply, Type, compareText } from '@agent/sdk';
 import { HOSTNAME } from '@agent/sdk';
 import { siteFile } from '../nginx/render.js';

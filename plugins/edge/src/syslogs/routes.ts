@@ -1,5 +1,5 @@
 /**
- * System logs (4.17): the proxy's access and error logs and the shared infrastructure containers (labelled
+ * System logs: the proxy's access and error logs and the shared infrastructure containers (labelled
  * `traffic.infrastructure_label`), read with `tail`/`filter`/`deployment` or followed over a websocket.
  */
 import { existsSync, statSync } from 'node:fs';

@@ -1,4 +1,4 @@
-/** Traffic endpoints (4.14): the journal with its filters, statistics, unknown domains, cleanup, per deployment. */
+/** Traffic endpoints: the journal with its filters, statistics, unknown domains, cleanup, per deployment. */
 import { deploymentName, deploymentOrRetired, errors, Nullable, Pagination, reply, Seconds, Type } from '@agent/sdk';
 import { filterScope, TimeQuery, timeParam } from '../access.js';
 import { checkIp } from '../validate.js';
