@@ -1,6 +1,6 @@
 /**
  * dns: the authoritative DNS server the agent manages, through the PowerDNS HTTP API (routes under the
- * `dnsserver`). Zones and record sets are validated here before the server sees them; zone changes are plannable
+ * `dnsserver` segment). Zones and record sets are validated here before the server sees them; zone changes are plannable
  * (the plan holds the record diff and goes stale when the zone's serial or the touched sets change).
  */
 import { randomBytes } from 'node:crypto';
