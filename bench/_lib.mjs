@@ -38,11 +38,18 @@ export async function startAgent({ plugins = ['*'], config = {}, dataDir, nodeFl
   });
   const readyMs = Number(process.hrtime.bigint() - started) / 1e6;
   return {
-    url, readyMs, pid: child.pid, dataDir: data,
+    url,
+    readyMs,
+    pid: child.pid,
+    dataDir: data,
     /** Everything the agent printed so far. */
     output: () => output,
     async token() {
-      const res = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
+      const res = await fetch(`${url}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+      });
       return (await res.json()).data.token;
     },
     rssMb() {
@@ -90,7 +97,11 @@ export function descendants(pid) {
   const queue = [pid];
   while (queue.length) {
     const parent = queue.shift();
-    for (const [child, ppid] of parentOf) if (ppid === parent) { out.push(child); queue.push(child); }
+    for (const [child, ppid] of parentOf)
+      if (ppid === parent) {
+        out.push(child);
+        queue.push(child);
+      }
   }
   return out;
 }

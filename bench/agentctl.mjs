@@ -39,7 +39,10 @@ try {
     ['agentctl --version', time([CLI, '--version'])],
     ['agentctl system health (cached description)', time([CLI, 'system', 'health'])],
     ['agentctl plans list (cached, query checked)', time([CLI, 'plans', 'list'])],
-    ['agentctl deployments create --dry-run (body checked)', time([CLI, 'deployments', 'create', '-f', 'name=web', '-f', 'compose_content=services: {}', '--dry-run'])],
+    [
+      'agentctl deployments create --dry-run (body checked)',
+      time([CLI, 'deployments', 'create', '-f', 'name=web', '-f', 'compose_content=services: {}', '--dry-run']),
+    ],
     ['agentctl system health --refresh (downloaded)', time([CLI, '--refresh', 'system', 'health'])],
   ];
   console.log('\n| call | p50 ms | p90 ms | p50 / bare node |\n|---|---|---|---|');

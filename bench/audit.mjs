@@ -30,8 +30,29 @@ const rnd = (n) => {
   t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
   return ((t ^ (t >>> 14)) >>> 0) % n;
 };
-const actors = [...Array.from({ length: 40 }, (_, i) => ['user', `user:${i + 1}`]), ...Array.from({ length: 8 }, (_, i) => ['api_key', `api_key:${i + 1}`]), ['system', 'system:backups'], ['system', 'system:access']];
-const resources = ['deployments', 'containers', 'images', 'users', 'apikeys', 'backups', 'certificates', 'proxy', 'security', 'settings', 'dns', 'databases', 'scheduler', 'credentials', 'registries'];
+const actors = [
+  ...Array.from({ length: 40 }, (_, i) => ['user', `user:${i + 1}`]),
+  ...Array.from({ length: 8 }, (_, i) => ['api_key', `api_key:${i + 1}`]),
+  ['system', 'system:backups'],
+  ['system', 'system:access'],
+];
+const resources = [
+  'deployments',
+  'containers',
+  'images',
+  'users',
+  'apikeys',
+  'backups',
+  'certificates',
+  'proxy',
+  'security',
+  'settings',
+  'dns',
+  'databases',
+  'scheduler',
+  'credentials',
+  'registries',
+];
 const verbs = ['create', 'update', 'delete', 'start', 'stop', 'restart', 'list', 'get'];
 const event = () => {
   const [actor_type, actor_id] = actors[rnd(actors.length)];
@@ -39,9 +60,17 @@ const event = () => {
   const deployment = rnd(10) < 7 ? `app-${rnd(200)}` : null;
   const success = rnd(20) !== 0;
   return {
-    actor_type, actor_id, actor_name: actor_id.replace(':', '-'), action: `${resource_type}.${verbs[rnd(verbs.length)]}`, resource_type,
-    resource_id: deployment ?? String(rnd(5000)), deployment, success, status: success ? 200 : [400, 403, 404, 409, 500][rnd(5)],
-    client_ip: `10.0.${rnd(4)}.${rnd(25)}`, detail: rnd(4) === 0 ? { plan: true, note: 'x'.repeat(rnd(40)) } : null,
+    actor_type,
+    actor_id,
+    actor_name: actor_id.replace(':', '-'),
+    action: `${resource_type}.${verbs[rnd(verbs.length)]}`,
+    resource_type,
+    resource_id: deployment ?? String(rnd(5000)),
+    deployment,
+    success,
+    status: success ? 200 : [400, 403, 404, 409, 500][rnd(5)],
+    client_ip: `10.0.${rnd(4)}.${rnd(25)}`,
+    detail: rnd(4) === 0 ? { plan: true, note: 'x'.repeat(rnd(40)) } : null,
   };
 };
 
@@ -57,14 +86,16 @@ try {
   // Each writer waits for its record to be durable before the next, as a request waits before it is answered.
   let next = 0;
   const waits = [];
-  await Promise.all(Array.from({ length: WRITERS }, async () => {
-    while (next < EVENTS) {
-      const i = next++;
-      const t = performance.now();
-      await audit.record(samples[i & 4095]);
-      if ((i & 63) === 0) waits.push(performance.now() - t);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: WRITERS }, async () => {
+      while (next < EVENTS) {
+        const i = next++;
+        const t = performance.now();
+        await audit.record(samples[i & 4095]);
+        if ((i & 63) === 0) waits.push(performance.now() - t);
+      }
+    }),
+  );
   waits.sort((a, b) => a - b);
   const ingestS = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = process.cpuUsage(cpu0);
@@ -72,15 +103,18 @@ try {
   // Spread the events over the last 30 days, so time filters select a realistic share.
   const now = Date.now();
   const span = 30 * 86400_000;
-  journal.prepare('UPDATE audit_events SET time_ms = ? - (? - id) * ?, time = strftime(\'%Y-%m-%dT%H:%M:%fZ\', (? - (? - id) * ?) / 1000.0, \'unixepoch\')')
+  journal
+    .prepare("UPDATE audit_events SET time_ms = ? - (? - id) * ?, time = strftime('%Y-%m-%dT%H:%M:%fZ', (? - (? - id) * ?) / 1000.0, 'unixepoch')")
     .run(now, EVENTS, Math.floor(span / EVENTS), now, EVENTS, Math.floor(span / EVENTS));
   journal.pragma('wal_checkpoint(TRUNCATE)');
   journal.close();
-  console.log(`audit ingest, durable acknowledgement, ${WRITERS} concurrent writers: ${EVENTS.toLocaleString('en')} events in ${fmt(ingestS, 2)} s = `
-    + `${Math.round(EVENTS / ingestS).toLocaleString('en')} events/s (goal >= 50,000; ratio ${fmt(EVENTS / ingestS / 50000, 2)}x); wait per record p50 `
-    + `${fmt(percentile(waits, 50), 2)} ms, p99 ${fmt(percentile(waits, 99), 2)} ms; `
-    + `per CPU second ${Math.round(EVENTS / ingestCpuS).toLocaleString('en')} events `
-    + `(load average now ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores)`);
+  console.log(
+    `audit ingest, durable acknowledgement, ${WRITERS} concurrent writers: ${EVENTS.toLocaleString('en')} events in ${fmt(ingestS, 2)} s = ` +
+      `${Math.round(EVENTS / ingestS).toLocaleString('en')} events/s (goal >= 50,000; ratio ${fmt(EVENTS / ingestS / 50000, 2)}x); wait per record p50 ` +
+      `${fmt(percentile(waits, 50), 2)} ms, p99 ${fmt(percentile(waits, 99), 2)} ms; ` +
+      `per CPU second ${Math.round(EVENTS / ingestCpuS).toLocaleString('en')} events ` +
+      `(load average now ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores)`,
+  );
 
   // ---- 2. filtered pages over HTTP ----
   const agent = await startAgent({ plugins: ['access'], dataDir });
@@ -130,17 +164,25 @@ try {
       }
       times.sort((a, b) => a - b);
       all.push(...times);
-      perFilter.push({ filter: JSON.stringify(f).replace(/"/g, '').slice(0, 60) || '{}', matches: total, p50_ms: fmt(percentile(times, 50), 2), p99_ms: fmt(percentile(times, 99), 2) });
+      perFilter.push({
+        filter: JSON.stringify(f).replace(/"/g, '').slice(0, 60) || '{}',
+        matches: total,
+        p50_ms: fmt(percentile(times, 50), 2),
+        p99_ms: fmt(percentile(times, 99), 2),
+      });
     }
     all.sort((a, b) => a - b);
     console.table(perFilter);
     const p99 = percentile(all, 99);
-    console.log(`audit filtered page (limit 50, with total) over ${EVENTS.toLocaleString('en')} events, ${all.length} requests: p50 ${fmt(percentile(all, 50), 2)} ms, p99 ${fmt(p99, 2)} ms (goal < 20 ms; ratio ${fmt(20 / p99, 2)}x headroom)`);
+    console.log(
+      `audit filtered page (limit 50, with total) over ${EVENTS.toLocaleString('en')} events, ${all.length} requests: p50 ${fmt(percentile(all, 50), 2)} ms, p99 ${fmt(p99, 2)} ms (goal < 20 ms; ratio ${fmt(20 / p99, 2)}x headroom)`,
+    );
 
     // ---- 3. CSV export ----
     const t = process.hrtime.bigint();
     const res = await fetch(new URL('/api/audit/export', agent.url), {
-      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ format: 'csv', limit: EVENTS }),
     });
     let bytes = 0;
@@ -151,7 +193,9 @@ try {
     }
     const exportS = Number(process.hrtime.bigint() - t) / 1e9;
     const rows = lines - 1;
-    console.log(`audit CSV export: ${rows.toLocaleString('en')} rows, ${fmt(bytes / 1e6)} MB in ${fmt(exportS, 2)} s = ${Math.round(rows / exportS).toLocaleString('en')} rows/s, ${fmt(bytes / 1e6 / exportS)} MB/s; agent RSS after ${fmt(agent.rssMb(), 0)} MB`);
+    console.log(
+      `audit CSV export: ${rows.toLocaleString('en')} rows, ${fmt(bytes / 1e6)} MB in ${fmt(exportS, 2)} s = ${Math.round(rows / exportS).toLocaleString('en')} rows/s, ${fmt(bytes / 1e6 / exportS)} MB/s; agent RSS after ${fmt(agent.rssMb(), 0)} MB`,
+    );
   } finally {
     await agent.stop({ keepData: true });
   }
@@ -175,14 +219,20 @@ try {
         const times = [];
         const t = process.hrtime.bigint();
         const PER_CLIENT = clients === 1 ? 2000 : 200;
-        await Promise.all(Array.from({ length: clients }, async () => {
-          for (let i = 0; i < PER_CLIENT; i++) times.push(await mutate());
-        }));
+        await Promise.all(
+          Array.from({ length: clients }, async () => {
+            for (let i = 0; i < PER_CLIENT; i++) times.push(await mutate());
+          }),
+        );
         const s = Number(process.hrtime.bigint() - t) / 1e9;
         times.sort((x, y) => x - y);
         rows4.push({
-          build: label, clients, requests: times.length, req_per_s: Math.round(times.length / s),
-          p50_ms: fmt(percentile(times, 50), 2), p99_ms: fmt(percentile(times, 99), 2),
+          build: label,
+          clients,
+          requests: times.length,
+          req_per_s: Math.round(times.length / s),
+          p50_ms: fmt(percentile(times, 50), 2),
+          p99_ms: fmt(percentile(times, 99), 2),
         });
       }
     } finally {

@@ -52,7 +52,7 @@ function makeFolder(dir) {
     const fd = openSync(join(sub, `${binary ? 'blob' : 'text'}-${i}.${binary ? 'bin' : 'txt'}`), 'w');
     for (let off = 0; off < size; off += 4 * MB) {
       const n = Math.min(4 * MB, size - off);
-      writeSync(fd, binary ? noiseChunk(n) : text.subarray((off / MB) % 4 * MB, (off / MB) % 4 * MB + n));
+      writeSync(fd, binary ? noiseChunk(n) : text.subarray(((off / MB) % 4) * MB, ((off / MB) % 4) * MB + n));
     }
     closeSync(fd);
     written += size;
@@ -72,11 +72,16 @@ const agent = await startAgent({ plugins: ['docker', 'deployments', 'backups'], 
 try {
   const token = await agent.token();
   const api = async (method, path, body) => {
-    const res = await fetch(`${agent.url}/api${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json'  }, body: body ? JSON.stringify(body) : undefined });
+    const res = await fetch(`${agent.url}/api${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body ? JSON.stringify(body) : undefined,
+    });
     return { status: res.status, body: await res.json() };
   };
   const created = await api('POST', '/deployments', {
-    name, auto_start: false,
+    name,
+    auto_start: false,
     compose_content: 'services:\n  app:\n    image: agent-test/busybox:latest\n    command: ["sleep", "3600"]\n    labels:\n      agent.test: "1"\n',
   });
   if (created.status !== 201) throw new Error(`deployment: ${JSON.stringify(created.body)}`);
@@ -116,9 +121,13 @@ try {
 
   const ratio = agentS / tarS;
   console.log(`tar czf:       ${fmt(tarS, 2)} s, ${fmt(tarSize / 1024 / 1024, 0)} MB archive, ${fmt(bytes / 1024 / 1024 / tarS, 0)} MB/s`);
-  console.log(`agent backup:  ${fmt(agentS, 2)} s, ${fmt(backup.size / 1024 / 1024, 0)} MB archive (+ SHA-256 per component and of the archive), ${fmt(bytes / 1024 / 1024 / agentS, 0)} MB/s`);
+  console.log(
+    `agent backup:  ${fmt(agentS, 2)} s, ${fmt(backup.size / 1024 / 1024, 0)} MB archive (+ SHA-256 per component and of the archive), ${fmt(bytes / 1024 / 1024 / agentS, 0)} MB/s`,
+  );
   console.log(`time ratio agent / tar czf: ${fmt(ratio, 2)} (goal <= 1.2: ${ratio <= 1.2 ? 'met' : 'NOT met'})`);
-  console.log(`agent RSS: ${fmt(baseline, 0)} MB before, peak ${fmt(peak, 0)} MB during the backup (+${fmt(peak - baseline, 0)} MB; goal flat, < 200 MB: ${peak < 200 ? 'met' : 'NOT met'})`);
+  console.log(
+    `agent RSS: ${fmt(baseline, 0)} MB before, peak ${fmt(peak, 0)} MB during the backup (+${fmt(peak - baseline, 0)} MB; goal flat, < 200 MB: ${peak < 200 ? 'met' : 'NOT met'})`,
+  );
   await api('DELETE', `/backups/${backup.id}`);
   await api('DELETE', `/deployments/${name}?remove_files=true`);
 } finally {

@@ -23,19 +23,24 @@ const want = (part) => !only || only.has(part);
 const prefix = `bench${id}`;
 
 const compose = (marker) => `services:
-${['a', 'b', 'c'].map((s) => `  ${s}:
+${['a', 'b', 'c']
+  .map(
+    (s) => `  ${s}:
     image: agent-test/busybox:latest
     command: ["sh", "-c", "echo ${marker}-${s}; exec sleep 3600"]
     stop_signal: SIGKILL
     labels:
       agent.test: "1"
-`).join('')}`;
+`,
+  )
+  .join('')}`;
 
 const composeCmd = (() => {
   const v2 = spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' });
   return v2.status === 0 ? ['docker', 'compose'] : ['docker-compose'];
 })();
-const runCompose = (project, dir, args) => execFileSync(composeCmd[0], [...composeCmd.slice(1), '--project-name', project, ...args], { cwd: dir, stdio: 'ignore' });
+const runCompose = (project, dir, args) =>
+  execFileSync(composeCmd[0], [...composeCmd.slice(1), '--project-name', project, ...args], { cwd: dir, stdio: 'ignore' });
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const ms = (start) => Number(process.hrtime.bigint() - start) / 1e6;
 
@@ -50,7 +55,11 @@ console.log(`# deployments benchmark (node ${process.version}, compose: ${compos
 const agent = await startAgent({ plugins: ['docker', 'deployments'] });
 const token = await agent.token();
 const api = async (method, path, body) => {
-  const res = await fetch(`${agent.url}/api${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+  const res = await fetch(`${agent.url}/api${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
   const json = await res.json().catch(() => null);
   if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
   return json;
@@ -93,7 +102,9 @@ try {
     rmSync(work, { recursive: true, force: true });
     const a = median(agentTimes);
     const r = median(rawTimes);
-    console.log(`(a) create+start, 3 services (median of ${ROUNDS}): agent ${fmt(a, 0)} ms, raw compose up -d ${fmt(r, 0)} ms, ratio ${fmt(a / r, 3)} (goal <= 1.10)`);
+    console.log(
+      `(a) create+start, 3 services (median of ${ROUNDS}): agent ${fmt(a, 0)} ms, raw compose up -d ${fmt(r, 0)} ms, ratio ${fmt(a / r, 3)} (goal <= 1.10)`,
+    );
   }
 
   // (b) list with 200 deployments (10 of them running), from the state cache.
@@ -122,7 +133,9 @@ try {
     const base = [];
     for (let i = 0; i < LIST_REQUESTS; i++) base.push(await raw('/auth/validate'));
     base.sort((x, y) => x - y);
-    console.log(`(b) GET /api/deployments with ${LIST_SIZE} deployments (10 running), ${LIST_REQUESTS} sequential requests: p50 ${fmt(percentile(lat, 50), 2)} ms, p99 ${fmt(percentile(lat, 99), 2)} ms (goal p99 < 25 ms), ${fmt(listed && JSON.stringify(listed).length / 1024, 0)} KiB; GET /api/auth/validate on the same client: p50 ${fmt(percentile(base, 50), 2)} ms, p99 ${fmt(percentile(base, 99), 2)} ms`);
+    console.log(
+      `(b) GET /api/deployments with ${LIST_SIZE} deployments (10 running), ${LIST_REQUESTS} sequential requests: p50 ${fmt(percentile(lat, 50), 2)} ms, p99 ${fmt(percentile(lat, 99), 2)} ms (goal p99 < 25 ms), ${fmt(listed && JSON.stringify(listed).length / 1024, 0)} KiB; GET /api/auth/validate on the same client: p50 ${fmt(percentile(base, 50), 2)} ms, p99 ${fmt(percentile(base, 99), 2)} ms`,
+    );
     for (let i = 0; i < names.length; i += 10) await Promise.all(names.slice(i, i + 10).map((n) => api('DELETE', `/deployments/${n}?remove_files=true`)));
   }
 
@@ -131,7 +144,8 @@ try {
     const big = `${prefix}-biglog`;
     const lineText = 'x'.repeat(100);
     await api('POST', '/deployments', {
-      name: big, auto_start: true,
+      name: big,
+      auto_start: true,
       compose_content: `services:\n  log:\n    image: agent-test/busybox:latest\n    command: ["sh", "-c", "yes '${lineText}' | head -c ${Math.floor(LOG_BYTES * 0.62)}; echo; echo last-line; exec sleep 3600"]\n    stop_signal: SIGKILL\n    labels:\n      agent.test: "1"\n`,
     });
     const details = await api('GET', `/deployments/${big}`);
@@ -157,7 +171,9 @@ try {
       await api('GET', `/containers/${cid}/logs?tail=100`);
       cTimes.push(ms(t));
     }
-    console.log(`(c) tail=100 on a container with ${fmt(size / 1024 ** 3, 2)} GiB of logs (json-file): deployment logs median ${fmt(median(tailTimes), 1)} ms (max ${fmt(Math.max(...tailTimes), 1)}), container logs median ${fmt(median(cTimes), 1)} ms (goal < 150 ms)`);
+    console.log(
+      `(c) tail=100 on a container with ${fmt(size / 1024 ** 3, 2)} GiB of logs (json-file): deployment logs median ${fmt(median(tailTimes), 1)} ms (max ${fmt(Math.max(...tailTimes), 1)}), container logs median ${fmt(median(cTimes), 1)} ms (goal < 150 ms)`,
+    );
     await api('DELETE', `/deployments/${big}?remove_files=true`);
   }
 
@@ -165,22 +181,25 @@ try {
   if (want('d')) {
     const ticker = `${prefix}-ws`;
     await api('POST', '/deployments', {
-      name: ticker, auto_start: true,
-      compose_content: 'services:\n  tick:\n    image: agent-test/busybox:latest\n    command: ["sh", "-c", "while true; do echo tick; sleep 0.1; done"]\n    stop_signal: SIGKILL\n    labels:\n      agent.test: "1"\n',
+      name: ticker,
+      auto_start: true,
+      compose_content:
+        'services:\n  tick:\n    image: agent-test/busybox:latest\n    command: ["sh", "-c", "while true; do echo tick; sleep 0.1; done"]\n    stop_signal: SIGKILL\n    labels:\n      agent.test: "1"\n',
     });
     const tickerDir = join(agent.dataDir, 'deployments', ticker);
     writeFileSync(join(tickerDir, 'app.log'), '');
     await api('PUT', `/deployments/${ticker}/log-sources`, { sources: [{ id: 'app', name: 'app', path: 'app.log' }] });
-    const stream = (query, onLine) => new Promise((resolve, reject) => {
-      const ws = new WebSocket(`${agent.url.replace('http', 'ws')}/api/deployments/${ticker}/logs/stream?${query}`);
-      ws.on('open', () => ws.send(token));
-      ws.on('error', reject);
-      ws.on('message', (data) => {
-        const m = JSON.parse(String(data));
-        if (m.type === 'ready') resolve(ws);
-        else if (m.type === 'line') onLine(m, Date.now(), process.hrtime.bigint());
+    const stream = (query, onLine) =>
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(`${agent.url.replace('http', 'ws')}/api/deployments/${ticker}/logs/stream?${query}`);
+        ws.on('open', () => ws.send(token));
+        ws.on('error', reject);
+        ws.on('message', (data) => {
+          const m = JSON.parse(String(data));
+          if (m.type === 'ready') resolve(ws);
+          else if (m.type === 'line') onLine(m, Date.now(), process.hrtime.bigint());
+        });
       });
-    });
     // Container output: from the engine's timestamp of the line to its arrival on the socket (same clock).
     const dockerLat = [];
     const ws1 = await stream('tail=0&service=tick', (m, now) => {
@@ -212,7 +231,9 @@ try {
     ws2.close();
     dockerLat.sort((x, y) => x - y);
     fileLat.sort((x, y) => x - y);
-    console.log(`(d) line-to-websocket latency: container output p50 ${fmt(percentile(dockerLat, 50), 1)} ms, p99 ${fmt(percentile(dockerLat, 99), 1)} ms (${dockerLat.length} lines); file source p50 ${fmt(percentile(fileLat, 50), 1)} ms, p99 ${fmt(percentile(fileLat, 99), 1)} ms (goal < 100 ms)`);
+    console.log(
+      `(d) line-to-websocket latency: container output p50 ${fmt(percentile(dockerLat, 50), 1)} ms, p99 ${fmt(percentile(dockerLat, 99), 1)} ms (${dockerLat.length} lines); file source p50 ${fmt(percentile(fileLat, 50), 1)} ms, p99 ${fmt(percentile(fileLat, 99), 1)} ms (goal < 100 ms)`,
+    );
     await api('DELETE', `/deployments/${ticker}?remove_files=true`);
   }
   // (e) the cost of checking: a create pays one `config` call; an unchanged deployment pays none at start.
@@ -260,8 +281,12 @@ try {
     }
     rmSync(work, { recursive: true, force: true });
     const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, median(v)]));
-    console.log(`(e) host-safety check (median of ${ROUNDS}): create without start ${fmt(m.create, 0)} ms vs raw compose config ${fmt(m.config, 0)} ms (the check's own cost beyond compose: ${fmt(m.create - m.config, 0)} ms)`);
-    console.log(`(e) start of an unchanged stopped deployment: agent ${fmt(m.start, 0)} ms vs raw up -d ${fmt(m.rawStart, 0)} ms, ratio ${fmt(m.start / m.rawStart, 3)} (goal <= 1.10); restart: agent ${fmt(m.restart, 0)} ms vs raw restart + up -d ${fmt(m.rawRestart, 0)} ms, ratio ${fmt(m.restart / m.rawRestart, 3)}`);
+    console.log(
+      `(e) host-safety check (median of ${ROUNDS}): create without start ${fmt(m.create, 0)} ms vs raw compose config ${fmt(m.config, 0)} ms (the check's own cost beyond compose: ${fmt(m.create - m.config, 0)} ms)`,
+    );
+    console.log(
+      `(e) start of an unchanged stopped deployment: agent ${fmt(m.start, 0)} ms vs raw up -d ${fmt(m.rawStart, 0)} ms, ratio ${fmt(m.start / m.rawStart, 3)} (goal <= 1.10); restart: agent ${fmt(m.restart, 0)} ms vs raw restart + up -d ${fmt(m.rawRestart, 0)} ms, ratio ${fmt(m.restart / m.rawRestart, 3)}`,
+    );
   }
 } finally {
   await agent.stop();

@@ -26,10 +26,17 @@ const builds = [
 ];
 const prefix = `bench${Math.random().toString(16).slice(2, 8)}`;
 const TICKS = 'while true; do for i in 0 1 2 3 4 5 6 7 8 9; do echo tick; done; sleep 0.1; done';
-const service = (command) => [
-  'services:', '  log:', '    image: agent-test/busybox:latest', `    command: ["sh", "-c", "${command}"]`, '    stop_signal: SIGKILL',
-  '    labels:', '      agent.test: "1"', '',
-].join('\n');
+const service = (command) =>
+  [
+    'services:',
+    '  log:',
+    '    image: agent-test/busybox:latest',
+    `    command: ["sh", "-c", "${command}"]`,
+    '    stop_signal: SIGKILL',
+    '    labels:',
+    '      agent.test: "1"',
+    '',
+  ].join('\n');
 
 const CLK_TCK = 100;
 function cpuTicks(pid) {
@@ -91,7 +98,7 @@ const closeAll = async (list) => {
 const cpuMeter = (pid) => {
   const t0 = cpuTicks(pid);
   const w0 = Date.now();
-  return () => (100 * (cpuTicks(pid) - t0) / CLK_TCK) / ((Date.now() - w0) / 1000);
+  return () => (100 * (cpuTicks(pid) - t0)) / CLK_TCK / ((Date.now() - w0) / 1000);
 };
 
 const stats = (xs) => {
@@ -106,13 +113,17 @@ const stats = (xs) => {
 async function flood(url, token, deployment) {
   const t0 = Date.now();
   const caughtUp = new Map();
-  const heavy = Array.from({ length: FOLLOWERS }, (_, i) => follower({ url }, token, deployment, 'tail=0', (m) => {
-    if (m.text === 'tick' && !caughtUp.has(i)) caughtUp.set(i, Date.now() - t0);
-  }));
+  const heavy = Array.from({ length: FOLLOWERS }, (_, i) =>
+    follower({ url }, token, deployment, 'tail=0', (m) => {
+      if (m.text === 'tick' && !caughtUp.has(i)) caughtUp.set(i, Date.now() - t0);
+    }),
+  );
   const ready = await Promise.all(heavy.map((f) => f.ready));
   await sleep(Math.max(0, WINDOW_MS - (Date.now() - t0)));
   const out = {
-    ready: ready.filter((r) => r !== null).length, caughtUp: caughtUp.size, caughtUpP99: stats([...caughtUp.values()]).p99,
+    ready: ready.filter((r) => r !== null).length,
+    caughtUp: caughtUp.size,
+    caughtUpP99: stats([...caughtUp.values()]).p99,
     lines: heavy.reduce((n, f) => n + f.lines, 0) / FOLLOWERS,
   };
   for (const f of heavy) f.ws.terminate();
@@ -168,9 +179,11 @@ try {
         const latencies = [];
         let measuring = false;
         const t0 = Date.now();
-        const list = Array.from({ length: FOLLOWERS }, () => follower(agent, token, tick, 'tail=10', (m, now) => {
-          if (measuring && m.time) latencies.push(now - Date.parse(m.time));
-        }));
+        const list = Array.from({ length: FOLLOWERS }, () =>
+          follower(agent, token, tick, 'tail=10', (m, now) => {
+            if (measuring && m.time) latencies.push(now - Date.parse(m.time));
+          }),
+        );
         const ready = await Promise.all(list.map((f) => f.ready));
         row.aReady = ready.filter((r) => r !== null).length;
         row.aAllReadyMs = Date.now() - t0;
@@ -194,9 +207,11 @@ try {
       if (want('b')) {
         const others = [];
         let measuring = false;
-        const otherList = Array.from({ length: OTHERS }, () => follower(agent, token, big, 'tail=1', (m, now) => {
-          if (measuring && m.time && m.text === 'tick') others.push(now - Date.parse(m.time));
-        }));
+        const otherList = Array.from({ length: OTHERS }, () =>
+          follower(agent, token, big, 'tail=1', (m, now) => {
+            if (measuring && m.time && m.text === 'tick') others.push(now - Date.parse(m.time));
+          }),
+        );
         await Promise.all(otherList.map((f) => f.ready));
         await sleep(2000);
         const cpu = cpuMeter(agent.pid);
@@ -232,17 +247,21 @@ try {
   for (const r of results) {
     console.log(`\n## ${r.label}`);
     if (r.aLat) {
-      console.log(`(a) ${FOLLOWERS} followers, ${fmt(r.aRate, 0)} lines/s each: ready ${r.aReady}/${FOLLOWERS} (all in ${r.aAllReadyMs} ms); `
-        + `agent CPU ${fmt(r.aCpu, 1)} % of a core (goal < 30), dockerd ${fmt(r.aDockerdCpu, 1)} %; `
-        + `latency ${lat(r.aLat)} (goal p99 < 100 ms); RSS ${fmt(r.aRss, 1)} MB; this benchmark's own CPU ${fmt(r.aClientCpu, 1)} %`);
+      console.log(
+        `(a) ${FOLLOWERS} followers, ${fmt(r.aRate, 0)} lines/s each: ready ${r.aReady}/${FOLLOWERS} (all in ${r.aAllReadyMs} ms); ` +
+          `agent CPU ${fmt(r.aCpu, 1)} % of a core (goal < 30), dockerd ${fmt(r.aDockerdCpu, 1)} %; ` +
+          `latency ${lat(r.aLat)} (goal p99 < 100 ms); RSS ${fmt(r.aRss, 1)} MB; this benchmark's own CPU ${fmt(r.aClientCpu, 1)} %`,
+      );
     }
     if (r.bLat) {
-      console.log(`(b) ${OTHERS} followers (tail=1) while ${FOLLOWERS} join with tail=0 on the big log: others' latency ${lat(r.bLat)} (goal p99 < 100 ms), `
-        + `${r.bOthersClosed} of them closed; `
-        + `tail=0 followers ready in 15 s: ${r.bReady}/${FOLLOWERS}, `
-        + `got their history and a live line within ${WINDOW_MS / 1000} s: ${r.bCaughtUp}/${FOLLOWERS} `
-        + `(p99 ${r.bCaughtUp ? `${fmt(r.bCaughtUpP99, 0)} ms` : 'n/a'}), `
-        + `${fmt(r.bHistoryLines, 0)} lines each on average; agent CPU ${fmt(r.bCpu, 1)} %, dockerd ${fmt(r.bDockerdCpu, 1)} %; peak RSS ${fmt(r.bRss, 1)} MB`);
+      console.log(
+        `(b) ${OTHERS} followers (tail=1) while ${FOLLOWERS} join with tail=0 on the big log: others' latency ${lat(r.bLat)} (goal p99 < 100 ms), ` +
+          `${r.bOthersClosed} of them closed; ` +
+          `tail=0 followers ready in 15 s: ${r.bReady}/${FOLLOWERS}, ` +
+          `got their history and a live line within ${WINDOW_MS / 1000} s: ${r.bCaughtUp}/${FOLLOWERS} ` +
+          `(p99 ${r.bCaughtUp ? `${fmt(r.bCaughtUpP99, 0)} ms` : 'n/a'}), ` +
+          `${fmt(r.bHistoryLines, 0)} lines each on average; agent CPU ${fmt(r.bCpu, 1)} %, dockerd ${fmt(r.bDockerdCpu, 1)} %; peak RSS ${fmt(r.bRss, 1)} MB`,
+      );
     }
   }
 } finally {

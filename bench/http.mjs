@@ -15,14 +15,16 @@ import { NODE_FLAGS, ROOT, fmt, sleep, startAgent } from './_lib.mjs';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = 32;
-const PIN = cpus().length >= 2 && (() => {
-  try {
-    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const PIN =
+  cpus().length >= 2 &&
+  (() => {
+    try {
+      execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 const pin = (pid, core) => PIN && execFileSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });
 const cpuMs = (pid) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
@@ -30,7 +32,9 @@ const cpuMs = (pid) => {
 };
 
 // The edge plugin would otherwise drive the host's nginx: point it at a scratch folder with no-op commands.
-const EDGE = (dir) => ({ proxy: { config_dir: dir, test_command: ['true'], reload_command: ['true'], access_log: join(dir, 'access.log'), error_log: join(dir, 'error.log') } });
+const EDGE = (dir) => ({
+  proxy: { config_dir: dir, test_command: ['true'], reload_command: ['true'], access_log: join(dir, 'access.log'), error_log: join(dir, 'error.log') },
+});
 
 async function load(pid, url, headers) {
   await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
@@ -43,10 +47,20 @@ async function load(pid, url, headers) {
 async function bareKoa() {
   const child = spawn(process.execPath, [...NODE_FLAGS, join(ROOT, 'bench/koa-hello.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(String(d).trim())));
-  return { url, pid: child.pid, stop: () => new Promise((r) => { child.once('exit', r); child.kill(); }) };
+  return {
+    url,
+    pid: child.pid,
+    stop: () =>
+      new Promise((r) => {
+        child.once('exit', r);
+        child.kill();
+      }),
+  };
 }
 
-console.log(`# http benchmark (${DURATION} s per run, ${CONNECTIONS} connections, node ${process.version}${PIN ? ', server on core 0, load generator on core 1' : ''})`);
+console.log(
+  `# http benchmark (${DURATION} s per run, ${CONNECTIONS} connections, node ${process.version}${PIN ? ', server on core 0, load generator on core 1' : ''})`,
+);
 const scratch = (await import('node:fs')).mkdtempSync(join((await import('node:os')).tmpdir(), 'bench-edge-'));
 
 // Cold start: the first start (creates secrets and the admin) and restarts on existing data, all plugins.
@@ -98,11 +112,15 @@ let steady = null;
 {
   const seed = await startAgent({ config: EDGE(scratch) });
   const seedToken = await seed.token();
-  const call = (a, t, method, path, body) => fetch(`${a.url}/api${path}`, {
-    method, headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' }, body: body && JSON.stringify(body),
-  }).then(async (r) => ({ status: r.status, text: await r.text() }));
+  const call = (a, t, method, path, body) =>
+    fetch(`${a.url}/api${path}`, {
+      method,
+      headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
+      body: body && JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, text: await r.text() }));
   const names = Array.from({ length: DEPLOYMENTS }, (_, i) => `${RUN}-${i}`);
-  const compose = 'services:\n  web:\n    image: agent-test/busybox:latest\n    command: ["httpd", "-f", "-p", "8080", "-h", "/tmp"]\n    stop_signal: SIGKILL\n    labels:\n      agent.test: "1"\n';
+  const compose =
+    'services:\n  web:\n    image: agent-test/busybox:latest\n    command: ["httpd", "-f", "-p", "8080", "-h", "/tmp"]\n    stop_signal: SIGKILL\n    labels:\n      agent.test: "1"\n';
   try {
     for (const name of names) {
       const r = await call(seed, seedToken, 'POST', '/deployments', { name, compose_content: compose, auto_start: true });
@@ -122,7 +140,17 @@ let steady = null;
     // Leave no containers behind even when the run failed half-way.
     for (const name of names) {
       try {
-        execFileSync('docker', ['rm', '-f', ...execFileSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' }).split('\n').filter(Boolean)], { stdio: 'ignore' });
+        execFileSync(
+          'docker',
+          [
+            'rm',
+            '-f',
+            ...execFileSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' })
+              .split('\n')
+              .filter(Boolean),
+          ],
+          { stdio: 'ignore' },
+        );
       } catch {
         // nothing left
       }
@@ -139,8 +167,16 @@ const cpuRatio = median(rounds.map((r) => r.cpuRatio));
 const ok = (good) => (good ? 'OK' : 'BELOW GOAL');
 console.log(`agent GET /api/auth/validate (JWT): ${fmt(agentRun.rps, 0)} req/s, p99 ${agentRun.p99} ms, ${fmt(agentRun.usPerRequest)} µs CPU/request`);
 console.log(`bare koa hello-world:              ${fmt(koaRun.rps, 0)} req/s, p99 ${koaRun.p99} ms, ${fmt(koaRun.usPerRequest)} µs CPU/request`);
-console.log(`ratio agent/koa (median of ${ROUNDS} alternating rounds): ${fmt(ratio, 2)} in requests/s, ${fmt(cpuRatio, 2)} in CPU per request (goal >= 0.70) ${ok(ratio >= 0.7)}`);
-console.log(`cold start to ready (all plugins): first start ${fmt(firstMs, 0)} ms, restart median ${fmt(restarts[2], 0)} ms (goal < 1500 ms) ${ok(restarts[2] < 1500)}`);
+console.log(
+  `ratio agent/koa (median of ${ROUNDS} alternating rounds): ${fmt(ratio, 2)} in requests/s, ${fmt(cpuRatio, 2)} in CPU per request (goal >= 0.70) ${ok(ratio >= 0.7)}`,
+);
+console.log(
+  `cold start to ready (all plugins): first start ${fmt(firstMs, 0)} ms, restart median ${fmt(restarts[2], 0)} ms (goal < 1500 ms) ${ok(restarts[2] < 1500)}`,
+);
 console.log(`idle RSS: ${fmt(idleRss)} MB with all plugins, ${fmt(coreRss)} MB core only (goal < 90 MB) ${ok(idleRss < 90)}; after load ${fmt(loadedRss)} MB`);
-console.log(`idle total 5 s after start, agent + ${idleTree.processes - 1} child process(es): ${fmt(idleTree.total)} MB (agent ${fmt(idleTree.main)} MB, children ${fmt(idleTree.children)} MB)`);
-console.log(`idle total ${IDLE_SECONDS} s after start with ${DEPLOYMENTS} running deployments, agent + ${steady.processes - 1} child process(es): ${fmt(steady.total)} MB (agent ${fmt(steady.main)} MB, children ${fmt(steady.children)} MB) (goal < 150 MB) ${ok(steady.total < 150)}`);
+console.log(
+  `idle total 5 s after start, agent + ${idleTree.processes - 1} child process(es): ${fmt(idleTree.total)} MB (agent ${fmt(idleTree.main)} MB, children ${fmt(idleTree.children)} MB)`,
+);
+console.log(
+  `idle total ${IDLE_SECONDS} s after start with ${DEPLOYMENTS} running deployments, agent + ${steady.processes - 1} child process(es): ${fmt(steady.total)} MB (agent ${fmt(steady.main)} MB, children ${fmt(steady.children)} MB) (goal < 150 MB) ${ok(steady.total < 150)}`,
+);

@@ -56,11 +56,30 @@ async function collectorCpu() {
   console.log(`> starting ${CONTAINERS} containers (agent-test/busybox, idle)`);
   try {
     for (let i = 0; i < names.length; i += 10) {
-      await Promise.all(names.slice(i, i + 10).map((name, j) => run('docker', [
-        'run', '-d', '--name', name, '--label', 'agent.test=1', '--label', `agent.bench=${tag}`,
-        '--label', `com.docker.compose.project=${tag}d${(i + j) % 5}`, '--label', 'com.docker.compose.service=app',
-        'agent-test/busybox:latest', 'sh', '-c', "trap 'exit 0' TERM; while :; do sleep 5; done",
-      ])));
+      await Promise.all(
+        names
+          .slice(i, i + 10)
+          .map((name, j) =>
+            run('docker', [
+              'run',
+              '-d',
+              '--name',
+              name,
+              '--label',
+              'agent.test=1',
+              '--label',
+              `agent.bench=${tag}`,
+              '--label',
+              `com.docker.compose.project=${tag}d${(i + j) % 5}`,
+              '--label',
+              'com.docker.compose.service=app',
+              'agent-test/busybox:latest',
+              'sh',
+              '-c',
+              "trap 'exit 0' TERM; while :; do sleep 5; done",
+            ]),
+          ),
+      );
     }
     const agent = await startAgent({
       plugins: ['observability'],
@@ -82,7 +101,9 @@ async function collectorCpu() {
       const wall = t1 - t0;
       const appPct = ((app1 - app0) / wall) * 100;
       console.log(`\ncollector (observability app process), ${CONTAINERS} containers, 5 s interval, ${fmt(wall / 1000, 0)} s measured:`);
-      console.log(`  app CPU            ${fmt(appPct, 2)} % of one core   (goal < 5 %: ${appPct < 5 ? 'met' : 'NOT met'}, ratio ${fmt(appPct / 5, 2)} of the budget)`);
+      console.log(
+        `  app CPU            ${fmt(appPct, 2)} % of one core   (goal < 5 %: ${appPct < 5 ? 'met' : 'NOT met'}, ratio ${fmt(appPct / 5, 2)} of the budget)`,
+      );
       console.log(`  app RSS            ${fmt(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024)} MiB`);
       console.log(`  agent core CPU     ${fmt(((agent1 - agent0) / wall) * 100, 2)} % (idle proxy)`);
       if (dpid) console.log(`  dockerd CPU        ${fmt(((d1 - d0) / wall) * 100, 2)} % (whole engine, includes other load on this host)`);
@@ -145,7 +166,11 @@ async function timeseriesLatency() {
   const rows = seed(join(dataDir, 'plugins/observability/app'));
   console.log(`\n> seeded ${rows.toLocaleString('en')} rows (10 containers x 5 metrics: 7 days of 1- and 5-minute rollups, 6 h of raw samples)`);
   // An empty label filter the engine never matches: only the seeded history is queried.
-  const agent = await startAgent({ plugins: ['observability'], dataDir, config: { observability: { container_labels: { 'agent.bench.none': tag }, health: { enabled: false } } } });
+  const agent = await startAgent({
+    plugins: ['observability'],
+    dataDir,
+    config: { observability: { container_labels: { 'agent.bench.none': tag }, health: { enabled: false } } },
+  });
   try {
     const token = await agent.token();
     const pid = await appPid(agent, token);
@@ -162,7 +187,9 @@ async function timeseriesLatency() {
     }
     const self = process.cpuUsage(self0);
     const cpuPer = {
-      app: (cpuMs(pid) - app0) / QUERIES, core: (cpuMs(agent.pid) - core0) / QUERIES, client: (self.user + self.system) / 1000 / QUERIES,
+      app: (cpuMs(pid) - app0) / QUERIES,
+      core: (cpuMs(agent.pid) - core0) / QUERIES,
+      client: (self.user + self.system) / 1000 / QUERIES,
     };
     times.sort((a, b) => a - b);
     const p99 = percentile(times, 99);
@@ -175,11 +202,15 @@ async function timeseriesLatency() {
     }
     small.sort((a, b) => a - b);
     const bytes = JSON.stringify(first).length;
-    console.log(`\n24 h timeseries of one deployment (10 containers, ${first.data.series.length} series, ${points} points, step ${first.data.step} s), ${QUERIES} sequential requests through the agent:`);
+    console.log(
+      `\n24 h timeseries of one deployment (10 containers, ${first.data.series.length} series, ${points} points, step ${first.data.step} s), ${QUERIES} sequential requests through the agent:`,
+    );
     console.log(`  p50 ${fmt(percentile(times, 50), 2)} ms   p90 ${fmt(percentile(times, 90), 2)} ms   p99 ${fmt(p99, 2)} ms   max ${fmt(times.at(-1), 2)} ms`);
     console.log(`  goal p99 < 50 ms: ${p99 < 50 ? 'met' : 'NOT met'} (ratio ${fmt(p99 / 50, 2)} of the budget); answer ${fmt(bytes / 1024, 0)} KiB`);
     console.log(`  baseline, a tiny answer on the same path (alerts/rules): p50 ${fmt(percentile(small, 50), 2)} ms   p99 ${fmt(percentile(small, 99), 2)} ms`);
-    console.log(`  CPU time per request (independent of the load): app ${fmt(cpuPer.app, 2)} ms, agent core (proxy) ${fmt(cpuPer.core, 2)} ms, client parse ${fmt(cpuPer.client, 2)} ms`);
+    console.log(
+      `  CPU time per request (independent of the load): app ${fmt(cpuPer.app, 2)} ms, agent core (proxy) ${fmt(cpuPer.core, 2)} ms, client parse ${fmt(cpuPer.client, 2)} ms`,
+    );
     const loadavg = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
     console.log(`  host load average during the run: ${loadavg} (2 cores)`);
     return p99;

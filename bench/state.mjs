@@ -35,16 +35,38 @@ const userHash = await argon2.hash(randomBytes(16).toString('hex'), hashOptions)
 function seedFile(records) {
   const at = new Date().toISOString();
   const user = (id, username, role, hash) => ({
-    id, username, email: `${username}@example.com`, role, permissions: [], scope: role === 'admin' ? 'global' : 'deployments', is_active: true,
-    created_at: at, updated_at: at, last_login_at: null, password_hash: hash, token_version: 1,
+    id,
+    username,
+    email: `${username}@example.com`,
+    role,
+    permissions: [],
+    scope: role === 'admin' ? 'global' : 'deployments',
+    is_active: true,
+    created_at: at,
+    updated_at: at,
+    last_login_at: null,
+    password_hash: hash,
+    token_version: 1,
   });
   const users = [user(1, 'admin', 'admin', adminHash)];
   for (let i = 0; i < records / 2; i++) users.push(user(i + 2, `seed${i}`, 'viewer', userHash));
   const api_keys = [];
   for (let i = 0; i < records / 2; i++) {
     api_keys.push({
-      id: i + 1, user_id: (i % (records / 2)) + 2, name: `seed-key-${i}`, description: '', role: 'viewer', permissions: [], deployments: [],
-      key_prefix: 'agk_seed00', active: true, created_at: at, expires_at: null, revoked_at: null, last_used_at: null, last_used_ip: null,
+      id: i + 1,
+      user_id: (i % (records / 2)) + 2,
+      name: `seed-key-${i}`,
+      description: '',
+      role: 'viewer',
+      permissions: [],
+      deployments: [],
+      key_prefix: 'agk_seed00',
+      active: true,
+      created_at: at,
+      expires_at: null,
+      revoked_at: null,
+      last_used_at: null,
+      last_used_ip: null,
       key_hash: createHash('sha256').update(`agk_seed${i}`).digest('hex'),
     });
   }
@@ -63,13 +85,15 @@ async function load(ops, request, pid) {
   const times = [];
   let next = 0;
   const started = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: CLIENTS }, async () => {
-    for (let i = next++; i < ops; i = next++) {
-      const t = process.hrtime.bigint();
-      await request(i);
-      times.push(Number(process.hrtime.bigint() - t) / 1e6);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      for (let i = next++; i < ops; i = next++) {
+        const t = process.hrtime.bigint();
+        await request(i);
+        times.push(Number(process.hrtime.bigint() - t) / 1e6);
+      }
+    }),
+  );
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   times.sort((a, b) => a - b);
   return { p50: percentile(times, 50), p99: percentile(times, 99), rate: ops / seconds, cpu: pid ? (cpuMs(pid) - cpuBefore) / ops : NaN };
@@ -100,23 +124,38 @@ for (const records of SIZES) {
       if (seen.data.length !== records / 2) throw new Error(`${target}: ${seen.data.length} keys instead of ${records / 2}`);
       const row = (op, r) => {
         rows.push({ target, records, op, p50_ms: fmt(r.p50, 1), p99_ms: fmt(r.p99, 1), per_s: Math.round(r.rate), cpu_ms_per_op: fmt(r.cpu, 2) });
-        console.log(`${target}, ${records} records, ${op}: p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, ${Math.round(r.rate)}/s, ` +
-          `${fmt(r.cpu, 2)} ms CPU/op`);
+        console.log(
+          `${target}, ${records} records, ${op}: p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, ${Math.round(r.rate)}/s, ` + `${fmt(r.cpu, 2)} ms CPU/op`,
+        );
       };
 
       // Warm-up: connections opened, code paths compiled, before anything is measured.
       await load(CLIENTS * 5, () => call(agent.url, token, 'GET', '/apikeys/1', undefined, 200));
       const keyIds = [];
-      row('key create', await load(KEY_OPS, async (i) => {
-        keyIds.push((await call(agent.url, token, 'POST', '/apikeys', { name: `bench-${i}`, role: 'viewer' }, 201)).data.id);
-      }, agent.pid));
+      row(
+        'key create',
+        await load(
+          KEY_OPS,
+          async (i) => {
+            keyIds.push((await call(agent.url, token, 'POST', '/apikeys', { name: `bench-${i}`, role: 'viewer' }, 201)).data.id);
+          },
+          agent.pid,
+        ),
+      );
       row('key delete', await load(keyIds.length, (i) => call(agent.url, token, 'DELETE', `/apikeys/${keyIds[i]}`, undefined, 200), agent.pid));
 
       const userIds = [];
-      row('user create', await load(USER_OPS, async (i) => {
-        const body = { username: `bench${i}`, email: `bench${i}@example.com`, password: 'Str0ng-Pass-word!', role: 'viewer' };
-        userIds.push((await call(agent.url, token, 'POST', '/users', body, 201)).data.id);
-      }, agent.pid));
+      row(
+        'user create',
+        await load(
+          USER_OPS,
+          async (i) => {
+            const body = { username: `bench${i}`, email: `bench${i}@example.com`, password: 'Str0ng-Pass-word!', role: 'viewer' };
+            userIds.push((await call(agent.url, token, 'POST', '/users', body, 201)).data.id);
+          },
+          agent.pid,
+        ),
+      );
       row('user delete', await load(userIds.length, (i) => call(agent.url, token, 'DELETE', `/users/${userIds[i]}`, undefined, 200), agent.pid));
 
       // A seeded key: authenticated from memory, whatever the number of records.
@@ -128,6 +167,7 @@ for (const records of SIZES) {
     }
   }
 }
-console.log(`${CLIENTS} concurrent clients; ${KEY_OPS} key and ${USER_OPS} user operations of each kind per run; ` +
-  'goal: p99 < 20 ms at 10k records, flat from 100');
+console.log(
+  `${CLIENTS} concurrent clients; ${KEY_OPS} key and ${USER_OPS} user operations of each kind per run; ` + 'goal: p99 < 20 ms at 10k records, flat from 100',
+);
 console.table(rows);

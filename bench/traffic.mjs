@@ -29,17 +29,33 @@ function line(i) {
   const d = rnd(11);
   const dep = d === 10 ? '' : deployments[d];
   return JSON.stringify({
-    time: (now - 86_400 + (i / LINES) * 86_400).toFixed(3), deployment: dep, host: dep ? `${dep}.example.com` : `unknown${rnd(50)}.example.net`,
-    method: methods[rnd(methods.length)], path: `${paths[rnd(paths.length)]}${rnd(4) === 0 ? `?q=${i}` : ''}`, status: String(statuses[rnd(statuses.length)]),
-    bytes: String(rnd(50_000)), duration: (rnd(2000) / 10_000).toFixed(3), ip: `10.${rnd(4)}.${rnd(250)}.${rnd(250)}`,
-    ua: 'Mozilla/5.0 (X11; Linux x86_64) bench', blocked: '0', protected: '0', user: '',
+    time: (now - 86_400 + (i / LINES) * 86_400).toFixed(3),
+    deployment: dep,
+    host: dep ? `${dep}.example.com` : `unknown${rnd(50)}.example.net`,
+    method: methods[rnd(methods.length)],
+    path: `${paths[rnd(paths.length)]}${rnd(4) === 0 ? `?q=${i}` : ''}`,
+    status: String(statuses[rnd(statuses.length)]),
+    bytes: String(rnd(50_000)),
+    duration: (rnd(2000) / 10_000).toFixed(3),
+    ip: `10.${rnd(4)}.${rnd(250)}.${rnd(250)}`,
+    ua: 'Mozilla/5.0 (X11; Linux x86_64) bench',
+    blocked: '0',
+    protected: '0',
+    user: '',
   });
 }
 
 const agent = await startAgent({
   plugins: ['docker', 'deployments', 'edge'],
   config: {
-    proxy: { config_dir: join(work, 'nginx'), test_command: ['true'], reload_command: ['true'], access_log: accessLog, error_log: join(work, 'error.log'), default_server: false },
+    proxy: {
+      config_dir: join(work, 'nginx'),
+      test_command: ['true'],
+      reload_command: ['true'],
+      access_log: accessLog,
+      error_log: join(work, 'error.log'),
+      default_server: false,
+    },
     traffic: { follow_interval_ms: 100 },
   },
 });
@@ -87,8 +103,12 @@ try {
   const ingestCpu = cpuMs(agent.pid) - cpu0;
   const rate = LINES / (ingestMs / 1000);
   console.log(`load average ${loadavg()[0].toFixed(1)} on ${cpus().length} cores`);
-  console.log(`\n(a) ingest: ${LINES} lines (file written in ${written} ms) in the journal after ${fmt(ingestMs / 1000, 2)} s → ${fmt(rate / 1000, 1)}k lines/s (goal >= 50k/s: ${rate >= 50_000 ? 'met' : 'NOT met'}, ratio ${fmt(rate / 50_000, 2)}x)`);
-  console.log(`    agent CPU time for it: ${fmt(ingestCpu / 1000, 1)} s → ${fmt(LINES / (ingestCpu / 1000) / 1000, 1)}k lines per CPU-second (what one free core sustains; wall-clock figures shrink with other load on the machine)`);
+  console.log(
+    `\n(a) ingest: ${LINES} lines (file written in ${written} ms) in the journal after ${fmt(ingestMs / 1000, 2)} s → ${fmt(rate / 1000, 1)}k lines/s (goal >= 50k/s: ${rate >= 50_000 ? 'met' : 'NOT met'}, ratio ${fmt(rate / 50_000, 2)}x)`,
+  );
+  console.log(
+    `    agent CPU time for it: ${fmt(ingestCpu / 1000, 1)} s → ${fmt(LINES / (ingestCpu / 1000) / 1000, 1)}k lines per CPU-second (what one free core sustains; wall-clock figures shrink with other load on the machine)`,
+  );
 
   const end = new Date(now * 1000 - 3600_000).toISOString();
   const start = new Date(now * 1000 - 7200_000).toISOString();
@@ -117,7 +137,9 @@ try {
     times.sort((a, b) => a - b);
     all.push(...times);
     if (!name.startsWith('path')) indexed.push(...times);
-    console.log(`  ${name.padEnd(26)} p50 ${fmt(percentile(times, 50), 2).padStart(7)} ms   p99 ${fmt(percentile(times, 99), 2).padStart(7)} ms   agent CPU ${fmt(cpuPer, 2)} ms/request`);
+    console.log(
+      `  ${name.padEnd(26)} p50 ${fmt(percentile(times, 50), 2).padStart(7)} ms   p99 ${fmt(percentile(times, 99), 2).padStart(7)} ms   agent CPU ${fmt(cpuPer, 2)} ms/request`,
+    );
   }
   indexed.sort((a, b) => a - b);
   all.sort((a, b) => a - b);

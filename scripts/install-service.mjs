@@ -66,15 +66,19 @@ function install() {
 
   const config = join(configDir, 'agent.yaml');
   if (!existsSync(config)) {
-    writeFileSync(config, [
-      '# Configuration of the host agent (every key: README.md, "Configuration"). Kept by upgrades.',
-      `listen: ${opts.listen}`,
-      `data_dir: ${opts['data-dir']}`,
-      'log:',
-      '  level: info',
-      '  format: json   # the journal keeps JSON lines: journalctl -u host-agent -o cat | jq',
-      '',
-    ].join('\n'), { mode: 0o640 });
+    writeFileSync(
+      config,
+      [
+        '# Configuration of the host agent (every key: README.md, "Configuration"). Kept by upgrades.',
+        `listen: ${opts.listen}`,
+        `data_dir: ${opts['data-dir']}`,
+        'log:',
+        '  level: info',
+        '  format: json   # the journal keeps JSON lines: journalctl -u host-agent -o cat | jq',
+        '',
+      ].join('\n'),
+      { mode: 0o640 },
+    );
     console.log(`wrote ${config}`);
   } else console.log(`kept ${config}`);
   chmodSync(config, 0o640);
@@ -82,7 +86,11 @@ function install() {
   const env = join(configDir, 'agent.env');
   if (firstInstall && !existsSync(env)) {
     const password = randomBytes(18).toString('base64url');
-    writeFileSync(env, `# Used at the first start only, to create the user admin. Delete this file once you changed the password.\nAGENT_ADMIN_PASSWORD=${password}\n`, { mode: 0o600 });
+    writeFileSync(
+      env,
+      `# Used at the first start only, to create the user admin. Delete this file once you changed the password.\nAGENT_ADMIN_PASSWORD=${password}\n`,
+      { mode: 0o600 },
+    );
     console.log(`admin password for the first login: ${password}\n  (also in ${env}, mode 0600: delete it after changing the password)`);
   }
   if (existsSync(env)) chmodSync(env, 0o600);
@@ -109,7 +117,15 @@ function install() {
 }
 
 function uninstall() {
-  const wasEnabled = existsSync(target(unitPath)) || (() => { try { return lstatSync(target(wantsLink)).isSymbolicLink(); } catch { return false; } })();
+  const wasEnabled =
+    existsSync(target(unitPath)) ||
+    (() => {
+      try {
+        return lstatSync(target(wantsLink)).isSymbolicLink();
+      } catch {
+        return false;
+      }
+    })();
   if (wasEnabled && has('systemctl') && (offline || systemdRunning)) systemctl(['disable', ...(systemdRunning ? ['--now'] : []), UNIT]);
   for (const path of [wantsLink, unitPath]) {
     try {

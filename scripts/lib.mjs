@@ -56,9 +56,20 @@ export const BUILTIN_BUNDLE_DIR = join(ROOT, 'core', 'dist', 'builtin');
 
 const ESBUILD = join(ROOT, 'node_modules', 'esbuild', 'bin', 'esbuild');
 const ESBUILD_COMMON = [
-  '--bundle', '--splitting', '--minify-whitespace', '--minify-syntax', '--platform=node', '--format=esm', '--target=node20', '--log-level=warning', '--legal-comments=none',
+  '--bundle',
+  '--splitting',
+  '--minify-whitespace',
+  '--minify-syntax',
+  '--platform=node',
+  '--format=esm',
+  '--target=node20',
+  '--log-level=warning',
+  '--legal-comments=none',
   // Native modules and optional native add-ons stay outside (loaded from node_modules when used).
-  '--external:better-sqlite3', '--external:argon2', '--external:cpu-features', '--external:pg-native',
+  '--external:better-sqlite3',
+  '--external:argon2',
+  '--external:cpu-features',
+  '--external:pg-native',
   // The scheduler sets luxon's default locale on the copy cron-parser requires (core/src/scheduler).
   '--external:luxon',
   `--alias:ssh2=${join(ROOT, 'scripts', 'shims', 'ssh2-lazy.cjs')}`,
@@ -88,11 +99,17 @@ export function newestMtime(dir) {
  */
 export function bundleCore() {
   must(ESBUILD, [
-    `index=${join(ROOT, 'sdk', 'dist', 'index.js')}`, `app=${join(ROOT, 'sdk', 'dist', 'app.js')}`,
-    ...ESBUILD_COMMON, `--outdir=${join(ROOT, 'sdk', 'dist', 'bundle')}`, '--out-extension:.js=.mjs', '--chunk-names=chunks/[name]-[hash]',
+    `index=${join(ROOT, 'sdk', 'dist', 'index.js')}`,
+    `app=${join(ROOT, 'sdk', 'dist', 'app.js')}`,
+    ...ESBUILD_COMMON,
+    `--outdir=${join(ROOT, 'sdk', 'dist', 'bundle')}`,
+    '--out-extension:.js=.mjs',
+    '--chunk-names=chunks/[name]-[hash]',
   ]);
   const plugins = existsSync(join(ROOT, 'plugins'))
-    ? readdirSync(join(ROOT, 'plugins')).sort().filter((n) => existsSync(join(ROOT, 'plugins', n, 'dist', 'index.js')))
+    ? readdirSync(join(ROOT, 'plugins'))
+        .sort()
+        .filter((n) => existsSync(join(ROOT, 'plugins', n, 'dist', 'index.js')))
     : [];
   const manifest = Object.fromEntries(plugins.map((n) => [n, { file: `${n}.mjs`, built: newestMtime(join(ROOT, 'plugins', n, 'dist')) }]));
   rmSync(BUILTIN_BUNDLE_DIR, { recursive: true, force: true });
@@ -100,8 +117,12 @@ export function bundleCore() {
   must(ESBUILD, [
     `agent=${join(ROOT, 'core', 'dist', 'main.js')}`,
     ...plugins.map((n) => `builtin/${n}=${join(ROOT, 'plugins', n, 'dist', 'index.js')}`),
-    ...ESBUILD_COMMON, `--outdir=${join(ROOT, 'core', 'dist')}`, '--out-extension:.js=.mjs', '--chunk-names=chunks/[name]-[hash]',
-    '--external:@agent/sdk', '--external:@agent/sdk/*',
+    ...ESBUILD_COMMON,
+    `--outdir=${join(ROOT, 'core', 'dist')}`,
+    '--out-extension:.js=.mjs',
+    '--chunk-names=chunks/[name]-[hash]',
+    '--external:@agent/sdk',
+    '--external:@agent/sdk/*',
   ]);
   writeFileSync(join(BUILTIN_BUNDLE_DIR, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
 }

@@ -13,8 +13,15 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request, startAgent, type TestAgent } from './helpers/agent.js';
 import {
-  buildVariant, expectationFor, matrixPrincipal, operationsOf, satisfies,
-  type Expectation, type MatrixPrincipal, type Operation, type Variant,
+  buildVariant,
+  expectationFor,
+  matrixPrincipal,
+  operationsOf,
+  satisfies,
+  type Expectation,
+  type MatrixPrincipal,
+  type Operation,
+  type Variant,
 } from './helpers/authz-matrix.js';
 
 const PASS = 'Matrix-Pass-w0rd!';
@@ -108,7 +115,13 @@ describe('authorization matrix (all built-in plugins)', () => {
     agent = await startAgent({
       plugins: ['*'],
       config: {
-        proxy: { config_dir: edgeDir, test_command: ['true'], reload_command: ['true'], access_log: join(edgeDir, 'access.log'), error_log: join(edgeDir, 'error.log') },
+        proxy: {
+          config_dir: edgeDir,
+          test_command: ['true'],
+          reload_command: ['true'],
+          access_log: join(edgeDir, 'access.log'),
+          error_log: join(edgeDir, 'error.log'),
+        },
       },
     });
     const api = (method: string, path: string, body?: unknown, token?: string) => agent.api(method, path, { body, token });
@@ -155,8 +168,11 @@ describe('authorization matrix (all built-in plugins)', () => {
     const jwtKey = Buffer.from(readFileSync(join(agent.dataDir, 'secrets', 'jwt.key'), 'utf8').trim(), 'base64');
     const adminClaims = decodeJwt(agent.token);
     const expiredToken = await new SignJWT({ tv: adminClaims.tv })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('agent').setSubject(adminClaims.sub!)
-      .setIssuedAt(Math.floor(Date.now() / 1000) - 120).setExpirationTime(Math.floor(Date.now() / 1000) - 60)
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setIssuer('agent')
+      .setSubject(adminClaims.sub!)
+      .setIssuedAt(Math.floor(Date.now() / 1000) - 120)
+      .setExpirationTime(Math.floor(Date.now() / 1000) - 60)
       .sign(new Uint8Array(jwtKey));
 
     // Least privileged first: a destructive operation a stronger principal may run comes after the weaker ones'
@@ -175,9 +191,13 @@ describe('authorization matrix (all built-in plugins)', () => {
     );
     // The same token unexpired works: only the expiry makes the difference.
     const fresh = await new SignJWT({ tv: adminClaims.tv })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('agent').setSubject(adminClaims.sub!)
-      .setIssuedAt().setExpirationTime('5m').sign(new Uint8Array(jwtKey));
-    if ((await request(agent.url, 'GET', '/auth/validate', { token: fresh })).status !== 200) throw new Error('a token signed like the agent\'s is refused');
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setIssuer('agent')
+      .setSubject(adminClaims.sub!)
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(new Uint8Array(jwtKey));
+    if ((await request(agent.url, 'GET', '/auth/validate', { token: fresh })).status !== 200) throw new Error("a token signed like the agent's is refused");
     // The expiring key must really be expired before the matrix runs.
     const deadline = Date.now() + 5000;
     while ((await request(agent.url, 'GET', '/auth/validate', { token: expiring.key })).status !== 401) {
@@ -187,9 +207,8 @@ describe('authorization matrix (all built-in plugins)', () => {
     ops = operationsOf(doc).sort((a, b) => METHOD_ORDER.indexOf(a.method) - METHOD_ORDER.indexOf(b.method) || a.path.localeCompare(b.path));
 
     for (const op of ops) {
-      const variants = op.deploymentScoped && (op.deploymentParam || op.deploymentQuery)
-        ? [buildVariant(op, DEP_A), buildVariant(op, DEP_B)]
-        : [buildVariant(op, null)];
+      const variants =
+        op.deploymentScoped && (op.deploymentParam || op.deploymentQuery) ? [buildVariant(op, DEP_A), buildVariant(op, DEP_B)] : [buildVariant(op, null)];
       for (const variant of variants) {
         for (const who of principals) {
           const expected = expectationFor(op, who, variant);
@@ -218,20 +237,32 @@ describe('authorization matrix (all built-in plugins)', () => {
     expect(new Set(ops.map((o) => o.id)).size).toBe(ops.length);
     for (const op of ops) {
       for (const who of principals) {
-        expect(cells.some((c) => c.op === op && c.who === who.name), `${op.id} × ${who.name}`).toBe(true);
+        expect(
+          cells.some((c) => c.op === op && c.who === who.name),
+          `${op.id} × ${who.name}`,
+        ).toBe(true);
       }
     }
     const failed = plugins.filter((p) => p.status !== 'running').map((p) => p.name);
-    console.log(`authorization matrix: ${ops.length} operations (${running.length} plugins running${failed.length ? `; not running: ${failed.join(', ')}` : ''}) × ${principals.length} principals = ${cells.length} checks`);
+    console.log(
+      `authorization matrix: ${ops.length} operations (${running.length} plugins running${failed.length ? `; not running: ${failed.join(', ')}` : ''}) × ${principals.length} principals = ${cells.length} checks`,
+    );
     expect(running.map((p) => p.name)).toEqual(expect.arrayContaining(['access', 'system', 'credentials']));
   });
 
   it('answers every cell as expected', () => {
-    const wrong = cells.filter((c) => c.status === 'timeout' ? c.expected.kind !== 'allowed' : !satisfies(c.expected, c.status));
+    const wrong = cells.filter((c) => (c.status === 'timeout' ? c.expected.kind !== 'allowed' : !satisfies(c.expected, c.status)));
     const slow = cells.filter((c) => c.status === 'timeout' && c.expected.kind === 'allowed');
     if (slow.length) console.log(`answered late (allowed, not judged): ${slow.map((c) => `${c.op.id}/${c.who}`).join(', ')}`);
     const lines = wrong.map((c) => {
-      const exp = c.expected.kind === 'allowed' ? 'not 401/403' : c.expected.kind === 'unauthenticated' ? '401' : c.expected.kind === 'forbidden' ? `403 (${c.expected.why})` : `404/403 (${c.expected.why})`;
+      const exp =
+        c.expected.kind === 'allowed'
+          ? 'not 401/403'
+          : c.expected.kind === 'unauthenticated'
+            ? '401'
+            : c.expected.kind === 'forbidden'
+              ? `403 (${c.expected.why})`
+              : `404/403 (${c.expected.why})`;
       return `${c.op.method} ${c.variant.url} [${c.op.id}] × ${c.who}: got ${c.status}, expected ${exp} — ${c.detail}`;
     });
     expect(lines, lines.join('\n')).toEqual([]);
@@ -260,7 +291,8 @@ describe('authorization matrix (all built-in plugins)', () => {
     console.table(table);
     // Not authorization failures, but worth a look: server errors on harmless inputs, and the slowest answers.
     const errors = cells.filter((c) => typeof c.status === 'number' && c.status >= 500);
-    if (errors.length) console.log(`5xx answers (harmless inputs):\n${errors.map((c) => `  ${c.status} ${c.op.method} ${c.variant.url} × ${c.who}: ${c.detail}`).join('\n')}`);
+    if (errors.length)
+      console.log(`5xx answers (harmless inputs):\n${errors.map((c) => `  ${c.status} ${c.op.method} ${c.variant.url} × ${c.who}: ${c.detail}`).join('\n')}`);
     const slowest = [...cells].sort((a, b) => b.ms - a.ms).slice(0, 8);
     console.log(`slowest: ${slowest.map((c) => `${c.op.id}/${c.who} ${c.ms} ms`).join(', ')}`);
     expect(Object.keys(table)).toHaveLength(principals.length);

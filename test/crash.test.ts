@@ -43,8 +43,12 @@ const dataDir = join(work, 'data');
 // and no default server to wait for after a reload.
 const CONFIG = {
   proxy: {
-    config_dir: join(work, 'edge'), test_command: ['true'], reload_command: ['true'], default_server: false,
-    access_log: join(work, 'access.log'), error_log: join(work, 'error.log'),
+    config_dir: join(work, 'edge'),
+    test_command: ['true'],
+    reload_command: ['true'],
+    default_server: false,
+    access_log: join(work, 'access.log'),
+    error_log: join(work, 'error.log'),
   },
 };
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -78,23 +82,46 @@ describe('kill -9 under concurrent writes', () => {
       const stopped = () => killed;
       const tag = `r${round}`;
       const writers = [
-        ...[0, 1].map((w) => writer(stopped, (i) => agent.api('POST', '/users', {
-          body: { username: `u${tag}w${w}n${i}`, email: `u${tag}w${w}n${i}@example.test`, password: PASSWORD, role: 'viewer' },
-        }), (i, body) => {
-          acked.users.push(`u${tag}w${w}n${i}`);
-          acked.userIds.push(String(body.data.id));
-        })),
-        ...[0, 1].map((w) => writer(stopped, (i) => agent.api('POST', '/apikeys', { body: { name: `k${tag}w${w}n${i}` } }),
-          (i, body) => {
-            acked.keys.push(`k${tag}w${w}n${i}`);
-            acked.keyIds.push(String(body.data.id));
-          })),
-        ...[0, 1].map((w) => writer(stopped, (i) => agent.api('POST', '/dashboards', { body: { name: `b${tag}w${w}n${i}`, panels: [] } }),
-          (_i, body) => acked.dashboards.push(body.data.id as string))),
-        writer(stopped, (i) => agent.api('POST', '/security/blocked-ips', { body: { ip: ipOf(round, 0, i), reason: 'crash test' } }),
-          (i) => acked.ips.push(ipOf(round, 0, i))),
-        writer(stopped, () => agent.api('PUT', '/settings', { body: { access: { retention_days: ++setting } } }),
-          () => acked.settings.push(setting)),
+        ...[0, 1].map((w) =>
+          writer(
+            stopped,
+            (i) =>
+              agent.api('POST', '/users', {
+                body: { username: `u${tag}w${w}n${i}`, email: `u${tag}w${w}n${i}@example.test`, password: PASSWORD, role: 'viewer' },
+              }),
+            (i, body) => {
+              acked.users.push(`u${tag}w${w}n${i}`);
+              acked.userIds.push(String(body.data.id));
+            },
+          ),
+        ),
+        ...[0, 1].map((w) =>
+          writer(
+            stopped,
+            (i) => agent.api('POST', '/apikeys', { body: { name: `k${tag}w${w}n${i}` } }),
+            (i, body) => {
+              acked.keys.push(`k${tag}w${w}n${i}`);
+              acked.keyIds.push(String(body.data.id));
+            },
+          ),
+        ),
+        ...[0, 1].map((w) =>
+          writer(
+            stopped,
+            (i) => agent.api('POST', '/dashboards', { body: { name: `b${tag}w${w}n${i}`, panels: [] } }),
+            (_i, body) => acked.dashboards.push(body.data.id as string),
+          ),
+        ),
+        writer(
+          stopped,
+          (i) => agent.api('POST', '/security/blocked-ips', { body: { ip: ipOf(round, 0, i), reason: 'crash test' } }),
+          (i) => acked.ips.push(ipOf(round, 0, i)),
+        ),
+        writer(
+          stopped,
+          () => agent.api('PUT', '/settings', { body: { access: { retention_days: ++setting } } }),
+          () => acked.settings.push(setting),
+        ),
       ];
       await new Promise((r) => setTimeout(r, 1500 + rnd(2500)));
       killed = true;
@@ -143,9 +170,11 @@ describe('kill -9 under concurrent writes', () => {
         const n = (await events(action)).length;
         expect({ action, atLeastAcked: n >= acks, atMostDone: n <= existing }).toEqual({ action, atLeastAcked: true, atMostDone: true });
       }
-      console.log(`crash test: ${ROUNDS} kills; acknowledged ${acked.users.length} users, ${acked.keys.length} keys, `
-        + `${acked.dashboards.length} dashboards, ${acked.ips.length} blocked IPs, `
-        + `${acked.settings.length} settings writes: none lost, each with its audit record`);
+      console.log(
+        `crash test: ${ROUNDS} kills; acknowledged ${acked.users.length} users, ${acked.keys.length} keys, ` +
+          `${acked.dashboards.length} dashboards, ${acked.ips.length} blocked IPs, ` +
+          `${acked.settings.length} settings writes: none lost, each with its audit record`,
+      );
     } finally {
       await agent.stop();
     }

@@ -17,7 +17,13 @@ import { cliHome, type CliHome } from '../cli/test/helpers/cli.js';
 const PLUGINS = ['access', 'system', 'docker', 'deployments', 'edge', 'databases', 'dns'];
 const DNS_KEY = 'doctor-test-key-1234567890';
 
-interface Check { id: string; plugin: string; status: string; detail: string; fix?: string }
+interface Check {
+  id: string;
+  plugin: string;
+  status: string;
+  detail: string;
+  fix?: string;
+}
 
 describe('doctor: the external parts of the enabled plugins', () => {
   let nginx: TestNginx;
@@ -56,11 +62,26 @@ describe('doctor: the external parts of the enabled plugins', () => {
   it('reports every part as working, with what it found', async () => {
     const { ok, checks } = await report();
     expect([...checks.keys()].sort()).toEqual([
-      'core.data-dir', 'core.node', 'core.secrets', 'databases.drivers', 'dns.server', 'docker.compose', 'docker.engine',
-      'edge.acme', 'edge.clock', 'edge.nginx',
+      'core.data-dir',
+      'core.node',
+      'core.secrets',
+      'databases.drivers',
+      'dns.server',
+      'docker.compose',
+      'docker.engine',
+      'edge.acme',
+      'edge.clock',
+      'edge.nginx',
     ]);
-    const server = JSON.parse(execFileSync('docker', ['version', '--format', '{{json .Server}}'], { encoding: 'utf8' })) as { Version: string; ApiVersion: string };
-    expect(checks.get('docker.engine')).toMatchObject({ plugin: 'docker', status: 'ok', detail: expect.stringContaining(`Docker ${server.Version}, API ${server.ApiVersion}`) });
+    const server = JSON.parse(execFileSync('docker', ['version', '--format', '{{json .Server}}'], { encoding: 'utf8' })) as {
+      Version: string;
+      ApiVersion: string;
+    };
+    expect(checks.get('docker.engine')).toMatchObject({
+      plugin: 'docker',
+      status: 'ok',
+      detail: expect.stringContaining(`Docker ${server.Version}, API ${server.ApiVersion}`),
+    });
     const composeVersion = execFileSync('docker-compose', ['version', '--short'], { encoding: 'utf8' }).trim();
     expect(checks.get('docker.compose')!.detail).toContain(composeVersion);
     expect(checks.get('edge.nginx')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`includes ${join(nginx.configDir, 'agent.conf')}`) });
@@ -82,8 +103,16 @@ describe('doctor: the external parts of the enabled plugins', () => {
     try {
       const { ok, checks } = await report();
       expect(ok).toBe(false);
-      expect(checks.get('core.secrets')).toMatchObject({ status: 'failed', detail: expect.stringContaining('data.key (0644)'), fix: `chmod 700 ${join(agent.dataDir, 'secrets')} && chmod 600 ${join(agent.dataDir, 'secrets')}/*` });
-      expect(checks.get('dns.server')).toMatchObject({ status: 'failed', detail: expect.stringContaining('not reachable'), fix: expect.stringContaining('agentctl dns enable') });
+      expect(checks.get('core.secrets')).toMatchObject({
+        status: 'failed',
+        detail: expect.stringContaining('data.key (0644)'),
+        fix: `chmod 700 ${join(agent.dataDir, 'secrets')} && chmod 600 ${join(agent.dataDir, 'secrets')}/*`,
+      });
+      expect(checks.get('dns.server')).toMatchObject({
+        status: 'failed',
+        detail: expect.stringContaining('not reachable'),
+        fix: expect.stringContaining('agentctl dns enable'),
+      });
 
       const login = await cli.run(['login', '--url', agent.url, '--username', 'admin', '--password-stdin'], { input: 'Admin-Test-Pass-1\n' });
       expect(login.code, login.stderr).toBe(0);
@@ -103,7 +132,9 @@ describe('doctor: the external parts of the enabled plugins', () => {
   });
 
   it('is for admins only', async () => {
-    const created = await agent.api('POST', '/users', { body: { username: 'doc-ops', email: 'ops@example.test', password: 'Operator-Pass-42', role: 'operator' } });
+    const created = await agent.api('POST', '/users', {
+      body: { username: 'doc-ops', email: 'ops@example.test', password: 'Operator-Pass-42', role: 'operator' },
+    });
     expect(created.status, created.text).toBe(201);
     const token = await agent.login('doc-ops', 'Operator-Pass-42');
     const res = await agent.api('GET', '/system/doctor', { token });

@@ -20,14 +20,22 @@ const dataDir = join(root, 'var/lib/host-agent');
 const mode = (path: string) => statSync(path).mode & 0o777;
 
 function installer(...args: string[]): string {
-  return execFileSync(process.execPath, [join(REPO_ROOT, 'scripts/install-service.mjs'), '--root', root, '--no-build', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync(process.execPath, [join(REPO_ROOT, 'scripts/install-service.mjs'), '--root', root, '--no-build', ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 /** Runs the unit's ExecStart with its EnvironmentFile, below the temporary root; resolves when ready. */
 async function startAsTheUnit(port: number) {
   const text = readFileSync(unit, 'utf8');
   const exec = /^ExecStart=(.+)$/m.exec(text)![1]!.split(' ');
-  const env = Object.fromEntries(readFileSync(join(configDir, 'agent.env'), 'utf8').split('\n').filter((l) => /^[A-Z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  const env = Object.fromEntries(
+    readFileSync(join(configDir, 'agent.env'), 'utf8')
+      .split('\n')
+      .filter((l) => /^[A-Z_]+=/.test(l))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
   const args = exec.slice(1).map((a) => (a.startsWith('/etc/host-agent') ? join(root, a) : a));
   const child = spawn(exec[0]!, args, {
     cwd: dataDir,
@@ -51,10 +59,11 @@ async function startAsTheUnit(port: number) {
   });
   return {
     output: () => output,
-    stop: () => new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
   };
 }
 

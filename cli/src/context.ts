@@ -1,7 +1,14 @@
 /** What every command needs: global options, the resolved connection, a client and the agent's description. */
 import {
-  AgentClient, AgentConnectionError, ApiDescription, DescriptionCache, ProfileStore, loadDescription, resolveConnection,
-  type Connection, type LoadedDescription,
+  AgentClient,
+  AgentConnectionError,
+  ApiDescription,
+  DescriptionCache,
+  ProfileStore,
+  loadDescription,
+  resolveConnection,
+  type Connection,
+  type LoadedDescription,
 } from '@agent/client';
 import type { CliIO } from './io.js';
 import { colorWanted, makeStyle, type Style } from './style.js';
@@ -31,7 +38,11 @@ export class CliContext {
   private conn?: Connection;
   private loaded?: LoadedDescription;
 
-  constructor(readonly io: CliIO, readonly globals: GlobalOptions, readonly version: string) {
+  constructor(
+    readonly io: CliIO,
+    readonly globals: GlobalOptions,
+    readonly version: string,
+  ) {
     this.store = new ProfileStore(io.env);
     this.cache = new DescriptionCache(io.env);
     this.out = makeStyle(colorWanted(io.stdout, globals.color, io.env));

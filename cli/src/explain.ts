@@ -39,7 +39,8 @@ export function explain(status: number, body: ErrorBody, ctx: ExplainContext = {
     case 'TOKEN_EXPIRED': {
       if (ctx.tokenSource === 'none') return 'No token: log in with `agentctl login --url <agent-url>`, or pass --token / AGENTCTL_TOKEN.';
       const expired = ctx.tokenExpiredAt && Date.parse(ctx.tokenExpiredAt) <= Date.now() ? ` The saved login expired at ${ctx.tokenExpiredAt}.` : '';
-      if (ctx.tokenSource === 'profile') return `The token of profile '${ctx.profileName}' was refused.${expired} Log in again: agentctl login --profile ${ctx.profileName}`;
+      if (ctx.tokenSource === 'profile')
+        return `The token of profile '${ctx.profileName}' was refused.${expired} Log in again: agentctl login --profile ${ctx.profileName}`;
       return `The token from ${ctx.tokenSource === 'env' ? 'AGENTCTL_TOKEN' : '--token'} was refused (invalid, expired or revoked).`;
     }
     case 'FORBIDDEN':

@@ -34,10 +34,12 @@ export function ask(io: CliIO, question: string, hidden: boolean): Promise<strin
   const { stdin, stderr } = io;
   if (!hidden || !stdin.isTTY) {
     const rl = createInterface({ input: stdin, output: stderr, terminal: !!stdin.isTTY });
-    return new Promise((resolve) => rl.question(question, (answer) => {
-      rl.close();
-      resolve(answer);
-    }));
+    return new Promise((resolve) =>
+      rl.question(question, (answer) => {
+        rl.close();
+        resolve(answer);
+      }),
+    );
   }
   return new Promise((resolve, reject) => {
     stderr.write(question);

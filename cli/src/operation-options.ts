@@ -3,8 +3,24 @@ import { acceptedTypes, kebab, type OperationParameter } from '@agent/client';
 
 /** Option names the CLI uses itself; query parameters with these names are set with `-q name=value`. */
 export const RESERVED = new Set([
-  'data', 'field', 'query', 'skeleton', 'yaml', 'plan', 'follow', 'output', 'dry-run', 'json', 'help',
-  'profile', 'url', 'token', 'refresh', 'color', 'no-color', 'version',
+  'data',
+  'field',
+  'query',
+  'skeleton',
+  'yaml',
+  'plan',
+  'follow',
+  'output',
+  'dry-run',
+  'json',
+  'help',
+  'profile',
+  'url',
+  'token',
+  'refresh',
+  'color',
+  'no-color',
+  'version',
 ]);
 
 export const isBooleanParam = (p: OperationParameter) => {

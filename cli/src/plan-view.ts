@@ -21,7 +21,7 @@ export function renderPlan(plan: Plan, style: Style, options: { applyHint?: bool
   if (plan.changes.length === 0) out.push('  No changes.');
   for (const change of plan.changes) {
     const action = change.actions.includes('delete') && change.actions.includes('create') ? 'replace' : change.actions.join(', ');
-    const mark = change.actions.length === 1 ? MARKS[change.actions[0]!] ?? '~' : '±';
+    const mark = change.actions.length === 1 ? (MARKS[change.actions[0]!] ?? '~') : '±';
     const head = `${mark} ${change.type} ${change.id}  (${action})${change.sensitive ? '  [sensitive values hidden]' : ''}`;
     out.push(`  ${mark === '+' ? style.green(head) : mark === '-' ? style.red(head) : style.yellow(head)}`);
     for (const l of changeLines(change)) out.push(`      ${line(l, style)}`);

@@ -135,11 +135,13 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
     .command('completion')
     .description('print a completion script: source <(agentctl completion bash) — or zsh')
     .argument('<shell>', 'bash or zsh')
-    .action((shell: string) => runAction(async () => {
-      if (shell === 'bash') ctx.io.stdout.write(bashScript());
-      else if (shell === 'zsh') ctx.io.stdout.write(zshScript());
-      else throw new UsageError(`no completion for '${shell}' (bash, zsh)`);
-    }));
+    .action((shell: string) =>
+      runAction(async () => {
+        if (shell === 'bash') ctx.io.stdout.write(bashScript());
+        else if (shell === 'zsh') ctx.io.stdout.write(zshScript());
+        else throw new UsageError(`no completion for '${shell}' (bash, zsh)`);
+      }),
+    );
 
   const [first, second] = pre.positionals;
   const staticNames = new Set([...STATIC_COMMANDS.map(([n]) => n)]);
@@ -162,7 +164,10 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
         if (staticNames.has(group.name)) continue;
         program.addCommand(groupCommand(ctx, loaded.description, group, runAction, wanted));
       }
-      program.addHelpText('after', `\nAgent ${ctx.connection().url} (version ${loaded.version}). Help on a group: agentctl <group> --help; on an operation: agentctl <group> <operation> --help.`);
+      program.addHelpText(
+        'after',
+        `\nAgent ${ctx.connection().url} (version ${loaded.version}). Help on a group: agentctl <group> --help; on an operation: agentctl <group> <operation> --help.`,
+      );
     } catch (err) {
       if (first && first !== 'help') return report(ctx, err);
       program.addHelpText('after', `\nNot connected (${(err as Error).message}): log in to see the agent's operations.`);
@@ -171,7 +176,10 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
 
   // Commands added with addCommand do not inherit these; set them everywhere (help formats stay per command).
   const inherit = (cmd: Command) => {
-    cmd.exitOverride().showSuggestionAfterError(true).configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
+    cmd
+      .exitOverride()
+      .showSuggestionAfterError(true)
+      .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
     cmd.commands.forEach(inherit);
   };
   inherit(program);

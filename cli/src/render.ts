@@ -58,7 +58,11 @@ export function renderTable(rows: Record<string, unknown>[], style: Style, width
     hidden.unshift(columns.pop()!);
     m = measure(columns, max);
   }
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(m.widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(m.widths[i]!)))
+      .join('  ')
+      .trimEnd();
   const out = [style.bold(line(columns.map((c) => c.toUpperCase()))), ...m.body.map(line)];
   if (hidden.length) out.push(style.dim(`(not shown: ${hidden.join(', ')}; --json shows everything)`));
   return out.join('\n');
@@ -109,8 +113,13 @@ const LOG_KEYS = new Set(['text', 'line', 'service', 'container', 'stream', 'tim
 
 /** Log lines (`{service, stream, time, text}`) read best as `service | text`, like a terminal shows them. */
 function isLogLines(rows: unknown[]): rows is Record<string, unknown>[] {
-  return rows.every((r) => r && typeof r === 'object' && (typeof (r as Record<string, unknown>).text === 'string' || typeof (r as Record<string, unknown>).line === 'string')
-    && Object.keys(r as object).every((k) => LOG_KEYS.has(k)));
+  return rows.every(
+    (r) =>
+      r &&
+      typeof r === 'object' &&
+      (typeof (r as Record<string, unknown>).text === 'string' || typeof (r as Record<string, unknown>).line === 'string') &&
+      Object.keys(r as object).every((k) => LOG_KEYS.has(k)),
+  );
 }
 
 export function logLine(row: Record<string, unknown>): string {

@@ -17,10 +17,11 @@ export function makeStyle(enabled: boolean): Style {
 }
 
 export function colorWanted(stream: NodeJS.WriteStream, flag: boolean | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
-  if (flag === false || env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  if (flag === false || (env.NO_COLOR !== undefined && env.NO_COLOR !== '')) return false;
   if (env.FORCE_COLOR && env.FORCE_COLOR !== '0') return true;
   return !!stream.isTTY;
 }
 
 /** Display width without colour codes. */
+// eslint-disable-next-line no-control-regex -- terminal colour codes start with ESC
 export const visibleLength = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, '').length;

@@ -38,7 +38,13 @@ describe('agentctl', () => {
     expect(statSync(join(home.env.XDG_CONFIG_HOME!, 'agentctl')).mode & 0o777).toBe(0o700);
     const file = JSON.parse(readFileSync(path, 'utf8'));
     expect(file.current).toBe('default');
-    expect(file.profiles.default).toMatchObject({ url: agent.url, auth: 'password', username: 'admin', token: expect.any(String), expires_at: expect.any(String) });
+    expect(file.profiles.default).toMatchObject({
+      url: agent.url,
+      auth: 'password',
+      username: 'admin',
+      token: expect.any(String),
+      expires_at: expect.any(String),
+    });
     expect(JSON.stringify(file)).not.toContain(ADMIN_PASSWORD);
     const profiles = await home.run(['profiles']);
     expect(profiles.stdout).toMatch(/\*\s+default\s+http:\/\/127\.0\.0\.1:\d+\s+password\s+admin/);
@@ -78,7 +84,10 @@ describe('agentctl', () => {
     const out = join(home.dir, 'openapi.json');
     const saved = await home.run(['system', 'openapi', '--output', out]);
     expect(saved.code, saved.stderr).toBe(0);
-    expect(JSON.parse(readFileSync(out, 'utf8'))).toMatchObject({ openapi: '3.1.0', paths: expect.objectContaining({ '/api/hello/greetings': expect.any(Object) }) });
+    expect(JSON.parse(readFileSync(out, 'utf8'))).toMatchObject({
+      openapi: '3.1.0',
+      paths: expect.objectContaining({ '/api/hello/greetings': expect.any(Object) }),
+    });
     const query = await home.run(['hello', 'list', '-q', 'name=Ada', '--json']);
     expect(JSON.parse(query.stdout).data.map((g: { name: string }) => g.name)).toEqual(['Ada']);
   });
@@ -142,7 +151,9 @@ describe('agentctl', () => {
     expect((await greetings()).map((g) => g.name)).toContain('Linus');
 
     // The same from stdin, and -f overriding a field of the document.
-    const piped = await home.run(['hello', 'create', '--data', '-', '-f', 'name=Margaret', '--json'], { input: JSON.stringify({ name: 'x', message: 'From stdin' }) });
+    const piped = await home.run(['hello', 'create', '--data', '-', '-f', 'name=Margaret', '--json'], {
+      input: JSON.stringify({ name: 'x', message: 'From stdin' }),
+    });
     expect(piped.code).toBe(0);
     expect(JSON.parse(piped.stdout).data).toMatchObject({ name: 'Margaret', message: 'From stdin' });
     const inline = await home.run(['hello', 'create', '--data', '{"name": "Inline"}', '--json']);
@@ -333,7 +344,9 @@ describe('agentctl', () => {
     const res = await home.run(['--profile', 'old', 'hello', 'list']);
     expect(res.code).toBe(1);
     expect(res.stderr).toContain('HTTP 401');
-    expect(res.stderr).toContain("The token of profile 'old' was refused. The saved login expired at 2020-01-01T00:00:00.000Z. Log in again: agentctl login --profile old");
+    expect(res.stderr).toContain(
+      "The token of profile 'old' was refused. The saved login expired at 2020-01-01T00:00:00.000Z. Log in again: agentctl login --profile old",
+    );
   });
 
   it('completes groups and operations in bash from the cached description', async () => {
@@ -384,7 +397,13 @@ describe('agentctl', () => {
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     await new Promise((r) => child.once('close', r));
     expect(err).toBe('');
-    expect(out.trim().split('\n')).toEqual(['create:Greet someone', 'delete:Forget a greeting', 'list:List greetings', expect.stringMatching(/^stats:Counters/), 'tick:Run the tick job now']);
+    expect(out.trim().split('\n')).toEqual([
+      'create:Greet someone',
+      'delete:Forget a greeting',
+      'list:List greetings',
+      expect.stringMatching(/^stats:Counters/),
+      'tick:Run the tick job now',
+    ]);
   });
 });
 

@@ -106,7 +106,7 @@ export class AgentClient {
       res = await this.transport(url, { method, headers, body, signal });
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      const why = timeout.aborted ? `no answer within ${this.timeoutMs / 1000} s` : e.code ?? e.message;
+      const why = timeout.aborted ? `no answer within ${this.timeoutMs / 1000} s` : (e.code ?? e.message);
       throw new AgentConnectionError(`cannot reach the agent at ${this.url}: ${why}`, { cause: err });
     }
     if (res.status >= 300 && res.status < 400) {

@@ -59,7 +59,8 @@ function setPath(target: Record<string, unknown>, path: (string | number)[], val
     const part = path[i]!;
     const last = i === path.length - 1;
     if (typeof part === 'number' && !Array.isArray(at)) throw new Error(`-f ${key}: '${path.slice(0, i).join('.')}' is not a list`);
-    if (typeof part === 'string' && (Array.isArray(at) || at === null || typeof at !== 'object')) throw new Error(`-f ${key}: '${path.slice(0, i).join('.')}' is not an object`);
+    if (typeof part === 'string' && (Array.isArray(at) || at === null || typeof at !== 'object'))
+      throw new Error(`-f ${key}: '${path.slice(0, i).join('.')}' is not an object`);
     if (last) {
       at[part] = value;
       return;

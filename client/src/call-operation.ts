@@ -18,7 +18,12 @@ export interface OperationInput {
  * `callOperation(client, description, 'deployments.create', { body })`: validates path arguments, query and body
  * against the live schemas (throws `RequestInvalidError` listing every problem, nothing sent), then sends it.
  */
-export async function callOperation<T = unknown>(client: AgentClient, description: ApiDescription, operationId: string, input: OperationInput = {}): Promise<AgentResponse<Envelope<T>>> {
+export async function callOperation<T = unknown>(
+  client: AgentClient,
+  description: ApiDescription,
+  operationId: string,
+  input: OperationInput = {},
+): Promise<AgentResponse<Envelope<T>>> {
   const op = description.byId(operationId);
   if (!op) throw new RequestInvalidError([`the agent has no operation '${operationId}'`]);
   if (op.websocket) throw new RequestInvalidError([`${operationId} is a websocket: use client.follow()`]);
@@ -31,6 +36,8 @@ export async function callOperation<T = unknown>(client: AgentClient, descriptio
   if (problems.length) throw new RequestInvalidError(problems);
   if (input.plan) query.plan = true;
   return client.request<Envelope<T>>(op.method, fillPath(op, params), {
-    query: query as Record<string, string>, body: op.body ? (input.body ?? {}) : undefined, signal: input.signal,
+    query: query as Record<string, string>,
+    body: op.body ? (input.body ?? {}) : undefined,
+    signal: input.signal,
   });
 }

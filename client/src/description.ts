@@ -78,17 +78,23 @@ function parseOperation(doc: Json, path: string, method: string, op: Json): Oper
   const dot = op.operationId.indexOf('.');
   const group = kebab(dot > 0 ? op.operationId.slice(0, dot) : (op.tags?.[0] ?? 'api'));
   const name = kebab(dot > 0 ? op.operationId.slice(dot + 1) : op.operationId);
-  const successKey = Object.keys(op.responses ?? {}).filter((k) => /^2\d\d$/.test(k)).sort()[0];
+  const successKey = Object.keys(op.responses ?? {})
+    .filter((k) => /^2\d\d$/.test(k))
+    .sort()[0];
   const success = successKey ? (op.responses as Json)[successKey] : undefined;
   const successTypes = Object.keys(success?.content ?? {});
   const jsonType = successTypes.find((t) => /json/.test(t));
   const bodyContent = (op.requestBody?.content ?? {}) as Json;
   const bodyJsonType = Object.keys(bodyContent).find((t) => /json/.test(t));
   // A JSON media type documented as a string (the description document itself) is a document, not an envelope.
-  const jsonSchema = jsonType ? (success.content[jsonType].schema ?? {}) as Json : undefined;
+  const jsonSchema = jsonType ? ((success.content[jsonType].schema ?? {}) as Json) : undefined;
   const jsonIsDocument = !!jsonSchema && resolveRef(jsonSchema, doc).type === 'string';
   const operation = {
-    id: op.operationId, group, name, method: method.toUpperCase(), path,
+    id: op.operationId,
+    group,
+    name,
+    method: method.toUpperCase(),
+    path,
     summary: typeof op.summary === 'string' ? op.summary : '',
     description: typeof op.description === 'string' ? op.description : undefined,
     permission: typeof op['x-permission'] === 'string' ? op['x-permission'] : 'unknown',
@@ -102,14 +108,26 @@ function parseOperation(doc: Json, path: string, method: string, op: Json): Oper
   // Schemas are resolved on first use: a CLI call needs one operation's, not the other few hundred.
   const params = once(() => ((op.parameters ?? []) as Json[]).map((p) => derefSchema(p, doc) as Json));
   const toParam = (p: Json): OperationParameter => ({
-    name: String(p.name), in: p.in, required: p.in === 'path' ? true : !!p.required,
+    name: String(p.name),
+    in: p.in,
+    required: p.in === 'path' ? true : !!p.required,
     description: typeof p.description === 'string' ? p.description : undefined,
     schema: (p.schema ?? {}) as JsonSchema,
   });
-  defineLazy(operation, 'pathParams', () => params().filter((p) => p.in === 'path').map(toParam));
-  defineLazy(operation, 'queryParams', () => params().filter((p) => p.in === 'query' && !(p.name === 'plan' && op['x-plan'] === true)).map(toParam));
+  defineLazy(operation, 'pathParams', () =>
+    params()
+      .filter((p) => p.in === 'path')
+      .map(toParam),
+  );
+  defineLazy(operation, 'queryParams', () =>
+    params()
+      .filter((p) => p.in === 'query' && !(p.name === 'plan' && op['x-plan'] === true))
+      .map(toParam),
+  );
   defineLazy(operation, 'body', () => (bodyJsonType ? derefSchema(bodyContent[bodyJsonType].schema ?? {}, doc) : undefined));
-  defineLazy(operation, 'responseData', () => (jsonSchema && !jsonIsDocument ? (derefSchema(jsonSchema, doc).properties?.data as JsonSchema | undefined) : undefined));
+  defineLazy(operation, 'responseData', () =>
+    jsonSchema && !jsonIsDocument ? (derefSchema(jsonSchema, doc).properties?.data as JsonSchema | undefined) : undefined,
+  );
   return operation;
 }
 

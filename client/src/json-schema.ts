@@ -21,7 +21,10 @@ export type JsonSchema = Record<string, unknown> & {
 export function resolveRef(node: Record<string, unknown>, root: unknown): JsonSchema {
   const ref = node.$ref;
   if (typeof ref !== 'string' || !ref.startsWith('#/')) return node as JsonSchema;
-  const target = ref.slice(2).split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+  const target = ref
+    .slice(2)
+    .split('/')
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
     .reduce<unknown>((at, key) => (at && typeof at === 'object' ? (at as Record<string, unknown>)[key] : undefined), root);
   return (target && typeof target === 'object' ? target : {}) as JsonSchema;
 }
@@ -163,7 +166,9 @@ export function listFields(schema: JsonSchema): FieldInfo[] {
       seen.add(path);
       const choices = enumValues(nonNull(field));
       out.push({
-        path, depth, required,
+        path,
+        depth,
+        required,
         type: typeLabel(field),
         description: typeof field.description === 'string' ? field.description : undefined,
         enum: choices,

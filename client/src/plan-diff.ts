@@ -66,13 +66,17 @@ function multiline(key: string, before: unknown, after: unknown): DiffLine[] {
 /** Diff lines of one change (without its header). */
 export function changeLines(change: PlanChange): DiffLine[] {
   if (typeof change.diff === 'string' && change.diff.length > 0) {
-    return change.diff.replace(/\n$/, '').split('\n')
-      // File headers of a unified diff (`Index:`, `====`, `---`, `+++`) say what the change header already says.
-      .filter((line) => !/^(Index: |={3,}$|--- |\+\+\+ )/.test(line))
-      .map((line) => {
-        const mark: DiffMark = line.startsWith('@@') ? '@' : line.startsWith('+') ? '+' : line.startsWith('-') ? '-' : ' ';
-        return { mark, text: mark === '+' || mark === '-' || (mark === ' ' && line.startsWith(' ')) ? line.slice(1) : line };
-      });
+    return (
+      change.diff
+        .replace(/\n$/, '')
+        .split('\n')
+        // File headers of a unified diff (`Index:`, `====`, `---`, `+++`) say what the change header already says.
+        .filter((line) => !/^(Index: |={3,}$|--- |\+\+\+ )/.test(line))
+        .map((line) => {
+          const mark: DiffMark = line.startsWith('@@') ? '@' : line.startsWith('+') ? '+' : line.startsWith('-') ? '-' : ' ';
+          return { mark, text: mark === '+' || mark === '-' || (mark === ' ' && line.startsWith(' ')) ? line.slice(1) : line };
+        })
+    );
   }
   const before = new Map(change.before === undefined ? [] : flatten(change.before));
   const after = new Map(change.after === undefined ? [] : flatten(change.after));

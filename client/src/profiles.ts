@@ -142,7 +142,10 @@ export function resolveConnection(input: ConnectionInput = {}): Connection {
   const profileName = input.profile ?? env.AGENTCTL_PROFILE ?? file.current ?? DEFAULT_PROFILE;
   const explicitProfile = input.profile !== undefined || env.AGENTCTL_PROFILE !== undefined;
   const profile = file.profiles[profileName];
-  if (!profile && explicitProfile) throw new Error(`no profile '${profileName}' (known: ${Object.keys(file.profiles).join(', ') || 'none'}); create it with: agentctl login --profile ${profileName} --url …`);
+  if (!profile && explicitProfile)
+    throw new Error(
+      `no profile '${profileName}' (known: ${Object.keys(file.profiles).join(', ') || 'none'}); create it with: agentctl login --profile ${profileName} --url …`,
+    );
   const source: Connection['source'] = { url: 'none', token: 'none' };
   let url: string | undefined;
   if (input.url) {

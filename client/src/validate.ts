@@ -18,7 +18,16 @@ function ajvFor(mode: Mode, schema: JsonSchema): Ajv2020 {
   if (!ajv) {
     const { Ajv2020: Ajv } = loadAjv();
     // No meta-schemas: the description's schemas are not re-validated here, and compiling them is slow.
-    ajv = new Ajv({ allErrors: true, verbose: true, strict: false, meta: false, validateSchema: false, useDefaults: false, coerceTypes: mode === 'params' ? 'array' : false, validateFormats: withFormats });
+    ajv = new Ajv({
+      allErrors: true,
+      verbose: true,
+      strict: false,
+      meta: false,
+      validateSchema: false,
+      useDefaults: false,
+      coerceTypes: mode === 'params' ? 'array' : false,
+      validateFormats: withFormats,
+    });
     // ajv-formats is CommonJS: its function is the module itself or its default export.
     if (withFormats) {
       const mod = loadAjvFormats() as unknown as { default?: (a: Ajv2020) => Ajv2020 } & ((a: Ajv2020) => Ajv2020);
@@ -71,7 +80,13 @@ export function suggest(name: string, known: string[]): string | undefined {
 
 /** `/env_vars/0/key` + `x` → `env_vars[0].key.x` */
 function fieldPath(instancePath: string, extra?: string): string {
-  const parts = [...instancePath.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~')), ...(extra ? [extra] : [])];
+  const parts = [
+    ...instancePath
+      .split('/')
+      .filter(Boolean)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~')),
+    ...(extra ? [extra] : []),
+  ];
   return parts.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
 }
 
@@ -117,7 +132,9 @@ function simplify(errors: ErrorObject[]): ErrorObject[] {
   const union = errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf');
   if (union.length === 0) return errors;
   const unionPaths = new Set(union.map((e) => e.schemaPath));
-  const outside = errors.filter((e) => !union.some((u) => e.schemaPath.startsWith(u.schemaPath.replace(/\/(anyOf|oneOf)$/, '/$1/'))) && !unionPaths.has(e.schemaPath));
+  const outside = errors.filter(
+    (e) => !union.some((u) => e.schemaPath.startsWith(u.schemaPath.replace(/\/(anyOf|oneOf)$/, '/$1/'))) && !unionPaths.has(e.schemaPath),
+  );
   const out = [...outside];
   for (const u of union) {
     const prefix = u.schemaPath.replace(/\/(anyOf|oneOf)$/, '/$1/');
@@ -135,7 +152,8 @@ function simplify(errors: ErrorObject[]): ErrorObject[] {
   }
   return out;
 }
-const depthOf = (errs: ErrorObject[]) => Math.max(...errs.map((e) => e.instancePath.split('/').length + (e.keyword === 'type' || e.keyword === 'const' ? 0 : 1)));
+const depthOf = (errs: ErrorObject[]) =>
+  Math.max(...errs.map((e) => e.instancePath.split('/').length + (e.keyword === 'type' || e.keyword === 'const' ? 0 : 1)));
 
 const PLACEHOLDER = /^<(required|optional)\b[^]*>$/;
 
@@ -186,7 +204,11 @@ export function validateParameters(op: Operation, params: Record<string, unknown
     const fn = compile('params', schema);
     if (!fn(subset)) {
       for (const e of simplify(fn.errors ?? [])) {
-        problems.push(e.keyword === 'required' ? `${where}.${String(e.params.missingProperty)}: required ${where === 'path' ? 'argument' : 'parameter'} is missing` : describe(where, e));
+        problems.push(
+          e.keyword === 'required'
+            ? `${where}.${String(e.params.missingProperty)}: required ${where === 'path' ? 'argument' : 'parameter'} is missing`
+            : describe(where, e),
+        );
       }
     }
     Object.assign(values, subset);

@@ -4,8 +4,21 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  ApiDescription, buildBody, changeLines, diffTexts, kebab, leftoverPlaceholders, listFields, skeletonJson, skeletonValue,
-  skeletonYaml, splitKey, suggest, validateBody, validateParameters, type JsonSchema,
+  ApiDescription,
+  buildBody,
+  changeLines,
+  diffTexts,
+  kebab,
+  leftoverPlaceholders,
+  listFields,
+  skeletonJson,
+  skeletonValue,
+  skeletonYaml,
+  splitKey,
+  suggest,
+  validateBody,
+  validateParameters,
+  type JsonSchema,
 } from '../src/index.js';
 import { parse as parseYaml } from 'yaml';
 
@@ -22,7 +35,11 @@ const body: JsonSchema = {
       items: { type: 'object', required: ['key', 'value'], additionalProperties: false, properties: { key: { type: 'string' }, value: { type: 'string' } } },
     },
     auto_start: { type: 'boolean', default: false, description: 'start after creation' },
-    ssl: { type: 'object', additionalProperties: false, properties: { enabled: { type: 'boolean' }, mode: { anyOf: [{ const: 'auto' }, { const: 'manual' }] } } },
+    ssl: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { enabled: { type: 'boolean' }, mode: { anyOf: [{ const: 'auto' }, { const: 'manual' }] } },
+    },
     port: { type: 'integer', minimum: 1, maximum: 65535 },
     level: { enum: ['read', 'write', 'admin'], default: 'read' },
   },
@@ -36,15 +53,48 @@ describe('client library', () => {
     expect(kebab('logsStream')).toBe('logs-stream');
     expect(kebab('object-stores')).toBe('object-stores');
     const d = new ApiDescription({
-      openapi: '3.1.0', info: { version: '1' }, tags: [{ name: 'deployments', description: 'Compose deployments' }],
+      openapi: '3.1.0',
+      info: { version: '1' },
+      tags: [{ name: 'deployments', description: 'Compose deployments' }],
       paths: {
-        '/api/deployments/{name}/logs': { get: { operationId: 'deployments.logs', summary: 'Logs', 'x-permission': 'deployments:read', parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }, { name: 'tail', in: 'query', schema: { type: 'integer', default: 100 } }], responses: {} } },
-        '/api/deployments/{name}/logs/stream': { get: { operationId: 'deployments.logsStream', summary: 'Follow', 'x-websocket': true, 'x-permission': 'deployments:read', parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }], responses: {} } },
-        '/api/deployments': { post: { operationId: 'deployments.create', 'x-plan': true, 'x-permission': 'deployments:write', parameters: [{ name: 'plan', in: 'query', schema: { type: 'boolean' } }], requestBody: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Create' } } } }, responses: { '201': { description: 'ok' } } } },
+        '/api/deployments/{name}/logs': {
+          get: {
+            operationId: 'deployments.logs',
+            summary: 'Logs',
+            'x-permission': 'deployments:read',
+            parameters: [
+              { name: 'name', in: 'path', required: true, schema: { type: 'string' } },
+              { name: 'tail', in: 'query', schema: { type: 'integer', default: 100 } },
+            ],
+            responses: {},
+          },
+        },
+        '/api/deployments/{name}/logs/stream': {
+          get: {
+            operationId: 'deployments.logsStream',
+            summary: 'Follow',
+            'x-websocket': true,
+            'x-permission': 'deployments:read',
+            parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+            responses: {},
+          },
+        },
+        '/api/deployments': {
+          post: {
+            operationId: 'deployments.create',
+            'x-plan': true,
+            'x-permission': 'deployments:write',
+            parameters: [{ name: 'plan', in: 'query', schema: { type: 'boolean' } }],
+            requestBody: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Create' } } } },
+            responses: { '201': { description: 'ok' } },
+          },
+        },
       },
       components: { schemas: { Create: body } },
     });
-    expect(d.groups().map((g) => [g.name, g.description, g.operations.map((o) => o.name)])).toEqual([['deployments', 'Compose deployments', ['create', 'logs', 'logs-stream']]]);
+    expect(d.groups().map((g) => [g.name, g.description, g.operations.map((o) => o.name)])).toEqual([
+      ['deployments', 'Compose deployments', ['create', 'logs', 'logs-stream']],
+    ]);
     const create = d.find('deployments', 'create')!;
     expect(create).toMatchObject({ method: 'POST', plan: true, permission: 'deployments:write', queryParams: [], successStatus: 201 });
     expect(create.body?.properties?.name).toEqual(body.properties!.name);
@@ -56,7 +106,19 @@ describe('client library', () => {
   it('lists body fields with types, requirement, enums, defaults and constraints', () => {
     const fields = listFields(body);
     const by = Object.fromEntries(fields.map((f) => [f.path, f]));
-    expect(fields.map((f) => f.path)).toEqual(['name', 'compose_content', 'env_vars', 'env_vars[].key', 'env_vars[].value', 'auto_start', 'ssl', 'ssl.enabled', 'ssl.mode', 'port', 'level']);
+    expect(fields.map((f) => f.path)).toEqual([
+      'name',
+      'compose_content',
+      'env_vars',
+      'env_vars[].key',
+      'env_vars[].value',
+      'auto_start',
+      'ssl',
+      'ssl.enabled',
+      'ssl.mode',
+      'port',
+      'level',
+    ]);
     expect(by.name).toMatchObject({ type: 'string', required: true, description: 'deployment name', constraints: ['pattern ^[a-z0-9][a-z0-9_-]{0,62}$'] });
     expect(by.env_vars).toMatchObject({ type: 'array of object', required: false });
     expect(by['env_vars[].key']).toMatchObject({ type: 'string', required: true, depth: 1 });
@@ -84,7 +146,15 @@ describe('client library', () => {
     expect(yaml).toMatch(/^level: read # optional · string · one of: "read", "write", "admin" · default "read"$/m);
     expect(parseYaml(yaml)).toEqual(skeletonValue(body, true, 0, true));
     expect(parseYaml(yaml).name).toBe('<required: string>');
-    expect(leftoverPlaceholders(skeletonValue(body))).toEqual(['name', 'compose_content', 'env_vars[0].key', 'env_vars[0].value', 'ssl.enabled', 'ssl.mode', 'port']);
+    expect(leftoverPlaceholders(skeletonValue(body))).toEqual([
+      'name',
+      'compose_content',
+      'env_vars[0].key',
+      'env_vars[0].value',
+      'ssl.enabled',
+      'ssl.mode',
+      'port',
+    ]);
   });
 
   it('builds a body from -f assignments: dotted keys, indexes, JSON-looking values typed by the schema', () => {
@@ -95,12 +165,28 @@ describe('client library', () => {
     const files: Record<string, string> = { 'compose.yml': 'services: {}\n' };
     const built = buildBody(body, {
       data: { name: 'web', auto_start: true },
-      fields: ['name=123', 'port=8080', 'ssl.enabled=true', 'env_vars[0].key=A', 'env_vars[0].value=1', 'env_vars.1={"key":"B","value":"2"}', 'compose_content=@compose.yml', 'auto_start=false'],
+      fields: [
+        'name=123',
+        'port=8080',
+        'ssl.enabled=true',
+        'env_vars[0].key=A',
+        'env_vars[0].value=1',
+        'env_vars.1={"key":"B","value":"2"}',
+        'compose_content=@compose.yml',
+        'auto_start=false',
+      ],
       readFile: (p) => files[p]!,
     });
     expect(built).toEqual({
-      name: '123', port: 8080, ssl: { enabled: true }, auto_start: false,
-      env_vars: [{ key: 'A', value: '1' }, { key: 'B', value: '2' }], compose_content: 'services: {}\n',
+      name: '123',
+      port: 8080,
+      ssl: { enabled: true },
+      auto_start: false,
+      env_vars: [
+        { key: 'A', value: '1' },
+        { key: 'B', value: '2' },
+      ],
+      compose_content: 'services: {}\n',
     });
     expect(validateBody(body, built)).toEqual([]);
     expect(buildBody(body, { fields: ['name=@@literal'] })).toEqual({ name: '@literal' });
@@ -113,32 +199,54 @@ describe('client library', () => {
   it('reports schema problems with the field and a suggestion', () => {
     expect(suggest('nmae', ['name', 'compose_content'])).toBe('name');
     expect(suggest('zzzzzz', ['name'])).toBeUndefined();
-    expect(validateBody(body, { name: 'web', compose_contnet: 'x', ssl: { enabeld: true }, env_vars: [{ key: 'A' }], level: 'root', port: 0 })).toEqual(expect.arrayContaining([
-      "body: unknown field 'compose_contnet' — did you mean 'compose_content'?",
-      'body.compose_content: required field is missing',
-      "body.ssl: unknown field 'enabeld' — did you mean 'enabled'?",
-      'body.env_vars[0].value: required field is missing',
-      'body.level: must be one of "read", "write", "admin"',
-      'body.port: must be >= 1',
-    ]));
+    expect(validateBody(body, { name: 'web', compose_contnet: 'x', ssl: { enabeld: true }, env_vars: [{ key: 'A' }], level: 'root', port: 0 })).toEqual(
+      expect.arrayContaining([
+        "body: unknown field 'compose_contnet' — did you mean 'compose_content'?",
+        'body.compose_content: required field is missing',
+        "body.ssl: unknown field 'enabeld' — did you mean 'enabled'?",
+        'body.env_vars[0].value: required field is missing',
+        'body.level: must be one of "read", "write", "admin"',
+        'body.port: must be >= 1',
+      ]),
+    );
     expect(validateBody(body, { name: 'web', compose_content: 'x', ssl: { mode: 'other' } })).toEqual(['body.ssl.mode: must be one of "auto", "manual"']);
-    expect(validateBody(body, { name: '<required: string — deployment name>', compose_content: 'x' })[0]).toContain('body.name: still holds the skeleton placeholder');
+    expect(validateBody(body, { name: '<required: string — deployment name>', compose_content: 'x' })[0]).toContain(
+      'body.name: still holds the skeleton placeholder',
+    );
 
     const d = new ApiDescription({
-      openapi: '3.1.0', info: { version: '1' },
-      paths: { '/api/x/{id}': { get: { operationId: 'x.get', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }, { name: 'limit', in: 'query', schema: { type: 'integer', maximum: 10 } }], responses: {} } } },
+      openapi: '3.1.0',
+      info: { version: '1' },
+      paths: {
+        '/api/x/{id}': {
+          get: {
+            operationId: 'x.get',
+            parameters: [
+              { name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } },
+              { name: 'limit', in: 'query', schema: { type: 'integer', maximum: 10 } },
+            ],
+            responses: {},
+          },
+        },
+      },
     });
     const op = d.find('x', 'get')!;
     const params: Record<string, unknown> = { id: '5' };
     const query: Record<string, unknown> = { limit: '3' };
     expect(validateParameters(op, params, query)).toEqual([]);
     expect(params).toEqual({ id: 5 });
-    expect(validateParameters(op, { id: 'x' }, { limt: '3', limit: '50' })).toEqual(['path.id: must be integer', "query.limt: unknown parameter — did you mean 'limit'?", 'query.limit: must be <= 10']);
+    expect(validateParameters(op, { id: 'x' }, { limt: '3', limit: '50' })).toEqual([
+      'path.id: must be integer',
+      "query.limt: unknown parameter — did you mean 'limit'?",
+      'query.limit: must be <= 10',
+    ]);
   });
 
   it('shows plan changes as diffs: fields, multi-line texts, a plugin diff', () => {
     const update = changeLines({
-      type: 'deployment', id: 'web', actions: ['update'],
+      type: 'deployment',
+      id: 'web',
+      actions: ['update'],
       before: { auto_start: false, ssl: { enabled: false }, compose: 'services:\n  web:\n    image: a\n' },
       after: { auto_start: false, ssl: { enabled: true }, compose: 'services:\n  web:\n    image: b\n' },
     });
@@ -154,8 +262,18 @@ describe('client library', () => {
       { mark: ' ', text: '  ' },
     ]);
     // File headers are dropped (the change header names the file); context lines lose their leading space.
-    expect(changeLines({ type: 'file', id: 'x', actions: ['update'], diff: 'Index: x\n===================\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n same\n-old\n+new\n' })).toEqual([
-      { mark: '@', text: '@@ -1,2 +1,2 @@' }, { mark: ' ', text: 'same' }, { mark: '-', text: 'old' }, { mark: '+', text: 'new' },
+    expect(
+      changeLines({
+        type: 'file',
+        id: 'x',
+        actions: ['update'],
+        diff: 'Index: x\n===================\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n same\n-old\n+new\n',
+      }),
+    ).toEqual([
+      { mark: '@', text: '@@ -1,2 +1,2 @@' },
+      { mark: ' ', text: 'same' },
+      { mark: '-', text: 'old' },
+      { mark: '+', text: 'new' },
     ]);
     expect(diffTexts('a\nb\nc', 'a\nc\nd').map((l) => `${l.mark}${l.text}`)).toEqual([' a', '-b', ' c', '+d']);
   });

@@ -54,7 +54,14 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const bus = new AgentEventBus(log);
   const catalog = new ResourceCatalog();
   catalog.declare({ name: 'plans', description: 'plans: preview and apply changes', operator: 'write', viewer: 'read', owner: 'both', plugin: 'core' });
-  catalog.declare({ name: 'plugins', description: 'the plugin list; write = create deployments from plugins', operator: 'write', viewer: 'read', owner: 'global', plugin: 'core' });
+  catalog.declare({
+    name: 'plugins',
+    description: 'the plugin list; write = create deployments from plugins',
+    operator: 'write',
+    viewer: 'read',
+    owner: 'global',
+    plugin: 'core',
+  });
   const tokens = new TokenService(secrets.jwtKey, core.auth.token_ttl);
   // Users and keys live in a plugin (the principal directory); the kernel lends it signing and the catalogue.
   const auth: AuthKernel = {
@@ -83,42 +90,89 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const doctor = new DoctorRegistry();
   doctor.set('core', coreChecks(core.data_dir));
   services.provide(coreServices.doctor.id, doctor, 'core');
-  services.provide(coreServices.plugins.id, pluginDirectory(() => host.running()), 'core');
+  services.provide(
+    coreServices.plugins.id,
+    pluginDirectory(() => host.running()),
+    'core',
+  );
 
   let url = '';
-  const host = new PluginHost(root, {
-    registry, catalog, settings, services, audit, sealer,
-    agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
-  }, bus, scheduler, doctor);
+  const host = new PluginHost(
+    root,
+    {
+      registry,
+      catalog,
+      settings,
+      services,
+      audit,
+      sealer,
+      agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
+    },
+    bus,
+    scheduler,
+    doctor,
+  );
   await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections);
   principals = services.get<PrincipalDirectory>(principalDirectory.id);
   if (!principals) {
     const reasons = host.plugins.filter((p) => p.status === 'failed').map((p) => `${p.name}: ${p.error}`);
-    throw new Error(`no plugin provides the principal directory ('${principalDirectory.id}'), so no request could be authenticated` +
-      (reasons.length ? ` (failed plugins: ${reasons.join('; ')})` : ''));
+    throw new Error(
+      `no plugin provides the principal directory ('${principalDirectory.id}'), so no request could be authenticated` +
+        (reasons.length ? ` (failed plugins: ${reasons.join('; ')})` : ''),
+    );
   }
   const directory = principals;
   // The audit journal is a plugin's (access, always loaded): the kernel writes every record there from now on.
-  audit.connect(() => host.plugins.filter((p) => p.status === 'failed').map((p) => `${p.name}: ${p.error}`).join('; ') || 'none failed');
+  audit.connect(
+    () =>
+      host.plugins
+        .filter((p) => p.status === 'failed')
+        .map((p) => `${p.name}: ${p.error}`)
+        .join('; ') || 'none failed',
+  );
 
   let openapi: string | null = null;
-  registry.commit(coreRoutes({
-    version: VERSION, startedAt, catalog, audit, plans, registry, tokenTtl: core.auth.token_ttl,
-    openapi: () => (openapi ??= JSON.stringify(buildOpenApi({
-      version: VERSION, registry, resources: catalog.list(),
-      plugins: host.running().map((p) => ({ name: p.name, description: p.description })),
-    }))),
-    plugins: () => host.plugins,
-    appState: (name) => apps.state(name),
-  }).map((spec) => registry.prepareRoute('core', spec)));
+  registry.commit(
+    coreRoutes({
+      version: VERSION,
+      startedAt,
+      catalog,
+      audit,
+      plans,
+      registry,
+      tokenTtl: core.auth.token_ttl,
+      openapi: () =>
+        (openapi ??= JSON.stringify(
+          buildOpenApi({
+            version: VERSION,
+            registry,
+            resources: catalog.list(),
+            plugins: host.running().map((p) => ({ name: p.name, description: p.description })),
+          }),
+        )),
+      plugins: () => host.plugins,
+      appState: (name) => apps.state(name),
+    }).map((spec) => registry.prepareRoute('core', spec)),
+  );
 
-  const apps = new AppHost(sdkLogger(root, { component: 'apps' }), core.data_dir, () => url, (name) => directory.issueSystemToken(name));
+  const apps = new AppHost(
+    sdkLogger(root, { component: 'apps' }),
+    core.data_dir,
+    () => url,
+    (name) => directory.issueSystemToken(name),
+  );
   await host.start();
   scheduler.forPlugin('core').job({ name: 'plans.purge', cron: '17 * * * *', run: () => plans.purge() });
 
   const proxy = createPluginProxy({ registry, principals: directory, apps, audit, log: root });
   const app = createHttpApp({
-    config: core, log: root, principals: directory, registry, plans, audit, proxy: (ctx) => proxy.http(ctx),
+    config: core,
+    log: root,
+    principals: directory,
+    registry,
+    plans,
+    audit,
+    proxy: (ctx) => proxy.http(ctx),
     validateResponses: process.env.AGENT_VALIDATE_RESPONSES === '1',
   });
   const sockets = createSocketServer(registry, directory, root);
@@ -129,7 +183,9 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   server.on('upgrade', (req, socket, head) => {
     const ip = req.socket.remoteAddress ?? '';
     if (sockets.upgrade(req, socket, head, ip) || proxy.upgrade(req, socket, head, ip)) return;
-    socket.end('HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"error":"no websocket endpoint here","code":"NOT_FOUND"}');
+    socket.end(
+      'HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"error":"no websocket endpoint here","code":"NOT_FOUND"}',
+    );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -143,11 +199,22 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   }
 
   const memory = process.memoryUsage();
-  root.info({
-    url, version: VERSION, ms: Date.now() - startedAt,
-    memory_mb: { rss: Math.round(memory.rss / 1048576), heap_used: Math.round(memory.heapUsed / 1048576), heap_total: Math.round(memory.heapTotal / 1048576), external: Math.round(memory.external / 1048576) },
-    plugins: host.running().map((p) => p.name), failed: host.plugins.filter((p) => p.status === 'failed').map((p) => p.name),
-  }, 'agent ready');
+  root.info(
+    {
+      url,
+      version: VERSION,
+      ms: Date.now() - startedAt,
+      memory_mb: {
+        rss: Math.round(memory.rss / 1048576),
+        heap_used: Math.round(memory.heapUsed / 1048576),
+        heap_total: Math.round(memory.heapTotal / 1048576),
+        external: Math.round(memory.external / 1048576),
+      },
+      plugins: host.running().map((p) => p.name),
+      failed: host.plugins.filter((p) => p.status === 'failed').map((p) => p.name),
+    },
+    'agent ready',
+  );
   bus.emit('agent.ready', { url });
 
   let stopping: Promise<void> | null = null;

@@ -10,7 +10,10 @@ import type { ServiceDirectory } from './plugins/services.js';
 export class AuditWriter {
   private sink: AuditSink | undefined;
 
-  constructor(private readonly services: ServiceDirectory, private readonly log: Logger) {}
+  constructor(
+    private readonly services: ServiceDirectory,
+    private readonly log: Logger,
+  ) {}
 
   /** Takes the sink after the plugins are set up; without one the agent cannot account for anything and refuses to run. */
   connect(why: () => string): void {

@@ -6,7 +6,9 @@ import { DataDirInUseError } from './store/data-dir-lock.js';
 
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
-    process.stdout.write('usage: host-agent [--config agent.yaml]\nEnvironment: AGENT_CONFIG, AGENT_LISTEN, AGENT_DATA_DIR, AGENT_ADMIN_PASSWORD, AGENT_LOG_LEVEL, AGENT_LOG_FORMAT, AGENT__<section>__<key>\n');
+    process.stdout.write(
+      'usage: host-agent [--config agent.yaml]\nEnvironment: AGENT_CONFIG, AGENT_LISTEN, AGENT_DATA_DIR, AGENT_ADMIN_PASSWORD, AGENT_LOG_LEVEL, AGENT_LOG_FORMAT, AGENT__<section>__<key>\n',
+    );
     return;
   }
   let agent;

@@ -25,7 +25,7 @@ describe('bundled built-in plugins', () => {
     expect(bundledEntry(l.candidate, readManifest(l.builtinDir))).toBe(join(l.root, 'core', 'dist', 'builtin', 'hello.mjs'));
   });
 
-  it('falls back to the plugin\'s own dist/ when any file of it is newer than the bundle', () => {
+  it("falls back to the plugin's own dist/ when any file of it is newer than the bundle", () => {
     const l = layout(Date.now() - 60_000);
     writeFileSync(join(l.dist, 'lib', 'util.js'), 'export const changed = true;');
     expect(bundledEntry(l.candidate, readManifest(l.builtinDir))).toBeNull();

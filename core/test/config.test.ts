@@ -14,7 +14,9 @@ function refuse(yaml: string, env: Record<string, string> = {}) {
   const path = join(dir, `c${Math.random().toString(36).slice(2)}.yaml`);
   writeFileSync(path, yaml);
   const r = spawnSync(process.execPath, [AGENT_ENTRY, '--config', path], {
-    env: { ...process.env, AGENT_DATA_DIR: join(dir, 'data'), ...env }, encoding: 'utf8', timeout: 20_000,
+    env: { ...process.env, AGENT_DATA_DIR: join(dir, 'data'), ...env },
+    encoding: 'utf8',
+    timeout: 20_000,
   });
   return { code: r.status, stderr: r.stderr };
 }
@@ -81,10 +83,14 @@ describe('CORS', () => {
       expect(ok.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
       const other = await request(on.url, 'GET', '/health', { headers: { origin: 'https://evil.example.com' } });
       expect(other.headers.get('access-control-allow-origin')).toBeNull();
-      const preflight = await request(on.url, 'OPTIONS', '/deployments', { headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' } });
+      const preflight = await request(on.url, 'OPTIONS', '/deployments', {
+        headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' },
+      });
       expect(preflight.status).toBe(204);
       expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
-      const denied = await request(on.url, 'OPTIONS', '/deployments', { headers: { origin: 'https://evil.example.com', 'access-control-request-method': 'POST' } });
+      const denied = await request(on.url, 'OPTIONS', '/deployments', {
+        headers: { origin: 'https://evil.example.com', 'access-control-request-method': 'POST' },
+      });
       expect(denied.status).toBe(403);
     } finally {
       await on.stop();

@@ -19,7 +19,9 @@ describe('defaultsOf (config and settings sections left out)', () => {
   it('gives what ajv useDefaults gives for every config section of the built-in plugins', async () => {
     let sections = 0;
     for (const name of readdirSync(join(ROOT, 'plugins'))) {
-      const mod = (await import(pathToFileURL(join(ROOT, 'plugins', name, 'src', 'index.ts')).href)) as { default: { config?: { properties?: Record<string, unknown> } } };
+      const mod = (await import(pathToFileURL(join(ROOT, 'plugins', name, 'src', 'index.ts')).href)) as {
+        default: { config?: { properties?: Record<string, unknown> } };
+      };
       for (const [section, schema] of Object.entries(mod.default.config?.properties ?? {})) {
         expect({ section, value: defaultsOf(schema) }).toEqual({ section, value: ajvDefaults(schema) });
         sections++;

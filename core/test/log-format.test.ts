@@ -13,12 +13,22 @@ import { resolveLogFormat } from '../src/log.js';
 const work = mkdtempSync(join(tmpdir(), 'agent-logformat-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-const env = (extra: Record<string, string>) => ({ ...process.env, AGENT_LISTEN: '127.0.0.1:0', AGENT_ADMIN_PASSWORD: 'Admin-Test-Pass-1', AGENT__plugins__enabled: '[]', ...extra });
+const env = (extra: Record<string, string>) => ({
+  ...process.env,
+  AGENT_LISTEN: '127.0.0.1:0',
+  AGENT_ADMIN_PASSWORD: 'Admin-Test-Pass-1',
+  AGENT__plugins__enabled: '[]',
+  ...extra,
+});
 
 /** Starts the core alone and returns what it printed until it was ready, then stops it. */
 function firstLines(extra: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [AGENT_ENTRY], { cwd: work, env: env({ AGENT_DATA_DIR: join(work, `data-${Object.values(extra).join('-')}`), ...extra }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [AGENT_ENTRY], {
+      cwd: work,
+      env: env({ AGENT_DATA_DIR: join(work, `data-${Object.values(extra).join('-')}`), ...extra }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     const timer = setTimeout(() => reject(new Error(`not ready: ${out}`)), 30_000);
     child.stdout.on('data', (c: Buffer) => {
@@ -50,7 +60,12 @@ describe('log.format', () => {
   });
 
   it('refuses an unknown format, naming the key', () => {
-    const r = spawnSync(process.execPath, [AGENT_ENTRY], { cwd: work, env: env({ AGENT_DATA_DIR: join(work, 'bad'), AGENT_LOG_FORMAT: 'xml' }), encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, [AGENT_ENTRY], {
+      cwd: work,
+      env: env({ AGENT_DATA_DIR: join(work, 'bad'), AGENT_LOG_FORMAT: 'xml' }),
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('config.log.format');
   });

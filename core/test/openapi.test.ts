@@ -46,9 +46,16 @@ describe('live OpenAPI description', () => {
     expect(put['x-permission']).toBe('widgets:write');
     expect(put['x-plan']).toBe(true);
     expect(put['x-deployment-scoped']).toBe(true);
-    expect(put.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'name', in: 'path', required: true }), expect.objectContaining({ name: 'plan', in: 'query' })]));
+    expect(put.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'name', in: 'path', required: true }), expect.objectContaining({ name: 'plan', in: 'query' })]),
+    );
     const body = put.requestBody.content['application/json'].schema;
-    expect(body).toMatchObject({ type: 'object', additionalProperties: false, required: ['color'], properties: { color: { enum: ['red', 'blue'] }, token: { writeOnly: true } } });
+    expect(body).toMatchObject({
+      type: 'object',
+      additionalProperties: false,
+      required: ['color'],
+      properties: { color: { enum: ['red', 'blue'] }, token: { writeOnly: true } },
+    });
     expect(doc.paths['/api/health'].get.security).toEqual([]);
     expect(doc.paths['/api/hello/greetings'].post['x-plan']).toBe(true);
     expect(doc.paths['/api/fixture/deployments/{name}/echo'].get['x-websocket']).toBe(true);

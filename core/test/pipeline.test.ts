@@ -40,7 +40,10 @@ describe('request pipeline', () => {
   });
 
   it('answers 413 for bodies over the limit and 400 for non-JSON bodies', async () => {
-    const big = await agent.api('PUT', '/fixture/deployments/d1/widget', { raw: JSON.stringify({ color: 'red', pad: 'x'.repeat(5000) }), headers: { 'content-type': 'application/json' } });
+    const big = await agent.api('PUT', '/fixture/deployments/d1/widget', {
+      raw: JSON.stringify({ color: 'red', pad: 'x'.repeat(5000) }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(big.status).toBe(413);
     expect(big.body.code).toBe('PAYLOAD_TOO_LARGE');
     const text = await agent.api('PUT', '/fixture/deployments/d1/widget', { raw: 'color=red', headers: { 'content-type': 'text/plain' } });
@@ -123,7 +126,16 @@ describe('request pipeline', () => {
     const rows = (await agent.api('GET', '/fixture/audit')).body.data as Record<string, unknown>[];
     const mine = rows.filter((r) => r.resource_id === 'audited');
     expect(mine).toHaveLength(2);
-    expect(mine[0]).toMatchObject({ actor_type: 'user', actor_id: 'user:1', action: 'fixture.putWidget', resource_type: 'fixture', success: 1, status: 200, client_ip: expect.stringContaining('127.0.0.1'), deployment: 'audited' });
+    expect(mine[0]).toMatchObject({
+      actor_type: 'user',
+      actor_id: 'user:1',
+      action: 'fixture.putWidget',
+      resource_type: 'fixture',
+      success: 1,
+      status: 200,
+      client_ip: expect.stringContaining('127.0.0.1'),
+      deployment: 'audited',
+    });
     expect(mine[1]).toMatchObject({ success: 0, status: 400 });
     expect(JSON.stringify(rows)).not.toContain('super-secret-value');
     // reads are not audited
@@ -153,7 +165,9 @@ describe('request pipeline', () => {
 
     const viewer = await makeUser(agent, 'viewer', { grants: { d1: 'read' } });
     const hidden = open('/api/fixture/deployments/d9/echo');
-    const hiddenClose = new Promise<{ code: number; reason: string }>((done) => hidden.on('close', (code, reason) => done({ code, reason: reason.toString() })));
+    const hiddenClose = new Promise<{ code: number; reason: string }>((done) =>
+      hidden.on('close', (code, reason) => done({ code, reason: reason.toString() })),
+    );
     hidden.on('open', () => hidden.send(viewer.token));
     expect(await hiddenClose).toMatchObject({ code: 1008, reason: expect.stringContaining('NOT_FOUND') });
   });

@@ -22,7 +22,9 @@ describe('plans', () => {
   it('previews without changing anything, then applies', async () => {
     const plan = await planFor('p1', { color: 'red', token: 'tok-secret' });
     expect(plan).toMatchObject({
-      status: 'available', action: 'fixture.putWidget', resource: { type: 'widget', id: 'p1' },
+      status: 'available',
+      action: 'fixture.putWidget',
+      resource: { type: 'widget', id: 'p1' },
       changes: [{ type: 'widget', id: 'p1', actions: ['create'], after: { color: 'red' } }],
       request: { method: 'PUT', path: '/api/fixture/deployments/p1/widget', body: { color: 'red', token: '[redacted]' } },
     });
@@ -87,7 +89,10 @@ describe('plans', () => {
     await agent.api('DELETE', `/fixture/users/${viewerish.id}/grants/p6`);
     const applied = await agent.api('POST', `/plans/${mine.id}/apply`, { token: viewerish.token });
     expect(applied.status).toBe(404);
-    expect((await agent.api('GET', `/plans/${mine.id}`, { token: viewerish.token })).body.data).toMatchObject({ status: 'failed', apply_error: { code: 'NOT_FOUND' } });
+    expect((await agent.api('GET', `/plans/${mine.id}`, { token: viewerish.token })).body.data).toMatchObject({
+      status: 'failed',
+      apply_error: { code: 'NOT_FOUND' },
+    });
   });
 
   it('keeps plans across a restart', async () => {

@@ -35,7 +35,11 @@ describe('plugin loader', () => {
   it('shows one plugin with its routes, jobs and resources', async () => {
     const res = await agent.api('GET', '/plugins/fixture');
     expect(res.status).toBe(200);
-    expect(res.body.data.routes).toEqual(expect.arrayContaining([expect.objectContaining({ method: 'PUT', path: '/api/fixture/deployments/:name/widget', plan: true, permission: 'widgets:write' })]));
+    expect(res.body.data.routes).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ method: 'PUT', path: '/api/fixture/deployments/:name/widget', plan: true, permission: 'widgets:write' }),
+      ]),
+    );
     expect(res.body.data.jobs).toEqual([expect.objectContaining({ name: 'count', cron: '0 0 1 1 *', next_run: expect.any(String) })]);
     expect(res.body.data.resources.map((r: { name: string }) => r.name).sort()).toEqual(['secrets', 'widgets']);
     expect((await agent.api('GET', '/plugins/nope')).status).toBe(404);
@@ -50,7 +54,9 @@ describe('principal directory', () => {
       mkdirSync(join(dir, 'builtin'));
       writeFileSync(join(dir, 'agent.yaml'), `plugins:\n  builtin_dir: ${join(dir, 'builtin')}\n  enabled: []\n`);
       const r = spawnSync(process.execPath, [AGENT_ENTRY, '--config', join(dir, 'agent.yaml')], {
-        env: { ...process.env, AGENT_DATA_DIR: join(dir, 'data'), AGENT_LISTEN: '127.0.0.1:0' }, encoding: 'utf8', timeout: 20_000,
+        env: { ...process.env, AGENT_DATA_DIR: join(dir, 'data'), AGENT_LISTEN: '127.0.0.1:0' },
+        encoding: 'utf8',
+        timeout: 20_000,
       });
       expect(r.status).toBe(1);
       expect(r.stderr).toContain("no plugin provides the principal directory ('principals')");

@@ -22,16 +22,19 @@ function config(name: string): string {
   const dir = join(work, name);
   const edge = join(work, `${name}-edge`);
   const file = join(work, `${name}.yaml`);
-  writeFileSync(file, stringify({
-    listen: '127.0.0.1:0',
-    data_dir: join(dir, 'data'),
-    admin_password: `Admin-${name}-Pass-1`,
-    log: { level: 'warn' },
-    plugins: { enabled: ['*'] },
-    // No host nginx: the edge renders into a scratch folder and its test/reload commands do nothing.
-    proxy: { config_dir: edge, test_command: ['true'], reload_command: ['true'], access_log: join(edge, 'access.log'), error_log: join(edge, 'error.log') },
-    deployments: { path: join(dir, 'deployments') },
-  }));
+  writeFileSync(
+    file,
+    stringify({
+      listen: '127.0.0.1:0',
+      data_dir: join(dir, 'data'),
+      admin_password: `Admin-${name}-Pass-1`,
+      log: { level: 'warn' },
+      plugins: { enabled: ['*'] },
+      // No host nginx: the edge renders into a scratch folder and its test/reload commands do nothing.
+      proxy: { config_dir: edge, test_command: ['true'], reload_command: ['true'], access_log: join(edge, 'access.log'), error_log: join(edge, 'error.log') },
+      deployments: { path: join(dir, 'deployments') },
+    }),
+  );
   return file;
 }
 
@@ -49,18 +52,19 @@ describe('two agents in one process', () => {
 
   let child: ChildProcess;
   let output = '';
-  const printed = (pattern: RegExp) => new Promise<RegExpExecArray>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`not printed in 60 s: ${pattern}\n${output}`)), 60_000);
-    const check = () => {
-      const m = pattern.exec(output);
-      if (!m) return;
-      clearTimeout(timer);
-      child.stdout!.off('data', check);
-      resolve(m);
-    };
-    child.stdout!.on('data', check);
-    check();
-  });
+  const printed = (pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`not printed in 60 s: ${pattern}\n${output}`)), 60_000);
+      const check = () => {
+        const m = pattern.exec(output);
+        if (!m) return;
+        clearTimeout(timer);
+        child.stdout!.off('data', check);
+        resolve(m);
+      };
+      child.stdout!.on('data', check);
+      check();
+    });
 
   beforeAll(async () => {
     child = spawn(process.execPath, [join(import.meta.dirname, 'fixtures', 'two-agents.mjs'), config('a'), config('b')], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -87,7 +91,7 @@ describe('two agents in one process', () => {
     expect(await plugins(b)).toEqual(inA);
   });
 
-  it("keep users, keys, dashboards, notification targets and settings apart", async () => {
+  it('keep users, keys, dashboards, notification targets and settings apart', async () => {
     expect((await api(a, 'POST', '/users', { username: 'only-in-a', email: 'a@example.com', password: 'Str0ng-Passw0rd!', role: 'viewer' })).status).toBe(201);
     expect((await api(a, 'POST', '/apikeys', { name: 'key-of-a' })).status).toBe(201);
     expect((await api(a, 'POST', '/dashboards', { name: 'board-of-a', panels: [] })).status).toBe(201);
@@ -105,7 +109,7 @@ describe('two agents in one process', () => {
     expect((await api(a, 'GET', '/settings')).body.data.values.dns.api_url).toBe('http://127.0.0.1:18181');
   });
 
-  it("accept only their own tokens", async () => {
+  it('accept only their own tokens', async () => {
     expect((await request(b.url, 'GET', '/auth/validate', { token: a.token })).status).toBe(401);
     expect((await request(a.url, 'GET', '/auth/validate', { token: b.token })).status).toBe(401);
   });
@@ -116,6 +120,8 @@ describe('two agents in one process', () => {
     await expect(fetch(`${a.url}/api/health`)).rejects.toThrow();
     expect((await api(b, 'GET', '/health')).status).toBe(200);
     expect((await api(b, 'GET', '/openapi.json')).status).toBe(200);
-    expect((await api(b, 'POST', '/users', { username: 'after-a-stopped', email: 'b@example.com', password: 'Str0ng-Passw0rd!', role: 'viewer' })).status).toBe(201);
+    expect((await api(b, 'POST', '/users', { username: 'after-a-stopped', email: 'b@example.com', password: 'Str0ng-Passw0rd!', role: 'viewer' })).status).toBe(
+      201,
+    );
   });
 });

@@ -50,7 +50,11 @@ export interface DeployableOffer {
   summary: string;
   /** Checks (and completes with defaults) a config; the problem, or null. */
   validate(config: Record<string, unknown>): string | null;
-  render(config: Record<string, unknown>): { compose_content: string; env_vars?: { key: string; value: string }[] } | Promise<{ compose_content: string; env_vars?: { key: string; value: string }[] }>;
+  render(
+    config: Record<string, unknown>,
+  ):
+    | { compose_content: string; env_vars?: { key: string; value: string }[] }
+    | Promise<{ compose_content: string; env_vars?: { key: string; value: string }[] }>;
 }
 
 export interface PluginDirectory {

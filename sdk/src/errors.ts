@@ -9,13 +9,7 @@ export class HttpError extends Error {
   readonly extra?: Record<string, unknown>;
   readonly headers?: Record<string, string>;
 
-  constructor(
-    status: number,
-    code: string,
-    message: string,
-    extra?: Record<string, unknown>,
-    headers?: Record<string, string>,
-  ) {
+  constructor(status: number, code: string, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>) {
     super(message);
     this.name = 'HttpError';
     this.status = status;
@@ -27,18 +21,19 @@ export class HttpError extends Error {
 
 export const isHttpError = (err: unknown): err is HttpError =>
   err instanceof HttpError ||
-  (typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'HttpError' &&
-    typeof (err as { status?: unknown }).status === 'number' && typeof (err as { code?: unknown }).code === 'string');
+  (typeof err === 'object' &&
+    err !== null &&
+    (err as { name?: unknown }).name === 'HttpError' &&
+    typeof (err as { status?: unknown }).status === 'number' &&
+    typeof (err as { code?: unknown }).code === 'string');
 
 /** Shorthands for the statuses every plugin uses. */
 export const errors = {
-  badRequest: (message: string, code = 'VALIDATION_FAILED', extra?: Record<string, unknown>) =>
-    new HttpError(400, code, message, extra),
+  badRequest: (message: string, code = 'VALIDATION_FAILED', extra?: Record<string, unknown>) => new HttpError(400, code, message, extra),
   unauthorized: (message = 'authentication required', code = 'UNAUTHORIZED') => new HttpError(401, code, message),
   forbidden: (message = 'not allowed', code = 'FORBIDDEN') => new HttpError(403, code, message),
   notFound: (message: string, code = 'NOT_FOUND') => new HttpError(404, code, message),
-  conflict: (message: string, code = 'CONFLICT', extra?: Record<string, unknown>) =>
-    new HttpError(409, code, message, extra),
+  conflict: (message: string, code = 'CONFLICT', extra?: Record<string, unknown>) => new HttpError(409, code, message, extra),
   gone: (message: string, code = 'GONE') => new HttpError(410, code, message),
   tooLarge: (message: string, code = 'PAYLOAD_TOO_LARGE') => new HttpError(413, code, message),
   unavailable: (message: string, code = 'SERVICE_UNAVAILABLE') => new HttpError(503, code, message),

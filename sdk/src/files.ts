@@ -14,8 +14,7 @@ import { HttpError } from './errors.js';
 /** Answered when a path is a symlink, a special file or leads outside its folder. */
 export const UNSAFE_FILE = 'UNSAFE_FILE';
 
-const unsafe = (shown: string, why: string) =>
-  new HttpError(409, UNSAFE_FILE, `'${shown}' ${why}; the agent does not follow it`, { path: shown });
+const unsafe = (shown: string, why: string) => new HttpError(409, UNSAFE_FILE, `'${shown}' ${why}; the agent does not follow it`, { path: shown });
 
 /** Whether `path` is `folder` or lies below it (both absolute and normalised). */
 export function isInside(folder: string, path: string): boolean {

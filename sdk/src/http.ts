@@ -59,8 +59,7 @@ export const reply = {
   ok: (data: unknown, message?: string, meta?: Record<string, unknown>) => new Reply(200, { data, message, meta }),
   created: (data: unknown, message?: string) => new Reply(201, { data, message }),
   accepted: (data: unknown, message?: string) => new Reply(202, { data, message }),
-  page: (data: unknown[], meta: { total: number; limit: number; offset: number }) =>
-    new Reply(200, { data, meta }),
+  page: (data: unknown[], meta: { total: number; limit: number; offset: number }) => new Reply(200, { data, meta }),
   stream: (body: Readable | Buffer | string, opts: StreamOptions) => {
     const headers: Record<string, string> = { 'content-type': opts.contentType };
     if (opts.length !== undefined) headers['content-length'] = String(opts.length);
@@ -106,11 +105,7 @@ export interface PlanSupport<R> {
 
 type StaticOr<T, D> = T extends TSchema ? Static<T> : D;
 
-export type RequestOf<P, Q, B> = RouteRequest<
-  StaticOr<P, Record<string, string>>,
-  StaticOr<Q, Record<string, never>>,
-  StaticOr<B, undefined>
->;
+export type RequestOf<P, Q, B> = RouteRequest<StaticOr<P, Record<string, string>>, StaticOr<Q, Record<string, never>>, StaticOr<B, undefined>>;
 
 interface RouteBase<P, Q, B> {
   method: HttpMethod;
@@ -136,7 +131,8 @@ interface RouteBase<P, Q, B> {
    * The core checks the principal's access to it before the handler runs (level from the permission, or
    * `deploymentLevel`) and answers 404 for a deployment the principal may not see.
    */
-  deployment?: string | ((req: RouteRequest<StaticOr<P, Record<string, string>>, StaticOr<Q, Record<string, never>>, StaticOr<B, undefined>>) => string | undefined);
+  deployment?:
+    string | ((req: RouteRequest<StaticOr<P, Record<string, string>>, StaticOr<Q, Record<string, never>>, StaticOr<B, undefined>>) => string | undefined);
   deploymentLevel?: AccessLevel;
   /** See `Tenancy`; applies when no deployment is named. Default `global`. */
   tenancy?: Tenancy;
@@ -160,8 +156,7 @@ interface RouteBase<P, Q, B> {
  * principal, e.g. `/users/me`), or `public: true` (no authentication). A route with none is refused at registration.
  */
 export type RouteSpec<P = unknown, Q = unknown, B = unknown> =
-  | (RouteBase<P, Q, B> & { permission: Permission | 'authenticated'; public?: false })
-  | (RouteBase<P, Q, B> & { public: true; permission?: undefined });
+  (RouteBase<P, Q, B> & { permission: Permission | 'authenticated'; public?: false }) | (RouteBase<P, Q, B> & { public: true; permission?: undefined });
 
 /** A websocket endpoint; the client sends its token as the first message. */
 export interface WebSocketSpec<P = unknown, Q = unknown> {
@@ -177,12 +172,15 @@ export interface WebSocketSpec<P = unknown, Q = unknown> {
   deploymentLevel?: AccessLevel;
   /** See `Tenancy`. */
   tenancy?: Tenancy;
-  handler(conn: WebSocketConnection, req: {
-    params: StaticOr<P, Record<string, string>>;
-    query: StaticOr<Q, Record<string, never>>;
-    principal: Principal;
-    ip: string;
-  }): void | Promise<void>;
+  handler(
+    conn: WebSocketConnection,
+    req: {
+      params: StaticOr<P, Record<string, string>>;
+      query: StaticOr<Q, Record<string, never>>;
+      principal: Principal;
+      ip: string;
+    },
+  ): void | Promise<void>;
 }
 
 export interface WebSocketConnection {

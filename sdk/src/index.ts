@@ -1,12 +1,34 @@
 export { definePlugin, optional } from './plugin.js';
 export type {
-  PluginDefinition, PluginContext, PluginInstance, Dependency, OptionalDependency, ResolvedDeps, ProvidedServices, Logger,
-  ResourceDeclaration, AppDefinition, AppRouteSpec, AgentInfo, DeployableDefinition,
+  PluginDefinition,
+  PluginContext,
+  PluginInstance,
+  Dependency,
+  OptionalDependency,
+  ResolvedDeps,
+  ProvidedServices,
+  Logger,
+  ResourceDeclaration,
+  AppDefinition,
+  AppRouteSpec,
+  AgentInfo,
+  DeployableDefinition,
 } from './plugin.js';
 export { Reply, reply } from './http.js';
 export type {
-  HttpMethod, Tenancy, RouteRequest, RouteSpec, RequestOf, StreamOptions, PlanAction, PlanChange, PlanPreview, PlanSnapshot,
-  PlanSupport, WebSocketSpec, WebSocketConnection,
+  HttpMethod,
+  Tenancy,
+  RouteRequest,
+  RouteSpec,
+  RequestOf,
+  StreamOptions,
+  PlanAction,
+  PlanChange,
+  PlanPreview,
+  PlanSnapshot,
+  PlanSupport,
+  WebSocketSpec,
+  WebSocketConnection,
 } from './http.js';
 export { HttpError, isHttpError, errors } from './errors.js';
 export { principalFrom, levelRank, lowerLevel, ROLES, ACCESS_LEVELS, SCOPES } from './principal.js';
@@ -21,10 +43,7 @@ export { principalDirectory } from './principal-directory.js';
 export type { PrincipalDirectory, AuthKernel, ResourceCatalogue, TokenClaims } from './principal-directory.js';
 export { auditSink } from './audit.js';
 export type { AuditSink, AuditEventInput } from './audit.js';
-export type {
-  ResourcePolicy,
-  SettingsRegistry, SettingDefinition, PluginSettings, PluginDirectory, DeployableOffer,
-} from './core-services.js';
+export type { ResourcePolicy, SettingsRegistry, SettingDefinition, PluginSettings, PluginDirectory, DeployableOffer } from './core-services.js';
 export type { CheckStatus, CheckResult, DoctorCheck, DoctorCheckReport, DoctorReport, DoctorService } from './doctor.js';
 export * from './schema.js';
 export * from './tenancy.js';

@@ -65,7 +65,11 @@ export interface AppDefinition {
 export interface DeployableDefinition<T extends TObject = TObject> {
   summary: string;
   config: T;
-  render(config: Static<T>): { compose_content: string; env_vars?: { key: string; value: string }[] } | Promise<{ compose_content: string; env_vars?: { key: string; value: string }[] }>;
+  render(
+    config: Static<T>,
+  ):
+    | { compose_content: string; env_vars?: { key: string; value: string }[] }
+    | Promise<{ compose_content: string; env_vars?: { key: string; value: string }[] }>;
 }
 
 export interface AgentInfo {
@@ -103,12 +107,15 @@ export interface PluginContext<C = Record<string, unknown>> {
    */
   audit(event: Omit<AuditEventInput, 'actor_type' | 'actor_id'> & Partial<Pick<AuditEventInput, 'actor_type' | 'actor_id'>>): Promise<void>;
   /** Runtime settings of this plugin, editable through `PUT /api/settings`. */
-  settings<T extends TObject>(schema: T, options?: {
-    restart?: (keyof Static<T> & string)[];
-    secret?: (keyof Static<T> & string)[];
-    /** Keys that need a permission beyond `settings:write` to change. */
-    permissions?: Partial<Record<keyof Static<T> & string, Permission>>;
-  }): PluginSettings<T>;
+  settings<T extends TObject>(
+    schema: T,
+    options?: {
+      restart?: (keyof Static<T> & string)[];
+      secret?: (keyof Static<T> & string)[];
+      /** Keys that need a permission beyond `settings:write` to change. */
+      permissions?: Partial<Record<keyof Static<T> & string, Permission>>;
+    },
+  ): PluginSettings<T>;
   /** Called in reverse order at shutdown, after `stop`. */
   onClose(fn: () => void | Promise<void>): void;
   /**
@@ -175,7 +182,10 @@ export interface PluginDefinition<
   /** The services it provides, by the key its instance's `provides` returns them under. */
   provides?: P;
   /** Registers routes, jobs and settings, and builds the plugin's instance from its dependencies. */
-  setup(ctx: PluginContext<C extends TObject ? Static<C> : Record<string, never>>, deps: ResolvedDeps<D>): PluginInstance<P> | void | Promise<PluginInstance<P> | void>;
+  setup(
+    ctx: PluginContext<C extends TObject ? Static<C> : Record<string, never>>,
+    deps: ResolvedDeps<D>,
+  ): PluginInstance<P> | void | Promise<PluginInstance<P> | void>;
   /** Makes this plugin an app: a separate process the core runs and proxies to. */
   app?: AppDefinition;
   /** Lets operators create deployments from this plugin. */

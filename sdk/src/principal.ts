@@ -17,11 +17,9 @@ export const ROLES: readonly Role[] = ['admin', 'operator', 'viewer'];
 export const ACCESS_LEVELS: readonly AccessLevel[] = ['read', 'write', 'admin'];
 
 /** Ordering of deployment access levels: read < write < admin. */
-export const levelRank = (level: AccessLevel | null | undefined): number =>
-  level === 'admin' ? 3 : level === 'write' ? 2 : level === 'read' ? 1 : 0;
+export const levelRank = (level: AccessLevel | null | undefined): number => (level === 'admin' ? 3 : level === 'write' ? 2 : level === 'read' ? 1 : 0);
 
-export const lowerLevel = (a: AccessLevel | null, b: AccessLevel | null): AccessLevel | null =>
-  levelRank(a) <= levelRank(b) ? a : b;
+export const lowerLevel = (a: AccessLevel | null, b: AccessLevel | null): AccessLevel | null => (levelRank(a) <= levelRank(b) ? a : b);
 
 /** The serialisable part of a principal: what apps behind the plugin proxy receive. */
 export interface PrincipalInfo {
@@ -65,7 +63,7 @@ export function principalFrom(info: PrincipalInfo): Principal {
     return false;
   };
   // A grant adds to the level every deployment has (`*`), it never lowers it; `*` counts for global principals only.
-  const everywhere = isGlobal ? info.deployments['*'] ?? null : null;
+  const everywhere = isGlobal ? (info.deployments['*'] ?? null) : null;
   const deploymentLevel = (name: string): AccessLevel | null => {
     const own = info.deployments[name] ?? null;
     return levelRank(own) >= levelRank(everywhere) ? own : everywhere;

@@ -13,8 +13,7 @@ export const DEPLOYMENT_NAME = '^[a-z0-9][a-z0-9_-]{0,62}$';
  * The name under which what belonged to a deleted deployment is kept: `<name>~<UTC yyyymmddhhmmss>`. `~` is never
  * part of a deployment name, so no new deployment (and no principal limited to deployments) reaches it.
  */
-export const retiredName = (name: string, deletedAt: Date): string =>
-  `${name}~${deletedAt.toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
+export const retiredName = (name: string, deletedAt: Date): string => `${name}~${deletedAt.toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
 
 export const deploymentName = (options: { description?: string } = {}): TString =>
   Type.String({ pattern: DEPLOYMENT_NAME, description: options.description ?? 'deployment name' });
@@ -26,8 +25,7 @@ export const HOSTNAME = '^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 /** A string that must be kept out of responses, plans, logs and audit details. */
-export const Secret = (options: { description?: string; minLength?: number; maxLength?: number } = {}) =>
-  Type.String({ ...options, writeOnly: true });
+export const Secret = (options: { description?: string; minLength?: number; maxLength?: number } = {}) => Type.String({ ...options, writeOnly: true });
 
 /**
  * Integers from requests are bounded so they stay exact numbers every store can take: a value past these is a

@@ -20,8 +20,9 @@ export const isDeploymentOrRetiredName = (name: string): boolean => DEPLOYMENT_O
 export const isRetiredName = (name: string): boolean => name.includes('~');
 
 /** A filter naming a deployment or a deleted deployment's retired name. */
-export const deploymentOrRetired = (description = 'deployment name, or the retired name `<name>~<yyyymmddhhmmss>` of a deleted one (global principals)'): TString =>
-  Type.String({ pattern: DEPLOYMENT_OR_RETIRED, maxLength: 80, description });
+export const deploymentOrRetired = (
+  description = 'deployment name, or the retired name `<name>~<yyyymmddhhmmss>` of a deleted one (global principals)',
+): TString => Type.String({ pattern: DEPLOYMENT_OR_RETIRED, maxLength: 80, description });
 
 /** Whether the principal reaches an item of `deployment` (null, undefined or '': of no deployment) at `level`. */
 export function canReach(p: Principal, deployment: string | null | undefined, level: AccessLevel = 'read'): boolean {

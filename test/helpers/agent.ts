@@ -62,7 +62,12 @@ export interface StartOptions {
   listen?: string;
 }
 
-export async function request<T = any>(baseUrl: string, method: string, path: string, options: RequestOptions & { defaultToken?: string } = {}): Promise<ApiResponse<T>> {
+export async function request<T = any>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: RequestOptions & { defaultToken?: string } = {},
+): Promise<ApiResponse<T>> {
   const url = new URL(path === '/api' || path.startsWith('/api/') ? path : `/api${path}`, baseUrl);
   for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
@@ -138,7 +143,11 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
     if (!options.keep) rmSync(workDir, { recursive: true, force: true });
   };
   return {
-    url, dataDir, workDir, token, process: child,
+    url,
+    dataDir,
+    workDir,
+    token,
+    process: child,
     output: () => output,
     api: (method, path, opts = {}) => request(url, method, path, { ...opts, defaultToken: token }),
     login,

@@ -34,9 +34,8 @@ export function operationsOf(doc: Json): Operation[] {
     for (const [method, op] of Object.entries(item)) {
       const params = (op.parameters ?? []) as Json[];
       const scoped = op['x-deployment-scoped'] === true;
-      const deploymentQuery = scoped && !op['x-deployment-param']
-        ? (params.find((p) => p.in === 'query' && /^deployment(_name)?$/.test(p.name))?.name ?? null)
-        : null;
+      const deploymentQuery =
+        scoped && !op['x-deployment-param'] ? (params.find((p) => p.in === 'query' && /^deployment(_name)?$/.test(p.name))?.name ?? null) : null;
       ops.push({
         id: op.operationId,
         kind: op['x-websocket'] ? 'websocket' : op['x-app'] ? 'app' : 'http',
@@ -58,9 +57,21 @@ export function operationsOf(doc: Json): Operation[] {
 }
 
 const CANDIDATES = [
-  'matrix-nonexistent', 'matrixnonexistent', 'm0', '999999', 'matrix-nonexistent.example.com', 'matrix.example.com.',
-  '192.0.2.123', '00000000-0000-4000-8000-000000000000', `sha256:${'0'.repeat(64)}`, '0'.repeat(64), 'deadbeef0000',
-  'matrix_nonexistent', 'Matrix', 'MATRIX', 'a',
+  'matrix-nonexistent',
+  'matrixnonexistent',
+  'm0',
+  '999999',
+  'matrix-nonexistent.example.com',
+  'matrix.example.com.',
+  '192.0.2.123',
+  '00000000-0000-4000-8000-000000000000',
+  `sha256:${'0'.repeat(64)}`,
+  '0'.repeat(64),
+  'deadbeef0000',
+  'matrix_nonexistent',
+  'Matrix',
+  'MATRIX',
+  'a',
 ];
 
 /** A value that satisfies a parameter schema without naming anything that exists. */
@@ -130,15 +141,16 @@ export interface MatrixPrincipal {
   principal: Principal | null;
 }
 
-export const matrixPrincipal = (name: string, token: string | null, info: PrincipalInfo | null): MatrixPrincipal =>
-  ({ name, token, info, principal: info ? principalFrom(info) : null });
+export const matrixPrincipal = (name: string, token: string | null, info: PrincipalInfo | null): MatrixPrincipal => ({
+  name,
+  token,
+  info,
+  principal: info ? principalFrom(info) : null,
+});
 
 /** Outcome classes: a status is judged by which class it falls in. */
 export type Expectation =
-  | { kind: 'unauthenticated' }
-  | { kind: 'forbidden'; why: string }
-  | { kind: 'hidden'; why: string; allowBadRequest: boolean }
-  | { kind: 'allowed' };
+  { kind: 'unauthenticated' } | { kind: 'forbidden'; why: string } | { kind: 'hidden'; why: string; allowBadRequest: boolean } | { kind: 'allowed' };
 
 /** Whether a principal limited to deployments may run an operation that names no deployment. */
 export function tenancyAllows(op: Operation, p: Principal): boolean {

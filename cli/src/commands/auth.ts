@@ -21,7 +21,9 @@ async function login(ctx: CliContext, opts: LoginOptions): Promise<void> {
   if (!rawUrl) throw new UsageError('which agent? pass --url https://agent.example.com');
   const url = normaliseUrl(rawUrl);
   const client = new AgentClient({ url, userAgent: `agentctl/${ctx.version}` });
-  const ways = [opts.username !== undefined || opts.passwordStdin, opts.apiKey !== undefined || opts.apiKeyStdin, globals.token !== undefined].filter(Boolean).length;
+  const ways = [opts.username !== undefined || opts.passwordStdin, opts.apiKey !== undefined || opts.apiKeyStdin, globals.token !== undefined].filter(
+    Boolean,
+  ).length;
   if (ways > 1) throw new UsageError('use one of --username, --api-key or --token');
 
   let profile: Omit<Profile, 'saved_at'>;
@@ -58,7 +60,9 @@ async function login(ctx: CliContext, opts: LoginOptions): Promise<void> {
   try {
     const authed = new AgentClient({ url, token: profile.token, userAgent: `agentctl/${ctx.version}` });
     const loaded = await loadDescription(authed, { cache: ctx.cache, refresh: true });
-    ctx.print(ctx.out.dim(`Agent version ${loaded.version}: ${loaded.description.operations.length} operations in ${loaded.description.groups().length} groups.`));
+    ctx.print(
+      ctx.out.dim(`Agent version ${loaded.version}: ${loaded.description.operations.length} operations in ${loaded.description.groups().length} groups.`),
+    );
   } catch (err) {
     ctx.warn(`warning: could not read the agent's description: ${(err as Error).message}`);
   }
@@ -71,34 +75,59 @@ export function authCommands(ctx: CliContext, run: (fn: () => Promise<void>) => 
     .option('--password-stdin', 'read the password from stdin')
     .option('--api-key <key>', 'log in with an API key (kept in the profile)')
     .option('--api-key-stdin', 'read the API key from stdin')
-    .addHelpText('after', '\nThe global --token <token> saves an existing token instead.\nProfiles live in $XDG_CONFIG_HOME/agentctl/config.json (default ~/.config/agentctl), mode 0600.')
+    .addHelpText(
+      'after',
+      '\nThe global --token <token> saves an existing token instead.\nProfiles live in $XDG_CONFIG_HOME/agentctl/config.json (default ~/.config/agentctl), mode 0600.',
+    )
     .action((opts: LoginOptions) => run(() => login(ctx, opts)));
 
-  const logoutCmd = new Command('logout')
-    .description('forget the saved login of a profile (the current one, or --profile)')
-    .action(() => run(async () => {
+  const logoutCmd = new Command('logout').description('forget the saved login of a profile (the current one, or --profile)').action(() =>
+    run(async () => {
       const name = ctx.globals.profile ?? ctx.io.env.AGENTCTL_PROFILE ?? ctx.store.read().current ?? DEFAULT_PROFILE;
       if (!ctx.store.remove(name)) throw new UsageError(`no profile '${name}'`);
       ctx.print(`Removed profile '${name}'.`);
-    }));
+    }),
+  );
 
   const profiles = new Command('profiles').description('list, switch and remove saved profiles');
-  profiles.command('list', { isDefault: true }).description('list profiles (* marks the current one)').action(() => run(async () => {
-    const file = ctx.store.read();
-    const rows = Object.entries(file.profiles).map(([name, p]) => ({
-      current: name === file.current ? '*' : '',
-      name, url: p.url, auth: p.auth, user: p.username ?? '', expires: p.expires_at ?? '',
-    }));
-    if (ctx.globals.json) return ctx.print(JSON.stringify(Object.fromEntries(Object.entries(file.profiles).map(([n, p]) => [n, { ...p, token: undefined }])), null, 2));
-    ctx.print(rows.length ? renderTable(rows, ctx.out) : 'No profiles yet: agentctl login --url <agent-url>');
-  }));
-  profiles.command('use').argument('<name>').description('make a profile the current one').action((name: string) => run(async () => {
-    ctx.store.use(name);
-    ctx.print(`Current profile: ${name}`);
-  }));
-  profiles.command('remove').argument('<name>').description('delete a profile').action((name: string) => run(async () => {
-    if (!ctx.store.remove(name)) throw new UsageError(`no profile '${name}'`);
-    ctx.print(`Removed profile '${name}'.`);
-  }));
+  profiles
+    .command('list', { isDefault: true })
+    .description('list profiles (* marks the current one)')
+    .action(() =>
+      run(async () => {
+        const file = ctx.store.read();
+        const rows = Object.entries(file.profiles).map(([name, p]) => ({
+          current: name === file.current ? '*' : '',
+          name,
+          url: p.url,
+          auth: p.auth,
+          user: p.username ?? '',
+          expires: p.expires_at ?? '',
+        }));
+        if (ctx.globals.json)
+          return ctx.print(JSON.stringify(Object.fromEntries(Object.entries(file.profiles).map(([n, p]) => [n, { ...p, token: undefined }])), null, 2));
+        ctx.print(rows.length ? renderTable(rows, ctx.out) : 'No profiles yet: agentctl login --url <agent-url>');
+      }),
+    );
+  profiles
+    .command('use')
+    .argument('<name>')
+    .description('make a profile the current one')
+    .action((name: string) =>
+      run(async () => {
+        ctx.store.use(name);
+        ctx.print(`Current profile: ${name}`);
+      }),
+    );
+  profiles
+    .command('remove')
+    .argument('<name>')
+    .description('delete a profile')
+    .action((name: string) =>
+      run(async () => {
+        if (!ctx.store.remove(name)) throw new UsageError(`no profile '${name}'`);
+        ctx.print(`Removed profile '${name}'.`);
+      }),
+    );
   return [loginCmd, logoutCmd, profiles];
 }

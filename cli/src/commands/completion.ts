@@ -53,13 +53,25 @@ function operationFlags(op: Operation, description: ApiDescription): [string, st
   const out: [string, string][] = [];
   for (const p of op.queryParams) {
     const name = kebab(p.name);
-    if (!RESERVED.has(name) && /^[a-z][a-z0-9-]*$/.test(name)) out.push([`--${name}`, p.description ?? `query parameter${isBooleanParam(p) ? ' (boolean)' : ''}`]);
+    if (!RESERVED.has(name) && /^[a-z][a-z0-9-]*$/.test(name))
+      out.push([`--${name}`, p.description ?? `query parameter${isBooleanParam(p) ? ' (boolean)' : ''}`]);
   }
-  if (op.body) out.push(['--data', 'body from @file, - or JSON'], ['--field', 'set a body field key=value'], ['--skeleton', 'print a fillable body'], ['--yaml', 'skeleton as YAML']);
+  if (op.body)
+    out.push(
+      ['--data', 'body from @file, - or JSON'],
+      ['--field', 'set a body field key=value'],
+      ['--skeleton', 'print a fillable body'],
+      ['--yaml', 'skeleton as YAML'],
+    );
   if (op.plan) out.push(['--plan', 'preview as a plan']);
   if (description.followStreamOf(op)) out.push(['--follow', 'follow new entries']);
   if (op.produces) out.push(['--output', 'write the answer to a file']);
-  out.push(['--query', 'query parameter key=value'], ['--dry-run', 'check without sending'], ['--json', 'raw JSON answer'], ['--help', 'help of this operation']);
+  out.push(
+    ['--query', 'query parameter key=value'],
+    ['--dry-run', 'check without sending'],
+    ['--json', 'raw JSON answer'],
+    ['--help', 'help of this operation'],
+  );
   return out;
 }
 
@@ -99,7 +111,9 @@ export function completionCandidates(io: CliIO, before: string[], current: strin
   const op = first && second && description ? description.find(first, second) : undefined;
   if (op && previous && (previous === '-f' || previous === '--field') && op.body) {
     // Body fields, for -f key=value (array items are set with an index, so they are left out).
-    candidates = listFields(op.body).filter((f) => !f.path.includes('[]')).map((f) => [`${f.path}=`, `${f.type}${f.required ? ', required' : ''}`]);
+    candidates = listFields(op.body)
+      .filter((f) => !f.path.includes('[]'))
+      .map((f) => [`${f.path}=`, `${f.type}${f.required ? ', required' : ''}`]);
     return candidates.filter(([name]) => name.startsWith(current));
   }
   const param = op && previous?.startsWith('--') ? op.queryParams.find((p) => `--${kebab(p.name)}` === previous) : undefined;
@@ -109,14 +123,31 @@ export function completionCandidates(io: CliIO, before: string[], current: strin
   }
   if (current.startsWith('-')) {
     candidates = op ? operationFlags(op, description!) : [];
-    candidates.push(...GLOBAL_FLAGS.map((f): [string, string] => [f, 'global option']), ['--profile', 'use a saved profile'], ['--url', 'agent URL'], ['--token', 'token']);
+    candidates.push(
+      ...GLOBAL_FLAGS.map((f): [string, string] => [f, 'global option']),
+      ['--profile', 'use a saved profile'],
+      ['--url', 'agent URL'],
+      ['--token', 'token'],
+    );
   } else if (!first) {
-    candidates = [...(description?.groups().map((g): [string, string] => [g.name, g.description ?? `${g.operations.length} operations`]) ?? []), ...STATIC_COMMANDS];
+    candidates = [
+      ...(description?.groups().map((g): [string, string] => [g.name, g.description ?? `${g.operations.length} operations`]) ?? []),
+      ...STATIC_COMMANDS,
+    ];
   } else if (first === 'completion' && words.length === 1) {
-    candidates = [['bash', 'bash script'], ['zsh', 'zsh script']];
+    candidates = [
+      ['bash', 'bash script'],
+      ['zsh', 'zsh script'],
+    ];
   } else if (first === 'profiles') {
-    if (words.length === 1) candidates = [['list', 'list profiles'], ['use', 'switch profile'], ['remove', 'delete a profile']];
-    else if (words.length === 2 && (second === 'use' || second === 'remove')) candidates = Object.keys(new ProfileStore(io.env).read().profiles).map((n) => [n, 'profile']);
+    if (words.length === 1)
+      candidates = [
+        ['list', 'list profiles'],
+        ['use', 'switch profile'],
+        ['remove', 'delete a profile'],
+      ];
+    else if (words.length === 2 && (second === 'use' || second === 'remove'))
+      candidates = Object.keys(new ProfileStore(io.env).read().profiles).map((n) => [n, 'profile']);
   } else if (first === 'help' && description) {
     if (words.length === 1) candidates = description.groups().map((g) => [g.name, g.description ?? '']);
     else if (words.length === 2) candidates = description.group(second!)?.operations.map((o) => [o.name, o.summary]) ?? [];
@@ -127,8 +158,9 @@ export function completionCandidates(io: CliIO, before: string[], current: strin
 }
 
 export function printCandidates(io: CliIO, shell: string, candidates: [string, string][]): void {
-  const lines = shell === 'zsh'
-    ? candidates.map(([name, desc]) => `${name.replace(/:/g, '\\:')}:${desc.replace(/\s+/g, ' ').slice(0, 80)}`)
-    : candidates.map(([name]) => name);
+  const lines =
+    shell === 'zsh'
+      ? candidates.map(([name, desc]) => `${name.replace(/:/g, '\\:')}:${desc.replace(/\s+/g, ' ').slice(0, 80)}`)
+      : candidates.map(([name]) => name);
   if (lines.length) io.stdout.write(lines.join('\n') + '\n');
 }

@@ -20,34 +20,41 @@ export function renderReport(report: DoctorReport, style: Style): string[] {
   }
   const count = (s: keyof typeof MARK) => report.checks.filter((c) => c.status === s).length;
   const warnings = count('warning');
-  lines.push('', `${count('ok')} ok, ${warnings} ${warnings === 1 ? 'warning' : 'warnings'}, ${count('failed')} failed${count('skipped') ? `, ${count('skipped')} skipped` : ''}`);
+  lines.push(
+    '',
+    `${count('ok')} ok, ${warnings} ${warnings === 1 ? 'warning' : 'warnings'}, ${count('failed')} failed${count('skipped') ? `, ${count('skipped')} skipped` : ''}`,
+  );
   return lines;
 }
 
 export function doctorCommand(ctx: CliContext, runAction: (fn: () => Promise<void>) => Promise<void>, setExit: (code: number) => void): Command {
   return new Command('doctor')
     .description('check the Docker engine, compose, nginx, ACME, DNS, database drivers, disk, clock, secrets and Node.js the agent uses')
-    .action(() => runAction(async () => {
-      const client = ctx.client();
-      let report: DoctorReport;
-      try {
-        report = (await client.call<DoctorReport>('GET', '/system/doctor')).data;
-      } catch (err) {
-        if (err instanceof AgentConnectionError) {
-          ctx.print(`${ctx.out.red(MARK.failed)} agent  no answer at ${client.url}: ${err.message}`);
-          ctx.print(`  ${ctx.out.cyan('fix:')} start it (npm start in its folder, or systemctl start host-agent; journalctl -u host-agent says why it stopped)`);
-          setExit(1);
-          return;
+    .action(() =>
+      runAction(async () => {
+        const client = ctx.client();
+        let report: DoctorReport;
+        try {
+          report = (await client.call<DoctorReport>('GET', '/system/doctor')).data;
+        } catch (err) {
+          if (err instanceof AgentConnectionError) {
+            ctx.print(`${ctx.out.red(MARK.failed)} agent  no answer at ${client.url}: ${err.message}`);
+            ctx.print(
+              `  ${ctx.out.cyan('fix:')} start it (npm start in its folder, or systemctl start host-agent; journalctl -u host-agent says why it stopped)`,
+            );
+            setExit(1);
+            return;
+          }
+          if (err instanceof AgentApiError && err.status === 404) {
+            ctx.warn('this agent has no doctor report: enable the system plugin (plugins.enabled)');
+            setExit(1);
+            return;
+          }
+          throw err;
         }
-        if (err instanceof AgentApiError && err.status === 404) {
-          ctx.warn('this agent has no doctor report: enable the system plugin (plugins.enabled)');
-          setExit(1);
-          return;
-        }
-        throw err;
-      }
-      if (ctx.globals.json) ctx.print(JSON.stringify(report, null, 2));
-      else for (const line of renderReport(report, ctx.out)) ctx.print(line);
-      if (!report.ok) setExit(1);
-    }));
+        if (ctx.globals.json) ctx.print(JSON.stringify(report, null, 2));
+        else for (const line of renderReport(report, ctx.out)) ctx.print(line);
+        if (!report.ok) setExit(1);
+      }),
+    );
 }

@@ -6,8 +6,19 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import {
-  buildBody, fillPath, kebab, parseDocument, skeletonJson, skeletonYaml, validateBody, validateParameters,
-  RequestInvalidError, type ApiDescription, type Envelope, type Operation, type PlanApplyResult,
+  buildBody,
+  fillPath,
+  kebab,
+  parseDocument,
+  skeletonJson,
+  skeletonYaml,
+  validateBody,
+  validateParameters,
+  RequestInvalidError,
+  type ApiDescription,
+  type Envelope,
+  type Operation,
+  type PlanApplyResult,
 } from '@agent/client';
 import { UsageError, type CliContext } from '../context.js';
 import { operationHelp, operationUsage } from '../help.js';
@@ -127,7 +138,8 @@ async function follow(ctx: CliContext, stream: Operation, params: Record<string,
     await client.follow(fillPath(stream, params), {
       query: query as Record<string, string>,
       signal: controller.signal,
-      onReady: () => ctx.io.stderr.write(ctx.err.dim(`following ${stream.path.replace(/\{(\w+)\}/g, (_m, n: string) => String(params[n]))} (Ctrl-C to stop)\n`)),
+      onReady: () =>
+        ctx.io.stderr.write(ctx.err.dim(`following ${stream.path.replace(/\{(\w+)\}/g, (_m, n: string) => String(params[n]))} (Ctrl-C to stop)\n`)),
       onMessage: (message) => {
         if (ctx.globals.json) return ctx.print(JSON.stringify(message));
         const { text, error, note } = formatStreamMessage(message);
@@ -159,12 +171,23 @@ function printAnswer(ctx: CliContext, op: Operation, answer: Envelope, planned: 
   }
   if (answer.meta && typeof answer.meta.total === 'number') {
     const n = Array.isArray(answer.data) ? answer.data.length : 0;
-    ctx.print(out.dim(n === 0 ? `0 of ${answer.meta.total}` : `${answer.meta.offset + 1}-${answer.meta.offset + n} of ${answer.meta.total} (--limit / --offset for more)`));
+    ctx.print(
+      out.dim(
+        n === 0 ? `0 of ${answer.meta.total}` : `${answer.meta.offset + 1}-${answer.meta.offset + n} of ${answer.meta.total} (--limit / --offset for more)`,
+      ),
+    );
   }
   if (answer.message) ctx.print(out.dim(answer.message));
 }
 
-export async function runOperation(ctx: CliContext, description: ApiDescription, op: Operation, args: (string | undefined)[], opts: OperationOptions, attributes: Map<string, string>): Promise<void> {
+export async function runOperation(
+  ctx: CliContext,
+  description: ApiDescription,
+  op: Operation,
+  args: (string | undefined)[],
+  opts: OperationOptions,
+  attributes: Map<string, string>,
+): Promise<void> {
   if (opts.skeleton) {
     if (!op.body) throw new UsageError(`${op.group} ${op.name} takes no request body, so there is no skeleton`);
     ctx.print(opts.yaml ? skeletonYaml(op.body, `${op.method} ${op.path} — ${op.summary}`) : skeletonJson(op.body));
@@ -180,7 +203,8 @@ export async function runOperation(ctx: CliContext, description: ApiDescription,
   const query = collectQuery(op, opts, attributes);
   const streamOp = op.websocket ? op : opts.follow ? description.followStreamOf(op) : undefined;
   if (opts.follow && !streamOp) throw new UsageError(`${op.group} ${op.name} cannot be followed`);
-  if (opts.plan && !op.plan) throw new UsageError(`${op.group} ${op.name} does not support plans (the description does not mark it x-plan); it runs immediately`);
+  if (opts.plan && !op.plan)
+    throw new UsageError(`${op.group} ${op.name} does not support plans (the description does not mark it x-plan); it runs immediately`);
   const { body, contentType } = await requestBody(ctx, op, opts);
   const problems = validateParameters(streamOp ?? op, params, query);
   if (op.body) problems.push(...validateBody(op.body, body));
@@ -212,7 +236,13 @@ export async function runOperation(ctx: CliContext, description: ApiDescription,
 }
 
 /** The `agentctl <group>` command with one subcommand per operation. */
-export function groupCommand(ctx: CliContext, description: ApiDescription, group: { name: string; description?: string; operations: Operation[] }, run: (fn: () => Promise<void>, op?: Operation) => Promise<void>, wanted?: Operation): Command {
+export function groupCommand(
+  ctx: CliContext,
+  description: ApiDescription,
+  group: { name: string; description?: string; operations: Operation[] },
+  run: (fn: () => Promise<void>, op?: Operation) => Promise<void>,
+  wanted?: Operation,
+): Command {
   const cmd = new Command(group.name).description(group.description ?? `${group.operations.length} operation${group.operations.length === 1 ? '' : 's'}`);
   cmd.configureHelp({
     formatHelp: () => {
@@ -237,7 +267,12 @@ export function groupCommand(ctx: CliContext, description: ApiDescription, group
   return cmd;
 }
 
-function operationCommand(ctx: CliContext, description: ApiDescription, op: Operation, run: (fn: () => Promise<void>, op?: Operation) => Promise<void>): Command {
+function operationCommand(
+  ctx: CliContext,
+  description: ApiDescription,
+  op: Operation,
+  run: (fn: () => Promise<void>, op?: Operation) => Promise<void>,
+): Command {
   const cmd = new Command(op.name).description(op.summary).allowExcessArguments(false);
   // `securityEventsGet` (as in the operationId) works as well as `security-events-get`.
   const camel = op.id.slice(op.id.indexOf('.') + 1);

@@ -22,7 +22,10 @@ export interface CliHome {
   env: Record<string, string>;
   run(args: string[], options?: { input?: string; env?: Record<string, string>; cwd?: string }): Promise<CliResult>;
   /** Starts a long-running command (follows); stop it with `child.kill('SIGINT')`. */
-  start(args: string[], options?: { env?: Record<string, string> }): { child: ReturnType<typeof spawn>; output: () => CliResult; exited: Promise<number | null> };
+  start(
+    args: string[],
+    options?: { env?: Record<string, string> },
+  ): { child: ReturnType<typeof spawn>; output: () => CliResult; exited: Promise<number | null> };
   remove(): void;
 }
 

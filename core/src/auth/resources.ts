@@ -49,7 +49,12 @@ export class ResourceCatalog implements ResourceCatalogue {
   /** Resource names by what owns their records (a deployment, the host, or either). */
   byOwner(): Readonly<Record<'deployment' | 'global' | 'both', readonly string[]>> {
     if (this.owners) return this.owners;
-    const of = (owner: string) => Object.freeze(this.list().filter((r) => r.owner === owner).map((r) => r.name));
+    const of = (owner: string) =>
+      Object.freeze(
+        this.list()
+          .filter((r) => r.owner === owner)
+          .map((r) => r.name),
+      );
     return (this.owners = Object.freeze({ deployment: of('deployment'), global: of('global'), both: of('both') }));
   }
 

@@ -14,7 +14,10 @@ export interface TokenClaims {
 export class TokenService {
   private readonly cache = new Map<string, TokenClaims>();
 
-  constructor(private readonly key: Uint8Array, private readonly ttlSeconds: number) {}
+  constructor(
+    private readonly key: Uint8Array,
+    private readonly ttlSeconds: number,
+  ) {}
 
   /** `ttlSeconds` overrides the configured lifetime (app tokens live as long as the agent run they belong to). */
   async issue(sub: string, tokenVersion: number, maxExpiry?: number, ttlSeconds = this.ttlSeconds): Promise<{ token: string; expires_at: string }> {

@@ -62,7 +62,12 @@ export const REPO_ROOT = ((): string => {
   }
 })();
 
-const duration = { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^\\d+(ms|s|m|h|d)?$' }] };
+const duration = {
+  anyOf: [
+    { type: 'integer', minimum: 1 },
+    { type: 'string', pattern: '^\\d+(ms|s|m|h|d)?$' },
+  ],
+};
 
 const coreSchema = {
   type: 'object',
@@ -72,23 +77,35 @@ const coreSchema = {
     data_dir: { type: 'string', minLength: 1, default: './data' },
     admin_password: { type: ['string', 'null'], minLength: 8, default: null },
     log: {
-      type: 'object', additionalProperties: false, default: {},
+      type: 'object',
+      additionalProperties: false,
+      default: {},
       properties: {
         level: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'silent'], default: 'info' },
         format: { enum: ['auto', 'json', 'pretty'], default: 'auto' },
       },
     },
     api: {
-      type: 'object', additionalProperties: false, default: {},
+      type: 'object',
+      additionalProperties: false,
+      default: {},
       properties: {
         enable_cors: { type: 'boolean', default: false },
         allowed_origins: { type: 'array', items: { type: 'string', pattern: '^https?://[^/\\s]+$' }, default: [] },
-        body_limit: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^\\d+(b|kb|mb|gb)?$' }], default: '10mb' },
+        body_limit: {
+          anyOf: [
+            { type: 'integer', minimum: 1 },
+            { type: 'string', pattern: '^\\d+(b|kb|mb|gb)?$' },
+          ],
+          default: '10mb',
+        },
         trust_proxy: { type: 'boolean', default: false },
       },
     },
     auth: {
-      type: 'object', additionalProperties: false, default: {},
+      type: 'object',
+      additionalProperties: false,
+      default: {},
       properties: {
         token_ttl: { ...duration, default: '24h' },
         login_max_failures: { type: 'integer', minimum: 1, default: 5 },
@@ -97,11 +114,15 @@ const coreSchema = {
       },
     },
     plans: {
-      type: 'object', additionalProperties: false, default: {},
+      type: 'object',
+      additionalProperties: false,
+      default: {},
       properties: { ttl: { ...duration, default: '24h' } },
     },
     plugins: {
-      type: 'object', additionalProperties: false, default: {},
+      type: 'object',
+      additionalProperties: false,
+      default: {},
       properties: {
         enabled: { type: 'array', items: { type: 'string', minLength: 1 }, default: ['*'] },
         builtin_dir: { type: 'string', default: '' },
@@ -148,7 +169,10 @@ function envOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): voi
   }
   for (const [name, value] of Object.entries(env)) {
     if (!name.startsWith('AGENT__') || value === undefined) continue;
-    const path = name.slice('AGENT__'.length).split('__').map((p) => p.toLowerCase());
+    const path = name
+      .slice('AGENT__'.length)
+      .split('__')
+      .map((p) => p.toLowerCase());
     if (path.some((p) => !/^[a-z0-9_]+$/.test(p))) throw new ConfigError(`environment ${name}: not a config key path`);
     let parsed: unknown = value;
     try {

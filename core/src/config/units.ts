@@ -11,11 +11,16 @@ export function parseDuration(value: unknown): number | null {
   if (!m) return null;
   const n = Number(m[1]);
   switch (m[2] ?? 's') {
-    case 'ms': return n / 1000;
-    case 's': return n;
-    case 'm': return n * 60;
-    case 'h': return n * 3600;
-    default: return n * 86400;
+    case 'ms':
+      return n / 1000;
+    case 's':
+      return n;
+    case 'm':
+      return n * 60;
+    case 'h':
+      return n * 3600;
+    default:
+      return n * 86400;
   }
 }
 
@@ -33,9 +38,12 @@ export function parseSize(value: unknown): number | null {
 /** `1d 2h 3m 4s` for uptime texts. */
 export function formatDuration(totalSeconds: number): string {
   let s = Math.floor(totalSeconds);
-  const d = Math.floor(s / 86400); s -= d * 86400;
-  const h = Math.floor(s / 3600); s -= h * 3600;
-  const m = Math.floor(s / 60); s -= m * 60;
+  const d = Math.floor(s / 86400);
+  s -= d * 86400;
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
   const parts: string[] = [];
   if (d) parts.push(`${d}d`);
   if (h) parts.push(`${h}h`);

@@ -15,7 +15,8 @@ export function nodeVersionResult(version: string, today: Date): CheckResult {
   const eol = NODE_LINES[major];
   if (major > NEWEST_TESTED) return { status: 'warning', detail: `Node.js ${version}: newer than the lines the agent is tested on`, fix: NODE_FIX };
   if (!eol) return { status: 'failed', detail: `Node.js ${version} is not supported`, fix: NODE_FIX };
-  if (today.toISOString().slice(0, 10) > eol) return { status: 'warning', detail: `Node.js ${version}: its line reached its end of life on ${eol} (no more security fixes)`, fix: NODE_FIX };
+  if (today.toISOString().slice(0, 10) > eol)
+    return { status: 'warning', detail: `Node.js ${version}: its line reached its end of life on ${eol} (no more security fixes)`, fix: NODE_FIX };
   return { status: 'ok', detail: `Node.js ${version} (supported until ${eol})` };
 }
 
@@ -31,11 +32,13 @@ const octal = (m: number) => `0${m.toString(8)}`;
 export function coreChecks(dataDir: string): DoctorCheck[] {
   return [
     {
-      id: 'core.node', title: 'Node.js version',
+      id: 'core.node',
+      title: 'Node.js version',
       run: () => nodeVersionResult(process.version, new Date()),
     },
     {
-      id: 'core.data-dir', title: 'Data folder: access and free space',
+      id: 'core.data-dir',
+      title: 'Data folder: access and free space',
       run: () => {
         const problems: string[] = [];
         const m = mode(dataDir);
@@ -44,14 +47,21 @@ export function coreChecks(dataDir: string): DoctorCheck[] {
         const free = fs.bavail * fs.bsize;
         const share = fs.blocks ? fs.bavail / fs.blocks : 0;
         const freeText = `${(free / GiB).toFixed(1)} GiB free (${Math.round(share * 100)} %)`;
-        if (free < DISK_FAILED_BYTES) return { status: 'failed', detail: `${dataDir}: ${freeText}`, fix: `free space on the file system of ${dataDir} (old backups, docker system prune)` };
+        if (free < DISK_FAILED_BYTES)
+          return { status: 'failed', detail: `${dataDir}: ${freeText}`, fix: `free space on the file system of ${dataDir} (old backups, docker system prune)` };
         if (problems.length) return { status: 'failed', detail: `${dataDir}: ${problems.join('; ')}; ${freeText}`, fix: `chmod 700 ${dataDir}` };
-        if (free < DISK_WARNING_BYTES || share < 0.1) return { status: 'warning', detail: `${dataDir}: ${freeText}`, fix: `free space on the file system of ${dataDir} (old backups, docker system prune)` };
+        if (free < DISK_WARNING_BYTES || share < 0.1)
+          return {
+            status: 'warning',
+            detail: `${dataDir}: ${freeText}`,
+            fix: `free space on the file system of ${dataDir} (old backups, docker system prune)`,
+          };
         return { status: 'ok', detail: `${dataDir}: mode ${octal(m)}, ${freeText}` };
       },
     },
     {
-      id: 'core.secrets', title: 'Secret files: modes',
+      id: 'core.secrets',
+      title: 'Secret files: modes',
       run: () => {
         const dir = join(dataDir, 'secrets');
         const files = readdirSync(dir).filter((f) => statSync(join(dir, f)).isFile());

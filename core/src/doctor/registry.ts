@@ -52,8 +52,12 @@ async function runOne(plugin: string, check: DoctorCheck): Promise<DoctorCheckRe
     clearTimeout(timer);
   }
   return {
-    id: check.id, title: check.title, plugin,
-    status: result.status, detail: result.detail, ...(result.fix ? { fix: result.fix } : {}),
+    id: check.id,
+    title: check.title,
+    plugin,
+    status: result.status,
+    detail: result.detail,
+    ...(result.fix ? { fix: result.fix } : {}),
     duration_ms: Date.now() - started,
   };
 }

@@ -106,30 +106,33 @@ export function createHttpApp(deps: HttpDeps): Koa {
   /** A request nothing answered (no route, nothing set a body) gets the JSON 404. */
   const answerUnhandled = (ctx: Koa.Context) => {
     const response = ctx.response;
-    if (response.status === 404 && response.body === undefined && ctx.respond !== false) answerError(ctx, errors.notFound(`no route ${ctx.method} ${ctx.path}`));
+    if (response.status === 404 && response.body === undefined && ctx.respond !== false)
+      answerError(ctx, errors.notFound(`no route ${ctx.method} ${ctx.path}`));
   };
 
   /** CORS headers; true when it answered the request itself (a preflight). Throws 403 for a denied preflight. */
-  const cors = config.api.enable_cors ? (ctx: Koa.Context): boolean => {
-    const origin = ctx.get('origin');
-    if (!origin) return false;
-    const allowed = allowedOrigins.has(origin);
-    ctx.vary('Origin');
-    if (ctx.method === 'OPTIONS' && ctx.get('access-control-request-method')) {
-      if (!allowed) throw errors.forbidden(`origin ${origin} is not allowed`, 'CORS_ORIGIN_DENIED');
-      ctx.set('Access-Control-Allow-Origin', origin);
-      ctx.set('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
-      ctx.set('Access-Control-Allow-Headers', ctx.get('access-control-request-headers') || 'Authorization, Content-Type');
-      ctx.set('Access-Control-Max-Age', '600');
-      ctx.status = 204;
-      return true;
-    }
-    if (allowed) {
-      ctx.set('Access-Control-Allow-Origin', origin);
-      ctx.set('Access-Control-Expose-Headers', 'Content-Disposition, Retry-After');
-    }
-    return false;
-  } : null;
+  const cors = config.api.enable_cors
+    ? (ctx: Koa.Context): boolean => {
+        const origin = ctx.get('origin');
+        if (!origin) return false;
+        const allowed = allowedOrigins.has(origin);
+        ctx.vary('Origin');
+        if (ctx.method === 'OPTIONS' && ctx.get('access-control-request-method')) {
+          if (!allowed) throw errors.forbidden(`origin ${origin} is not allowed`, 'CORS_ORIGIN_DENIED');
+          ctx.set('Access-Control-Allow-Origin', origin);
+          ctx.set('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
+          ctx.set('Access-Control-Allow-Headers', ctx.get('access-control-request-headers') || 'Authorization, Content-Type');
+          ctx.set('Access-Control-Max-Age', '600');
+          ctx.status = 204;
+          return true;
+        }
+        if (allowed) {
+          ctx.set('Access-Control-Allow-Origin', origin);
+          ctx.set('Access-Control-Expose-Headers', 'Content-Disposition, Retry-After');
+        }
+        return false;
+      }
+    : null;
 
   // The JSON body is read and parsed by co-body (size limit, strict JSON, charset and content-encoding), called
   // directly: the pipeline reads a body only for routes that take one, after authentication. Loaded on first use.
@@ -154,7 +157,10 @@ export function createHttpApp(deps: HttpDeps): Koa {
     private readonly ip: string;
     private readonly headers: IncomingHttpHeaders;
 
-    constructor(private readonly ctx: Koa.Context, private readonly route: RegisteredRoute) {
+    constructor(
+      private readonly ctx: Koa.Context,
+      private readonly route: RegisteredRoute,
+    ) {
       // ctx.request / ctx.req / ctx.response rather than koa's ctx delegates (megamorphic accessors).
       this.ip = ctx.request.ip;
       this.headers = ctx.req.headers;
@@ -168,7 +174,10 @@ export function createHttpApp(deps: HttpDeps): Koa {
         return this.failed(err);
       }
       if (!pending) return this.record();
-      return pending.then(() => this.record(), (err: unknown) => this.failed(err));
+      return pending.then(
+        () => this.record(),
+        (err: unknown) => this.failed(err),
+      );
     }
 
     private authenticate(): void | Promise<void> {
@@ -222,11 +231,24 @@ export function createHttpApp(deps: HttpDeps): Koa {
         }
         return controller.signal;
       };
-      const result = execute({
-        // A copy: validation coerces params in place (`'2'` → `2`), the audit record keeps the raw path values.
-        route: this.route, principal: this.principal, params: { ...ctx.params }, query, body: this.body, ip: this.ip,
-        path: request.path, headers: this.headers, signal, raw: { req: ctx.req, res: ctx.res }, wantsPlan: this.wantsPlan,
-      }, plans, validateResponse);
+      const result = execute(
+        {
+          // A copy: validation coerces params in place (`'2'` → `2`), the audit record keeps the raw path values.
+          route: this.route,
+          principal: this.principal,
+          params: { ...ctx.params },
+          query,
+          body: this.body,
+          ip: this.ip,
+          path: request.path,
+          headers: this.headers,
+          signal,
+          raw: { req: ctx.req, res: ctx.res },
+          wantsPlan: this.wantsPlan,
+        },
+        plans,
+        validateResponse,
+      );
       if (result instanceof Promise) return result.then((r) => this.answer(r));
       this.answer(result);
     }
@@ -268,19 +290,21 @@ export function createHttpApp(deps: HttpDeps): Koa {
       const { principal, route, status, wantsPlan } = this;
       if (!principal || !MUTATING.has(route.method) || route.spec.audit === false) return;
       const created = this.created ?? createdName(route.spec.creates, this.body);
-      return audit.record({
-        ...auditActor(principal),
-        action: wantsPlan ? `${route.operationId}.plan` : route.operationId,
-        resource_type: resourceTypeOf(route.path),
-        resource_id: Object.values((this.ctx.params ?? {}) as Record<string, string>)[0] ?? created,
-        deployment: this.deployment ?? (route.spec.tenancy === 'create' ? created : null),
-        success: status < 400,
-        status,
-        client_ip: this.ip,
-        detail: wantsPlan ? { plan: true } : null,
-      }).catch(() => {
-        if (status < 400) throw auditFailed();
-      });
+      return audit
+        .record({
+          ...auditActor(principal),
+          action: wantsPlan ? `${route.operationId}.plan` : route.operationId,
+          resource_type: resourceTypeOf(route.path),
+          resource_id: Object.values((this.ctx.params ?? {}) as Record<string, string>)[0] ?? created,
+          deployment: this.deployment ?? (route.spec.tenancy === 'create' ? created : null),
+          success: status < 400,
+          status,
+          client_ip: this.ip,
+          detail: wantsPlan ? { plan: true } : null,
+        })
+        .catch(() => {
+          if (status < 400) throw auditFailed();
+        });
     }
   }
 
@@ -345,7 +369,11 @@ export function createHttpApp(deps: HttpDeps): Koa {
       answerError(ctx, err);
       return;
     }
-    if (pending) return pending.then(() => answerUnhandled(ctx), (err: unknown) => answerError(ctx, err));
+    if (pending)
+      return pending.then(
+        () => answerUnhandled(ctx),
+        (err: unknown) => answerError(ctx, err),
+      );
     answerUnhandled(ctx);
   });
   return app;

@@ -28,8 +28,12 @@ export interface CoreRouteDeps {
 }
 
 const PrincipalSchema = Type.Object({
-  type: Type.String(), id: Type.String(), name: Type.String(), role: Type.String(),
-  user_id: Type.Union([Type.Integer(), Type.Null()]), permissions: Type.Array(Type.String()),
+  type: Type.String(),
+  id: Type.String(),
+  name: Type.String(),
+  role: Type.String(),
+  user_id: Type.Union([Type.Integer(), Type.Null()]),
+  permissions: Type.Array(Type.String()),
   deployments: Type.Record(Type.String(), Type.String()),
   scope: Type.Union([Type.Literal('global'), Type.Literal('deployments')]),
 });
@@ -47,32 +51,60 @@ const TenancySchema = Type.Object({
 });
 
 const PlanView = Type.Object({
-  id: Type.String(), action: Type.String(), status: Type.String(), summary: Type.String(),
-  resource: Type.Object({ type: Type.String(), id: Type.String() }), changes: Type.Array(Type.Object({})),
-  created_at: Type.String(), expires_at: Type.String(),
+  id: Type.String(),
+  action: Type.String(),
+  status: Type.String(),
+  summary: Type.String(),
+  resource: Type.Object({ type: Type.String(), id: Type.String() }),
+  changes: Type.Array(Type.Object({})),
+  created_at: Type.String(),
+  expires_at: Type.String(),
 });
 
 const PluginView = Type.Object({
-  name: Type.String(), version: Type.String(), description: Type.String(), status: Type.String(),
-  error: Type.Union([Type.String(), Type.Null()]), builtin: Type.Boolean(),
+  name: Type.String(),
+  version: Type.String(),
+  description: Type.String(),
+  status: Type.String(),
+  error: Type.Union([Type.String(), Type.Null()]),
+  builtin: Type.Boolean(),
 });
 
 export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
   const pluginView = (p: PluginRecord, detailed: boolean) => {
     const own = d.registry.forPlugin(p.name);
     const base = {
-      name: p.name, version: p.version, description: p.description, status: p.status, error: p.error, builtin: p.builtin,
-      source: p.source, deployable: p.definition?.deployable ? { summary: p.definition.deployable.summary } : null, app: p.definition?.app ? d.appState(p.name) ? { ...d.appState(p.name)!, secret: undefined } : { status: 'stopped' } : null,
+      name: p.name,
+      version: p.version,
+      description: p.description,
+      status: p.status,
+      error: p.error,
+      builtin: p.builtin,
+      source: p.source,
+      deployable: p.definition?.deployable ? { summary: p.definition.deployable.summary } : null,
+      app: p.definition?.app ? (d.appState(p.name) ? { ...d.appState(p.name)!, secret: undefined } : { status: 'stopped' }) : null,
       provides: Object.values((p.definition?.provides ?? {}) as Record<string, ServiceRef<unknown>>).map((r) => r.id),
-      requires: Object.values((p.definition?.deps ?? {}) as Record<string, Dependency>).map(refOf).filter((d) => !d.optional).map((d) => d.ref.id),
-      uses: Object.values((p.definition?.deps ?? {}) as Record<string, Dependency>).map(refOf).filter((d) => d.optional).map((d) => d.ref.id),
+      requires: Object.values((p.definition?.deps ?? {}) as Record<string, Dependency>)
+        .map(refOf)
+        .filter((d) => !d.optional)
+        .map((d) => d.ref.id),
+      uses: Object.values((p.definition?.deps ?? {}) as Record<string, Dependency>)
+        .map(refOf)
+        .filter((d) => d.optional)
+        .map((d) => d.ref.id),
       route_count: own.routes.length + own.sockets.length + own.appRoutes.length,
     };
     if (!detailed) return base;
     return {
       ...base,
       routes: [
-        ...own.routes.map((r) => ({ method: r.method, path: `/api${r.path}`, operation_id: r.operationId, permission: r.permission ?? 'public', plan: !!r.spec.plan })),
+        ...own.routes.map((r) => ({
+          method: r.method,
+          path: `/api${r.path}`,
+          operation_id: r.operationId,
+          permission: r.permission ?? 'public',
+          plan: !!r.spec.plan,
+        })),
         ...own.sockets.map((s) => ({ method: 'GET', path: `/api${s.path}`, operation_id: s.operationId, permission: s.permission, websocket: true })),
         ...own.appRoutes.map((a) => ({ method: a.method, path: `/api/plugin/${a.plugin}${a.path}`, operation_id: a.operationId, permission: a.permission })),
       ],
@@ -84,7 +116,11 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
 
   return [
     {
-      method: 'GET', path: '/health', public: true, tag: 'system', operationId: 'system.health',
+      method: 'GET',
+      path: '/health',
+      public: true,
+      tag: 'system',
+      operationId: 'system.health',
       summary: 'Agent health (no authentication)',
       response: Type.Object({ status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]), version: Type.String(), uptime: Type.String() }),
       handler: () => ({
@@ -94,16 +130,25 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       }),
     },
     {
-      method: 'GET', path: '/auth/status', public: true, tag: 'auth', operationId: 'auth.status',
+      method: 'GET',
+      path: '/auth/status',
+      public: true,
+      tag: 'auth',
+      operationId: 'auth.status',
       summary: 'Whether authentication is enabled and which login methods are accepted',
       response: Type.Object({ enabled: Type.Boolean(), methods: Type.Array(Type.String()), token_ttl_seconds: Type.Number() }),
       handler: () => ({ enabled: true, methods: ['password', 'api_key'], token_ttl_seconds: d.tokenTtl }),
     },
     {
-      method: 'GET', path: '/auth/validate', permission: 'authenticated', tag: 'auth', operationId: 'auth.validate',
+      method: 'GET',
+      path: '/auth/validate',
+      permission: 'authenticated',
+      tag: 'auth',
+      operationId: 'auth.validate',
       summary: 'Check the current token and show its principal',
       tenancy: 'own',
-      description: '`tenancy` shows the tenancy model as it applies to the caller: global or limited to its deployments, which ones, and which resources are owned by deployments or global.',
+      description:
+        '`tenancy` shows the tenancy model as it applies to the caller: global or limited to its deployments, which ones, and which resources are owned by deployments or global.',
       response: Type.Object({ valid: Type.Literal(true), principal: PrincipalSchema, tenancy: TenancySchema }),
       handler: (req) => {
         const p = req.principal;
@@ -124,26 +169,49 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       },
     },
     {
-      method: 'GET', path: '/openapi.json', permission: 'authenticated', tag: 'system', operationId: 'system.openapi', tenancy: 'catalogue',
-      summary: 'The live OpenAPI 3.1 description of this agent (enabled plugins only)', produces: 'application/json',
+      method: 'GET',
+      path: '/openapi.json',
+      permission: 'authenticated',
+      tag: 'system',
+      operationId: 'system.openapi',
+      tenancy: 'catalogue',
+      summary: 'The live OpenAPI 3.1 description of this agent (enabled plugins only)',
+      produces: 'application/json',
       handler: () => reply.stream(d.openapi(), { contentType: 'application/json; charset=utf-8' }),
     },
     {
-      method: 'GET', path: '/plans', permission: 'plans:read', tag: 'plans', operationId: 'plans.list', tenancy: 'own',
+      method: 'GET',
+      path: '/plans',
+      permission: 'plans:read',
+      tag: 'plans',
+      operationId: 'plans.list',
+      tenancy: 'own',
       summary: 'List plans (your own; every plan for an admin)',
-      query: Type.Object({ status: Type.Optional(Type.Union(['available', 'applying', 'applied', 'failed', 'obsolete', 'expired'].map((s) => Type.Literal(s)))) }),
+      query: Type.Object({
+        status: Type.Optional(Type.Union(['available', 'applying', 'applied', 'failed', 'obsolete', 'expired'].map((s) => Type.Literal(s)))),
+      }),
       response: Type.Array(PlanView),
       handler: (req) => d.plans.list(req.principal, req.query as { status?: never }),
     },
     {
-      method: 'GET', path: '/plans/:id', permission: 'plans:read', tag: 'plans', operationId: 'plans.get', tenancy: 'own',
+      method: 'GET',
+      path: '/plans/:id',
+      permission: 'plans:read',
+      tag: 'plans',
+      operationId: 'plans.get',
+      tenancy: 'own',
       summary: 'One plan, sensitive values redacted',
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
       response: PlanView,
       handler: (req) => d.plans.view(d.plans.get((req.params as { id: string }).id, req.principal)),
     },
     {
-      method: 'POST', path: '/plans/:id/apply', permission: 'plans:write', tag: 'plans', operationId: 'plans.apply', tenancy: 'own',
+      method: 'POST',
+      path: '/plans/:id/apply',
+      permission: 'plans:write',
+      tag: 'plans',
+      operationId: 'plans.apply',
+      tenancy: 'own',
       summary: 'Run the reviewed change (409 PLAN_STALE when what it depends on changed, 410 PLAN_EXPIRED)',
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
       handler: (req) =>
@@ -155,17 +223,36 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
           const record = () => {
             created ??= createdName(inv.route.spec.creates, inv.body);
             return d.audit.record({
-              ...auditActor(inv.principal), action: inv.route.operationId, resource_type: resourceTypeOf(inv.route.path),
-              resource_id: Object.values(inv.params)[0] ?? created, deployment: deployment ?? (inv.route.spec.tenancy === 'create' ? created : null),
-              success: status < 400, status, client_ip: req.ip, detail: { plan: inv.planId, applied_by: req.principal.id },
+              ...auditActor(inv.principal),
+              action: inv.route.operationId,
+              resource_type: resourceTypeOf(inv.route.path),
+              resource_id: Object.values(inv.params)[0] ?? created,
+              deployment: deployment ?? (inv.route.spec.tenancy === 'create' ? created : null),
+              success: status < 400,
+              status,
+              client_ip: req.ip,
+              detail: { plan: inv.planId, applied_by: req.principal.id },
             });
           };
           let result;
           try {
-            result = await execute({
-              route: inv.route, principal: inv.principal, params: inv.params, query: inv.query, body: inv.body, ip: req.ip,
-              path: inv.path, headers: {}, signal: () => req.signal, raw: req.raw, wantsPlan: false, planId: inv.planId,
-            }, d.plans);
+            result = await execute(
+              {
+                route: inv.route,
+                principal: inv.principal,
+                params: inv.params,
+                query: inv.query,
+                body: inv.body,
+                ip: req.ip,
+                path: inv.path,
+                headers: {},
+                signal: () => req.signal,
+                raw: req.raw,
+                wantsPlan: false,
+                planId: inv.planId,
+              },
+              d.plans,
+            );
           } catch (err) {
             status = (err as { status?: number }).status ?? 500;
             await record().catch(() => undefined);
@@ -181,7 +268,12 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
         }),
     },
     {
-      method: 'DELETE', path: '/plans/:id', permission: 'plans:write', tag: 'plans', operationId: 'plans.discard', tenancy: 'own',
+      method: 'DELETE',
+      path: '/plans/:id',
+      permission: 'plans:write',
+      tag: 'plans',
+      operationId: 'plans.discard',
+      tenancy: 'own',
       summary: 'Discard a plan',
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
       handler: async (req) => {
@@ -190,13 +282,23 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       },
     },
     {
-      method: 'GET', path: '/plugins', permission: 'plugins:read', tag: 'plugins', operationId: 'plugins.list', tenancy: 'catalogue',
+      method: 'GET',
+      path: '/plugins',
+      permission: 'plugins:read',
+      tag: 'plugins',
+      operationId: 'plugins.list',
+      tenancy: 'catalogue',
       summary: 'Plugins with version, status, route and job counts',
       response: Type.Array(PluginView),
       handler: () => d.plugins().map((p) => pluginView(p, false)),
     },
     {
-      method: 'GET', path: '/plugins/:name', permission: 'plugins:read', tag: 'plugins', operationId: 'plugins.get', tenancy: 'catalogue',
+      method: 'GET',
+      path: '/plugins/:name',
+      permission: 'plugins:read',
+      tag: 'plugins',
+      operationId: 'plugins.get',
+      tenancy: 'catalogue',
       summary: 'One plugin with its routes, jobs and permission resources',
       params: Type.Object({ name: Type.String({ pattern: '^[@a-z0-9][a-z0-9./_-]*$', maxLength: 214 }) }),
       response: PluginView,

@@ -28,12 +28,18 @@ export function toErrorAnswer(err: unknown): ErrorAnswer {
   if (isHttpError(err)) {
     // A 503 names a part that is away (DOCKER_UNAVAILABLE, NGINX_UNAVAILABLE, …): its plugin says so once, rather
     // than the log getting a stack trace per request.
-    return { status: err.status, body: { ...(err.extra ?? {}), error: err.message, code: err.code }, headers: err.headers, internal: err.status >= 500 && err.status !== 503 };
+    return {
+      status: err.status,
+      body: { ...(err.extra ?? {}), error: err.message, code: err.code },
+      headers: err.headers,
+      internal: err.status >= 500 && err.status !== 503,
+    };
   }
   const e = err as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean };
   const status = e?.status ?? e?.statusCode;
   // Body parser errors (co-body / raw-body) carry a status and a type.
-  if (e?.type === 'entity.too.large' || status === 413) return { status: 413, body: { error: 'request body too large', code: 'PAYLOAD_TOO_LARGE' }, internal: false };
+  if (e?.type === 'entity.too.large' || status === 413)
+    return { status: 413, body: { error: 'request body too large', code: 'PAYLOAD_TOO_LARGE' }, internal: false };
   if (e?.type === 'entity.parse.failed' || (status === 400 && /JSON/i.test(e?.message ?? ''))) {
     return { status: 400, body: { error: `invalid JSON: ${(e.message ?? '').split('\n')[0]}`, code: 'INVALID_JSON' }, internal: false };
   }

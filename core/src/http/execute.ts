@@ -91,7 +91,10 @@ class HandlerRequest implements RouteRequest<any, any, any> {
   readonly raw: RouteRequest['raw'];
   readonly plan: { id: string } | undefined;
 
-  constructor(private readonly inv: Invocation, readonly body: unknown) {
+  constructor(
+    private readonly inv: Invocation,
+    readonly body: unknown,
+  ) {
     this.params = inv.params;
     this.query = inv.query;
     this.principal = inv.principal!;
@@ -112,7 +115,11 @@ class HandlerRequest implements RouteRequest<any, any, any> {
  * Runs the pipeline. Synchronous for a synchronous handler (most are): the HTTP layer then answers without a
  * promise of its own. Errors before the handler runs are thrown, not returned as rejections.
  */
-export function execute(inv: Invocation, plans: PlanEngine, validateResponse?: (route: RegisteredRoute, data: unknown) => void): ExecuteResult | Promise<ExecuteResult> {
+export function execute(
+  inv: Invocation,
+  plans: PlanEngine,
+  validateResponse?: (route: RegisteredRoute, data: unknown) => void,
+): ExecuteResult | Promise<ExecuteResult> {
   const { route } = inv;
   const spec = route.spec;
   checkPermission(route.permission, inv.principal);
@@ -152,7 +159,8 @@ export function execute(inv: Invocation, plans: PlanEngine, validateResponse?: (
 
   if (inv.wantsPlan) {
     if (!spec.plan) throw errors.badRequest(`${route.method} ${route.path} does not support plans`, 'PLAN_NOT_SUPPORTED');
-    return plans.create({ route, principal: inv.principal!, params: inv.params, query: inv.query, body, path: inv.path })
+    return plans
+      .create({ route, principal: inv.principal!, params: inv.params, query: inv.query, body, path: inv.path })
       .then((plan) => ({ reply: new Reply(201, { data: plans.view(plan), message: 'plan created; nothing was changed' }), deployment }));
   }
 

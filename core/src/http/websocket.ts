@@ -67,7 +67,12 @@ export function createSocketServer(registry: RouteRegistry, principals: Principa
       clearTimeout(timer);
       void (async () => {
         try {
-          const token = isBinary ? '' : data.toString().trim().replace(/^Bearer\s+/i, '');
+          const token = isBinary
+            ? ''
+            : data
+                .toString()
+                .trim()
+                .replace(/^Bearer\s+/i, '');
           const principal = token ? await principals.authenticate(token, ip) : null;
           if (!principal) return ws.close(1008, 'invalid, expired or revoked token');
           checkPermission(entry.permission, principal);
@@ -76,7 +81,11 @@ export function createSocketServer(registry: RouteRegistry, principals: Principa
           const queryError = entry.validate.query(query);
           if (queryError) throw queryError;
           const spec = entry.spec;
-          const name = !spec.deployment ? undefined : typeof spec.deployment === 'string' ? params[spec.deployment] : spec.deployment({ params, query: query as never });
+          const name = !spec.deployment
+            ? undefined
+            : typeof spec.deployment === 'string'
+              ? params[spec.deployment]
+              : spec.deployment({ params, query: query as never });
           if (name) checkDeployment(principal, name, neededLevel(entry.permission, spec.deploymentLevel));
           else checkTenancy(principal, spec.tenancy, 'GET');
           const conn = connection(ws);

@@ -158,7 +158,8 @@ export function buildOpenApi({ version, registry, resources, plugins }: Document
     info: {
       title: 'Host deployment agent API',
       version,
-      description: 'The live description of this agent: only enabled plugins appear. `x-permission` is the permission an operation needs, `x-plan` whether it accepts `?plan=true`, `x-tenancy` what a principal limited to some deployments may do with it when the request names no deployment (`global`: nothing; `filtered`: only what it reaches; `own`: about itself; `catalogue`: read; `create`: a scoped user may create a deployment).',
+      description:
+        'The live description of this agent: only enabled plugins appear. `x-permission` is the permission an operation needs, `x-plan` whether it accepts `?plan=true`, `x-tenancy` what a principal limited to some deployments may do with it when the request names no deployment (`global`: nothing; `filtered`: only what it reaches; `own`: about itself; `catalogue`: read; `create`: a scoped user may create a deployment).',
     },
     servers: [{ url: '/' }],
     security: [{ bearerAuth: [] }],

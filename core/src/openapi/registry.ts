@@ -120,8 +120,10 @@ function paramsSchemaFor(path: string, declared: unknown): unknown {
 
 /** Identity of an entry for duplicate detection: param names do not matter, `/a/:x` and `/a/:y` clash. */
 const entryKey = (e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute): string =>
-  e.kind === 'http' ? `http ${e.method} ${e.path.replace(PARAM, ':')}`
-    : e.kind === 'websocket' ? `ws ${e.path.replace(PARAM, ':')}`
+  e.kind === 'http'
+    ? `http ${e.method} ${e.path.replace(PARAM, ':')}`
+    : e.kind === 'websocket'
+      ? `ws ${e.path.replace(PARAM, ':')}`
       : `app ${e.plugin} ${e.method} ${e.path.replace(PARAM, ':')}`;
 
 const emptyQuery = { type: 'object', properties: {} };
@@ -156,7 +158,15 @@ export class RouteRegistry {
     const body = spec.body ? bodyValidator(spec.body) : null;
     if (body && spec.method === 'GET') throw new Error(`route GET ${spec.path}: a GET has no body`);
     return {
-      kind: 'http', plugin, tag, operationId, derived: !spec.operationId, method: spec.method, path: spec.path, permission, spec,
+      kind: 'http',
+      plugin,
+      tag,
+      operationId,
+      derived: !spec.operationId,
+      method: spec.method,
+      path: spec.path,
+      permission,
+      spec,
       validate: { params: paramsValidator(paramsSchemaFor(spec.path, spec.params)), query: queryValidator(spec.query ?? emptyQuery), body },
     };
   }
@@ -166,7 +176,12 @@ export class RouteRegistry {
     if (!spec.permission) throw new Error(`websocket ${spec.path} declares no permission (deny by default)`);
     const tag = spec.tag ?? plugin;
     return {
-      kind: 'websocket', plugin, tag, path: spec.path, permission: spec.permission, spec,
+      kind: 'websocket',
+      plugin,
+      tag,
+      path: spec.path,
+      permission: spec.permission,
+      spec,
       operationId: spec.operationId ?? `${tag}.${deriveOperationName(tag, 'GET', spec.path)}`,
       validate: { params: paramsValidator(paramsSchemaFor(spec.path, spec.params)), query: queryValidator(spec.query ?? emptyQuery) },
       match: pathMatcher(spec.path),
@@ -177,7 +192,13 @@ export class RouteRegistry {
     checkPath(spec.path);
     if (!spec.permission) throw new Error(`app route ${spec.method} ${spec.path} declares no permission (deny by default)`);
     return {
-      kind: 'app', plugin, tag: plugin, method: spec.method, path: spec.path, permission: spec.permission, spec,
+      kind: 'app',
+      plugin,
+      tag: plugin,
+      method: spec.method,
+      path: spec.path,
+      permission: spec.permission,
+      spec,
       operationId: spec.operationId ?? `${plugin}.${deriveOperationName(plugin, spec.method, spec.path)}`,
       validate: { params: paramsValidator(paramsSchemaFor(spec.path, spec.params)), query: queryValidator(spec.query ?? emptyQuery) },
       match: pathMatcher(spec.path),

@@ -37,7 +37,13 @@ export function closeObjects(schema: unknown): Schema {
 
 /** `/env_vars/0/key` → `env_vars[0].key` */
 function fieldPath(instancePath: string, extra?: string): string {
-  const parts = [...instancePath.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~')), ...(extra ? [extra] : [])];
+  const parts = [
+    ...instancePath
+      .split('/')
+      .filter(Boolean)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~')),
+    ...(extra ? [extra] : []),
+  ];
   return parts.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
 }
 
@@ -86,7 +92,9 @@ function make(ajv: Ajv2020, location: 'body' | 'query' | 'params', schema: unkno
     const check = compile();
     if (check(value)) return null;
     const first = check.errors![0]!;
-    return errors.badRequest(describeError(location, first), 'VALIDATION_FAILED', { field: fieldPath(first.instancePath, (first.params.missingProperty ?? first.params.additionalProperty) as string | undefined) || null });
+    return errors.badRequest(describeError(location, first), 'VALIDATION_FAILED', {
+      field: fieldPath(first.instancePath, (first.params.missingProperty ?? first.params.additionalProperty) as string | undefined) || null,
+    });
   }) as Validator;
   validate.schema = closed;
   return validate;

@@ -5,10 +5,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import {
-  compareText, errors, principalFrom, Reply,
-  type Document, type PlanChange, type PlanSnapshot, type Principal, type PrincipalInfo,
-} from '@agent/sdk';
+import { compareText, errors, principalFrom, Reply, type Document, type PlanChange, type PlanSnapshot, type Principal, type PrincipalInfo } from '@agent/sdk';
 import type { RegisteredRoute } from '../openapi/registry.js';
 import { REDACTED, redactBySchema, redactDeep } from './redact.js';
 
@@ -53,7 +50,10 @@ const sha256 = (data: string | Buffer) => createHash('sha256').update(data).dige
 function stableJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  return `{${Object.keys(value)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`)
+    .join(',')}}`;
 }
 
 async function fingerprint(snapshot: PlanSnapshot | undefined): Promise<StoredPlan['snapshot']> {
@@ -109,8 +109,15 @@ export class PlanEngine {
   /** The request object handed to plan callbacks (no raw socket: previews must not stream). */
   private requestView(inv: PlanInvocation) {
     return {
-      params: inv.params, query: inv.query, body: inv.body, principal: inv.principal, ip: '', method: inv.route.method,
-      path: inv.path, headers: {}, signal: new AbortController().signal,
+      params: inv.params,
+      query: inv.query,
+      body: inv.body,
+      principal: inv.principal,
+      ip: '',
+      method: inv.route.method,
+      path: inv.path,
+      headers: {},
+      signal: new AbortController().signal,
       raw: undefined as never,
     };
   }
@@ -129,10 +136,20 @@ export class PlanEngine {
     return {
       ...plan,
       status: this.effectiveStatus(plan),
-      request: { method: plan.request.method, path: plan.request.path, query: plan.request.query, body: redactBySchema(plan.request.body, route?.validate.body?.schema) },
+      request: {
+        method: plan.request.method,
+        path: plan.request.path,
+        query: plan.request.query,
+        body: redactBySchema(plan.request.body, route?.validate.body?.schema),
+      },
       changes: plan.changes.map((c) =>
         c.sensitive
-          ? { ...c, before: c.before === undefined ? undefined : REDACTED, after: c.after === undefined ? undefined : REDACTED, diff: c.diff === undefined ? undefined : REDACTED }
+          ? {
+              ...c,
+              before: c.before === undefined ? undefined : REDACTED,
+              after: c.after === undefined ? undefined : REDACTED,
+              diff: c.diff === undefined ? undefined : REDACTED,
+            }
           : { ...c, before: redactDeep(c.before), after: redactDeep(c.after) },
       ),
     };
@@ -170,7 +187,14 @@ export class PlanEngine {
     const info = this.principalOf(plan.created_by.id);
     if (!info) throw errors.forbidden('the principal that created this plan can no longer act');
     const original = principalFrom(info);
-    const inv: PlanInvocation = { route, principal: original, params: plan.request.params, query: plan.request.query, body: plan.request.body ?? undefined, path: plan.request.path };
+    const inv: PlanInvocation = {
+      route,
+      principal: original,
+      params: plan.request.params,
+      query: plan.request.query,
+      body: plan.request.body ?? undefined,
+      path: plan.request.path,
+    };
 
     // Claim the plan first, so two concurrent applies cannot both run it.
     const claimed = await this.doc.update((d) => {
@@ -184,12 +208,20 @@ export class PlanEngine {
     try {
       const current = await fingerprint(await route.spec.plan!.snapshot?.(this.requestView(inv)));
       const drifted = [
-        ...Object.keys({ ...plan.snapshot.files, ...current.files }).filter((k) => plan.snapshot.files[k] !== current.files[k]).map((k) => `file:${k}`),
-        ...Object.keys({ ...plan.snapshot.records, ...current.records }).filter((k) => plan.snapshot.records[k] !== current.records[k]).map((k) => `record:${k}`),
+        ...Object.keys({ ...plan.snapshot.files, ...current.files })
+          .filter((k) => plan.snapshot.files[k] !== current.files[k])
+          .map((k) => `file:${k}`),
+        ...Object.keys({ ...plan.snapshot.records, ...current.records })
+          .filter((k) => plan.snapshot.records[k] !== current.records[k])
+          .map((k) => `record:${k}`),
       ];
       if (drifted.length > 0) {
         await this.setStatus(id, 'available');
-        throw errors.conflict(`plan ${id} is stale: ${drifted.length} dependenc${drifted.length === 1 ? 'y' : 'ies'} changed since it was created`, 'PLAN_STALE', { drifted });
+        throw errors.conflict(
+          `plan ${id} is stale: ${drifted.length} dependenc${drifted.length === 1 ? 'y' : 'ies'} changed since it was created`,
+          'PLAN_STALE',
+          { drifted },
+        );
       }
     } catch (err) {
       if ((err as { code?: string }).code !== 'PLAN_STALE') await this.setStatus(id, 'available');
@@ -206,7 +238,10 @@ export class PlanEngine {
         p.status = 'failed';
         p.applied_at = new Date().toISOString();
         p.applied_by = actorOf(caller);
-        p.apply_error = { code: e.code ?? 'INTERNAL_ERROR', error: typeof e.status === 'number' && e.status < 500 ? (e.message ?? 'failed') : 'internal error' };
+        p.apply_error = {
+          code: e.code ?? 'INTERNAL_ERROR',
+          error: typeof e.status === 'number' && e.status < 500 ? (e.message ?? 'failed') : 'internal error',
+        };
       });
       throw err;
     }
@@ -222,7 +257,10 @@ export class PlanEngine {
       }
       return p;
     });
-    return new Reply(result.status, { data: { plan: this.view(applied), result: result.body?.data ?? null }, message: `plan applied${result.body?.message ? `: ${result.body.message}` : ''}` });
+    return new Reply(result.status, {
+      data: { plan: this.view(applied), result: result.body?.data ?? null },
+      message: `plan applied${result.body?.message ? `: ${result.body.message}` : ''}`,
+    });
   }
 
   private async setStatus(id: string, status: PlanStatus): Promise<void> {

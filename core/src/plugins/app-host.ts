@@ -162,7 +162,12 @@ export class AppHost {
         forward(child.stderr, 'warn');
         child.on('exit', (code, signal) => {
           managed.child = null;
-          managed.state = { ...managed.state, status: this.stopping ? 'stopped' : 'crashed', pid: null, last_exit: { code, signal, at: new Date().toISOString() } };
+          managed.state = {
+            ...managed.state,
+            status: this.stopping ? 'stopped' : 'crashed',
+            pid: null,
+            last_exit: { code, signal, at: new Date().toISOString() },
+          };
           if (this.stopping) return;
           if (Date.now() - managed.startedAt > 60_000) managed.backoffMs = 1000;
           this.log.warn('app exited; restarting', { app: name, code, signal, in_ms: managed.backoffMs });
@@ -188,16 +193,21 @@ export class AppHost {
   /** Stops every app: SIGTERM, then SIGKILL after 5 s. */
   async stopAll(): Promise<void> {
     this.stopping = true;
-    await Promise.all([...this.apps.values()].map((m) => new Promise<void>((done) => {
-      if (m.timer) clearTimeout(m.timer);
-      const child = m.child;
-      if (!child) return done();
-      const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
-      child.once('exit', () => {
-        clearTimeout(kill);
-        done();
-      });
-      child.kill('SIGTERM');
-    })));
+    await Promise.all(
+      [...this.apps.values()].map(
+        (m) =>
+          new Promise<void>((done) => {
+            if (m.timer) clearTimeout(m.timer);
+            const child = m.child;
+            if (!child) return done();
+            const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
+            child.once('exit', () => {
+              clearTimeout(kill);
+              done();
+            });
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
   }
 }

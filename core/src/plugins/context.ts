@@ -5,8 +5,22 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type {
-  AgentInfo, Dependency, DoctorCheck, EventBus, JobHandle, JobSpec, Logger, PluginContext, PluginDefinition,
-  PluginSettings, PluginStore, Scheduler, Sealer, ServiceRef, SqlDatabase, TObject,
+  AgentInfo,
+  Dependency,
+  DoctorCheck,
+  EventBus,
+  JobHandle,
+  JobSpec,
+  Logger,
+  PluginContext,
+  PluginDefinition,
+  PluginSettings,
+  PluginStore,
+  Scheduler,
+  Sealer,
+  ServiceRef,
+  SqlDatabase,
+  TObject,
 } from '@agent/sdk';
 import type { ServiceDirectory } from './services.js';
 import type { RegisteredAppRoute, RegisteredRoute, RegisteredSocket, RouteRegistry } from '../openapi/registry.js';
@@ -42,7 +56,9 @@ export interface StagedPlugin {
 
 /** The ref behind a dependency (`optional(ref)` or a ref). */
 export const refOf = (dep: Dependency): { ref: ServiceRef<unknown>; optional: boolean } =>
-  'ref' in dep && (dep as { optional?: boolean }).optional ? { ref: (dep as { ref: ServiceRef<unknown> }).ref, optional: true } : { ref: dep as ServiceRef<unknown>, optional: false };
+  'ref' in dep && (dep as { optional?: boolean }).optional
+    ? { ref: (dep as { ref: ServiceRef<unknown> }).ref, optional: true }
+    : { ref: dep as ServiceRef<unknown>, optional: false };
 
 /**
  * The `deps` object of a plugin: required services as they are now (the host checked they exist), optional ones
@@ -111,8 +127,10 @@ export function createContext(
     },
     job: (spec: JobSpec): JobHandle => scheduler.job(spec),
     audit: (event) => deps.audit.record({ actor_type: 'system', actor_id: `system:${name}`, ...event }),
-    settings: <T extends TObject>(schema: T, options?: { restart?: string[]; secret?: string[]; permissions?: Partial<Record<string, string>> }): PluginSettings<T> =>
-      deps.settings.define(name, schema, options as { restart?: string[]; secret?: string[]; permissions?: Record<string, string> }),
+    settings: <T extends TObject>(
+      schema: T,
+      options?: { restart?: string[]; secret?: string[]; permissions?: Partial<Record<string, string>> },
+    ): PluginSettings<T> => deps.settings.define(name, schema, options as { restart?: string[]; secret?: string[]; permissions?: Record<string, string> }),
     onClose: (fn) => {
       closers.push(fn);
     },
@@ -122,7 +140,14 @@ export function createContext(
   };
 
   for (const [resource, decl] of Object.entries(definition.resources ?? {})) {
-    deps.catalog.declare({ name: resource, description: decl.description, operator: decl.operator ?? 'write', viewer: decl.viewer ?? 'read', owner: decl.owner ?? 'global', plugin: name });
+    deps.catalog.declare({
+      name: resource,
+      description: decl.description,
+      operator: decl.operator ?? 'write',
+      viewer: decl.viewer ?? 'read',
+      owner: decl.owner ?? 'global',
+      plugin: name,
+    });
   }
   for (const spec of definition.app?.routes ?? []) entries.push(deps.registry.prepareAppRoute(name, spec));
 

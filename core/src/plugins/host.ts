@@ -43,8 +43,7 @@ export interface Candidate {
 /** The refs a plugin declares it provides, and the services it depends on. */
 const providedRefs = (def: PluginDefinition<any, any, any>): [string, ServiceRef<unknown>][] =>
   Object.entries((def.provides ?? {}) as Record<string, ServiceRef<unknown>>);
-const dependencies = (def: PluginDefinition<any, any, any>) =>
-  Object.values((def.deps ?? {}) as Record<string, Dependency>).map(refOf);
+const dependencies = (def: PluginDefinition<any, any, any>) => Object.values((def.deps ?? {}) as Record<string, Dependency>).map(refOf);
 
 function isPluginDir(dir: string): boolean {
   return existsSync(join(dir, 'package.json')) && statSync(dir).isDirectory();
@@ -59,7 +58,9 @@ export const ALWAYS_LOADED = ['access'];
 /** Turns `plugins.enabled` into package folders: `*` (all built-ins), `!name` (exclude), names, paths, packages. */
 function discover(enabled: string[], builtinDir: string, baseDir: string): { found: Candidate[]; missing: { spec: string; error: string }[] } {
   const builtins = existsSync(builtinDir)
-    ? readdirSync(builtinDir).filter((n) => isPluginDir(join(builtinDir, n))).sort()
+    ? readdirSync(builtinDir)
+        .filter((n) => isPluginDir(join(builtinDir, n)))
+        .sort()
     : [];
   const excluded = new Set(enabled.filter((e) => e.startsWith('!')).map((e) => e.slice(1)));
   const found: Candidate[] = [];
@@ -205,23 +206,45 @@ export class PluginHost {
   async load(enabled: string[], builtinDir: string, baseDir: string, sections: Record<string, unknown>): Promise<void> {
     const { found, missing } = discover(enabled, builtinDir, baseDir);
     for (const m of missing) {
-      this.plugins.push({ name: m.spec, version: '', description: '', builtin: false, source: m.spec, packageDir: '', status: 'failed', error: m.error, definition: null, staged: null, instance: null });
+      this.plugins.push({
+        name: m.spec,
+        version: '',
+        description: '',
+        builtin: false,
+        source: m.spec,
+        packageDir: '',
+        status: 'failed',
+        error: m.error,
+        definition: null,
+        staged: null,
+        instance: null,
+      });
       this.root.error({ plugin: m.spec, error: m.error }, 'plugin not found');
     }
     const manifest = readManifest(builtinDir);
-    const loaded = await Promise.all(found.map(async (c) => {
-      try {
-        return { c, ...(await importDefinition(c.dir, bundledEntry(c, manifest))) };
-      } catch (err) {
-        return { c, error: (err as Error).message };
-      }
-    }));
+    const loaded = await Promise.all(
+      found.map(async (c) => {
+        try {
+          return { c, ...(await importDefinition(c.dir, bundledEntry(c, manifest))) };
+        } catch (err) {
+          return { c, error: (err as Error).message };
+        }
+      }),
+    );
     const claimed = new Map<string, string>();
     const configs = new Map<string, Record<string, unknown>>();
     for (const l of loaded) {
       const base = { builtin: l.c.builtin, source: l.c.spec, packageDir: l.c.dir, staged: null, instance: null };
       if ('error' in l) {
-        const record: PluginRecord = { ...base, name: l.c.spec, version: '', description: '', status: 'failed', error: l.error ?? 'unknown error', definition: null };
+        const record: PluginRecord = {
+          ...base,
+          name: l.c.spec,
+          version: '',
+          description: '',
+          status: 'failed',
+          error: l.error ?? 'unknown error',
+          definition: null,
+        };
         this.plugins.push(record);
         this.root.error({ plugin: record.name, error: record.error }, 'plugin could not be loaded');
         continue;
@@ -231,11 +254,19 @@ export class PluginHost {
         this.root.error({ plugin: def.name, source: l.c.spec }, 'a plugin with this name is already loaded; this one is ignored');
         continue;
       }
-      const record: PluginRecord = { ...base, name: def.name, version: l.version!, description: def.description ?? '', status: 'stopped', error: null, definition: def };
+      const record: PluginRecord = {
+        ...base,
+        name: def.name,
+        version: l.version!,
+        description: def.description ?? '',
+        status: 'stopped',
+        error: null,
+        definition: def,
+      };
       this.plugins.push(record);
       // Config sections: each top-level property of the plugin's config schema is a top-level config key.
       const config: Record<string, unknown> = {};
-      const props = ((def.config as { properties?: Record<string, unknown> } | undefined)?.properties ?? {});
+      const props = (def.config as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
       for (const [section, schema] of Object.entries(props)) {
         const owner = claimed.get(section);
         if (owner) throw new ConfigError(`config section '${section}' is claimed by both '${owner}' and '${def.name}'`);
@@ -268,9 +299,12 @@ export class PluginHost {
     for (const { ref, optional } of dependencies(def)) {
       if (optional || this.deps.services.has(ref.id)) continue;
       const provider = this.plugins.find((p) => providedRefs(p.definition ?? ({} as never)).some(([, r]) => r.id === ref.id));
-      this.fail(record, provider
-        ? `requires service '${ref.id}' from plugin '${provider.name}', which is ${provider.status === 'failed' ? 'failed' : 'not running'}`
-        : `requires service '${ref.id}', which no enabled plugin provides`);
+      this.fail(
+        record,
+        provider
+          ? `requires service '${ref.id}' from plugin '${provider.name}', which is ${provider.status === 'failed' ? 'failed' : 'not running'}`
+          : `requires service '${ref.id}', which no enabled plugin provides`,
+      );
       return;
     }
     const log = sdkLogger(this.root, { plugin: def.name });

@@ -22,7 +22,10 @@ const PREFIX = '/api/plugin/';
 /** Rejects encoded separators/dots, dot segments, empty segments and backslashes in the raw path. */
 export function unsafePath(rawPath: string): boolean {
   if (/%2e|%2f|%5c|%00/i.test(rawPath) || rawPath.includes('\\')) return true;
-  return rawPath.split('/').slice(1).some((seg, i, all) => seg === '.' || seg === '..' || (seg === '' && i < all.length - 1));
+  return rawPath
+    .split('/')
+    .slice(1)
+    .some((seg, i, all) => seg === '.' || seg === '..' || (seg === '' && i < all.length - 1));
 }
 
 interface Resolved {
@@ -35,13 +38,7 @@ interface Resolved {
   secret: string;
 }
 
-export function createPluginProxy(deps: {
-  registry: RouteRegistry;
-  principals: PrincipalDirectory;
-  apps: AppHost;
-  audit: AuditWriter;
-  log: RootLogger;
-}) {
+export function createPluginProxy(deps: { registry: RouteRegistry; principals: PrincipalDirectory; apps: AppHost; audit: AuditWriter; log: RootLogger }) {
   const proxy = httpProxy.createProxyServer({ xfwd: false, ws: true, proxyTimeout: 120_000 });
   // Mutations: the app's answer is held until its audit record is durable (see `http`), then passed on.
   const holding = httpProxy.createProxyServer({ xfwd: false, proxyTimeout: 120_000, selfHandleResponse: true });
@@ -49,7 +46,12 @@ export function createPluginProxy(deps: {
   holding.on('proxyRes', (answer, req) => held.get(req)?.(answer));
   const onError = (err: Error, _req: IncomingMessage, res: ServerResponse | Duplex) => {
     deps.log.warn({ error: String(err) }, 'plugin proxy error');
-    const r = res as unknown as { headersSent?: boolean; writeHead?: (s: number, h: Record<string, string>) => void; end?: (b: string) => void; destroy?: () => void };
+    const r = res as unknown as {
+      headersSent?: boolean;
+      writeHead?: (s: number, h: Record<string, string>) => void;
+      end?: (b: string) => void;
+      destroy?: () => void;
+    };
     if (r.writeHead && !r.headersSent) {
       r.writeHead(502, { 'content-type': 'application/json' });
       r.end!(JSON.stringify({ error: 'the app plugin did not answer', code: 'PLUGIN_UNAVAILABLE' }));
@@ -121,10 +123,16 @@ export function createPluginProxy(deps: {
       await prepare(ctx.req, principal, r, ip);
       ctx.respond = false;
       const res = ctx.res;
-      const record = (status: number) => deps.audit.record({
-        ...auditActor(principal), action: r.route.operationId, resource_type: r.name, resource_id: Object.values(r.params)[0] ?? null,
-        success: status < 400, status, client_ip: ip,
-      });
+      const record = (status: number) =>
+        deps.audit.record({
+          ...auditActor(principal),
+          action: r.route.operationId,
+          resource_type: r.name,
+          resource_id: Object.values(r.params)[0] ?? null,
+          success: status < 400,
+          status,
+          client_ip: ip,
+        });
       if (ctx.method === 'GET') {
         await new Promise<void>((done) => {
           res.once('close', () => done());
@@ -171,7 +179,9 @@ export function createPluginProxy(deps: {
         } catch (err) {
           const answer = toErrorAnswer(err);
           const body = JSON.stringify(answer.body);
-          socket.end(`HTTP/1.1 ${answer.status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+          socket.end(
+            `HTTP/1.1 ${answer.status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+          );
         }
       })();
       return true;

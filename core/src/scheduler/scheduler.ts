@@ -54,7 +54,10 @@ export class CoreScheduler {
   private readonly finish;
   private readonly shutdown = new AbortController();
 
-  constructor(private readonly db: Journal, private readonly log: Logger) {
+  constructor(
+    private readonly db: Journal,
+    private readonly log: Logger,
+  ) {
     db.exec(SCHEMA);
     // Runs cut short by a crash are not left "running" forever.
     db.prepare(`UPDATE job_executions SET status = 'failed', error = 'interrupted by agent stop' WHERE status = 'running'`).run();
@@ -129,9 +132,13 @@ export class CoreScheduler {
       executions: (filter) => {
         const limit = Math.min(filter?.limit ?? 50, 1000);
         const offset = filter?.offset ?? 0;
-        return (filter?.job
-          ? this.db.prepare(`SELECT * FROM job_executions WHERE plugin = ? AND job = ? ORDER BY id DESC LIMIT ? OFFSET ?`).all(plugin, filter.job, limit, offset)
-          : this.db.prepare(`SELECT * FROM job_executions WHERE plugin = ? ORDER BY id DESC LIMIT ? OFFSET ?`).all(plugin, limit, offset)) as JobExecution[];
+        return (
+          filter?.job
+            ? this.db
+                .prepare(`SELECT * FROM job_executions WHERE plugin = ? AND job = ? ORDER BY id DESC LIMIT ? OFFSET ?`)
+                .all(plugin, filter.job, limit, offset)
+            : this.db.prepare(`SELECT * FROM job_executions WHERE plugin = ? ORDER BY id DESC LIMIT ? OFFSET ?`).all(plugin, limit, offset)
+        ) as JobExecution[];
       },
       startAll: () => {
         started = true;
@@ -144,8 +151,7 @@ export class CoreScheduler {
           entry.job = null;
         }
       },
-      list: () =>
-        [...entries.values()].map((e) => ({ name: e.spec.name, cron: e.spec.cron, next_run: e.job?.nextInvocation()?.toISOString() ?? null })),
+      list: () => [...entries.values()].map((e) => ({ name: e.spec.name, cron: e.spec.cron, next_run: e.job?.nextInvocation()?.toISOString() ?? null })),
     };
   }
 

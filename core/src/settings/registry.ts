@@ -19,15 +19,29 @@ interface Defined extends SettingDefinition {
 export class SettingsStore implements SettingsRegistry {
   private readonly defined = new Map<string, Defined>();
 
-  constructor(private readonly doc: Document<SettingsDoc>, private readonly events: EventBus) {}
+  constructor(
+    private readonly doc: Document<SettingsDoc>,
+    private readonly events: EventBus,
+  ) {}
 
-  define<T extends TObject>(plugin: string, schema: T, options: { restart?: string[]; secret?: string[]; permissions?: Record<string, string> } = {}): PluginSettings<T> {
+  define<T extends TObject>(
+    plugin: string,
+    schema: T,
+    options: { restart?: string[]; secret?: string[]; permissions?: Record<string, string> } = {},
+  ): PluginSettings<T> {
     if (this.defined.has(plugin)) throw new Error(`settings of '${plugin}' are already defined`);
     const validate = compilePlain(schema);
     const defaults = defaultsOf(schema);
     if (!defaults) throw new Error(`settings ${plugin}: a required setting has no default (every setting needs one)`);
     const def: Defined = {
-      plugin, schema, restart: options.restart ?? [], secret: options.secret ?? [], permissions: { ...(options.permissions ?? {}) }, validate, defaults, listeners: new Set(),
+      plugin,
+      schema,
+      restart: options.restart ?? [],
+      secret: options.secret ?? [],
+      permissions: { ...(options.permissions ?? {}) },
+      validate,
+      defaults,
+      listeners: new Set(),
     };
     this.defined.set(plugin, def);
     return {

@@ -34,7 +34,10 @@ class SealedJsonFile<T> implements Adapter<T> {
 
 class LowDocument<T extends object> implements Document<T> {
   private queue: Promise<unknown> = Promise.resolve();
-  constructor(private readonly db: Low<T>, readonly path: string) {}
+  constructor(
+    private readonly db: Low<T>,
+    readonly path: string,
+  ) {}
 
   get data(): T {
     return this.db.data;

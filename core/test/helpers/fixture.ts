@@ -9,7 +9,11 @@ export const HELLO = resolve(REPO_ROOT, 'examples/hello-plugin');
 let counter = 0;
 
 /** Creates a user through the fixture plugin (limited to its grants unless `scope: 'global'`) and returns its id and a token. */
-export async function makeUser(agent: TestAgent, role: 'admin' | 'operator' | 'viewer', extra: { permissions?: string[]; grants?: Record<string, string>; scope?: 'global' | 'deployments' } = {}) {
+export async function makeUser(
+  agent: TestAgent,
+  role: 'admin' | 'operator' | 'viewer',
+  extra: { permissions?: string[]; grants?: Record<string, string>; scope?: 'global' | 'deployments' } = {},
+) {
   const username = `u${process.pid}x${++counter}${role}`;
   const password = 'Str0ng-Passw0rd!';
   const res = await agent.api('POST', '/fixture/users', { body: { username, password, role, ...extra } });

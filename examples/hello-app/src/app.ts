@@ -46,8 +46,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, principal: Prin
   if (route === 'GET /notes') return send(res, 200, { data: notes.filter((n) => principal.canAccessDeployment(n.deployment)) });
   if (route === 'POST /notes') {
     const body = (await readBody(req)) as { text?: unknown; deployment?: unknown };
-    if (typeof body.text !== 'string' || typeof body.deployment !== 'string') return send(res, 400, { error: 'text and deployment are required', code: 'VALIDATION_FAILED' });
-    if (!principal.canAccessDeployment(body.deployment, 'write')) return send(res, 404, { error: `deployment '${body.deployment}' not found`, code: 'NOT_FOUND' });
+    if (typeof body.text !== 'string' || typeof body.deployment !== 'string')
+      return send(res, 400, { error: 'text and deployment are required', code: 'VALIDATION_FAILED' });
+    if (!principal.canAccessDeployment(body.deployment, 'write'))
+      return send(res, 404, { error: `deployment '${body.deployment}' not found`, code: 'NOT_FOUND' });
     const note: Note = { id: (notes.at(-1)?.id ?? 0) + 1, text: body.text, deployment: body.deployment };
     notes.push(note);
     save();

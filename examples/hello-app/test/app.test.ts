@@ -36,10 +36,15 @@ describe('app plugin behind the plugin proxy', () => {
   let viewer: { token: string };
   beforeAll(async () => {
     agent = await startAgent({ plugins: [APP, FIXTURE] });
-    const created = await agent.api('POST', '/fixture/users', { body: { username: 'appviewer', password: 'Str0ng-Passw0rd!', role: 'viewer', grants: { alpha: 'read' } } });
+    const created = await agent.api('POST', '/fixture/users', {
+      body: { username: 'appviewer', password: 'Str0ng-Passw0rd!', role: 'viewer', grants: { alpha: 'read' } },
+    });
     expect(created.status).toBe(201);
     viewer = { token: await agent.login('appviewer', 'Str0ng-Passw0rd!') };
-    await waitFor(() => agent.api('GET', '/plugin/hello-app/whoami'), (r) => r.status === 200);
+    await waitFor(
+      () => agent.api('GET', '/plugin/hello-app/whoami'),
+      (r) => r.status === 200,
+    );
   });
   afterAll(async () => {
     await agent?.stop();
@@ -73,7 +78,12 @@ describe('app plugin behind the plugin proxy', () => {
   });
 
   it('refuses dot segments and encoded separators', async () => {
-    for (const path of ['/api/plugin/hello-app/../../api/health', '/api/plugin/hello-app/%2e%2e/whoami', '/api/plugin/hello-app/notes%2f1', '/api/plugin/hello-app//whoami']) {
+    for (const path of [
+      '/api/plugin/hello-app/../../api/health',
+      '/api/plugin/hello-app/%2e%2e/whoami',
+      '/api/plugin/hello-app/notes%2f1',
+      '/api/plugin/hello-app//whoami',
+    ]) {
       const res = await rawGet(agent.url, path, agent.token);
       expect(res.status, path).toBe(400);
       expect(res.body.code).toBe('INVALID_PATH');
@@ -113,10 +123,17 @@ describe('app plugin behind the plugin proxy', () => {
 
   it('restarts a crashed app; 502 while it is down; its state survives', async () => {
     await agent.api('POST', '/plugin/hello-app/crash');
-    const down = await waitFor(() => agent.api('GET', '/plugin/hello-app/notes'), (r) => r.status === 502, 3000);
+    const down = await waitFor(
+      () => agent.api('GET', '/plugin/hello-app/notes'),
+      (r) => r.status === 502,
+      3000,
+    );
     expect(down.status).toBe(502);
     expect(down.body.code).toBe('PLUGIN_UNAVAILABLE');
-    const back = await waitFor(() => agent.api('GET', '/plugin/hello-app/notes'), (r) => r.status === 200);
+    const back = await waitFor(
+      () => agent.api('GET', '/plugin/hello-app/notes'),
+      (r) => r.status === 200,
+    );
     expect(back.status).toBe(200);
     expect(back.body.data).toHaveLength(2);
     const plugin = (await agent.api('GET', '/plugins/hello-app')).body.data;
@@ -138,7 +155,10 @@ describe('app plugin behind the plugin proxy', () => {
 describe('an app never outlives its agent', () => {
   it('exits when the agent is killed with SIGKILL, and the restarted agent runs its own copy', async () => {
     const first = await startAgent({ plugins: [APP], keep: true });
-    await waitFor(() => first.api('GET', '/plugin/hello-app/whoami'), (r) => r.status === 200);
+    await waitFor(
+      () => first.api('GET', '/plugin/hello-app/whoami'),
+      (r) => r.status === 200,
+    );
     const { pid } = (await first.api('GET', '/plugins/hello-app')).body.data.app as { pid: number };
     // Gone or a zombie (an orphan whose new parent does not reap it still has a process entry).
     const alive = (p: number) => {
@@ -155,7 +175,10 @@ describe('an app never outlives its agent', () => {
     expect(alive(pid)).toBe(false);
     const second = await startAgent({ plugins: [APP], dataDir: first.dataDir });
     try {
-      const up = await waitFor(() => second.api('GET', '/plugin/hello-app/whoami'), (r) => r.status === 200);
+      const up = await waitFor(
+        () => second.api('GET', '/plugin/hello-app/whoami'),
+        (r) => r.status === 200,
+      );
       expect(up.status).toBe(200);
       expect((await second.api('GET', '/plugins/hello-app')).body.data.app.pid).not.toBe(pid);
     } finally {

@@ -42,16 +42,20 @@ export default definePlugin({
     // The compose file is rendered as JSON (valid YAML), and the greeting travels through .env, so no value from
     // the request is ever pasted into compose or shell text.
     render: (config) => ({
-      compose_content: JSON.stringify({
-        services: {
-          web: {
-            image: config.image,
-            command: ['sh', '-c', 'mkdir -p /srv && printf "%s\\n" "$$GREETING" > /srv/index.html && exec httpd -f -p 8080 -h /srv'],
-            environment: { GREETING: '${GREETING}' },
-            ports: [`127.0.0.1:${config.port}:8080`],
+      compose_content: JSON.stringify(
+        {
+          services: {
+            web: {
+              image: config.image,
+              command: ['sh', '-c', 'mkdir -p /srv && printf "%s\\n" "$$GREETING" > /srv/index.html && exec httpd -f -p 8080 -h /srv'],
+              environment: { GREETING: '${GREETING}' },
+              ports: [`127.0.0.1:${config.port}:8080`],
+            },
           },
         },
-      }, null, 2),
+        null,
+        2,
+      ),
       env_vars: [{ key: 'GREETING', value: config.greeting }],
     }),
   },
@@ -73,7 +77,10 @@ export default definePlugin({
     const find = (id: number) => doc.data.greetings.find((g) => g.id === id);
 
     ctx.route({
-      method: 'GET', path: '/hello/greetings', permission: 'greetings:read', operationId: 'hello.list',
+      method: 'GET',
+      path: '/hello/greetings',
+      permission: 'greetings:read',
+      operationId: 'hello.list',
       summary: 'List greetings',
       query: Type.Object({ name: Type.Optional(Type.String({ pattern: NAME, description: 'only greetings for this name' })) }),
       response: Type.Array(Greeting),
@@ -81,7 +88,11 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'POST', path: '/hello/greetings', permission: 'greetings:write', operationId: 'hello.create', status: 201,
+      method: 'POST',
+      path: '/hello/greetings',
+      permission: 'greetings:write',
+      operationId: 'hello.create',
+      status: 201,
       summary: 'Greet someone',
       body: Type.Object({
         name: Type.String({ pattern: NAME, description: 'who to greet' }),
@@ -92,7 +103,14 @@ export default definePlugin({
         resource: (req) => ({ type: 'greeting', id: req.body.name }),
         preview: (req) => ({
           summary: `greet ${req.body.name}`,
-          changes: [{ type: 'greeting', id: `#${doc.data.next_id}`, actions: ['create'], after: { name: req.body.name, message: compose(req.body.name, req.body.message) } }],
+          changes: [
+            {
+              type: 'greeting',
+              id: `#${doc.data.next_id}`,
+              actions: ['create'],
+              after: { name: req.body.name, message: compose(req.body.name, req.body.message) },
+            },
+          ],
         }),
         // The plan is stale if another greeting was created meanwhile (the id it would get changed).
         snapshot: () => ({ records: { next_id: doc.data.next_id } }),
@@ -110,7 +128,10 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'DELETE', path: '/hello/greetings/:id', permission: 'greetings:write', operationId: 'hello.delete',
+      method: 'DELETE',
+      path: '/hello/greetings/:id',
+      permission: 'greetings:write',
+      operationId: 'hello.delete',
       summary: 'Forget a greeting',
       params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
       plan: {
@@ -132,7 +153,9 @@ export default definePlugin({
     });
 
     const tick = ctx.job({
-      name: 'tick', cron: '*/5 * * * *', description: 'records how many greetings exist',
+      name: 'tick',
+      cron: '*/5 * * * *',
+      description: 'records how many greetings exist',
       run: (run) => {
         db.prepare('INSERT INTO ticks (at, greetings) VALUES (?, ?)').run(new Date().toISOString(), doc.data.greetings.length);
         run.output(`${doc.data.greetings.length} greetings`);
@@ -140,15 +163,26 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'POST', path: '/hello/tick', permission: 'greetings:write', operationId: 'hello.tick',
+      method: 'POST',
+      path: '/hello/tick',
+      permission: 'greetings:write',
+      operationId: 'hello.tick',
       summary: 'Run the tick job now',
       handler: async () => tick.runNow(),
     });
 
     ctx.route({
-      method: 'GET', path: '/hello/stats', permission: 'greetings:read', operationId: 'hello.stats',
+      method: 'GET',
+      path: '/hello/stats',
+      permission: 'greetings:read',
+      operationId: 'hello.stats',
       summary: 'Counters: greetings, recorded ticks, greeted events seen, next tick',
-      response: Type.Object({ greetings: Type.Integer(), ticks: Type.Integer(), events_seen: Type.Integer(), next_tick: Type.Union([Type.String(), Type.Null()]) }),
+      response: Type.Object({
+        greetings: Type.Integer(),
+        ticks: Type.Integer(),
+        events_seen: Type.Integer(),
+        next_tick: Type.Union([Type.String(), Type.Null()]),
+      }),
       handler: () => ({
         greetings: doc.data.greetings.length,
         ticks: (db.prepare('SELECT COUNT(*) AS n FROM ticks').get() as { n: number }).n,

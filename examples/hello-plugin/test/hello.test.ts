@@ -71,7 +71,10 @@ describe('deployments from a plugin (POST /api/plugins/:name/deployments)', () =
     expect(res.body.data).toMatchObject({ name });
     let text = '';
     for (let i = 0; i < 50 && !text; i++) {
-      text = await fetch(`http://127.0.0.1:${port}/`).then((r) => (r.ok ? r.text() : ''), () => '');
+      text = await fetch(`http://127.0.0.1:${port}/`).then(
+        (r) => (r.ok ? r.text() : ''),
+        () => '',
+      );
       if (!text) await new Promise((r) => setTimeout(r, 200));
     }
     expect(text).toBe('Hi from a plugin; $(id) stays text\n');

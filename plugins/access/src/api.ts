@@ -8,7 +8,14 @@
  * plugin provides; plugins that read, count, export or clean up the journal use `auditJournalService`.
  */
 import {
-  createServiceRef, type AccessLevel, type Principal, type PrincipalInfo, type ResourcePolicy, type Role, type Scope, type SqlDatabase,
+  createServiceRef,
+  type AccessLevel,
+  type Principal,
+  type PrincipalInfo,
+  type ResourcePolicy,
+  type Role,
+  type Scope,
+  type SqlDatabase,
 } from '@agent/sdk';
 
 export interface UserRecord {
@@ -55,7 +62,13 @@ export interface IdentityService {
     get(id: number): UserRecord | undefined;
     findByUsername(username: string): UserRecord | undefined;
     create(input: {
-      username: string; email: string; password: string; role: Role; permissions?: string[]; scope?: Scope; is_active?: boolean;
+      username: string;
+      email: string;
+      password: string;
+      role: Role;
+      permissions?: string[];
+      scope?: Scope;
+      is_active?: boolean;
     }): Promise<UserRecord>;
     update(id: number, patch: Partial<Pick<UserRecord, 'email' | 'role' | 'permissions' | 'scope' | 'is_active'>>): Promise<UserRecord>;
     delete(id: number): Promise<void>;
@@ -71,7 +84,13 @@ export interface IdentityService {
     list(filter?: { user_id?: number }): ApiKeyRecord[];
     get(id: number): ApiKeyRecord | undefined;
     create(input: {
-      user_id: number; name: string; description?: string; role: Role; permissions?: string[]; deployments?: string[]; expires_in?: number;
+      user_id: number;
+      name: string;
+      description?: string;
+      role: Role;
+      permissions?: string[];
+      deployments?: string[];
+      expires_in?: number;
     }): Promise<{ record: ApiKeyRecord; key: string }>;
     revoke(id: number): Promise<ApiKeyRecord>;
     delete(id: number): Promise<void>;
@@ -169,7 +188,6 @@ export interface AuditJournalService {
   /** Bounds of the ids of the events in a time window (inclusive ms), or null when it holds none. */
   idRange(start_ms?: number, end_ms?: number): { first: number; last: number } | null;
 }
-
 
 export const auditJournalService = createServiceRef<AuditJournalService>(
   'access.audit-journal',

@@ -1,8 +1,5 @@
 /** `/api/apikeys`: own keys for everyone, every key for an admin. */
-import {
-  DEPLOYMENT_NAME, errors, RecordId, reply, Type,
-  type PluginContext, type Principal, type Role,
-} from '@agent/sdk';
+import { DEPLOYMENT_NAME, errors, RecordId, reply, Type, type PluginContext, type Principal, type Role } from '@agent/sdk';
 import type { ApiKeyRecord, IdentityService } from './api.js';
 import { assertPermissionsWithin, assertRoleWithin, ROLE_RANK } from './rules.js';
 import { ApiKeyView, Permissions, RoleSchema } from './schemas.js';
@@ -24,7 +21,12 @@ export function registerApiKeyRoutes(ctx: PluginContext, identity: IdentityServi
   };
 
   ctx.route({
-    method: 'GET', path: '/apikeys', permission: 'apikeys:read', tag: 'apikeys', operationId: 'apikeys.list', tenancy: 'own',
+    method: 'GET',
+    path: '/apikeys',
+    permission: 'apikeys:read',
+    tag: 'apikeys',
+    operationId: 'apikeys.list',
+    tenancy: 'own',
     summary: 'List API keys: your own, or every key for an admin',
     query: Type.Object({ user_id: Type.Optional(RecordId('admins: only the keys of this user')) }),
     response: Type.Array(ApiKeyView),
@@ -37,15 +39,30 @@ export function registerApiKeyRoutes(ctx: PluginContext, identity: IdentityServi
   });
 
   ctx.route({
-    method: 'GET', path: '/apikeys/:id', permission: 'apikeys:read', tag: 'apikeys', operationId: 'apikeys.get', tenancy: 'own',
-    summary: 'API key details (never the secret)', params: KeyParams, response: ApiKeyView,
+    method: 'GET',
+    path: '/apikeys/:id',
+    permission: 'apikeys:read',
+    tag: 'apikeys',
+    operationId: 'apikeys.get',
+    tenancy: 'own',
+    summary: 'API key details (never the secret)',
+    params: KeyParams,
+    response: ApiKeyView,
     handler: (req) => view(visible(req.principal, req.params.id)),
   });
 
   ctx.route({
-    method: 'POST', path: '/apikeys', permission: 'apikeys:write', tag: 'apikeys', operationId: 'apikeys.create', tenancy: 'own', status: 201, creates: 'id',
+    method: 'POST',
+    path: '/apikeys',
+    permission: 'apikeys:write',
+    tag: 'apikeys',
+    operationId: 'apikeys.create',
+    tenancy: 'own',
+    status: 201,
+    creates: 'id',
     summary: 'Create an API key for yourself; the secret is in this answer only',
-    description: 'The key belongs to the caller (the owner of the calling key). Its effective right is the lower of its own and its owner\'s. A non-admin cannot give the key a role, permission or deployment it does not hold; a key created with a key never outlives it nor reaches beyond its deployments. `deployments` empty = every deployment of the owner.',
+    description:
+      "The key belongs to the caller (the owner of the calling key). Its effective right is the lower of its own and its owner's. A non-admin cannot give the key a role, permission or deployment it does not hold; a key created with a key never outlives it nor reaches beyond its deployments. `deployments` empty = every deployment of the owner.",
     body: Type.Object({
       name: Type.String({ minLength: 1, maxLength: 100 }),
       description: Type.Optional(Type.String({ maxLength: 500 })),
@@ -78,7 +95,12 @@ export function registerApiKeyRoutes(ctx: PluginContext, identity: IdentityServi
         }
       }
       const { record, key } = await identity.apiKeys.create({
-        user_id: owner.id, name: b.name, description: b.description ?? '', role, permissions: b.permissions ?? [], deployments,
+        user_id: owner.id,
+        name: b.name,
+        description: b.description ?? '',
+        role,
+        permissions: b.permissions ?? [],
+        deployments,
         ...(expiresIn !== undefined ? { expires_in: expiresIn } : {}),
       });
       return reply.created({ ...view(record), key }, 'store the key now: it is not shown again');
@@ -86,15 +108,27 @@ export function registerApiKeyRoutes(ctx: PluginContext, identity: IdentityServi
   });
 
   ctx.route({
-    method: 'POST', path: '/apikeys/:id/revoke', permission: 'apikeys:write', tag: 'apikeys', operationId: 'apikeys.revoke', tenancy: 'own',
+    method: 'POST',
+    path: '/apikeys/:id/revoke',
+    permission: 'apikeys:write',
+    tag: 'apikeys',
+    operationId: 'apikeys.revoke',
+    tenancy: 'own',
     summary: 'Revoke a key: it is kept (for the audit trail) but answers 401 from now on',
-    params: KeyParams, response: ApiKeyView,
+    params: KeyParams,
+    response: ApiKeyView,
     handler: async (req) => reply.ok(view(await identity.apiKeys.revoke(visible(req.principal, req.params.id).id)), 'API key revoked'),
   });
 
   ctx.route({
-    method: 'DELETE', path: '/apikeys/:id', permission: 'apikeys:write', tag: 'apikeys', operationId: 'apikeys.delete', tenancy: 'own',
-    summary: 'Delete a key', params: KeyParams,
+    method: 'DELETE',
+    path: '/apikeys/:id',
+    permission: 'apikeys:write',
+    tag: 'apikeys',
+    operationId: 'apikeys.delete',
+    tenancy: 'own',
+    summary: 'Delete a key',
+    params: KeyParams,
     handler: async (req) => {
       const k = visible(req.principal, req.params.id);
       await identity.apiKeys.delete(k.id);

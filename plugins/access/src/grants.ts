@@ -25,7 +25,12 @@ export function registerGrantRoutes(ctx: PluginContext, identity: IdentityServic
   };
 
   ctx.route({
-    method: 'GET', path: '/users/:id/deployments', permission: 'users:read', tag: 'users', operationId: 'users.deploymentsList', tenancy: 'filtered',
+    method: 'GET',
+    path: '/users/:id/deployments',
+    permission: 'users:read',
+    tag: 'users',
+    operationId: 'users.deploymentsList',
+    tenancy: 'filtered',
     summary: 'Deployments a user has access to (only those you may see yourself)',
     params: UserIdParams,
     response: Type.Array(GrantView),
@@ -36,13 +41,20 @@ export function registerGrantRoutes(ctx: PluginContext, identity: IdentityServic
   });
 
   ctx.route({
-    method: 'POST', path: '/users/:id/deployments', permission: 'users:write', tag: 'users', operationId: 'users.deploymentsAssign', status: 201,
+    method: 'POST',
+    path: '/users/:id/deployments',
+    permission: 'users:write',
+    tag: 'users',
+    operationId: 'users.deploymentsAssign',
+    status: 201,
     summary: 'Give a user access to a deployment',
-    description: 'A non-admin needs `admin` access to the deployment and cannot grant a level above its own. 409 when the user already has a grant on it (change it with PUT).',
+    description:
+      'A non-admin needs `admin` access to the deployment and cannot grant a level above its own. 409 when the user already has a grant on it (change it with PUT).',
     params: UserIdParams,
     body: Type.Object({ deployment_name: deploymentName(), access_level: LevelSchema }),
     // Who has access to a deployment belongs to the deployment: its admins decide, scoped or not.
-    deployment: (req) => req.body.deployment_name, deploymentLevel: 'admin',
+    deployment: (req) => req.body.deployment_name,
+    deploymentLevel: 'admin',
     response: GrantView,
     handler: async (req) => {
       const user = userOr404(req.params.id);
@@ -58,9 +70,15 @@ export function registerGrantRoutes(ctx: PluginContext, identity: IdentityServic
   });
 
   ctx.route({
-    method: 'PUT', path: '/users/:id/deployments/:name', permission: 'users:write', tag: 'users', operationId: 'users.deploymentsUpdate',
+    method: 'PUT',
+    path: '/users/:id/deployments/:name',
+    permission: 'users:write',
+    tag: 'users',
+    operationId: 'users.deploymentsUpdate',
     summary: 'Change the access level of a user on a deployment',
-    params: GrantParams, deployment: 'name', deploymentLevel: 'admin',
+    params: GrantParams,
+    deployment: 'name',
+    deploymentLevel: 'admin',
     body: Type.Object({ access_level: LevelSchema }),
     response: GrantView,
     handler: async (req) => {
@@ -74,9 +92,15 @@ export function registerGrantRoutes(ctx: PluginContext, identity: IdentityServic
   });
 
   ctx.route({
-    method: 'DELETE', path: '/users/:id/deployments/:name', permission: 'users:write', tag: 'users', operationId: 'users.deploymentsRemove',
+    method: 'DELETE',
+    path: '/users/:id/deployments/:name',
+    permission: 'users:write',
+    tag: 'users',
+    operationId: 'users.deploymentsRemove',
     summary: 'Remove the access of a user to a deployment',
-    params: GrantParams, deployment: 'name', deploymentLevel: 'admin',
+    params: GrantParams,
+    deployment: 'name',
+    deploymentLevel: 'admin',
     handler: async (req) => {
       const user = userOr404(req.params.id);
       if (!(await identity.grants.remove(user.id, req.params.name))) {
@@ -87,13 +111,25 @@ export function registerGrantRoutes(ctx: PluginContext, identity: IdentityServic
   });
 
   ctx.route({
-    method: 'GET', path: '/deployments/:name/users', permission: 'users:read', tag: 'deployments', operationId: 'deployments.users',
+    method: 'GET',
+    path: '/deployments/:name/users',
+    permission: 'users:read',
+    tag: 'deployments',
+    operationId: 'deployments.users',
     summary: 'Users with access to a deployment (admins through their role, others through grants)',
-    params: Type.Object({ name: deploymentName() }), deployment: 'name', deploymentLevel: 'admin',
-    response: Type.Array(Type.Object({
-      user_id: Type.Integer(), username: Type.String(), role: RoleSchema, is_active: Type.Boolean(),
-      access_level: LevelSchema, source: Type.Union([Type.Literal('role'), Type.Literal('grant')]),
-    })),
+    params: Type.Object({ name: deploymentName() }),
+    deployment: 'name',
+    deploymentLevel: 'admin',
+    response: Type.Array(
+      Type.Object({
+        user_id: Type.Integer(),
+        username: Type.String(),
+        role: RoleSchema,
+        is_active: Type.Boolean(),
+        access_level: LevelSchema,
+        source: Type.Union([Type.Literal('role'), Type.Literal('grant')]),
+      }),
+    ),
     handler: (req) => {
       assertExists(req.params.name);
       const grants = new Map(identity.grants.list({ deployment: req.params.name }).map((g) => [g.user_id, g]));

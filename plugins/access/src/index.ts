@@ -74,7 +74,7 @@ export default definePlugin({
       // Usage stamps of API keys are written every few seconds, the last ones here; the host stops this plugin last
       // and closes the journal after `stop`: every record accepted is committed.
       stop: async () => {
-        await identity.flush();
+        identity.flush();
         await audit.close();
       },
     };

@@ -5,9 +5,15 @@ import type { LoginLimiter } from './identity/login-limiter.js';
 
 export function registerLoginRoute(ctx: PluginContext<any>, identity: Identity, limiter: LoginLimiter, audit: AuditSink): void {
   ctx.route({
-    method: 'POST', path: '/auth/login', public: true, tag: 'auth', operationId: 'auth.login', audit: false,
+    method: 'POST',
+    path: '/auth/login',
+    public: true,
+    tag: 'auth',
+    operationId: 'auth.login',
+    audit: false,
     summary: 'Obtain a token with a username and password, or with an API key',
-    description: 'Send either `{username, password}` or `{api_key}`. Attempts are counted before the password is checked; past ' +
+    description:
+      'Send either `{username, password}` or `{api_key}`. Attempts are counted before the password is checked; past ' +
       '`auth.login_max_failures` for one username from one client IP, or `auth.login_max_failures_per_ip` from one IP, further attempts ' +
       'from there get 429 for `auth.lockout` (other addresses can still log in to the same account).',
     body: Type.Object({
@@ -32,7 +38,14 @@ export function registerLoginRoute(ctx: PluginContext<any>, identity: Identity, 
       // Answered once the record is durable; a failed login is answered as such even if it could not be recorded.
       const record = (success: boolean, actor_type: 'user' | 'api_key', actor_id: string, actor_name: string) =>
         audit.record({
-          actor_type, actor_id, actor_name, action: 'auth.login', resource_type: 'auth', success, status: success ? 200 : 401, client_ip: req.ip,
+          actor_type,
+          actor_id,
+          actor_name,
+          action: 'auth.login',
+          resource_type: 'auth',
+          success,
+          status: success ? 200 : 401,
+          client_ip: req.ip,
         });
       if (byPassword) {
         const result = await identity.loginWithPassword(username!, password!);

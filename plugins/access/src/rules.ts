@@ -28,7 +28,8 @@ export function assertPermissionsWithin(principal: Principal, identity: Identity
 
 /** Only a global principal makes another one global. */
 export function assertScopeWithin(principal: Principal, scope: Scope): void {
-  if (scope === 'global' && !principal.isGlobal) throw errors.forbidden('you are limited to your deployments: you cannot make a global user', 'GRANT_EXCEEDS_OWN');
+  if (scope === 'global' && !principal.isGlobal)
+    throw errors.forbidden('you are limited to your deployments: you cannot make a global user', 'GRANT_EXCEEDS_OWN');
 }
 
 export function assertLevelWithin(principal: Principal, deployment: string, level: AccessLevel): void {

@@ -9,7 +9,8 @@ export const PermissionSchema = Type.String({ pattern: '^([a-z][a-z0-9-]*|\\*):(
 export const Permissions = Type.Array(PermissionSchema, { maxItems: 200, uniqueItems: true });
 
 export const ScopeSchema = Type.Union([Type.Literal('global'), Type.Literal('deployments')], {
-  description: '`deployments`: reaches only the deployments granted to it, nothing global (the default for every role but admin); `global`: every deployment at its role\'s level and global state within its permissions (admins always)',
+  description:
+    "`deployments`: reaches only the deployments granted to it, nothing global (the default for every role but admin); `global`: every deployment at its role's level and global state within its permissions (admins always)",
 });
 
 export const UserIdParams = Type.Object({ id: RecordId('user id') });

@@ -1,8 +1,5 @@
 /** `/api/users`, `/api/users/me` and `/api/users/me/password`. */
-import {
-  errors, reply, Secret, Type,
-  type PluginContext, type Principal,
-} from '@agent/sdk';
+import { errors, reply, Secret, Type, type PluginContext, type Principal } from '@agent/sdk';
 import type { IdentityService, UserRecord } from './api.js';
 import { assertPermissionsWithin, assertRoleWithin, assertScopeWithin } from './rules.js';
 import { Permissions, RoleSchema, ScopeSchema, UserIdParams, UserView } from './schemas.js';
@@ -44,7 +41,12 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
   };
 
   ctx.route({
-    method: 'GET', path: '/users/me', permission: 'authenticated', tag: 'users', operationId: 'users.me', tenancy: 'own',
+    method: 'GET',
+    path: '/users/me',
+    permission: 'authenticated',
+    tag: 'users',
+    operationId: 'users.me',
+    tenancy: 'own',
     summary: 'The current user, with effective permissions and deployment access',
     response: MeView,
     handler: (req) => {
@@ -59,7 +61,12 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
   });
 
   ctx.route({
-    method: 'PUT', path: '/users/me', permission: 'authenticated', tag: 'users', operationId: 'users.updateMe', tenancy: 'own',
+    method: 'PUT',
+    path: '/users/me',
+    permission: 'authenticated',
+    tag: 'users',
+    operationId: 'users.updateMe',
+    tenancy: 'own',
     summary: 'Update your own profile (e-mail)',
     body: Type.Object({ email: Email }),
     response: UserView,
@@ -67,9 +74,15 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
   });
 
   ctx.route({
-    method: 'PUT', path: '/users/me/password', permission: 'authenticated', tag: 'users', operationId: 'users.changePassword', tenancy: 'own',
+    method: 'PUT',
+    path: '/users/me/password',
+    permission: 'authenticated',
+    tag: 'users',
+    operationId: 'users.changePassword',
+    tenancy: 'own',
     summary: 'Change your own password; every other session of yours stops working',
-    description: 'The current password is required. The answer carries a fresh token for the session that made the change; all tokens issued before are invalid from now on. API keys are not affected.',
+    description:
+      'The current password is required. The answer carries a fresh token for the session that made the change; all tokens issued before are invalid from now on. API keys are not affected.',
     body: Type.Object({ current_password: Password, new_password: Secret({ minLength: 1, maxLength: 512 }) }),
     response: Type.Object({ token: Type.String() }),
     handler: async (req) => {
@@ -87,7 +100,11 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
   });
 
   ctx.route({
-    method: 'GET', path: '/users', permission: 'users:read', tag: 'users', operationId: 'users.list',
+    method: 'GET',
+    path: '/users',
+    permission: 'users:read',
+    tag: 'users',
+    operationId: 'users.list',
     summary: 'List users (admin only)',
     query: Type.Object({
       role: Type.Optional(RoleSchema),
@@ -95,18 +112,33 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
     }),
     response: Type.Array(UserView),
     handler: (req) =>
-      identity.users.list().filter((u) => (req.query.role === undefined || u.role === req.query.role) &&
-        (req.query.is_active === undefined || u.is_active === req.query.is_active)),
+      identity.users
+        .list()
+        .filter(
+          (u) => (req.query.role === undefined || u.role === req.query.role) && (req.query.is_active === undefined || u.is_active === req.query.is_active),
+        ),
   });
 
   ctx.route({
-    method: 'GET', path: '/users/:id', permission: 'users:read', tag: 'users', operationId: 'users.get',
-    summary: 'User details', params: UserIdParams, response: UserView,
+    method: 'GET',
+    path: '/users/:id',
+    permission: 'users:read',
+    tag: 'users',
+    operationId: 'users.get',
+    summary: 'User details',
+    params: UserIdParams,
+    response: UserView,
     handler: (req) => find(req.params.id),
   });
 
   ctx.route({
-    method: 'POST', path: '/users', permission: 'users:write', tag: 'users', operationId: 'users.create', status: 201, creates: 'id',
+    method: 'POST',
+    path: '/users',
+    permission: 'users:write',
+    tag: 'users',
+    operationId: 'users.create',
+    status: 201,
+    creates: 'id',
     summary: 'Create a user',
     description: 'The password must pass the strength check. A non-admin cannot create a user with a role or permissions it does not hold.',
     body: Type.Object({
@@ -122,20 +154,31 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
     handler: async (req) => {
       const b = req.body;
       assertRoleWithin(req.principal, b.role);
-      assertScopeWithin(req.principal, b.role === 'admin' ? 'global' : b.scope ?? 'deployments');
+      assertScopeWithin(req.principal, b.role === 'admin' ? 'global' : (b.scope ?? 'deployments'));
       assertPermissionsWithin(req.principal, identity, b.role, b.permissions ?? []);
       checkPassword(identity, b.password, b.username, 'body.password');
       const user = await identity.users.create({
-        username: b.username, email: b.email, password: b.password, role: b.role, permissions: b.permissions ?? [], scope: b.scope, is_active: b.is_active ?? true,
+        username: b.username,
+        email: b.email,
+        password: b.password,
+        role: b.role,
+        permissions: b.permissions ?? [],
+        scope: b.scope,
+        is_active: b.is_active ?? true,
       });
       return reply.created(user, `user '${user.username}' created`);
     },
   });
 
   ctx.route({
-    method: 'PUT', path: '/users/:id', permission: 'users:write', tag: 'users', operationId: 'users.update',
+    method: 'PUT',
+    path: '/users/:id',
+    permission: 'users:write',
+    tag: 'users',
+    operationId: 'users.update',
     summary: 'Update a user (e-mail, role, permissions, active flag, password reset)',
-    description: 'Refused with 409: demoting or deactivating yourself (`CANNOT_CHANGE_SELF`) or the last active admin (`LAST_ADMIN`). A password reset signs the user out everywhere.',
+    description:
+      'Refused with 409: demoting or deactivating yourself (`CANNOT_CHANGE_SELF`) or the last active admin (`LAST_ADMIN`). A password reset signs the user out everywhere.',
     params: UserIdParams,
     body: Type.Object({
       email: Type.Optional(Email),
@@ -172,7 +215,11 @@ export function registerUserRoutes(ctx: PluginContext, identity: IdentityService
   });
 
   ctx.route({
-    method: 'DELETE', path: '/users/:id', permission: 'users:write', tag: 'users', operationId: 'users.delete',
+    method: 'DELETE',
+    path: '/users/:id',
+    permission: 'users:write',
+    tag: 'users',
+    operationId: 'users.delete',
     summary: 'Delete a user with its API keys and deployment grants',
     description: 'Refused with 409 for yourself (`CANNOT_DELETE_SELF`) and for the last active admin (`LAST_ADMIN`).',
     params: UserIdParams,

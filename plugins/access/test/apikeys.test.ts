@@ -95,11 +95,16 @@ describe('API keys', () => {
     expect(ok.body.data).toMatchObject({ user_id: opId, username: 'ops', deployments: ['web'] });
   });
 
-  it('gives a key the lower of its own and its owner\'s rights', async () => {
+  it("gives a key the lower of its own and its owner's rights", async () => {
     const { key } = (await agent.api('POST', '/api/apikeys', { token: opToken, body: { name: 'all', role: 'operator' } })).body.data;
     const me = (await agent.api('GET', '/users/me', { token: key })).body.data;
     // The owner only reads `api`, so the key does too, whatever its role.
-    expect(me.deployments).toEqual(expect.arrayContaining([{ deployment: 'web', access_level: 'write' }, { deployment: 'api', access_level: 'read' }]));
+    expect(me.deployments).toEqual(
+      expect.arrayContaining([
+        { deployment: 'web', access_level: 'write' },
+        { deployment: 'api', access_level: 'read' },
+      ]),
+    );
     const viewerKey = (await agent.api('POST', '/api/apikeys', { token: opToken, body: { name: 'ro', role: 'viewer' } })).body.data.key;
     const ro = (await agent.api('GET', '/users/me', { token: viewerKey })).body.data;
     expect(ro.deployments).toEqual(expect.arrayContaining([{ deployment: 'web', access_level: 'read' }]));
@@ -108,7 +113,9 @@ describe('API keys', () => {
   });
 
   it('keeps a key minted by a key inside its parent', async () => {
-    const parent = (await agent.api('POST', '/api/apikeys', { token: opToken, body: { name: 'parent', role: 'operator', deployments: ['web'], expires_in: 3600 } })).body.data;
+    const parent = (
+      await agent.api('POST', '/api/apikeys', { token: opToken, body: { name: 'parent', role: 'operator', deployments: ['web'], expires_in: 3600 } })
+    ).body.data;
     const child = await agent.api('POST', '/api/apikeys', { token: parent.key, body: { name: 'child', expires_in: 86400 } });
     expect(child.status).toBe(201);
     expect(child.body.data.deployments).toEqual(['web']);

@@ -24,7 +24,13 @@ function openJournal(path: string): Journal {
   return db;
 }
 const event = (i: number): AuditEventInput => ({
-  actor_type: 'user', actor_id: 'user:1', action: 'widgets.create', resource_type: 'widgets', resource_id: String(i), success: true, status: 201,
+  actor_type: 'user',
+  actor_id: 'user:1',
+  action: 'widgets.create',
+  resource_type: 'widgets',
+  resource_id: String(i),
+  success: true,
+  status: 201,
 });
 const count = (path: string) => {
   const db = new Database(path, { readonly: true });
@@ -96,8 +102,11 @@ describe('audit journal writes', () => {
     db.close();
     // The core's journal keeps its own tables and no audit table; opening again copies nothing twice.
     const left = new Database(legacyPath, { readonly: true });
-    expect((left.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[])
-      .map((t) => t.name)).toEqual(['scheduler_runs']);
+    expect(
+      (left.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map(
+        (t) => t.name,
+      ),
+    ).toEqual(['scheduler_runs']);
     left.close();
     db = openJournal(path);
     journal = new AuditJournal(db, legacyPath);

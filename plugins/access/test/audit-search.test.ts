@@ -21,15 +21,30 @@ function openJournal(path: string): Journal {
 
 const rnd = seededRandom(11);
 
-const ACTORS = [['user', 'user:1'], ['user', 'user:2'], ['user', 'user:3'], ['api_key', 'api_key:1'], ['api_key', 'api_key:2'], ['system', 'system:backups']] as const;
+const ACTORS = [
+  ['user', 'user:1'],
+  ['user', 'user:2'],
+  ['user', 'user:3'],
+  ['api_key', 'api_key:1'],
+  ['api_key', 'api_key:2'],
+  ['system', 'system:backups'],
+] as const;
 function event(): AuditEventInput {
   const [actor_type, actor_id] = ACTORS[rnd(ACTORS.length)]!;
   const deployment = rnd(10) < 6 ? `app-${rnd(12)}` : null;
   const resource_type = ['deployments', 'users', 'backups', 'proxy'][rnd(4)]!;
   return {
-    actor_type, actor_id, actor_name: actor_id, action: `${resource_type}.${['create', 'update', 'delete'][rnd(3)]}`, resource_type,
-    resource_id: deployment ?? (rnd(3) === 0 ? null : String(rnd(40))), deployment, success: rnd(8) !== 0, status: 200,
-    client_ip: rnd(5) === 0 ? null : `10.0.0.${rnd(6)}`, detail: rnd(3) === 0 ? { n: rnd(100) } : null,
+    actor_type,
+    actor_id,
+    actor_name: actor_id,
+    action: `${resource_type}.${['create', 'update', 'delete'][rnd(3)]}`,
+    resource_type,
+    resource_id: deployment ?? (rnd(3) === 0 ? null : String(rnd(40))),
+    deployment,
+    success: rnd(8) !== 0,
+    status: 200,
+    client_ip: rnd(5) === 0 ? null : `10.0.0.${rnd(6)}`,
+    detail: rnd(3) === 0 ? { n: rnd(100) } : null,
   };
 }
 
@@ -56,25 +71,59 @@ function naive(db: Journal, q: Omit<AuditSearchQuery, 'limit'>): number[] {
   if (q.start_ms !== undefined) (c.push('time_ms >= ?'), p.push(q.start_ms));
   if (q.end_ms !== undefined) (c.push('time_ms <= ?'), p.push(q.end_ms));
   const w = c.length ? `WHERE ${c.join(' AND ')}` : '';
-  return db.prepare(`SELECT id FROM audit_events ${w} ORDER BY id DESC`).pluck().all(...p) as number[];
+  return db
+    .prepare(`SELECT id FROM audit_events ${w} ORDER BY id DESC`)
+    .pluck()
+    .all(...p) as number[];
 }
 
 function queries(): Omit<AuditSearchQuery, 'limit'>[] {
   const base: Omit<AuditSearchQuery, 'limit'>[] = [
-    {}, { equals: { actor_id: 'user:2' } }, { equals: { actor_type: 'api_key' } }, { equals: { action: 'users.delete' } },
-    { equals: { resource_type: 'proxy' } }, { equals: { resource_id: '7' } }, { equals: { resource_id: 'app-3' } },
-    { equals: { deployment: 'app-5' } }, { equals: { success: false } }, { equals: { success: true } }, { equals: { client_ip: '10.0.0.4' } },
-    { equals: { actor_id: 'user:1', action: 'deployments.update' } }, { equals: { actor_type: 'user', deployment: 'app-1', success: true } },
-    { equals: { actor_id: 'nobody' } }, { equals: { deployment: 'app-2', resource_type: 'users' } },
-    { anyOf: [{ field: 'actor_id', values: ['user:3', 'api_key:2'] }, { field: 'deployment', values: ['app-1', 'app-9'] }] },
-    { anyOf: [{ field: 'actor_id', values: ['user:2'] }, { field: 'deployment', present: true }] },
+    {},
+    { equals: { actor_id: 'user:2' } },
+    { equals: { actor_type: 'api_key' } },
+    { equals: { action: 'users.delete' } },
+    { equals: { resource_type: 'proxy' } },
+    { equals: { resource_id: '7' } },
+    { equals: { resource_id: 'app-3' } },
+    { equals: { deployment: 'app-5' } },
+    { equals: { success: false } },
+    { equals: { success: true } },
+    { equals: { client_ip: '10.0.0.4' } },
+    { equals: { actor_id: 'user:1', action: 'deployments.update' } },
+    { equals: { actor_type: 'user', deployment: 'app-1', success: true } },
+    { equals: { actor_id: 'nobody' } },
+    { equals: { deployment: 'app-2', resource_type: 'users' } },
+    {
+      anyOf: [
+        { field: 'actor_id', values: ['user:3', 'api_key:2'] },
+        { field: 'deployment', values: ['app-1', 'app-9'] },
+      ],
+    },
+    {
+      anyOf: [
+        { field: 'actor_id', values: ['user:2'] },
+        { field: 'deployment', present: true },
+      ],
+    },
     { anyOf: [{ field: 'actor_id', values: ['user:2'] }], equals: { action: 'backups.create' } },
-    { anyOf: [{ field: 'actor_id', values: [] }] }, { anyOf: [] },
-    { anyOf: [{ field: 'deployment', values: ['app-4'] }, { field: 'actor_id', values: ['system:backups'] }], equals: { success: false } },
+    { anyOf: [{ field: 'actor_id', values: [] }] },
+    { anyOf: [] },
+    {
+      anyOf: [
+        { field: 'deployment', values: ['app-4'] },
+        { field: 'actor_id', values: ['system:backups'] },
+      ],
+      equals: { success: false },
+    },
   ];
   const windows: Pick<AuditSearchQuery, 'start_ms' | 'end_ms'>[] = [
-    {}, { start_ms: T0 + 5000 * MIN }, { end_ms: T0 + 3000 * MIN + 17 }, { start_ms: T0 + 2000 * MIN - 5, end_ms: T0 + 9000 * MIN + 3 },
-    { start_ms: T0 + 100 * MIN, end_ms: T0 + 100 * MIN }, { start_ms: T0 + 10_000_000 * MIN },
+    {},
+    { start_ms: T0 + 5000 * MIN },
+    { end_ms: T0 + 3000 * MIN + 17 },
+    { start_ms: T0 + 2000 * MIN - 5, end_ms: T0 + 9000 * MIN + 3 },
+    { start_ms: T0 + 100 * MIN, end_ms: T0 + 100 * MIN },
+    { start_ms: T0 + 10_000_000 * MIN },
   ];
   const out: Omit<AuditSearchQuery, 'limit'>[] = [];
   for (const b of base) for (const w of windows) out.push({ ...b, ...w });
@@ -86,17 +135,32 @@ function check(audit: AuditJournal, db: Journal) {
   const byId = db.prepare('SELECT * FROM audit_events WHERE id = ?');
   for (const q of queries()) {
     const all = naive(db, q);
-    for (const [limit, offset] of [[50, 0], [7, 130], [20, 4090], [1000, 0]] as const) {
+    for (const [limit, offset] of [
+      [50, 0],
+      [7, 130],
+      [20, 4090],
+      [1000, 0],
+    ] as const) {
       const got = audit.search({ ...q, limit, offset, countCap: 1_000_000 });
-      expect({ q, limit, offset, ids: got.rows.map((r) => r.id), total: got.total, exact: got.exact })
-        .toEqual({ q, limit, offset, ids: all.slice(offset, offset + limit), total: all.length, exact: true });
+      expect({ q, limit, offset, ids: got.rows.map((r) => r.id), total: got.total, exact: got.exact }).toEqual({
+        q,
+        limit,
+        offset,
+        ids: all.slice(offset, offset + limit),
+        total: all.length,
+        exact: true,
+      });
     }
     // A capped count: exact up to the cap, then the cap (unfiltered and time-only totals stay exact).
     const capped = audit.search({ ...q, limit: 5, countCap: 300 });
     const filtered = Object.values(q.equals ?? {}).some((v) => v !== undefined) || q.anyOf !== undefined;
     const total = filtered ? Math.min(all.length, 300) : all.length;
-    expect({ q, ids: capped.rows.map((r) => r.id), total: capped.total, exact: capped.exact })
-      .toEqual({ q, ids: all.slice(0, 5), total, exact: !filtered || all.length <= 300 });
+    expect({ q, ids: capped.rows.map((r) => r.id), total: capped.total, exact: capped.exact }).toEqual({
+      q,
+      ids: all.slice(0, 5),
+      total,
+      exact: !filtered || all.length <= 300,
+    });
     // The rows are the table's.
     expect(capped.rows).toEqual(all.slice(0, 5).map((id) => byId.get(id)));
   }
@@ -105,7 +169,9 @@ function check(audit: AuditJournal, db: Journal) {
 function rowsAndPostingsAgree(db: Journal) {
   // Every block's stored count and bounds match its rows.
   const blocks = db.prepare('SELECT block, n, min_time, max_time FROM audit_blocks ORDER BY block').all();
-  const actual = db.prepare('SELECT id >> 12 AS block, COUNT(*) AS n, MIN(time_ms) AS min_time, MAX(time_ms) AS max_time FROM audit_events GROUP BY id >> 12 ORDER BY block').all();
+  const actual = db
+    .prepare('SELECT id >> 12 AS block, COUNT(*) AS n, MIN(time_ms) AS min_time, MAX(time_ms) AS max_time FROM audit_events GROUP BY id >> 12 ORDER BY block')
+    .all();
   expect(blocks).toEqual(actual);
   const postings = db.prepare('SELECT COUNT(*) AS n FROM audit_postings WHERE block NOT IN (SELECT block FROM audit_blocks)').get() as { n: number };
   expect(postings.n).toBe(0);
@@ -149,7 +215,9 @@ describe('audit search', () => {
     check(audit, db);
     rowsAndPostingsAgree(db);
     // Rows appended by another connection (ids after the writer's), then more from the writer.
-    const insert = other.prepare('INSERT INTO audit_events (time, time_ms, actor_type, actor_id, action, resource_type, deployment, success) VALUES (?, ?, ?, ?, ?, ?, ?, 1)');
+    const insert = other.prepare(
+      'INSERT INTO audit_events (time, time_ms, actor_type, actor_id, action, resource_type, deployment, success) VALUES (?, ?, ?, ?, ?, ?, ?, 1)',
+    );
     for (let i = 0; i < 5000; i++) insert.run('x', T0 + (21_000 + i) * MIN, 'user', 'user:2', 'users.create', 'users', i % 2 ? 'app-1' : null);
     for (let i = 0; i < 300; i++) audit.record(event());
     check(audit, db);
@@ -183,14 +251,26 @@ describe('audit search', () => {
       CREATE INDEX audit_actor ON audit_events(actor_id, time_ms);
       CREATE INDEX audit_deployment ON audit_events(deployment, time_ms);
       CREATE INDEX audit_success ON audit_events(success, time_ms);`);
-    const insert = old.prepare(`INSERT INTO audit_events (time, time_ms, actor_type, actor_id, actor_name, action, resource_type, resource_id, deployment, success, status, client_ip, detail)
+    const insert =
+      old.prepare(`INSERT INTO audit_events (time, time_ms, actor_type, actor_id, actor_name, action, resource_type, resource_id, deployment, success, status, client_ip, detail)
       VALUES (@time, @time_ms, @actor_type, @actor_id, @actor_name, @action, @resource_type, @resource_id, @deployment, @success, @status, @client_ip, @detail)`);
     old.transaction(() => {
       for (let i = 1; i <= 14_000; i++) {
         const e = event();
         // Mostly in order, with a few minutes of jitter (requests finishing out of order).
         const time_ms = T0 + i * MIN - rnd(5) * MIN;
-        insert.run({ ...e, time: new Date(time_ms).toISOString(), time_ms, success: e.success ? 1 : 0, actor_name: e.actor_name ?? null, resource_id: e.resource_id ?? null, deployment: e.deployment ?? null, status: e.status ?? null, client_ip: e.client_ip ?? null, detail: e.detail ? JSON.stringify(e.detail) : null });
+        insert.run({
+          ...e,
+          time: new Date(time_ms).toISOString(),
+          time_ms,
+          success: e.success ? 1 : 0,
+          actor_name: e.actor_name ?? null,
+          resource_id: e.resource_id ?? null,
+          deployment: e.deployment ?? null,
+          status: e.status ?? null,
+          client_ip: e.client_ip ?? null,
+          detail: e.detail ? JSON.stringify(e.detail) : null,
+        });
       }
     })();
     old.close();

@@ -44,7 +44,8 @@ describe('audit endpoints', () => {
   beforeAll(async () => {
     agent = await startAgent({ plugins: ['access'], config: { auth: { login_max_failures: 50 } } });
     opId = (await agent.api('POST', '/users', { body: { username: 'ops', email: 'ops@example.com', password: PASS, role: 'operator' } })).body.data.id;
-    const viewerId = (await agent.api('POST', '/users', { body: { username: 'watcher', email: 'w@example.com', password: PASS, role: 'viewer' } })).body.data.id;
+    const viewerId = (await agent.api('POST', '/users', { body: { username: 'watcher', email: 'w@example.com', password: PASS, role: 'viewer' } })).body.data
+      .id;
     await agent.api('POST', `/users/${opId}/deployments`, { body: { deployment_name: 'shop', access_level: 'admin' } });
     await agent.api('POST', `/users/${viewerId}/deployments`, { body: { deployment_name: 'blog', access_level: 'read' } });
     // Events about deployments: grants changed through the deployment-scoped routes.
@@ -75,7 +76,9 @@ describe('audit endpoints', () => {
   it('audits logins as user/api_key actors, successes and failures', async () => {
     const failed = await agent.api('GET', '/api/audit/events', { query: { action: 'auth.login', success: false } });
     expect(failed.body.data.map((e: { actor_name: string }) => e.actor_name)).toEqual(expect.arrayContaining(['ops', '=HYPERLINK("http://x",1),b']));
-    expect(failed.body.data.every((e: { actor_type: string; success: boolean; status: number }) => e.actor_type === 'user' && !e.success && e.status === 401)).toBe(true);
+    expect(
+      failed.body.data.every((e: { actor_type: string; success: boolean; status: number }) => e.actor_type === 'user' && !e.success && e.status === 401),
+    ).toBe(true);
     const ok = await agent.api('GET', '/api/audit/events', { query: { action: 'auth.login', success: true, actor_id: `user:${opId}` } });
     expect(ok.body.data.length).toBe(1);
   });
@@ -110,7 +113,9 @@ describe('audit endpoints', () => {
 
   it('bounds the count of a filtered list and keeps the unfiltered count exact', async () => {
     const db = new Database(join(agent.dataDir, 'plugins', 'access', 'audit.sqlite'));
-    const insert = db.prepare(`INSERT INTO audit_events (time, time_ms, actor_type, actor_id, action, resource_type, success) VALUES (?, ?, 'system', 'system:test', 'test.bulk', 'test', 1)`);
+    const insert = db.prepare(
+      `INSERT INTO audit_events (time, time_ms, actor_type, actor_id, action, resource_type, success) VALUES (?, ?, 'system', 'system:test', 'test.bulk', 'test', 1)`,
+    );
     const now = Date.now();
     db.transaction(() => {
       for (let i = 0; i < 10_005; i++) insert.run(new Date(now).toISOString(), now);
@@ -130,7 +135,15 @@ describe('audit endpoints', () => {
   });
 
   it('rejects bad filters', async () => {
-    for (const query of [{ limit: 1001 }, { limit: 0 }, { offset: -1 }, { actor_type: 'robot' }, { start_time: 'yesterday' }, { success: 'maybe' }, { colour: 'red' }]) {
+    for (const query of [
+      { limit: 1001 },
+      { limit: 0 },
+      { offset: -1 },
+      { actor_type: 'robot' },
+      { start_time: 'yesterday' },
+      { success: 'maybe' },
+      { colour: 'red' },
+    ]) {
       const res = await agent.api('GET', '/api/audit/events', { query });
       expect(res.status, JSON.stringify(query)).toBe(400);
       expect(res.body.code).toBe('VALIDATION_FAILED');
@@ -140,7 +153,10 @@ describe('audit endpoints', () => {
   });
 
   it('shows non-admins only their deployments and their own actions', async () => {
-    const seen = (await agent.api('GET', '/api/audit/events', { token: opToken, query: { limit: 1000 } })).body.data as { deployment: string | null; actor_id: string }[];
+    const seen = (await agent.api('GET', '/api/audit/events', { token: opToken, query: { limit: 1000 } })).body.data as {
+      deployment: string | null;
+      actor_id: string;
+    }[];
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.every((e) => e.deployment === 'shop' || e.actor_id === `user:${opId}`)).toBe(true);
     expect(seen.some((e) => e.deployment === 'shop' && e.actor_id === 'user:1')).toBe(true);
@@ -172,11 +188,18 @@ describe('audit endpoints', () => {
     try {
       const sqlStats = (where: string, params: unknown[]) => {
         const all = (sql: string) => journal.prepare(sql).all(...params);
-        const totals = journal.prepare(`SELECT COUNT(*) AS total, COALESCE(SUM(success), 0) AS ok FROM audit_events ${where}`).get(...params) as { total: number; ok: number };
+        const totals = journal.prepare(`SELECT COUNT(*) AS total, COALESCE(SUM(success), 0) AS ok FROM audit_events ${where}`).get(...params) as {
+          total: number;
+          ok: number;
+        };
         return {
           total: totals.total,
-          by_action: all(`SELECT action, COUNT(*) AS count, SUM(1 - success) AS failed FROM audit_events ${where} GROUP BY action ORDER BY count DESC, action LIMIT 20`),
-          by_resource: all(`SELECT resource_type, COUNT(*) AS count FROM audit_events ${where} GROUP BY resource_type ORDER BY count DESC, resource_type LIMIT 20`),
+          by_action: all(
+            `SELECT action, COUNT(*) AS count, SUM(1 - success) AS failed FROM audit_events ${where} GROUP BY action ORDER BY count DESC, action LIMIT 20`,
+          ),
+          by_resource: all(
+            `SELECT resource_type, COUNT(*) AS count FROM audit_events ${where} GROUP BY resource_type ORDER BY count DESC, resource_type LIMIT 20`,
+          ),
         };
       };
       const pick = (s: { total: number; by_action: unknown; by_resource: unknown }) => ({ total: s.total, by_action: s.by_action, by_resource: s.by_resource });
@@ -197,7 +220,21 @@ describe('audit endpoints', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
     expect(res.headers.get('content-disposition')).toMatch(/attachment; filename="audit-\d{8}T\d{6}\.csv"/);
     const rows = parseCsv(res.text);
-    expect(rows[0]).toEqual(['id', 'time', 'actor_type', 'actor_id', 'actor_name', 'action', 'resource_type', 'resource_id', 'deployment', 'success', 'status', 'client_ip', 'detail']);
+    expect(rows[0]).toEqual([
+      'id',
+      'time',
+      'actor_type',
+      'actor_id',
+      'actor_name',
+      'action',
+      'resource_type',
+      'resource_id',
+      'deployment',
+      'success',
+      'status',
+      'client_ip',
+      'detail',
+    ]);
     expect(rows.slice(1).every((r) => r.length === 13 && r[2] === 'user')).toBe(true);
     const ids = rows.slice(1).map((r) => Number(r[0]));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
@@ -210,7 +247,9 @@ describe('audit endpoints', () => {
 
   it('exports JSON with the same filters', async () => {
     const start = new Date(Date.now() - 3600_000).toISOString();
-    const res = await agent.api('POST', '/api/audit/export', { body: { format: 'json', action: 'auth.login', start_time: start, end_time: new Date().toISOString() } });
+    const res = await agent.api('POST', '/api/audit/export', {
+      body: { format: 'json', action: 'auth.login', start_time: start, end_time: new Date().toISOString() },
+    });
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     const events = JSON.parse(res.text) as { action: string; success: boolean }[];
     expect(events.length).toBeGreaterThanOrEqual(4);
@@ -228,7 +267,9 @@ describe('audit endpoints', () => {
     // Age some events by writing old timestamps straight into the journal (another connection, WAL mode).
     const db = new Database(join(agent.dataDir, 'plugins', 'access', 'audit.sqlite'));
     const old = Date.now() - 10 * 86400_000;
-    const insert = db.prepare(`INSERT INTO audit_events (time, time_ms, actor_type, actor_id, action, resource_type, success) VALUES (?, ?, 'system', 'system:test', 'test.old', 'test', 1)`);
+    const insert = db.prepare(
+      `INSERT INTO audit_events (time, time_ms, actor_type, actor_id, action, resource_type, success) VALUES (?, ?, 'system', 'system:test', 'test.old', 'test', 1)`,
+    );
     for (let i = 0; i < 5; i++) insert.run(new Date(old).toISOString(), old);
     db.close();
     const before = (await agent.api('GET', '/api/audit/events', { query: { action: 'test.old' } })).body.meta.total;

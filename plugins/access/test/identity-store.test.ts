@@ -13,18 +13,42 @@ const OLD_KEY = 'agk_oldformatkeyoldformatkeyoldformatkey0123';
 async function oldIdentityFile(): Promise<string> {
   const at = '2025-01-02T03:04:05.000Z';
   const user = (id: number, username: string, role: string, password: string) => ({
-    id, username, email: `${username}@example.com`, role, permissions: [], is_active: true,
-    created_at: at, updated_at: at, last_login_at: null, password_hash: '', token_version: 1, password,
+    id,
+    username,
+    email: `${username}@example.com`,
+    role,
+    permissions: [],
+    is_active: true,
+    created_at: at,
+    updated_at: at,
+    last_login_at: null,
+    password_hash: '',
+    token_version: 1,
+    password,
   });
   const users = [user(1, 'admin', 'admin', ADMIN_PASSWORD), user(4, 'olduser', 'viewer', OLD_PASSWORD)];
   for (const u of users) u.password_hash = await argon2.hash(u.password, { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 });
   return JSON.stringify({
     users: users.map(({ password: _p, ...u }) => u),
-    api_keys: [{
-      id: 2, user_id: 4, name: 'old-key', description: '', role: 'viewer', permissions: [], deployments: ['web'],
-      key_prefix: OLD_KEY.slice(0, 10), active: true, created_at: at, expires_at: null, revoked_at: null,
-      last_used_at: null, last_used_ip: null, key_hash: createHash('sha256').update(OLD_KEY).digest('hex'),
-    }],
+    api_keys: [
+      {
+        id: 2,
+        user_id: 4,
+        name: 'old-key',
+        description: '',
+        role: 'viewer',
+        permissions: [],
+        deployments: ['web'],
+        key_prefix: OLD_KEY.slice(0, 10),
+        active: true,
+        created_at: at,
+        expires_at: null,
+        revoked_at: null,
+        last_used_at: null,
+        last_used_ip: null,
+        key_hash: createHash('sha256').update(OLD_KEY).digest('hex'),
+      },
+    ],
     grants: [{ user_id: 4, deployment: 'web', access_level: 'read', granted_at: at }],
     next_user_id: 7,
     next_key_id: 3,
@@ -58,7 +82,10 @@ describe('identity store (SQLite)', () => {
       // The admin from the file (no new one was made): the helper logged in with its old password.
       expect(agent.output()).not.toContain('First start: created user');
       const users = await agent.api('GET', '/users');
-      expect(users.body.data.map((u: { id: number; username: string }) => [u.id, u.username])).toEqual([[1, 'admin'], [4, 'olduser']]);
+      expect(users.body.data.map((u: { id: number; username: string }) => [u.id, u.username])).toEqual([
+        [1, 'admin'],
+        [4, 'olduser'],
+      ]);
       // A user stored before scopes existed is limited to its grants.
       const token = await agent.login('olduser', OLD_PASSWORD);
       const validated = await request(agent.url, 'GET', '/auth/validate', { token });

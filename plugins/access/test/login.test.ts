@@ -7,10 +7,14 @@ import { FIXTURE, makeUser } from '../../../core/test/helpers/fixture.js';
 function loginFrom(agent: TestAgent, localAddress: string, username: string, password: string): Promise<number> {
   const body = JSON.stringify({ username, password });
   return new Promise((resolve, reject) => {
-    const req = httpRequest(new URL('/api/auth/login', agent.url), { method: 'POST', localAddress, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = httpRequest(
+      new URL('/api/auth/login', agent.url),
+      { method: 'POST', localAddress, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -52,12 +56,18 @@ describe('authentication', () => {
   it('counts concurrent guesses before the password check, per account and address', async () => {
     const user = await makeUser(agent, 'viewer');
     // Ten guesses at once: with a budget of 3, only 3 reach the password check; the rest wait for the lockout.
-    const statuses = await Promise.all(Array.from({ length: 10 }, () =>
-      request(agent.url, 'POST', '/auth/login', { body: { username: user.username, password: 'wrong-password' } }).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        request(agent.url, 'POST', '/auth/login', { body: { username: user.username, password: 'wrong-password' } }).then((r) => r.status),
+      ),
+    );
     expect(statuses.filter((s) => s === 401)).toHaveLength(3);
     expect(statuses.filter((s) => s === 429)).toHaveLength(7);
     // A forged X-Forwarded-For (trust_proxy is off) is not another address.
-    const forged = await request(agent.url, 'POST', '/auth/login', { body: { username: user.username, password: user.password }, headers: { 'x-forwarded-for': '203.0.113.9' } });
+    const forged = await request(agent.url, 'POST', '/auth/login', {
+      body: { username: user.username, password: user.password },
+      headers: { 'x-forwarded-for': '203.0.113.9' },
+    });
     expect(forged.status).toBe(429);
     // Failures from one address do not lock the account out everywhere: another client address still logs in.
     expect(await loginFrom(agent, '127.0.0.2', user.username, user.password)).toBe(200);

@@ -40,7 +40,9 @@ describe('users and per-deployment access', () => {
     expect(badName.status).toBe(400);
     const badRole = await agent.api('POST', '/users', { body: { username: 'roley', email: 'w@example.com', password: PASS, role: 'root' } });
     expect(badRole.status).toBe(400);
-    const badPerm = await agent.api('POST', '/users', { body: { username: 'permy', email: 'w@example.com', password: PASS, role: 'viewer', permissions: ['nosuch:read'] } });
+    const badPerm = await agent.api('POST', '/users', {
+      body: { username: 'permy', email: 'w@example.com', password: PASS, role: 'viewer', permissions: ['nosuch:read'] },
+    });
     expect(badPerm.body.code).toBe('INVALID_PERMISSION');
     const created = await createUser('alice', 'operator');
     expect(created).toMatchObject({ username: 'alice', is_active: true });
@@ -68,7 +70,10 @@ describe('users and per-deployment access', () => {
     await createUser('bob', 'viewer');
     const first = await agent.login('bob', PASS);
     const second = await agent.login('bob', PASS);
-    const wrong = await agent.api('PUT', '/users/me/password', { token: first, body: { current_password: 'nope-nope-nope', new_password: 'An0ther-Strong-One' } });
+    const wrong = await agent.api('PUT', '/users/me/password', {
+      token: first,
+      body: { current_password: 'nope-nope-nope', new_password: 'An0ther-Strong-One' },
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.body.code).toBe('WRONG_PASSWORD');
     const weak = await agent.api('PUT', '/users/me/password', { token: first, body: { current_password: PASS, new_password: 'abc' } });
@@ -138,19 +143,28 @@ describe('users and per-deployment access', () => {
     // Users are global: a manager limited to its deployments manages none, whatever its permissions say.
     await createUser('mgr-scoped', 'operator', { permissions: ['users:read', 'users:write'] });
     const scopedToken = await agent.login('mgr-scoped', PASS);
-    const scoped = await agent.api('POST', '/users', { token: scopedToken, body: { username: 'sneaky2', email: 's2@example.com', password: PASS, role: 'viewer' } });
+    const scoped = await agent.api('POST', '/users', {
+      token: scopedToken,
+      body: { username: 'sneaky2', email: 's2@example.com', password: PASS, role: 'viewer' },
+    });
     expect(scoped.body.code).toBe('GLOBAL_SCOPE_REQUIRED');
     expect((await agent.api('GET', '/users', { token: scopedToken })).status).toBe(403);
     const asAdmin = await agent.api('POST', '/users', { token, body: { username: 'sneaky', email: 's@example.com', password: PASS, role: 'admin' } });
     expect(asAdmin.status).toBe(403);
     expect(asAdmin.body.code).toBe('GRANT_EXCEEDS_OWN');
-    const withAudit = await agent.api('POST', '/users', { token, body: { username: 'sneaky', email: 's@example.com', password: PASS, role: 'viewer', permissions: ['audit:write'] } });
+    const withAudit = await agent.api('POST', '/users', {
+      token,
+      body: { username: 'sneaky', email: 's@example.com', password: PASS, role: 'viewer', permissions: ['audit:write'] },
+    });
     expect(withAudit.status).toBe(403);
     const ok = await agent.api('POST', '/users', { token, body: { username: 'helper1', email: 'h@example.com', password: PASS, role: 'viewer' } });
     expect(ok.status).toBe(201);
     expect(ok.body.data.scope).toBe('deployments');
     // An admin is global by definition.
-    expect((await agent.api('POST', '/users', { body: { username: 'scopedadmin', email: 'sa@example.com', password: PASS, role: 'admin', scope: 'deployments' } })).status).toBe(400);
+    expect(
+      (await agent.api('POST', '/users', { body: { username: 'scopedadmin', email: 'sa@example.com', password: PASS, role: 'admin', scope: 'deployments' } }))
+        .status,
+    ).toBe(400);
     const admin = (await agent.api('GET', '/users/me')).body.data as { id: number };
     expect((await agent.api('PUT', `/users/${admin.id}`, { token, body: { email: 'x@example.com' } })).body.code).toBe('ADMIN_ONLY');
     expect((await agent.api('DELETE', `/users/${admin.id}`, { token })).status).toBe(403);
@@ -171,14 +185,21 @@ describe('users and per-deployment access', () => {
 
     const token = await agent.login('dora', PASS);
     const me = await agent.api('GET', '/users/me', { token });
-    expect(me.body.data.deployments).toEqual(expect.arrayContaining([{ deployment: 'shop', access_level: 'write' }, { deployment: 'blog', access_level: 'read' }]));
+    expect(me.body.data.deployments).toEqual(
+      expect.arrayContaining([
+        { deployment: 'shop', access_level: 'write' },
+        { deployment: 'blog', access_level: 'read' },
+      ]),
+    );
 
     const users = await agent.api('GET', '/deployments/shop/users');
     expect(users.status).toBe(200);
-    expect(users.body.data).toEqual(expect.arrayContaining([
-      expect.objectContaining({ username: 'admin', access_level: 'admin', source: 'role' }),
-      expect.objectContaining({ username: 'dora', access_level: 'write', source: 'grant' }),
-    ]));
+    expect(users.body.data).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ username: 'admin', access_level: 'admin', source: 'role' }),
+        expect.objectContaining({ username: 'dora', access_level: 'write', source: 'grant' }),
+      ]),
+    );
 
     const upd = await agent.api('PUT', `/users/${dora.id}/deployments/shop`, { body: { access_level: 'admin' } });
     expect(upd.body.data.access_level).toBe('admin');
@@ -201,7 +222,9 @@ describe('users and per-deployment access', () => {
     expect(assigned.status, assigned.text).toBe(201);
     // write (not admin) on app-b: 403; no access at all to secret-c: the same 404 as an unknown deployment.
     expect((await agent.api('POST', `/users/${member.id}/deployments`, { token, body: { deployment_name: 'app-b', access_level: 'read' } })).status).toBe(403);
-    expect((await agent.api('POST', `/users/${member.id}/deployments`, { token, body: { deployment_name: 'other-x', access_level: 'read' } })).status).toBe(404);
+    expect((await agent.api('POST', `/users/${member.id}/deployments`, { token, body: { deployment_name: 'other-x', access_level: 'read' } })).status).toBe(
+      404,
+    );
     expect((await agent.api('DELETE', `/users/${member.id}/deployments/secret-c`, { token })).status).toBe(404);
     expect((await agent.api('PUT', `/users/${member.id}/deployments/app-b`, { token, body: { access_level: 'read' } })).status).toBe(403);
 

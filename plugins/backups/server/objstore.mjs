@@ -67,12 +67,18 @@ const rfc3986 = (s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.ch
 
 function canonicalQuery(raw) {
   if (!raw) return '';
-  return raw.split('&').filter(Boolean).map((pair) => {
-    const i = pair.indexOf('=');
-    const k = decodeURIComponent((i === -1 ? pair : pair.slice(0, i)).replace(/\+/g, '%20'));
-    const v = i === -1 ? '' : decodeURIComponent(pair.slice(i + 1).replace(/\+/g, '%20'));
-    return [rfc3986(k), rfc3986(v)];
-  }).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)).map(([k, v]) => `${k}=${v}`).join('&');
+  return raw
+    .split('&')
+    .filter(Boolean)
+    .map((pair) => {
+      const i = pair.indexOf('=');
+      const k = decodeURIComponent((i === -1 ? pair : pair.slice(0, i)).replace(/\+/g, '%20'));
+      const v = i === -1 ? '' : decodeURIComponent(pair.slice(i + 1).replace(/\+/g, '%20'));
+      return [rfc3986(k), rfc3986(v)];
+    })
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`)
+    .join('&');
 }
 
 function authenticate(req, rawPath, rawQuery) {
@@ -85,15 +91,20 @@ function authenticate(req, rawPath, rawQuery) {
   if (service !== 's3' || term !== 'aws4_request') throw new S3Error(400, 'AuthorizationHeaderMalformed', 'bad credential scope');
   const amzDate = req.headers['x-amz-date'];
   if (typeof amzDate !== 'string' || !/^\d{8}T\d{6}Z$/.test(amzDate) || amzDate.slice(0, 8) !== date) throw new S3Error(403, 'AccessDenied', 'bad x-amz-date');
-  const when = Date.parse(`${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`);
-  if (Math.abs(Date.now() - when) > 15 * 60_000) throw new S3Error(403, 'RequestTimeTooSkewed', 'The difference between the request time and the server time is too large');
+  const when = Date.parse(
+    `${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`,
+  );
+  if (Math.abs(Date.now() - when) > 15 * 60_000)
+    throw new S3Error(403, 'RequestTimeTooSkewed', 'The difference between the request time and the server time is too large');
   const signed = m[2].split(';');
   const payload = req.headers['x-amz-content-sha256'];
   if (typeof payload !== 'string') throw new S3Error(400, 'InvalidRequest', 'x-amz-content-sha256 is required');
-  const headers = signed.map((h) => {
-    const v = req.headers[h];
-    return `${h}:${(Array.isArray(v) ? v.join(',') : v ?? '').trim().replace(/\s+/g, ' ')}\n`;
-  }).join('');
+  const headers = signed
+    .map((h) => {
+      const v = req.headers[h];
+      return `${h}:${(Array.isArray(v) ? v.join(',') : (v ?? '')).trim().replace(/\s+/g, ' ')}\n`;
+    })
+    .join('');
   const canonical = [req.method, rawPath, canonicalQuery(rawQuery), headers, m[2], payload].join('\n');
   const scope = `${date}/${region}/${service}/${term}`;
   const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256hex(canonical)].join('\n');
@@ -169,7 +180,8 @@ async function receive(req, path, payload) {
   try {
     await pipeline(stages);
     const sha256 = sha.digest('hex');
-    if (/^[0-9a-f]{64}$/.test(payload) && payload !== sha256) throw new S3Error(400, 'XAmzContentSHA256Mismatch', 'The provided x-amz-content-sha256 header does not match what was computed');
+    if (/^[0-9a-f]{64}$/.test(payload) && payload !== sha256)
+      throw new S3Error(400, 'XAmzContentSHA256Mismatch', 'The provided x-amz-content-sha256 header does not match what was computed');
     return { size, md5: md5.digest('hex'), md5raw: null };
   } catch (err) {
     await rm(path, { force: true });
@@ -208,7 +220,7 @@ function listObjects(res, bucketName, q) {
   const max = Math.max(0, Math.min(1000, Number(q.get('max-keys') ?? 1000)));
   const v2 = q.get('list-type') === '2';
   const token = q.get('continuation-token');
-  const after = token ? Buffer.from(token, 'base64url').toString('utf8') : v2 ? q.get('start-after') ?? '' : q.get('marker') ?? '';
+  const after = token ? Buffer.from(token, 'base64url').toString('utf8') : v2 ? (q.get('start-after') ?? '') : (q.get('marker') ?? '');
   const keys = [...bucket.objects.keys()].filter((k) => k.startsWith(prefix) && k > after).sort();
   const contents = [];
   const prefixes = new Set();
@@ -231,10 +243,23 @@ function listObjects(res, bucketName, q) {
     contents.push(bucket.objects.get(k));
     last = k;
   }
-  const items = contents.map((o) => `<Contents><Key>${esc(o.key)}</Key><LastModified>${o.last_modified}</LastModified><ETag>&quot;${o.etag}&quot;</ETag><Size>${o.size}</Size><StorageClass>STANDARD</StorageClass></Contents>`).join('');
+  const items = contents
+    .map(
+      (o) =>
+        `<Contents><Key>${esc(o.key)}</Key><LastModified>${o.last_modified}</LastModified><ETag>&quot;${o.etag}&quot;</ETag><Size>${o.size}</Size><StorageClass>STANDARD</StorageClass></Contents>`,
+    )
+    .join('');
   const common = [...prefixes].map((p) => `<CommonPrefixes><Prefix>${esc(p)}</Prefix></CommonPrefixes>`).join('');
-  const next = truncated ? (v2 ? `<NextContinuationToken>${Buffer.from(last).toString('base64url')}</NextContinuationToken>` : `<NextMarker>${esc(last)}</NextMarker>`) : '';
-  xml(res, 200, `<ListBucketResult xmlns="${XMLNS}"><Name>${esc(bucketName)}</Name><Prefix>${esc(prefix)}</Prefix>${v2 ? `<KeyCount>${contents.length + prefixes.size}</KeyCount>` : ''}<MaxKeys>${max}</MaxKeys>${delimiter ? `<Delimiter>${esc(delimiter)}</Delimiter>` : ''}<IsTruncated>${truncated}</IsTruncated>${next}${items}${common}</ListBucketResult>`);
+  const next = truncated
+    ? v2
+      ? `<NextContinuationToken>${Buffer.from(last).toString('base64url')}</NextContinuationToken>`
+      : `<NextMarker>${esc(last)}</NextMarker>`
+    : '';
+  xml(
+    res,
+    200,
+    `<ListBucketResult xmlns="${XMLNS}"><Name>${esc(bucketName)}</Name><Prefix>${esc(prefix)}</Prefix>${v2 ? `<KeyCount>${contents.length + prefixes.size}</KeyCount>` : ''}<MaxKeys>${max}</MaxKeys>${delimiter ? `<Delimiter>${esc(delimiter)}</Delimiter>` : ''}<IsTruncated>${truncated}</IsTruncated>${next}${items}${common}</ListBucketResult>`,
+  );
 }
 
 // ---- request handling -------------------------------------------------------------------------------------------
@@ -252,14 +277,22 @@ async function handle(req, res) {
 
   if (!bucketName) {
     if (m !== 'GET') throw new S3Error(405, 'MethodNotAllowed', 'method not allowed');
-    const list = [...buckets.entries()].sort().map(([n, b]) => `<Bucket><Name>${esc(n)}</Name><CreationDate>${b.created}</CreationDate></Bucket>`).join('');
-    return xml(res, 200, `<ListAllMyBucketsResult xmlns="${XMLNS}"><Owner><ID>agent</ID><DisplayName>agent</DisplayName></Owner><Buckets>${list}</Buckets></ListAllMyBucketsResult>`);
+    const list = [...buckets.entries()]
+      .sort()
+      .map(([n, b]) => `<Bucket><Name>${esc(n)}</Name><CreationDate>${b.created}</CreationDate></Bucket>`)
+      .join('');
+    return xml(
+      res,
+      200,
+      `<ListAllMyBucketsResult xmlns="${XMLNS}"><Owner><ID>agent</ID><DisplayName>agent</DisplayName></Owner><Buckets>${list}</Buckets></ListAllMyBucketsResult>`,
+    );
   }
   if (!BUCKET_RE.test(bucketName)) throw new S3Error(400, 'InvalidBucketName', 'The specified bucket is not valid');
 
   if (!key) {
     if (m === 'PUT') {
-      if (buckets.has(bucketName)) throw new S3Error(409, 'BucketAlreadyOwnedByYou', 'Your previous request to create the named bucket succeeded and you already own it');
+      if (buckets.has(bucketName))
+        throw new S3Error(409, 'BucketAlreadyOwnedByYou', 'Your previous request to create the named bucket succeeded and you already own it');
       mkdirSync(join(bucketsDir, bucketName), { recursive: true });
       const created = new Date().toISOString();
       await writeFile(join(bucketsDir, bucketName, '.bucket.json'), JSON.stringify({ created }));
@@ -293,11 +326,16 @@ async function handle(req, res) {
     const id = randomBytes(16).toString('hex');
     mkdirSync(join(uploadsDir, id));
     await writeFile(join(uploadsDir, id, 'info.json'), JSON.stringify({ bucket: bucketName, key, ...metaFrom(req) }));
-    return xml(res, 200, `<InitiateMultipartUploadResult xmlns="${XMLNS}"><Bucket>${esc(bucketName)}</Bucket><Key>${esc(key)}</Key><UploadId>${id}</UploadId></InitiateMultipartUploadResult>`);
+    return xml(
+      res,
+      200,
+      `<InitiateMultipartUploadResult xmlns="${XMLNS}"><Bucket>${esc(bucketName)}</Bucket><Key>${esc(key)}</Key><UploadId>${id}</UploadId></InitiateMultipartUploadResult>`,
+    );
   }
   const uploadId = q.get('uploadId');
   if (uploadId !== null) {
-    if (!/^[0-9a-f]{32}$/.test(uploadId) || !existsSync(join(uploadsDir, uploadId))) throw new S3Error(404, 'NoSuchUpload', 'The specified upload does not exist');
+    if (!/^[0-9a-f]{32}$/.test(uploadId) || !existsSync(join(uploadsDir, uploadId)))
+      throw new S3Error(404, 'NoSuchUpload', 'The specified upload does not exist');
     const dir = join(uploadsDir, uploadId);
     if (m === 'PUT') {
       const n = Number(q.get('partNumber'));
@@ -342,7 +380,11 @@ async function handle(req, res) {
       const etag = `${createHash('md5').update(Buffer.concat(md5s)).digest('hex')}-${numbers.length}`;
       await storeObject(info.bucket, info.key, tmp, size, etag, { content_type: info.content_type, metadata: info.metadata });
       await rm(dir, { recursive: true, force: true });
-      return xml(res, 200, `<CompleteMultipartUploadResult xmlns="${XMLNS}"><Location>/${esc(bucketName)}/${esc(key)}</Location><Bucket>${esc(bucketName)}</Bucket><Key>${esc(key)}</Key><ETag>&quot;${etag}&quot;</ETag></CompleteMultipartUploadResult>`);
+      return xml(
+        res,
+        200,
+        `<CompleteMultipartUploadResult xmlns="${XMLNS}"><Location>/${esc(bucketName)}/${esc(key)}</Location><Bucket>${esc(bucketName)}</Bucket><Key>${esc(key)}</Key><ETag>&quot;${etag}&quot;</ETag></CompleteMultipartUploadResult>`,
+      );
     }
   }
 
@@ -372,7 +414,10 @@ async function handle(req, res) {
       throw new S3Error(404, 'NoSuchKey', 'The specified key does not exist.');
     }
     const headers = {
-      'content-type': obj.content_type, 'content-length': obj.size, etag: `"${obj.etag}"`, 'last-modified': new Date(obj.last_modified).toUTCString(),
+      'content-type': obj.content_type,
+      'content-length': obj.size,
+      etag: `"${obj.etag}"`,
+      'last-modified': new Date(obj.last_modified).toUTCString(),
       'accept-ranges': 'none',
     };
     for (const [k, v] of Object.entries(obj.metadata ?? {})) headers[`x-amz-meta-${k}`] = v;

@@ -19,7 +19,13 @@ export type BackupConfig = Static<typeof BackupConfig>;
 type Stored = Omit<BackupConfig, 'next_run'>;
 
 export const DEFAULT_CONFIG: Stored = {
-  enabled: false, schedule: '0 3 * * *', retention: 7, include_database: true, exclude_patterns: [], destination: 'local', updated_at: null,
+  enabled: false,
+  schedule: '0 3 * * *',
+  retention: 7,
+  include_database: true,
+  exclude_patterns: [],
+  destination: 'local',
+  updated_at: null,
 };
 
 export class BackupConfigs {
@@ -77,7 +83,9 @@ export class BackupConfigs {
     if (!config.enabled) return;
     try {
       const handle = this.scheduler.job({
-        name: `config.${deployment}`, cron: config.schedule, description: `scheduled backup of ${deployment}`,
+        name: `config.${deployment}`,
+        cron: config.schedule,
+        description: `scheduled backup of ${deployment}`,
         run: async (run) => {
           const current = this.doc.data.configs[deployment];
           if (!current?.enabled) return;

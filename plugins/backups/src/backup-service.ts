@@ -11,7 +11,16 @@ import { pipeline } from 'node:stream/promises';
 import { errors, type Logger, type Principal } from '@agent/sdk';
 import { type DeploymentsService } from '@agent/plugin-deployments/api';
 import { type DockerService } from '@agent/plugin-docker/api';
-import { databaseDump, hashFile, verifyArchive, writeBackupArchive, ArchiveError, type DatabaseComponent, type DumpSource, type Manifest } from './archive/backup-archive.js';
+import {
+  databaseDump,
+  hashFile,
+  verifyArchive,
+  writeBackupArchive,
+  ArchiveError,
+  type DatabaseComponent,
+  type DumpSource,
+  type Manifest,
+} from './archive/backup-archive.js';
 import { excludeMatcher } from './archive/paths.js';
 import { backupView, type BackupRecord, type BackupStore, type BackupView } from './backup-store.js';
 import { DatabaseTools, type DatabaseService } from './databases.js';
@@ -78,7 +87,10 @@ export class BackupService {
     private readonly stores: StoreRegistry,
     private readonly options: ServiceOptions,
     private readonly log: Logger,
-    private readonly emit: (event: 'backup.finished' | 'restore.finished', payload: { id: string; deployment: string; success: boolean; error?: string }) => void,
+    private readonly emit: (
+      event: 'backup.finished' | 'restore.finished',
+      payload: { id: string; deployment: string; success: boolean; error?: string },
+    ) => void,
   ) {}
 
   private get deployments(): DeploymentsService {
@@ -128,7 +140,10 @@ export class BackupService {
     if (req.destination !== 'local') this.stores.get(req.destination);
     this.assertIdle(req.deployment);
     return this.jobs.submit({
-      type: 'backup', deployment: req.deployment, trigger: req.trigger, created_by: req.created_by,
+      type: 'backup',
+      deployment: req.deployment,
+      trigger: req.trigger,
+      created_by: req.created_by,
       run: (ctx) => this.runBackup(req, ctx),
     });
   }
@@ -149,17 +164,44 @@ export class BackupService {
       }
       const rel = (abs: string) => (abs && dirname(abs) === info.path ? abs.slice(info.path.length + 1) : null);
       const written = await writeBackupArchive({
-        folder: info.path, includeFiles: req.include_files, exclude: req.exclude_patterns, dumps,
-        meta: { id, deployment: req.deployment, created_at: new Date().toISOString(), description: req.description, compose_file: rel(info.compose_file), env_file: rel(info.env_file) },
-        output: this.archivePath(id), level: this.options.compressionLevel, signal: ctx.signal,
+        folder: info.path,
+        includeFiles: req.include_files,
+        exclude: req.exclude_patterns,
+        dumps,
+        meta: {
+          id,
+          deployment: req.deployment,
+          created_at: new Date().toISOString(),
+          description: req.description,
+          compose_file: rel(info.compose_file),
+          env_file: rel(info.env_file),
+        },
+        output: this.archivePath(id),
+        level: this.options.compressionLevel,
+        signal: ctx.signal,
         onProgress: (p) => ctx.progress({ step: p.step, bytes: p.bytes }),
       });
       let record: BackupRecord = {
-        id, deployment: req.deployment, description: req.description, status: 'completed', size: written.size, sha256: written.sha256,
-        include_files: req.include_files, include_database: req.include_database, exclude_patterns: req.exclude_patterns,
-        components: written.manifest.components.map((c) => ({ ...c })), warnings: written.manifest.warnings,
-        destination: req.destination, remote: null, upload_error: null, trigger: req.trigger, created_by: req.created_by,
-        created_at: written.manifest.created_at, duration_ms: 0, file: `${id}.tar.gz`, manifest: written.manifest,
+        id,
+        deployment: req.deployment,
+        description: req.description,
+        status: 'completed',
+        size: written.size,
+        sha256: written.sha256,
+        include_files: req.include_files,
+        include_database: req.include_database,
+        exclude_patterns: req.exclude_patterns,
+        components: written.manifest.components.map((c) => ({ ...c })),
+        warnings: written.manifest.warnings,
+        destination: req.destination,
+        remote: null,
+        upload_error: null,
+        trigger: req.trigger,
+        created_by: req.created_by,
+        created_at: written.manifest.created_at,
+        duration_ms: 0,
+        file: `${id}.tar.gz`,
+        manifest: written.manifest,
       };
       if (req.destination !== 'local') {
         ctx.progress({ step: `uploading to ${req.destination}` });
@@ -188,7 +230,10 @@ export class BackupService {
     try {
       if (!(await client.bucketExists(store.bucket))) await client.createBucket(store.bucket);
       await client.upload(store.bucket, key, createReadStream(this.archivePath(record.id)), {
-        length: record.size, contentType: 'application/gzip', metadata: { sha256: record.sha256 }, signal,
+        length: record.size,
+        contentType: 'application/gzip',
+        metadata: { sha256: record.sha256 },
+        signal,
       });
       return { ...record, remote: { store: storeName, bucket: store.bucket, key } };
     } catch (err) {
@@ -293,7 +338,11 @@ export class BackupService {
 
   startRestore(req: RestoreRequest): JobView {
     return this.jobs.submit({
-      type: 'restore', deployment: req.target_name, backup_id: req.backup_id, trigger: 'manual', created_by: req.created_by,
+      type: 'restore',
+      deployment: req.target_name,
+      backup_id: req.backup_id,
+      trigger: 'manual',
+      created_by: req.created_by,
       run: (ctx) => this.runRestore(req, ctx),
     });
   }

@@ -12,16 +12,18 @@ export const BackupView = Type.Object({
   include_files: Type.Boolean(),
   include_database: Type.Boolean(),
   exclude_patterns: Type.Array(Type.String()),
-  components: Type.Array(Type.Object({
-    name: Type.String(),
-    type: Type.String(),
-    size: Type.Integer(),
-    sha256: Type.String(),
-    entries: Type.Optional(Type.Integer()),
-    service: Type.Optional(Type.String()),
-    engine: Type.Optional(Type.String()),
-    databases: Type.Optional(Type.Array(Type.String())),
-  })),
+  components: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      type: Type.String(),
+      size: Type.Integer(),
+      sha256: Type.String(),
+      entries: Type.Optional(Type.Integer()),
+      service: Type.Optional(Type.String()),
+      engine: Type.Optional(Type.String()),
+      databases: Type.Optional(Type.Array(Type.String())),
+    }),
+  ),
   warnings: Type.Array(Type.String()),
   destination: Type.String({ description: "'local' or the object store it was uploaded to" }),
   remote: Type.Union([Type.Object({ store: Type.String(), bucket: Type.String(), key: Type.String() }), Type.Null()]),
@@ -59,7 +61,9 @@ export class BackupStore {
   }
 
   insert(record: BackupRecord): void {
-    this.db.prepare('INSERT INTO backups (id, deployment, created_at, record) VALUES (?, ?, ?, ?)').run(record.id, record.deployment, record.created_at, JSON.stringify(record));
+    this.db
+      .prepare('INSERT INTO backups (id, deployment, created_at, record) VALUES (?, ?, ?, ?)')
+      .run(record.id, record.deployment, record.created_at, JSON.stringify(record));
   }
 
   update(record: BackupRecord): void {
@@ -73,9 +77,11 @@ export class BackupStore {
 
   /** Newest first. */
   list(deployment?: string): BackupRecord[] {
-    const rows = (deployment
-      ? this.db.prepare('SELECT record FROM backups WHERE deployment = ? ORDER BY created_at DESC, rowid DESC').all(deployment)
-      : this.db.prepare('SELECT record FROM backups ORDER BY created_at DESC, rowid DESC').all()) as { record: string }[];
+    const rows = (
+      deployment
+        ? this.db.prepare('SELECT record FROM backups WHERE deployment = ? ORDER BY created_at DESC, rowid DESC').all(deployment)
+        : this.db.prepare('SELECT record FROM backups ORDER BY created_at DESC, rowid DESC').all()
+    ) as { record: string }[];
     return rows.map((r) => JSON.parse(r.record) as BackupRecord);
   }
 

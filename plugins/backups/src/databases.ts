@@ -28,23 +28,31 @@ const MYSQL_SYSTEM = new Set(['information_schema', 'performance_schema', 'mysql
 export function engineOf(definition: Record<string, any>): DatabaseEngine | null {
   const labels = definition?.labels;
   let label: string | undefined;
-  if (Array.isArray(labels)) label = labels.map(String).find((l) => l.startsWith('agent.backup.engine='))?.split('=')[1];
+  if (Array.isArray(labels))
+    label = labels
+      .map(String)
+      .find((l) => l.startsWith('agent.backup.engine='))
+      ?.split('=')[1];
   else if (labels && typeof labels === 'object') label = labels['agent.backup.engine'];
   if (label === 'none') return null;
   if (label === 'mysql' || label === 'mariadb') return 'mysql';
   if (label === 'postgres' || label === 'postgresql') return 'postgres';
-  const image = String(definition?.image ?? '').toLowerCase().split('@')[0]!;
+  const image = String(definition?.image ?? '')
+    .toLowerCase()
+    .split('@')[0]!;
   const repo = image.split(':')[0]!.split('/').pop() ?? '';
   if (/mariadb|mysql|percona/.test(repo)) return 'mysql';
   if (/postgres|postgis|timescale/.test(repo)) return 'postgres';
   return null;
 }
 
-const envMap = (env: string[]): Record<string, string> =>
-  Object.fromEntries(env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+const envMap = (env: string[]): Record<string, string> => Object.fromEntries(env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
 
 export class DatabaseTools {
-  constructor(private readonly docker: DockerService, private readonly deployments: DeploymentsService) {}
+  constructor(
+    private readonly docker: DockerService,
+    private readonly deployments: DeploymentsService,
+  ) {}
 
   /** Compose services of a deployment that are databases (whether or not they run). */
   async declared(name: string): Promise<{ service: string; engine: DatabaseEngine }[]> {
@@ -65,13 +73,24 @@ export class DatabaseTools {
     const env = envMap(details.env);
     if (engine === 'mysql') {
       const rootPw = env.MARIADB_ROOT_PASSWORD ?? env.MYSQL_ROOT_PASSWORD;
-      const user = rootPw !== undefined ? 'root' : env.MARIADB_USER ?? env.MYSQL_USER ?? 'root';
+      const user = rootPw !== undefined ? 'root' : (env.MARIADB_USER ?? env.MYSQL_USER ?? 'root');
       const pw = rootPw ?? env.MARIADB_PASSWORD ?? env.MYSQL_PASSWORD ?? '';
-      return { service, engine, container_id: summary.id, user, env: pw ? [`MYSQL_PWD=${pw}`] : [], default_db: env.MARIADB_DATABASE ?? env.MYSQL_DATABASE ?? null };
+      return {
+        service,
+        engine,
+        container_id: summary.id,
+        user,
+        env: pw ? [`MYSQL_PWD=${pw}`] : [],
+        default_db: env.MARIADB_DATABASE ?? env.MYSQL_DATABASE ?? null,
+      };
     }
     const user = env.POSTGRES_USER ?? 'postgres';
     return {
-      service, engine, container_id: summary.id, user, env: env.POSTGRES_PASSWORD ? [`PGPASSWORD=${env.POSTGRES_PASSWORD}`] : [],
+      service,
+      engine,
+      container_id: summary.id,
+      user,
+      env: env.POSTGRES_PASSWORD ? [`PGPASSWORD=${env.POSTGRES_PASSWORD}`] : [],
       default_db: env.POSTGRES_DB ?? user,
     };
   }
@@ -88,9 +107,10 @@ export class DatabaseTools {
 
   /** Whether the server answers a trivial query. */
   async ready(db: DatabaseService): Promise<boolean> {
-    const argv = db.engine === 'mysql'
-      ? [await this.mysqlProgram(db, 'client').catch(() => 'mysql'), '-u', db.user, '-e', 'SELECT 1']
-      : ['psql', '-U', db.user, '-d', db.default_db ?? 'postgres', '-At', '-c', 'SELECT 1'];
+    const argv =
+      db.engine === 'mysql'
+        ? [await this.mysqlProgram(db, 'client').catch(() => 'mysql'), '-u', db.user, '-e', 'SELECT 1']
+        : ['psql', '-U', db.user, '-d', db.default_db ?? 'postgres', '-At', '-c', 'SELECT 1'];
     const r = await this.docker.exec(db.container_id, argv, { env: db.env, timeoutMs: 15_000 }).catch(() => null);
     return !!r && r.exit_code === 0;
   }
@@ -106,18 +126,33 @@ export class DatabaseTools {
 
   /** The user databases of the server (system schemas left out). */
   async databases(db: DatabaseService): Promise<string[]> {
-    const argv = db.engine === 'mysql'
-      ? [await this.mysqlProgram(db, 'client'), '-u', db.user, '-N', '-B', '-e', 'SHOW DATABASES']
-      : ['psql', '-U', db.user, '-d', db.default_db ?? 'postgres', '-At', '-c', "SELECT datname FROM pg_database WHERE NOT datistemplate AND datname <> 'postgres' ORDER BY datname"];
+    const argv =
+      db.engine === 'mysql'
+        ? [await this.mysqlProgram(db, 'client'), '-u', db.user, '-N', '-B', '-e', 'SHOW DATABASES']
+        : [
+            'psql',
+            '-U',
+            db.user,
+            '-d',
+            db.default_db ?? 'postgres',
+            '-At',
+            '-c',
+            "SELECT datname FROM pg_database WHERE NOT datistemplate AND datname <> 'postgres' ORDER BY datname",
+          ];
     const r = await this.docker.exec(db.container_id, argv, { env: db.env, timeoutMs: 60_000 });
     if (r.exit_code !== 0) throw new Error(`listing databases of '${db.service}' failed: ${r.stderr.trim().slice(0, 500)}`);
-    return r.stdout.split('\n').map((s) => s.trim()).filter((s) => s && SAFE_DB.test(s) && !(db.engine === 'mysql' && MYSQL_SYSTEM.has(s)));
+    return r.stdout
+      .split('\n')
+      .map((s) => s.trim())
+      .filter((s) => s && SAFE_DB.test(s) && !(db.engine === 'mysql' && MYSQL_SYSTEM.has(s)));
   }
 
   /** A dump of the given databases, streamed from the container. */
   dumpSource(db: DatabaseService, databases: string[], signal?: AbortSignal): DumpSource {
     return {
-      service: db.service, engine: db.engine, databases,
+      service: db.service,
+      engine: db.engine,
+      databases,
       open: async () => (db.engine === 'mysql' ? this.openMysqlDump(db, databases, signal) : this.openPostgresDump(db, databases, signal)),
     };
   }
@@ -125,9 +160,11 @@ export class DatabaseTools {
   private async openMysqlDump(db: DatabaseService, databases: string[], signal?: AbortSignal) {
     if (databases.length === 0) return { stdout: (async function* () {})(), finish: async () => undefined };
     const program = await this.mysqlProgram(db, 'dump');
-    const run = await this.docker.execStream(db.container_id, [
-      program, '-u', db.user, '--single-transaction', '--quick', '--routines', '--events', '--triggers', '--add-drop-table', '--databases', ...databases,
-    ], { env: db.env, signal });
+    const run = await this.docker.execStream(
+      db.container_id,
+      [program, '-u', db.user, '--single-transaction', '--quick', '--routines', '--events', '--triggers', '--add-drop-table', '--databases', ...databases],
+      { env: db.env, signal },
+    );
     return {
       stdout: run.stdout as AsyncIterable<Buffer>,
       finish: async () => {
@@ -146,7 +183,10 @@ export class DatabaseTools {
         yield Buffer.from(
           `SELECT 'CREATE DATABASE "${name}"' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '${name}')\\gexec\n\\connect "${name}"\n`,
         );
-        const run = await docker.execStream(db.container_id, ['pg_dump', '-U', db.user, '--clean', '--if-exists', '--no-owner', '-d', name], { env: db.env, signal });
+        const run = await docker.execStream(db.container_id, ['pg_dump', '-U', db.user, '--clean', '--if-exists', '--no-owner', '-d', name], {
+          env: db.env,
+          signal,
+        });
         yield* run.stdout as AsyncIterable<Buffer>;
         const code = await run.wait();
         if (code !== 0) failures.push(`pg_dump of '${name}' in '${db.service}' exited with ${code}: ${run.stderr().trim().slice(0, 500)}`);
@@ -163,9 +203,10 @@ export class DatabaseTools {
 
   /** Loads a dump (a stream of SQL) into the server through its client, reading from stdin. */
   async load(db: DatabaseService, dump: AsyncIterable<Buffer>, signal?: AbortSignal): Promise<void> {
-    const argv = db.engine === 'mysql'
-      ? [await this.mysqlProgram(db, 'client'), '-u', db.user]
-      : ['psql', '-U', db.user, '-d', db.default_db ?? 'postgres', '-v', 'ON_ERROR_STOP=1', '-q'];
+    const argv =
+      db.engine === 'mysql'
+        ? [await this.mysqlProgram(db, 'client'), '-u', db.user]
+        : ['psql', '-U', db.user, '-d', db.default_db ?? 'postgres', '-v', 'ON_ERROR_STOP=1', '-q'];
     const run = await this.docker.execStream(db.container_id, argv, { env: db.env, stdin: true, signal });
     // The client's output is not needed but must be drained so it never blocks.
     const drained = (async () => {

@@ -21,16 +21,34 @@ export default definePlugin({
   version: '0.1.0',
   description: 'Backups, restores, backup schedules and S3 object stores',
   config: Type.Object({
-    backups: Type.Object({
-      directory: Type.String({ default: '', description: 'where archives are kept (default <data>/plugins/backups/archives)' }),
-      compression_level: Type.Integer({ minimum: 1, maximum: 9, default: 6, description: 'gzip level' }),
-      restore_ready_timeout: Type.Integer({ minimum: 5, maximum: 3600, default: 120, description: 'seconds to wait for a database service during a restore' }),
-      managed_store_labels: Type.Record(Type.String(), Type.String(), { default: {}, description: 'extra container labels of managed object stores' }),
-    }, { default: {} }),
+    backups: Type.Object(
+      {
+        directory: Type.String({ default: '', description: 'where archives are kept (default <data>/plugins/backups/archives)' }),
+        compression_level: Type.Integer({ minimum: 1, maximum: 9, default: 6, description: 'gzip level' }),
+        restore_ready_timeout: Type.Integer({
+          minimum: 5,
+          maximum: 3600,
+          default: 120,
+          description: 'seconds to wait for a database service during a restore',
+        }),
+        managed_store_labels: Type.Record(Type.String(), Type.String(), { default: {}, description: 'extra container labels of managed object stores' }),
+      },
+      { default: {} },
+    ),
   }),
   resources: {
-    backups: { description: 'backups, restores, backup jobs and backup configurations (of a deployment, wherever its archives are stored)', operator: 'write', viewer: 'read', owner: 'deployment' },
-    'object-stores': { description: 'S3 object stores, their buckets and objects (backups in them stay their deployment\'s)', operator: 'write', viewer: 'read', owner: 'global' },
+    backups: {
+      description: 'backups, restores, backup jobs and backup configurations (of a deployment, wherever its archives are stored)',
+      operator: 'write',
+      viewer: 'read',
+      owner: 'deployment',
+    },
+    'object-stores': {
+      description: "S3 object stores, their buckets and objects (backups in them stay their deployment's)",
+      operator: 'write',
+      viewer: 'read',
+      owner: 'global',
+    },
   },
   deps: { deployments: optional(deploymentsService), docker: optional(dockerService) },
   provides: { backups: backupsService },
@@ -38,11 +56,13 @@ export default definePlugin({
   async setup(ctx, deps) {
     const cfg = ctx.config.backups;
     const archiveDir = cfg.directory ? (isAbsolute(cfg.directory) ? cfg.directory : join(ctx.agent.dataDir, cfg.directory)) : join(ctx.dataDir, 'archives');
-    const need = <T>(get: () => T | undefined, what: string) => (): T => {
-      const svc = get();
-      if (!svc) throw errors.unavailable(`the ${what} service is not available (enable the deployments and docker plugins)`, 'SERVICE_UNAVAILABLE');
-      return svc;
-    };
+    const need =
+      <T>(get: () => T | undefined, what: string) =>
+      (): T => {
+        const svc = get();
+        if (!svc) throw errors.unavailable(`the ${what} service is not available (enable the deployments and docker plugins)`, 'SERVICE_UNAVAILABLE');
+        return svc;
+      };
     const services = { deployments: need<DeploymentsService>(() => deps.deployments, 'deployments'), docker: need<DockerService>(() => deps.docker, 'docker') };
     const deploymentExists = (name: string) => !!deps.deployments?.get(name);
 
@@ -51,11 +71,22 @@ export default definePlugin({
     const store = new BackupStore(db);
     const stores = await StoreRegistry.open(ctx.store);
     const service = new BackupService(
-      services, store, jobs, stores,
+      services,
+      store,
+      jobs,
+      stores,
       { archiveDir, compressionLevel: cfg.compression_level, readyTimeoutMs: cfg.restore_ready_timeout * 1000 },
-      ctx.log, (event, payload) => ctx.events.emit(event, payload),
+      ctx.log,
+      (event, payload) => ctx.events.emit(event, payload),
     );
-    const managed = new ManagedStores({ stores, ...services, packageDir: ctx.packageDir, workDir: ctx.dataDir, log: ctx.log, labels: cfg.managed_store_labels });
+    const managed = new ManagedStores({
+      stores,
+      ...services,
+      packageDir: ctx.packageDir,
+      workDir: ctx.dataDir,
+      log: ctx.log,
+      labels: cfg.managed_store_labels,
+    });
 
     /** Runs a backup job to its end (scheduled backups and scheduler tasks wait for the result). */
     const backupAndWait = async (input: Parameters<BackupsService['backup']>[0], output?: (line: string) => void) => {
@@ -63,9 +94,15 @@ export default definePlugin({
       const exclude = input.exclude_patterns ?? config.exclude_patterns;
       checkPatterns(exclude);
       const job = service.startBackup({
-        deployment: input.deployment, include_files: true, include_database: input.include_database ?? config.include_database,
-        exclude_patterns: exclude, description: input.description ?? '', destination: input.destination ?? config.destination,
-        trigger: input.trigger ?? 'task', created_by: input.created_by ?? null, retention: input.retention,
+        deployment: input.deployment,
+        include_files: true,
+        include_database: input.include_database ?? config.include_database,
+        exclude_patterns: exclude,
+        description: input.description ?? '',
+        destination: input.destination ?? config.destination,
+        trigger: input.trigger ?? 'task',
+        created_by: input.created_by ?? null,
+        retention: input.retention,
       });
       output?.(`backup job ${job.id} queued`);
       const done = await jobs.wait(job.id);
@@ -80,18 +117,37 @@ export default definePlugin({
       if (!deploymentExists(deployment)) throw new Error(`deployment '${deployment}' no longer exists`);
       // Background work is audited by the plugin (requests are audited by the core).
       try {
-        const done = await backupAndWait({
-          deployment, include_database: config.include_database, exclude_patterns: config.exclude_patterns,
-          destination: config.destination, trigger: 'scheduled', retention: config.retention, description: 'scheduled backup',
-        }, output);
+        const done = await backupAndWait(
+          {
+            deployment,
+            include_database: config.include_database,
+            exclude_patterns: config.exclude_patterns,
+            destination: config.destination,
+            trigger: 'scheduled',
+            retention: config.retention,
+            description: 'scheduled backup',
+          },
+          output,
+        );
         await ctx.audit({
-          action: 'backups.scheduled', resource_type: 'backups', resource_id: done.backup_id, deployment, success: true, detail: { size: done.size },
+          action: 'backups.scheduled',
+          resource_type: 'backups',
+          resource_id: done.backup_id,
+          deployment,
+          success: true,
+          detail: { size: done.size },
         });
       } catch (err) {
         // The run's own error is what its execution reports (the kernel logs an audit failure).
-        await ctx.audit({
-          action: 'backups.scheduled', resource_type: 'backups', deployment, success: false, detail: { error: (err as Error).message.slice(0, 300) },
-        }).catch(() => undefined);
+        await ctx
+          .audit({
+            action: 'backups.scheduled',
+            resource_type: 'backups',
+            deployment,
+            success: false,
+            detail: { error: (err as Error).message.slice(0, 300) },
+          })
+          .catch(() => undefined);
         throw err;
       }
     });

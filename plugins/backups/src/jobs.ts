@@ -86,13 +86,26 @@ export interface JobSpec {
 }
 
 export const newId = (prefix: string): string =>
-  `${prefix}_${new Date().toISOString().replace(/[-:TZ.]/g, '').slice(0, 14)}_${randomBytes(4).toString('hex')}`;
+  `${prefix}_${new Date()
+    .toISOString()
+    .replace(/[-:TZ.]/g, '')
+    .slice(0, 14)}_${randomBytes(4).toString('hex')}`;
 
 const view = (r: Row): JobView => ({
-  id: r.id, type: r.type, status: r.status, deployment: r.deployment, backup_id: r.backup_id, trigger: r.trigger,
+  id: r.id,
+  type: r.type,
+  status: r.status,
+  deployment: r.deployment,
+  backup_id: r.backup_id,
+  trigger: r.trigger,
   progress: { step: r.step, bytes: r.bytes, total_bytes: r.total_bytes },
-  error: r.error, result: r.result ? (JSON.parse(r.result) as Record<string, unknown>) : null, created_by: r.created_by,
-  created_at: r.created_at, started_at: r.started_at, finished_at: r.finished_at, duration_ms: r.duration_ms,
+  error: r.error,
+  result: r.result ? (JSON.parse(r.result) as Record<string, unknown>) : null,
+  created_by: r.created_by,
+  created_at: r.created_at,
+  started_at: r.started_at,
+  finished_at: r.finished_at,
+  duration_ms: r.duration_ms,
 });
 
 export class Jobs {
@@ -101,11 +114,15 @@ export class Jobs {
   private readonly shutdown = new AbortController();
   private readonly finished = new Set<(job: JobView) => void>();
 
-  constructor(private readonly db: SqlDatabase, private readonly log: Logger) {
+  constructor(
+    private readonly db: SqlDatabase,
+    private readonly log: Logger,
+  ) {
     db.exec(SCHEMA);
     // Jobs cut short by a stop or a crash are failed, never left running.
-    db.prepare(`UPDATE jobs SET status = 'failed', error = 'interrupted: the agent stopped while the job ran', finished_at = ? WHERE status IN ('pending', 'running')`)
-      .run(new Date().toISOString());
+    db.prepare(
+      `UPDATE jobs SET status = 'failed', error = 'interrupted: the agent stopped while the job ran', finished_at = ? WHERE status IN ('pending', 'running')`,
+    ).run(new Date().toISOString());
   }
 
   get(id: string): JobView | undefined {
@@ -136,7 +153,9 @@ export class Jobs {
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM jobs ${clause}`).get(...args) as { n: number }).n;
-    const rows = this.db.prepare(`SELECT * FROM jobs ${clause} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`).all(...args, filter.limit, filter.offset) as Row[];
+    const rows = this.db
+      .prepare(`SELECT * FROM jobs ${clause} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
+      .all(...args, filter.limit, filter.offset) as Row[];
     return { items: rows.map((r) => (this.live.has(r.id) ? view(this.live.get(r.id)!) : view(r))), total };
   }
 
@@ -164,16 +183,33 @@ export class Jobs {
   submit(spec: JobSpec, lane = 'default'): JobView {
     const id = newId('job');
     const row: Row = {
-      id, type: spec.type, status: 'pending', deployment: spec.deployment, backup_id: spec.backup_id ?? null, trigger: spec.trigger,
-      step: 'queued', bytes: 0, total_bytes: null, error: null, result: null, created_by: spec.created_by,
-      created_at: new Date().toISOString(), started_at: null, finished_at: null, duration_ms: null,
+      id,
+      type: spec.type,
+      status: 'pending',
+      deployment: spec.deployment,
+      backup_id: spec.backup_id ?? null,
+      trigger: spec.trigger,
+      step: 'queued',
+      bytes: 0,
+      total_bytes: null,
+      error: null,
+      result: null,
+      created_by: spec.created_by,
+      created_at: new Date().toISOString(),
+      started_at: null,
+      finished_at: null,
+      duration_ms: null,
     };
-    this.db.prepare(`INSERT INTO jobs (id, type, status, deployment, backup_id, trigger, step, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+    this.db
+      .prepare(`INSERT INTO jobs (id, type, status, deployment, backup_id, trigger, step, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
       .run(id, row.type, row.status, row.deployment, row.backup_id, row.trigger, row.step, row.created_by, row.created_at);
     this.live.set(id, row);
     const previous = this.lanes.get(lane) ?? Promise.resolve();
     const done = previous.then(() => this.execute(row, spec));
-    this.lanes.set(lane, done.catch(() => undefined));
+    this.lanes.set(
+      lane,
+      done.catch(() => undefined),
+    );
     return view(row);
   }
 
@@ -190,17 +226,24 @@ export class Jobs {
             resolve();
           }
         });
-        signal?.addEventListener('abort', () => {
-          off();
-          resolve();
-        }, { once: true });
+        signal?.addEventListener(
+          'abort',
+          () => {
+            off();
+            resolve();
+          },
+          { once: true },
+        );
       });
       signal?.throwIfAborted();
     }
   }
 
   private save(row: Row): void {
-    this.db.prepare(`UPDATE jobs SET status = ?, step = ?, bytes = ?, total_bytes = ?, error = ?, result = ?, started_at = ?, finished_at = ?, duration_ms = ?, backup_id = ? WHERE id = ?`)
+    this.db
+      .prepare(
+        `UPDATE jobs SET status = ?, step = ?, bytes = ?, total_bytes = ?, error = ?, result = ?, started_at = ?, finished_at = ?, duration_ms = ?, backup_id = ? WHERE id = ?`,
+      )
       .run(row.status, row.step, row.bytes, row.total_bytes, row.error, row.result, row.started_at, row.finished_at, row.duration_ms, row.backup_id, row.id);
   }
 

@@ -20,15 +20,27 @@ function tree(root: string, rel = ''): Record<string, string> {
     const st = lstatSync(join(root, r));
     if (st.isDirectory()) Object.assign(out, { [`${r}/`]: 'dir' }, tree(root, r));
     else if (st.isSymbolicLink()) out[r] = `-> ${readlinkSync(join(root, r))}`;
-    else out[r] = createHash('sha256').update(readFileSync(join(root, r))).digest('hex');
+    else
+      out[r] = createHash('sha256')
+        .update(readFileSync(join(root, r)))
+        .digest('hex');
   }
   return out;
 }
 
-const meta = (id: string) => ({ id, deployment: 'app', created_at: new Date().toISOString(), description: '', compose_file: 'docker-compose.yml', env_file: '.env' });
+const meta = (id: string) => ({
+  id,
+  deployment: 'app',
+  created_at: new Date().toISOString(),
+  description: '',
+  compose_file: 'docker-compose.yml',
+  env_file: '.env',
+});
 
 const dumpOf = (data: Buffer, service = 'db'): DumpSource => ({
-  service, engine: 'postgres', databases: ['app'],
+  service,
+  engine: 'postgres',
+  databases: ['app'],
   open: async () => ({
     stdout: (async function* () {
       for (let i = 0; i < data.length; i += 100_000) yield data.subarray(i, i + 100_000);
@@ -57,7 +69,14 @@ describe('backup archive', () => {
   it('round-trips files and a dump in parts, byte for byte, honouring exclude globs', async () => {
     const dump = randomBytes(DUMP_PART_SIZE * 2 + 1234);
     const out = join(work, 'a.tar.gz');
-    const written = await writeBackupArchive({ folder: src, includeFiles: true, exclude: ['*.log', 'data/cache'], dumps: [dumpOf(dump)], meta: meta('a'), output: out });
+    const written = await writeBackupArchive({
+      folder: src,
+      includeFiles: true,
+      exclude: ['*.log', 'data/cache'],
+      dumps: [dumpOf(dump)],
+      meta: meta('a'),
+      output: out,
+    });
     expect(existsSync(`${out}.partial`)).toBe(false);
     expect(statSync(out).size).toBe(written.size);
     const db = written.manifest.components.find((c) => c.type === 'database')!;
@@ -99,7 +118,10 @@ describe('backup archive', () => {
   });
 
   it('refuses entries that climb out of the folder', async () => {
-    const evil = Buffer.concat([encodeHeader({ path: 'files/../../etc/evil', type: 'file', size: 0, mode: 0o644, mtime: 0, linkname: '' }), Buffer.alloc(1024)]);
+    const evil = Buffer.concat([
+      encodeHeader({ path: 'files/../../etc/evil', type: 'file', size: 0, mode: 0o644, mtime: 0, linkname: '' }),
+      Buffer.alloc(1024),
+    ]);
     const out = join(work, 'evil.tar.gz');
     writeFileSync(out, gzipSync(evil));
     await expect(verifyArchive(out, { extractTo: join(work, 'evil') })).rejects.toThrow(/unsafe path/);
@@ -107,8 +129,20 @@ describe('backup archive', () => {
 
   it('a failed dump leaves no archive behind', async () => {
     const out = join(work, 'd.tar.gz');
-    const failing: DumpSource = { ...dumpOf(Buffer.from('x')), open: async () => ({ stdout: (async function* () { yield Buffer.from('partial'); })(), finish: async () => { throw new Error('pg_dump exited with 1'); } }) };
-    await expect(writeBackupArchive({ folder: src, includeFiles: true, exclude: [], dumps: [failing], meta: meta('d'), output: out })).rejects.toThrow(/pg_dump/);
+    const failing: DumpSource = {
+      ...dumpOf(Buffer.from('x')),
+      open: async () => ({
+        stdout: (async function* () {
+          yield Buffer.from('partial');
+        })(),
+        finish: async () => {
+          throw new Error('pg_dump exited with 1');
+        },
+      }),
+    };
+    await expect(writeBackupArchive({ folder: src, includeFiles: true, exclude: [], dumps: [failing], meta: meta('d'), output: out })).rejects.toThrow(
+      /pg_dump/,
+    );
     expect(existsSync(out) || existsSync(`${out}.partial`)).toBe(false);
   });
 
@@ -133,7 +167,9 @@ describe('backup archive', () => {
           rmSync(join(folder, 'data'), { recursive: true, force: true });
           symlinkSync(outside, join(folder, 'data'));
         }
-      } catch { /* racing the reader */ }
+      } catch {
+        /* racing the reader */
+      }
     }, 0);
     try {
       for (let i = 0; i < 40; i++) {

@@ -59,9 +59,20 @@ async function restore(id: string, body: Record<string, unknown>) {
 beforeAll(async () => {
   const image = ensurePostgresImage();
   [agent, s3] = await Promise.all([startAgent({ plugins: ['docker', 'deployments', 'backups'] }), startS3Server()]);
-  const reg = await agent.api('POST', '/object-stores', { body: { name: 'offsite', endpoint: s3.endpoint, access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey, bucket: 'agent-backups', prefix: 'host1/' } });
+  const reg = await agent.api('POST', '/object-stores', {
+    body: {
+      name: 'offsite',
+      endpoint: s3.endpoint,
+      access_key_id: s3.accessKeyId,
+      secret_access_key: s3.secretAccessKey,
+      bucket: 'agent-backups',
+      prefix: 'host1/',
+    },
+  });
   expect(reg.status, reg.text).toBe(201);
-  const created = await agent.api('POST', '/deployments', { body: { name: app, compose_content: compose(image), env_vars: [{ key: 'DB_PASSWORD', value: 'pg-Secret-1' }], auto_start: true } });
+  const created = await agent.api('POST', '/deployments', {
+    body: { name: app, compose_content: compose(image), env_vars: [{ key: 'DB_PASSWORD', value: 'pg-Secret-1' }], auto_start: true },
+  });
   expect(created.status, created.text).toBe(201);
   folder = created.body.data.path;
   mkdirSync(join(folder, 'data/nested'), { recursive: true });
@@ -199,13 +210,18 @@ describe('backups and restores', () => {
 
   it('a restore that fails half-way puts the target back as it was (files and rows)', async () => {
     const other = uniqueName('other');
-    const created = await agent.api('POST', '/deployments', { body: { name: other, compose_content: compose(ensurePostgresImage()), env_vars: [{ key: 'DB_PASSWORD', value: 'other-pw' }], auto_start: true } });
+    const created = await agent.api('POST', '/deployments', {
+      body: { name: other, compose_content: compose(ensurePostgresImage()), env_vars: [{ key: 'DB_PASSWORD', value: 'other-pw' }], auto_start: true },
+    });
     expect(created.status, created.text).toBe(201);
     const otherFolder = created.body.data.path;
     writeFileSync(join(otherFolder, 'precious.txt'), 'keep me');
     await waitPostgres(other);
     // A table the backup does not know depends on 'items': loading the dump (which drops 'items') fails.
-    psql(other, 'CREATE TABLE items (id int PRIMARY KEY, name text); INSERT INTO items VALUES (1, \'one\'), (2, \'two\'); CREATE TABLE refs (item_id int REFERENCES items(id)); INSERT INTO refs VALUES (1);');
+    psql(
+      other,
+      "CREATE TABLE items (id int PRIMARY KEY, name text); INSERT INTO items VALUES (1, 'one'), (2, 'two'); CREATE TABLE refs (item_id int REFERENCES items(id)); INSERT INTO refs VALUES (1);",
+    );
     const before = treeHashes(otherFolder);
     const job = await restore(full.id, { target_name: other });
     expect(job.status).toBe('failed');
@@ -224,11 +240,19 @@ describe('backups and restores', () => {
     });
     expect(put.status, put.text).toBe(200);
     expect(put.body.data).toMatchObject({ enabled: true, retention: 2, next_run: expect.any(String) });
-    await until(() => agent.api('GET', '/backups/jobs', { query: { deployment: app, type: 'backup', limit: 100 } }),
-      (r) => r.body.data.filter((j: any) => j.trigger === 'scheduled' && j.status === 'completed').length >= 3, 90_000, 500);
+    await until(
+      () => agent.api('GET', '/backups/jobs', { query: { deployment: app, type: 'backup', limit: 100 } }),
+      (r) => r.body.data.filter((j: any) => j.trigger === 'scheduled' && j.status === 'completed').length >= 3,
+      90_000,
+      500,
+    );
     expect((await agent.api('PUT', `/deployments/${app}/backup-config`, { body: { enabled: false } })).status).toBe(200);
-    await until(() => agent.api('GET', '/backups/jobs', { query: { deployment: app, limit: 100 } }),
-      (r) => r.body.data.every((j: any) => j.status === 'completed' || j.status === 'failed'), 60_000, 300);
+    await until(
+      () => agent.api('GET', '/backups/jobs', { query: { deployment: app, limit: 100 } }),
+      (r) => r.body.data.every((j: any) => j.status === 'completed' || j.status === 'failed'),
+      60_000,
+      300,
+    );
     const list = (await agent.api('GET', `/deployments/${app}/backups`)).body.data;
     expect(list).toHaveLength(2);
     expect(list.every((b: any) => b.trigger === 'scheduled')).toBe(true);
@@ -247,8 +271,11 @@ describe('backups and restores', () => {
     writeFileSync(file, good);
     expect(job.status, job.error).toBe('completed');
     const id = job.result.backup_id;
-    const privileged = () => spawnSync('docker', ['ps', '-q', '--filter', `label=com.docker.compose.project=${app}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean)
-      .some((c) => spawnSync('docker', ['inspect', '-f', '{{.HostConfig.Privileged}}', c], { encoding: 'utf8' }).stdout.trim() === 'true');
+    const privileged = () =>
+      spawnSync('docker', ['ps', '-q', '--filter', `label=com.docker.compose.project=${app}`], { encoding: 'utf8' })
+        .stdout.split('\n')
+        .filter(Boolean)
+        .some((c) => spawnSync('docker', ['inspect', '-f', '{{.HostConfig.Privileged}}', c], { encoding: 'utf8' }).stdout.trim() === 'true');
 
     const intoNew = await restore(id, { target_name: uniqueName('evil') });
     expect(intoNew.status).toBe('failed');

@@ -16,7 +16,12 @@ let agent: TestAgent;
 beforeAll(async () => {
   agent = await startAgent({ plugins: ['docker', 'deployments', 'backups'], config: { backups: { managed_store_labels: { 'agent.test': '1' } } } });
   const res = await agent.api('POST', '/deployments', {
-    body: { name: client, auto_start: true, compose_content: 'services:\n  app:\n    image: agent-test/busybox:latest\n    command: ["sleep", "3600"]\n    env_file: .env\n    stop_signal: SIGKILL\n    labels:\n      agent.test: "1"\n' },
+    body: {
+      name: client,
+      auto_start: true,
+      compose_content:
+        'services:\n  app:\n    image: agent-test/busybox:latest\n    command: ["sleep", "3600"]\n    env_file: .env\n    stop_signal: SIGKILL\n    labels:\n      agent.test: "1"\n',
+    },
   });
   expect(res.status, res.text).toBe(201);
 }, 120_000);
@@ -32,7 +37,13 @@ describe('managed object store', () => {
   it('provisions a store on this host and registers it with generated credentials', async () => {
     const res = await agent.api('POST', '/object-stores/provision-managed', { body: { name: store, bucket: 'backups-here' } });
     expect(res.status, res.text).toBe(201);
-    expect(res.body.data).toMatchObject({ name: store, type: 'managed', deployment: `objstore-${store}`, bucket: 'backups-here', internal_endpoint: `http://objstore-${store}:9000` });
+    expect(res.body.data).toMatchObject({
+      name: store,
+      type: 'managed',
+      deployment: `objstore-${store}`,
+      bucket: 'backups-here',
+      internal_endpoint: `http://objstore-${store}:9000`,
+    });
     expect(res.text).not.toMatch(/secret_access_key/);
     const buckets = await agent.api('GET', `/object-stores/${store}/buckets`);
     expect(buckets.body.data.map((b: any) => b.name)).toEqual(['backups-here']);
@@ -43,7 +54,11 @@ describe('managed object store', () => {
 
   it('round-trips objects through its S3 API and refuses wrong credentials', async () => {
     const body = randomBytes(9 * 1024 * 1024 + 5);
-    const up = await agent.api('POST', `/object-stores/${store}/objects`, { query: { bucket: 'backups-here', key: 'dir/data file.bin' }, raw: body, headers: { 'content-type': 'application/octet-stream' } });
+    const up = await agent.api('POST', `/object-stores/${store}/objects`, {
+      query: { bucket: 'backups-here', key: 'dir/data file.bin' },
+      raw: body,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
     expect(up.status, up.text).toBe(201);
     const url = new URL(`/api/object-stores/${store}/objects/download`, agent.url);
     url.searchParams.set('bucket', 'backups-here');
@@ -51,7 +66,9 @@ describe('managed object store', () => {
     const got = await fetch(url, { headers: { authorization: `Bearer ${agent.token}` } });
     expect(sha256(Buffer.from(await got.arrayBuffer()))).toBe(sha256(body));
     const s = (await agent.api('GET', `/object-stores/${store}`)).body.data;
-    const wrong = await agent.api('POST', '/object-stores', { body: { name: uniqueName('wrong'), endpoint: s.endpoint, access_key_id: 'AKNOTTHEKEY', secret_access_key: 'nope' } });
+    const wrong = await agent.api('POST', '/object-stores', {
+      body: { name: uniqueName('wrong'), endpoint: s.endpoint, access_key_id: 'AKNOTTHEKEY', secret_access_key: 'nope' },
+    });
     expect(wrong.status).toBe(201);
     const denied = await agent.api('GET', `/object-stores/${uniqueName('wrong')}/buckets`);
     expect(denied.status).toBe(502);

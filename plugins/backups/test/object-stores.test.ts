@@ -34,8 +34,13 @@ const upload = (store: string, bucket: string, key: string, body: Buffer) =>
 
 beforeAll(async () => {
   [s3a, s3b, agent] = await Promise.all([startS3Server(), startS3Server(), startAgent({ plugins: ['backups'] })]);
-  for (const [name, s] of [['store-a', s3a], ['store-b', s3b]] as const) {
-    const res = await agent.api('POST', '/object-stores', { body: { name, endpoint: s.endpoint, access_key_id: s.accessKeyId, secret_access_key: `${s.secretAccessKey}`, path_style: true } });
+  for (const [name, s] of [
+    ['store-a', s3a],
+    ['store-b', s3b],
+  ] as const) {
+    const res = await agent.api('POST', '/object-stores', {
+      body: { name, endpoint: s.endpoint, access_key_id: s.accessKeyId, secret_access_key: `${s.secretAccessKey}`, path_style: true },
+    });
     expect(res.status, res.text).toBe(201);
   }
 });
@@ -47,16 +52,21 @@ afterAll(async () => {
 
 describe('object stores', () => {
   it('registers stores without ever returning the secret, and keeps it encrypted at rest', async () => {
-    const res = await agent.api('POST', '/object-stores', { body: { name: 'secret-check', endpoint: s3a.endpoint, access_key_id: 'AKIDCHECK', secret_access_key: 'very-secret-value-123' } });
+    const res = await agent.api('POST', '/object-stores', {
+      body: { name: 'secret-check', endpoint: s3a.endpoint, access_key_id: 'AKIDCHECK', secret_access_key: 'very-secret-value-123' },
+    });
     expect(res.status).toBe(201);
     expect(res.text).not.toContain('very-secret-value-123');
     const list = await agent.api('GET', '/object-stores');
     expect(list.text).not.toContain('very-secret-value-123');
     expect(list.body.data.map((s: any) => s.name)).toEqual(expect.arrayContaining(['store-a', 'store-b', 'secret-check']));
     const dir = join(agent.dataDir, 'plugins', 'backups');
-    for (const f of readdirSync(dir)) if (f.endsWith('.json') || f.endsWith('.enc')) expect(readFileSync(join(dir, f), 'utf8')).not.toContain('very-secret-value-123');
+    for (const f of readdirSync(dir))
+      if (f.endsWith('.json') || f.endsWith('.enc')) expect(readFileSync(join(dir, f), 'utf8')).not.toContain('very-secret-value-123');
     expect(readdirSync(dir)).toContain('object-stores.json.enc');
-    const dup = await agent.api('POST', '/object-stores', { body: { name: 'secret-check', endpoint: s3a.endpoint, access_key_id: 'x', secret_access_key: 'y' } });
+    const dup = await agent.api('POST', '/object-stores', {
+      body: { name: 'secret-check', endpoint: s3a.endpoint, access_key_id: 'x', secret_access_key: 'y' },
+    });
     expect(dup.status).toBe(409);
     expect((await agent.api('DELETE', '/object-stores/secret-check')).status).toBe(200);
     const dest = await agent.api('GET', '/backup-destinations');
@@ -84,7 +94,9 @@ describe('object stores', () => {
     expect(page1.status).toBe(200);
     expect(page1.body.data).toHaveLength(2);
     expect(page1.body.meta.next_token).toBeTruthy();
-    const page2 = await agent.api('GET', '/object-stores/store-a/objects', { query: { bucket: 'photos', prefix: 'albums/', limit: 2, token: page1.body.meta.next_token } });
+    const page2 = await agent.api('GET', '/object-stores/store-a/objects', {
+      query: { bucket: 'photos', prefix: 'albums/', limit: 2, token: page1.body.meta.next_token },
+    });
     expect(page2.body.data).toHaveLength(2);
     const keys = [...page1.body.data, ...page2.body.data].map((o: any) => o.key).sort();
     expect(keys).toEqual(['albums/2024/big.bin', 'albums/small-0.txt', 'albums/small-1.txt', 'albums/small-2.txt']);
@@ -119,7 +131,11 @@ describe('object stores', () => {
 
   it('replicates a store to another, skipping identical objects on the next run', async () => {
     await agent.api('POST', '/object-stores/store-a/buckets', { body: { bucket: 'docs' } });
-    const files: Record<string, Buffer> = { 'a.txt': Buffer.from('alpha'), 'dir/b.bin': randomBytes(200_000), 'dir/deeper/c.bin': randomBytes(6 * 1024 * 1024) };
+    const files: Record<string, Buffer> = {
+      'a.txt': Buffer.from('alpha'),
+      'dir/b.bin': randomBytes(200_000),
+      'dir/deeper/c.bin': randomBytes(6 * 1024 * 1024),
+    };
     for (const [k, v] of Object.entries(files)) expect((await upload('store-a', 'docs', k, v)).status).toBe(201);
 
     const first = await agent.api('POST', '/object-stores/store-a/replicate', { body: { target: 'store-b', buckets: ['docs', 'photos'] } });

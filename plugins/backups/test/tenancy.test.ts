@@ -59,12 +59,17 @@ async function backupAs(token: string, deployment: string) {
 const download = (token: string, path: string, query: Record<string, string> = {}) => {
   const url = new URL(`/api${path}`, agent.url);
   for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
-  return fetch(url, { headers: { authorization: `Bearer ${token}` } }).then(async (r) => ({ status: r.status, text: Buffer.from(await r.arrayBuffer()).toString('latin1') }));
+  return fetch(url, { headers: { authorization: `Bearer ${token}` } }).then(async (r) => ({
+    status: r.status,
+    text: Buffer.from(await r.arrayBuffer()).toString('latin1'),
+  }));
 };
 
 beforeAll(async () => {
   [agent, s3, s3b] = await Promise.all([startAgent({ plugins: ['access', 'docker', 'deployments', 'backups'] }), startS3Server(), startS3Server()]);
-  const reg = await agent.api('POST', '/object-stores', { body: { name: 'offsite', endpoint: s3.endpoint, access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey, bucket: BUCKET, prefix: PREFIX } });
+  const reg = await agent.api('POST', '/object-stores', {
+    body: { name: 'offsite', endpoint: s3.endpoint, access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey, bucket: BUCKET, prefix: PREFIX },
+  });
   expect(reg.status, reg.text).toBe(201);
   for (const name of [A, B]) {
     const folder = await createDeployment(name);
@@ -79,7 +84,9 @@ beforeAll(async () => {
   aliceViewer = viewer.token;
   backupA = await backupAs(alice.user, A);
   backupB = await backupAs(bob.key, B);
-  const mirror = await agent.api('POST', '/object-stores', { body: { name: 'mirror', endpoint: s3b.endpoint, access_key_id: s3b.accessKeyId, secret_access_key: s3b.secretAccessKey, bucket: 'mirror-backups' } });
+  const mirror = await agent.api('POST', '/object-stores', {
+    body: { name: 'mirror', endpoint: s3b.endpoint, access_key_id: s3b.accessKeyId, secret_access_key: s3b.secretAccessKey, bucket: 'mirror-backups' },
+  });
   expect(mirror.status, mirror.text).toBe(201);
   const mirrored = await agent.api('POST', '/object-stores/offsite/replicate', { body: { target: 'mirror', buckets: [BUCKET] } });
   expect(mirrored.status, mirrored.text).toBe(202);
@@ -94,16 +101,22 @@ afterAll(async () => {
 });
 
 describe('backups follow their deployment', () => {
-  it('lists only the backups and jobs of the caller\'s deployments', async () => {
+  it("lists only the backups and jobs of the caller's deployments", async () => {
     for (const [who, token] of principalsOf(alice)) {
       const list = await agent.api('GET', '/backups', as(token));
       expect(list.status, who).toBe(200);
-      expect(list.body.data.map((b: any) => b.id), who).toEqual([backupA.id]);
+      expect(
+        list.body.data.map((b: any) => b.id),
+        who,
+      ).toEqual([backupA.id]);
       expect(list.text, who).not.toContain(B);
       expect((await agent.api('GET', '/backups', { token, query: { deployment: B } })).status, who).toBe(404);
       const jobs = await agent.api('GET', '/backups/jobs', as(token));
       expect(jobs.status, who).toBe(200);
-      expect(jobs.body.data.every((j: any) => j.deployment === A), who).toBe(true);
+      expect(
+        jobs.body.data.every((j: any) => j.deployment === A),
+        who,
+      ).toBe(true);
       expect(jobs.body.meta.total, who).toBe(jobs.body.data.length);
       expect(jobs.text, who).not.toContain(B);
       expect((await agent.api('GET', '/backups/jobs', { token, query: { deployment: B } })).status, who).toBe(404);
@@ -119,19 +132,26 @@ describe('backups follow their deployment', () => {
     }
   });
 
-  it('answers 404 for another tenant\'s backup or job by id, exactly as for an unknown one', async () => {
+  it("answers 404 for another tenant's backup or job by id, exactly as for an unknown one", async () => {
     const jobOfB = (await agent.api('GET', '/backups/jobs', { query: { deployment: B } })).body.data[0].id;
     const unknownBackup = 'bkp_20000101000000_00000000';
     const unknownJob = 'job_20000101000000_00000000';
     for (const [who, token] of principalsOf(alice)) {
       const probes: [string, string, unknown?][] = [
-        ['GET', `/backups/${backupB.id}`], ['DELETE', `/backups/${backupB.id}`], ['GET', `/backups/${backupB.id}/download`],
-        ['POST', `/backups/${backupB.id}/restore`, { target_name: A }], ['POST', `/backups/${backupB.id}/restore`, {}],
-        ['GET', `/backups/jobs/${jobOfB}`], ['GET', `/backups/jobs/${replicationJob}`],
+        ['GET', `/backups/${backupB.id}`],
+        ['DELETE', `/backups/${backupB.id}`],
+        ['GET', `/backups/${backupB.id}/download`],
+        ['POST', `/backups/${backupB.id}/restore`, { target_name: A }],
+        ['POST', `/backups/${backupB.id}/restore`, {}],
+        ['GET', `/backups/jobs/${jobOfB}`],
+        ['GET', `/backups/jobs/${replicationJob}`],
       ];
       for (const [method, path, body] of probes) {
         const res = await agent.api(method, path, { token, body });
-        const unknown = await agent.api(method, path.replace(backupB.id, unknownBackup).replace(jobOfB, unknownJob).replace(replicationJob, unknownJob), { token, body });
+        const unknown = await agent.api(method, path.replace(backupB.id, unknownBackup).replace(jobOfB, unknownJob).replace(replicationJob, unknownJob), {
+          token,
+          body,
+        });
         expect([res.status, res.body.code], `${who} ${method} ${path}`).toEqual([unknown.status, unknown.body.code]);
         // A restore naming no existing target is a creation, which a key limited to a deployment may not do at all.
         const creation = who === 'key' && method === 'POST' && !(body as { target_name?: string }).target_name;
@@ -179,20 +199,29 @@ describe('backups follow their deployment', () => {
     const objectQuery = { bucket: BUCKET, key };
     for (const [who, token] of [...principalsOf(alice), ...principalsOf(bob)]) {
       const calls: [string, string, Record<string, unknown>?, unknown?][] = [
-        ['GET', '/object-stores'], ['GET', '/object-stores/offsite'], ['GET', '/object-stores/offsite/buckets'],
-        ['GET', '/object-stores/offsite/objects', { bucket: BUCKET }], ['GET', '/object-stores/offsite/objects/download', objectQuery],
+        ['GET', '/object-stores'],
+        ['GET', '/object-stores/offsite'],
+        ['GET', '/object-stores/offsite/buckets'],
+        ['GET', '/object-stores/offsite/objects', { bucket: BUCKET }],
+        ['GET', '/object-stores/offsite/objects/download', objectQuery],
         ['DELETE', '/object-stores/offsite/objects', objectQuery],
         ['POST', '/object-stores', undefined, { name: 'mine', endpoint: s3.endpoint, access_key_id: 'x', secret_access_key: 'y' }],
         ['POST', '/object-stores/provision-managed', undefined, { name: 'mine' }],
         ['POST', '/object-stores/offsite/buckets', undefined, { bucket: 'stolen' }],
-        ['DELETE', '/object-stores/offsite/buckets/stolen'], ['DELETE', '/object-stores/mirror'],
+        ['DELETE', '/object-stores/offsite/buckets/stolen'],
+        ['DELETE', '/object-stores/mirror'],
         ['POST', '/object-stores/offsite/replicate', undefined, { target: 'mirror' }],
       ];
       for (const [method, path, query, body] of calls) {
         const res = await agent.api(method, path, { token, query: query as Record<string, string>, body });
         expect([res.status, res.body.code], `${who} ${method} ${path}`).toEqual([403, 'GLOBAL_SCOPE_REQUIRED']);
       }
-      const upload = await agent.api('POST', '/object-stores/offsite/objects', { token, query: { bucket: BUCKET, key: `${PREFIX}${B}/evil.bin` }, raw: 'x', headers: { 'content-type': 'application/octet-stream' } });
+      const upload = await agent.api('POST', '/object-stores/offsite/objects', {
+        token,
+        query: { bucket: BUCKET, key: `${PREFIX}${B}/evil.bin` },
+        raw: 'x',
+        headers: { 'content-type': 'application/octet-stream' },
+      });
       expect([upload.status, upload.body.code], who).toEqual([403, 'GLOBAL_SCOPE_REQUIRED']);
     }
     // Attaching a global store's credentials to one's own deployment is global too.
@@ -234,12 +263,15 @@ describe('backups follow their deployment', () => {
     expect((await agent.api('GET', '/backups/jobs', { query: { offset: 9_007_199_254_740_991 } })).status).toBe(200);
   });
 
-  it('keeps a deleted deployment\'s backups under its retired name: a new deployment of the same name starts without them', async () => {
+  it("keeps a deleted deployment's backups under its retired name: a new deployment of the same name starts without them", async () => {
     // B is attached to the store before it goes.
     expect((await agent.api('POST', '/object-stores/offsite/attach', { token: globalOperator, body: { deployment: B } })).status).toBe(200);
     const jobsBefore = (await agent.api('GET', '/backups/jobs', { query: { deployment: B } })).body.data.map((j: any) => j.id);
     expect((await agent.api('DELETE', `/deployments/${B}`, { query: { remove_files: true } })).status).toBe(200);
-    const retired = await until(() => agent.api('GET', `/backups/${backupB.id}`), (r) => r.body.data?.deployment !== B);
+    const retired = await until(
+      () => agent.api('GET', `/backups/${backupB.id}`),
+      (r) => r.body.data?.deployment !== B,
+    );
     const retiredName = retired.body.data.deployment as string;
     expect(retiredName).toMatch(new RegExp(`^${B}~\\d{14}$`));
     expect((await agent.api('GET', '/object-stores/offsite')).body.data.attachments.map((a: any) => a.deployment)).not.toContain(B);
@@ -253,15 +285,24 @@ describe('backups follow their deployment', () => {
     expect((await agent.api('GET', '/backups', as(carol.token))).body.data).toEqual([]);
     expect((await agent.api('GET', '/backups/jobs', as(carol.token))).body.data).toEqual([]);
     expect((await agent.api('GET', '/backups', { token: carol.token, query: { deployment: retiredName } })).status).toBe(404);
-    for (const [method, path, body] of [['GET', `/backups/${backupB.id}`], ['GET', `/backups/${backupB.id}/download`], ['DELETE', `/backups/${backupB.id}`],
-      ['POST', `/backups/${backupB.id}/restore`, { target_name: B }], ['GET', `/backups/jobs/${jobsBefore[0]}`]] as [string, string, unknown?][]) {
+    for (const [method, path, body] of [
+      ['GET', `/backups/${backupB.id}`],
+      ['GET', `/backups/${backupB.id}/download`],
+      ['DELETE', `/backups/${backupB.id}`],
+      ['POST', `/backups/${backupB.id}/restore`, { target_name: B }],
+      ['GET', `/backups/jobs/${jobsBefore[0]}`],
+    ] as [string, string, unknown?][]) {
       expect((await agent.api(method, path, { token: carol.token, body })).status, `${method} ${path}`).toBe(404);
     }
-    expect((await agent.api('GET', '/object-stores/offsite/objects/download', { token: carol.token, query: { bucket: BUCKET, key: backupB.remote.key } })).status).toBe(403);
+    expect(
+      (await agent.api('GET', '/object-stores/offsite/objects/download', { token: carol.token, query: { bucket: BUCKET, key: backupB.remote.key } })).status,
+    ).toBe(403);
     // The new B's own backup goes to the same layout; the old archive there is still the retired deployment's.
     const fresh = await backupAs(carol.token, B);
     expect((await agent.api('GET', '/backups', as(carol.token))).body.data.map((b: any) => b.id)).toEqual([fresh.id]);
-    const remoteKeys = (await agent.api('GET', '/object-stores/offsite/objects', { token: globalViewer, query: { bucket: BUCKET, prefix: `${PREFIX}${B}/` } })).body.data.map((o: any) => o.key);
+    const remoteKeys = (
+      await agent.api('GET', '/object-stores/offsite/objects', { token: globalViewer, query: { bucket: BUCKET, prefix: `${PREFIX}${B}/` } })
+    ).body.data.map((o: any) => o.key);
     expect(remoteKeys.sort()).toEqual([backupB.remote.key, fresh.remote.key].sort());
 
     // Admins still reach the retired backups: read, download, restore into a named target (not into the retired name).

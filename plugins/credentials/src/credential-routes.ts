@@ -68,9 +68,18 @@ export const reentryRequired = (message: string, credentials: number[], status =
 
 export function registerCredentialRoutes(ctx: PluginContext, doc: Document<CredentialsDoc>, catalog: RegistryCatalog): void {
   const view = (c: StoredCredential) => ({
-    id: c.id, name: c.name, type: c.type, registry: c.registry, registry_host: catalog.get(c.registry)?.host ?? null,
-    credentials: { username: c.username, password: MASK as typeof MASK }, description: c.description,
-    created_at: c.created_at, updated_at: c.updated_at, last_test: c.last_test, bound_url: c.bound_url, bound: isBound(catalog, c),
+    id: c.id,
+    name: c.name,
+    type: c.type,
+    registry: c.registry,
+    registry_host: catalog.get(c.registry)?.host ?? null,
+    credentials: { username: c.username, password: MASK as typeof MASK },
+    description: c.description,
+    created_at: c.created_at,
+    updated_at: c.updated_at,
+    last_test: c.last_test,
+    bound_url: c.bound_url,
+    bound: isBound(catalog, c),
   });
   const find = (id: number): StoredCredential => {
     const c = doc.data.credentials.find((x) => x.id === id);
@@ -87,7 +96,11 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
   };
 
   ctx.route({
-    method: 'GET', path: '/credentials', permission: 'credentials:read', tag: 'credentials', operationId: 'credentials.list',
+    method: 'GET',
+    path: '/credentials',
+    permission: 'credentials:read',
+    tag: 'credentials',
+    operationId: 'credentials.list',
     summary: 'Stored credentials (passwords masked)',
     query: Type.Object({ registry: Type.Optional(Type.String({ pattern: SLUG })) }),
     response: Type.Array(CredentialView),
@@ -95,15 +108,28 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
   });
 
   ctx.route({
-    method: 'GET', path: '/credentials/:id', permission: 'credentials:read', tag: 'credentials', operationId: 'credentials.get',
-    summary: 'One credential (password masked)', params: IdParams, response: CredentialView,
+    method: 'GET',
+    path: '/credentials/:id',
+    permission: 'credentials:read',
+    tag: 'credentials',
+    operationId: 'credentials.get',
+    summary: 'One credential (password masked)',
+    params: IdParams,
+    response: CredentialView,
     handler: (req) => view(find(req.params.id)),
   });
 
   ctx.route({
-    method: 'POST', path: '/credentials', permission: 'credentials:write', tag: 'credentials', operationId: 'credentials.create', creates: 'id', status: 201,
+    method: 'POST',
+    path: '/credentials',
+    permission: 'credentials:write',
+    tag: 'credentials',
+    operationId: 'credentials.create',
+    creates: 'id',
+    status: 201,
     summary: 'Store a credential (encrypted at rest)',
-    description: 'A `registry` credential belongs to a registry configuration (`registry`, a slug; default `dockerhub`). Image pulls from that registry use it.',
+    description:
+      'A `registry` credential belongs to a registry configuration (`registry`, a slug; default `dockerhub`). Image pulls from that registry use it.',
     body: Type.Object({
       name: Name,
       type: Type.Literal('registry'),
@@ -117,12 +143,22 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
       const registry = b.registry ?? 'dockerhub';
       const target = assertRegistry(registry);
       assertNameFree(b.name);
-      if (!reentered(b.credentials.password)) throw errors.badRequest('credentials.password: the mask is not a password', 'VALIDATION_FAILED', { field: 'credentials.password' });
+      if (!reentered(b.credentials.password))
+        throw errors.badRequest('credentials.password: the mask is not a password', 'VALIDATION_FAILED', { field: 'credentials.password' });
       const now = new Date().toISOString();
       const created = await doc.update((d) => {
         const c: StoredCredential = {
-          id: d.next_id++, name: b.name, type: 'registry', registry, username: b.credentials.username, password: b.credentials.password,
-          description: b.description ?? '', created_at: now, updated_at: now, last_test: null, bound_url: catalog.apiBase(target),
+          id: d.next_id++,
+          name: b.name,
+          type: 'registry',
+          registry,
+          username: b.credentials.username,
+          password: b.credentials.password,
+          description: b.description ?? '',
+          created_at: now,
+          updated_at: now,
+          last_test: null,
+          bound_url: catalog.apiBase(target),
         };
         d.credentials.push(c);
         return c;
@@ -132,10 +168,15 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
   });
 
   ctx.route({
-    method: 'PUT', path: '/credentials/:id', permission: 'credentials:write', tag: 'credentials', operationId: 'credentials.update',
+    method: 'PUT',
+    path: '/credentials/:id',
+    permission: 'credentials:write',
+    tag: 'credentials',
+    operationId: 'credentials.update',
     summary: 'Change a credential; a password left out (or sent back masked) is kept',
-    description: 'Moving a credential to another registry needs its password in the same request (400 SECRET_REENTRY_REQUIRED otherwise): '
-      + 'a secret is only ever sent where it was entered. A re-entered password binds the credential to its registry\'s current URL.',
+    description:
+      'Moving a credential to another registry needs its password in the same request (400 SECRET_REENTRY_REQUIRED otherwise): ' +
+      "a secret is only ever sent where it was entered. A re-entered password binds the credential to its registry's current URL.",
     params: IdParams,
     body: Type.Object({
       name: Type.Optional(Name),
@@ -151,16 +192,19 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
       if (b.name) assertNameFree(b.name, current.id);
       const password = b.credentials?.password;
       if (b.registry !== undefined && b.registry !== current.registry && !reentered(password)) {
-        throw reentryRequired(`credential '${current.name}': moving it to registry '${b.registry}' sends its password to ${catalog.apiBase(registry)}; `
-          + 'enter the password again in the same request (credentials.password)', [current.id]);
+        throw reentryRequired(
+          `credential '${current.name}': moving it to registry '${b.registry}' sends its password to ${catalog.apiBase(registry)}; ` +
+            'enter the password again in the same request (credentials.password)',
+          [current.id],
+        );
       }
       const updated = await doc.update((d) => {
         const c = d.credentials.find((x) => x.id === current.id)!;
         if (b.name !== undefined) c.name = b.name;
         if (b.registry !== undefined) c.registry = b.registry;
         if (b.description !== undefined) c.description = b.description;
-        const secretChanged = (b.credentials?.username !== undefined && b.credentials.username !== c.username) ||
-          (reentered(password) && password !== c.password);
+        const secretChanged =
+          (b.credentials?.username !== undefined && b.credentials.username !== c.username) || (reentered(password) && password !== c.password);
         if (b.credentials?.username !== undefined) c.username = b.credentials.username;
         if (reentered(password)) {
           c.password = password;
@@ -176,8 +220,13 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
   });
 
   ctx.route({
-    method: 'DELETE', path: '/credentials/:id', permission: 'credentials:write', tag: 'credentials', operationId: 'credentials.delete',
-    summary: 'Delete a credential', params: IdParams,
+    method: 'DELETE',
+    path: '/credentials/:id',
+    permission: 'credentials:write',
+    tag: 'credentials',
+    operationId: 'credentials.delete',
+    summary: 'Delete a credential',
+    params: IdParams,
     handler: async (req) => {
       const c = find(req.params.id);
       await doc.update((d) => {
@@ -188,7 +237,11 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
   });
 
   ctx.route({
-    method: 'POST', path: '/credentials/:id/test', permission: 'credentials:write', tag: 'credentials', operationId: 'credentials.test',
+    method: 'POST',
+    path: '/credentials/:id/test',
+    permission: 'credentials:write',
+    tag: 'credentials',
+    operationId: 'credentials.test',
     summary: 'Test a credential: log in to its registry (answers `valid: false` with the reason when refused)',
     description: 'Only against the URL the password was entered for: when the registry now answers elsewhere, 409 SECRET_REENTRY_REQUIRED and nothing is sent.',
     params: IdParams,
@@ -199,8 +252,12 @@ export function registerCredentialRoutes(ctx: PluginContext, doc: Document<Crede
       if (!registry) throw errors.conflict(`registry '${c.registry}' of this credential no longer exists`, 'UNKNOWN_REGISTRY');
       const url = catalog.apiBase(registry);
       if (url !== c.bound_url) {
-        throw reentryRequired(`credential '${c.name}': its password was entered for ${c.bound_url}, registry '${registry.slug}' now answers at ${url}; `
-          + 'enter the password again (PUT /api/credentials/:id) before it is sent there', [c.id], 409);
+        throw reentryRequired(
+          `credential '${c.name}': its password was entered for ${c.bound_url}, registry '${registry.slug}' now answers at ${url}; ` +
+            'enter the password again (PUT /api/credentials/:id) before it is sent there',
+          [c.id],
+          409,
+        );
       }
       const result = await registryLogin(url, c.username, c.password, req.signal);
       await doc.update((d) => {

@@ -33,7 +33,17 @@ interface BuiltinRegistry extends Registry {
 }
 
 const builtin = (slug: string, name: string, type: RegistryType, host: string, extra: Partial<BuiltinRegistry> = {}): BuiltinRegistry => ({
-  slug, name, type, host, insecure: false, description: `${name} (built in)`, builtin: true, created_at: null, updated_at: null, aliases: [], ...extra,
+  slug,
+  name,
+  type,
+  host,
+  insecure: false,
+  description: `${name} (built in)`,
+  builtin: true,
+  created_at: null,
+  updated_at: null,
+  aliases: [],
+  ...extra,
 });
 
 export const BUILTIN_REGISTRIES: readonly BuiltinRegistry[] = [

@@ -69,22 +69,31 @@ export async function registryLogin(apiBase: string, username: string, password:
       } catch {
         return { valid: false, message: 'the registry names an invalid token realm', status: null };
       }
-      if (realm.protocol !== 'https:' && realm.protocol !== 'http:') return { valid: false, message: 'the registry names an invalid token realm', status: null };
+      if (realm.protocol !== 'https:' && realm.protocol !== 'http:')
+        return { valid: false, message: 'the registry names an invalid token realm', status: null };
       // The registry may name a token service elsewhere (Docker Hub does); the password never travels there in clear.
       if (realm.protocol === 'http:' && realm.origin !== new URL(apiBase).origin) {
-        return { valid: false, message: `the registry names a token realm over plain HTTP on another host (${realm.origin}); the password is not sent there`, status: null };
+        return {
+          valid: false,
+          message: `the registry names a token realm over plain HTTP on another host (${realm.origin}); the password is not sent there`,
+          status: null,
+        };
       }
       if (challenge.params.service) realm.searchParams.set('service', challenge.params.service);
       realm.searchParams.set('account', username);
       const res = await get(realm.toString(), signal, basic);
       const body = (await res.json().catch(() => ({}))) as { token?: string; access_token?: string };
       if (res.ok && (body.token || body.access_token)) return { valid: true, message: 'login succeeded', status: res.status };
-      return { valid: false, message: res.status === 401 || res.status === 403 ? 'unauthorized: wrong username or password' : `token request failed with ${res.status}`, status: res.status };
+      return {
+        valid: false,
+        message: res.status === 401 || res.status === 403 ? 'unauthorized: wrong username or password' : `token request failed with ${res.status}`,
+        status: res.status,
+      };
     }
     return { valid: false, message: `unsupported authentication challenge '${challenge.scheme || 'none'}'`, status: probe.status };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } };
-    const why = e.name === 'TimeoutError' ? 'timed out' : e.cause?.code ?? e.message;
+    const why = e.name === 'TimeoutError' ? 'timed out' : (e.cause?.code ?? e.message);
     return { valid: false, message: `cannot reach ${apiBase}: ${why}`, status: null };
   }
 }

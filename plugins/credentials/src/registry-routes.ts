@@ -9,11 +9,21 @@ import { reentered, reentryRequired, type CredentialsDoc } from './credential-ro
 
 const RegistryType = Type.Union(REGISTRY_TYPES.map((t) => Type.Literal(t)));
 export const RegistryView = Type.Object({
-  slug: Type.String(), name: Type.String(), type: RegistryType, host: Type.String(), insecure: Type.Boolean(),
-  description: Type.String(), builtin: Type.Boolean(), created_at: Nullable(Type.String()), updated_at: Nullable(Type.String()),
+  slug: Type.String(),
+  name: Type.String(),
+  type: RegistryType,
+  host: Type.String(),
+  insecure: Type.Boolean(),
+  description: Type.String(),
+  builtin: Type.Boolean(),
+  created_at: Nullable(Type.String()),
+  updated_at: Nullable(Type.String()),
 });
 const SlugParams = Type.Object({ slug: Type.String({ pattern: SLUG }) });
-const Host = Type.String({ pattern: REGISTRY_HOST, description: '`host[:port]` as written in image references, e.g. `registry.example.com` or `127.0.0.1:5000`' });
+const Host = Type.String({
+  pattern: REGISTRY_HOST,
+  description: '`host[:port]` as written in image references, e.g. `registry.example.com` or `127.0.0.1:5000`',
+});
 
 export function registerRegistryRoutes(ctx: PluginContext, catalog: RegistryCatalog, credentials: Document<CredentialsDoc>): void {
   const inUse = (slug: string) => credentials.data.credentials.filter((c) => c.registry === slug).length;
@@ -29,15 +39,25 @@ export function registerRegistryRoutes(ctx: PluginContext, catalog: RegistryCata
   };
 
   ctx.route({
-    method: 'GET', path: '/registries', permission: 'registries:read', tag: 'registries', operationId: 'registries.list',
+    method: 'GET',
+    path: '/registries',
+    permission: 'registries:read',
+    tag: 'registries',
+    operationId: 'registries.list',
     summary: 'Registry configurations: the built-in hosted registries and the custom ones',
     response: Type.Array(RegistryView),
     handler: () => catalog.list(),
   });
 
   ctx.route({
-    method: 'GET', path: '/registries/:slug', permission: 'registries:read', tag: 'registries', operationId: 'registries.get',
-    summary: 'One registry configuration', params: SlugParams, response: RegistryView,
+    method: 'GET',
+    path: '/registries/:slug',
+    permission: 'registries:read',
+    tag: 'registries',
+    operationId: 'registries.get',
+    summary: 'One registry configuration',
+    params: SlugParams,
+    response: RegistryView,
     handler: (req) => {
       const r = catalog.get(req.params.slug);
       if (!r) throw errors.notFound(`registry '${req.params.slug}' not found`);
@@ -46,7 +66,13 @@ export function registerRegistryRoutes(ctx: PluginContext, catalog: RegistryCata
   });
 
   ctx.route({
-    method: 'POST', path: '/registries', permission: 'registries:write', tag: 'registries', operationId: 'registries.create', creates: 'slug', status: 201,
+    method: 'POST',
+    path: '/registries',
+    permission: 'registries:write',
+    tag: 'registries',
+    operationId: 'registries.create',
+    creates: 'slug',
+    status: 201,
     summary: 'Add a custom registry (a private registry, a self-hosted GitLab, …)',
     body: Type.Object({
       slug: Type.String({ pattern: SLUG }),
@@ -63,8 +89,15 @@ export function registerRegistryRoutes(ctx: PluginContext, catalog: RegistryCata
       assertHostFree(b.host);
       const now = new Date().toISOString();
       const registry: Registry = {
-        slug: b.slug, name: b.name, type: b.type ?? 'generic', host: b.host, insecure: b.insecure ?? false,
-        description: b.description ?? '', builtin: false, created_at: now, updated_at: now,
+        slug: b.slug,
+        name: b.name,
+        type: b.type ?? 'generic',
+        host: b.host,
+        insecure: b.insecure ?? false,
+        description: b.description ?? '',
+        builtin: false,
+        created_at: now,
+        updated_at: now,
       };
       await catalog.custom.update((d) => {
         d.registries.push(registry);
@@ -74,20 +107,30 @@ export function registerRegistryRoutes(ctx: PluginContext, catalog: RegistryCata
   });
 
   ctx.route({
-    method: 'PUT', path: '/registries/:slug', permission: 'registries:write', tag: 'registries', operationId: 'registries.update',
+    method: 'PUT',
+    path: '/registries/:slug',
+    permission: 'registries:write',
+    tag: 'registries',
+    operationId: 'registries.update',
     summary: 'Change a custom registry (built-in ones answer 409 REGISTRY_BUILTIN)',
-    description: 'When `host` or `insecure` changes the URL the registry answers at, every credential of the registry needs its password '
-      + 'again in `credentials` (400 SECRET_REENTRY_REQUIRED naming the missing ones otherwise); they are bound to the new URL.',
+    description:
+      'When `host` or `insecure` changes the URL the registry answers at, every credential of the registry needs its password ' +
+      'again in `credentials` (400 SECRET_REENTRY_REQUIRED naming the missing ones otherwise); they are bound to the new URL.',
     params: SlugParams,
     body: Type.Object({
       name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
       host: Type.Optional(Host),
       insecure: Type.Optional(Type.Boolean()),
       description: Type.Optional(Type.String({ maxLength: 500 })),
-      credentials: Type.Optional(Type.Array(Type.Object({
-        id: RecordId('a credential of this registry'),
-        password: Secret({ minLength: 1, maxLength: 4096, description: 'its password, entered again for the new URL' }),
-      }), { maxItems: 100, description: 'passwords of this registry\'s credentials, re-entered when the URL changes' })),
+      credentials: Type.Optional(
+        Type.Array(
+          Type.Object({
+            id: RecordId('a credential of this registry'),
+            password: Secret({ minLength: 1, maxLength: 4096, description: 'its password, entered again for the new URL' }),
+          }),
+          { maxItems: 100, description: "passwords of this registry's credentials, re-entered when the URL changes" },
+        ),
+      ),
     }),
     response: RegistryView,
     handler: async (req) => {
@@ -99,15 +142,22 @@ export function registerRegistryRoutes(ctx: PluginContext, catalog: RegistryCata
       const mine = credentials.data.credentials.filter((c) => c.registry === before.slug).map((c) => c.id);
       const passwords = new Map<number, string>();
       for (const [i, g] of given.entries()) {
-        if (!mine.includes(g.id)) throw errors.badRequest(`body.credentials[${i}].id: credential ${g.id} does not belong to registry '${before.slug}'`, 'VALIDATION_FAILED', { field: `credentials[${i}].id` });
-        if (!reentered(g.password)) throw errors.badRequest(`body.credentials[${i}].password: the mask is not a password`, 'VALIDATION_FAILED', { field: `credentials[${i}].password` });
+        if (!mine.includes(g.id))
+          throw errors.badRequest(`body.credentials[${i}].id: credential ${g.id} does not belong to registry '${before.slug}'`, 'VALIDATION_FAILED', {
+            field: `credentials[${i}].id`,
+          });
+        if (!reentered(g.password))
+          throw errors.badRequest(`body.credentials[${i}].password: the mask is not a password`, 'VALIDATION_FAILED', { field: `credentials[${i}].password` });
         passwords.set(g.id, g.password);
       }
       if (url !== catalog.apiBase(before)) {
         const missing = mine.filter((id) => !passwords.has(id));
         if (missing.length) {
-          throw reentryRequired(`registry '${before.slug}' would answer at ${url}: its credential(s) ${missing.join(', ')} were entered for ${catalog.apiBase(before)}; `
-            + 'send their passwords again in credentials: [{id, password}]', missing);
+          throw reentryRequired(
+            `registry '${before.slug}' would answer at ${url}: its credential(s) ${missing.join(', ')} were entered for ${catalog.apiBase(before)}; ` +
+              'send their passwords again in credentials: [{id, password}]',
+            missing,
+          );
         }
       }
       const updated = await catalog.custom.update((d) => {
@@ -133,7 +183,11 @@ export function registerRegistryRoutes(ctx: PluginContext, catalog: RegistryCata
   });
 
   ctx.route({
-    method: 'DELETE', path: '/registries/:slug', permission: 'registries:write', tag: 'registries', operationId: 'registries.delete',
+    method: 'DELETE',
+    path: '/registries/:slug',
+    permission: 'registries:write',
+    tag: 'registries',
+    operationId: 'registries.delete',
     summary: 'Remove a custom registry (409 while credentials use it)',
     params: SlugParams,
     handler: async (req) => {

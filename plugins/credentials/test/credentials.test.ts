@@ -52,14 +52,17 @@ describe('registries and credentials', () => {
     expect(created.status).toBe(201);
     expect(created.body.data).toMatchObject({ slug: 'scratch', type: 'generic', insecure: false, builtin: false });
     expect((await agent.api('POST', '/api/registries', { body: { slug: 'scratch', name: 'x', host: 'other.example.com' } })).status).toBe(409);
-    expect((await agent.api('POST', '/api/registries', { body: { slug: 'twin', name: 'x', host: 'registry.example.com:5000' } })).body.code).toBe('REGISTRY_EXISTS');
+    expect((await agent.api('POST', '/api/registries', { body: { slug: 'twin', name: 'x', host: 'registry.example.com:5000' } })).body.code).toBe(
+      'REGISTRY_EXISTS',
+    );
     for (const body of [
       { slug: 'Bad Slug', name: 'x', host: 'a.example.com' },
       { slug: 'ok', name: 'x', host: 'https://a.example.com' },
       { slug: 'ok', name: 'x', host: 'a.example.com/path' },
       { slug: 'ok', name: 'x', host: 'a.example.com', type: 'dockerhub' },
       { slug: 'ok', name: 'x', host: 'a.example.com', extra: 1 },
-    ]) expect((await agent.api('POST', '/api/registries', { body })).status, JSON.stringify(body)).toBe(400);
+    ])
+      expect((await agent.api('POST', '/api/registries', { body })).status, JSON.stringify(body)).toBe(400);
     const upd = await agent.api('PUT', '/api/registries/scratch', { body: { name: 'Scratch 2', insecure: true } });
     expect(upd.body.data).toMatchObject({ name: 'Scratch 2', insecure: true, host: 'registry.example.com:5000' });
     expect((await agent.api('DELETE', '/api/registries/scratch')).status).toBe(200);
@@ -74,7 +77,9 @@ describe('registries and credentials', () => {
 
   it('stores credentials encrypted, masked in every answer', async () => {
     await agent.api('POST', '/api/registries', { body: { slug: 'local', name: 'Local test registry', host: registry.host } });
-    const bad = await agent.api('POST', '/api/credentials', { body: { name: 'x', type: 'registry', registry: 'nosuch', credentials: { username: 'u', password: 'p' } } });
+    const bad = await agent.api('POST', '/api/credentials', {
+      body: { name: 'x', type: 'registry', registry: 'nosuch', credentials: { username: 'u', password: 'p' } },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.code).toBe('UNKNOWN_REGISTRY');
     expect((await agent.api('POST', '/api/credentials', { body: { name: 'x', type: 'ssh', credentials: { username: 'u', password: 'p' } } })).status).toBe(400);
@@ -85,10 +90,20 @@ describe('registries and credentials', () => {
     });
     expect(created.status, created.text).toBe(201);
     credId = created.body.data.id;
-    expect(created.body.data).toMatchObject({ registry: 'local', registry_host: registry.host, credentials: { username: registry.username, password: '********' } });
+    expect(created.body.data).toMatchObject({
+      registry: 'local',
+      registry_host: registry.host,
+      credentials: { username: registry.username, password: '********' },
+    });
     expect(created.text).not.toContain(registry.password);
-    expect((await agent.api('POST', '/api/credentials', { body: { name: 'local-pusher', type: 'registry', credentials: { username: 'a', password: 'b' } } })).status).toBe(409);
-    for (const res of [await agent.api('GET', '/api/credentials'), await agent.api('GET', `/api/credentials/${credId}`), await agent.api('GET', '/api/audit/events', { query: { limit: 1000 } })]) {
+    expect(
+      (await agent.api('POST', '/api/credentials', { body: { name: 'local-pusher', type: 'registry', credentials: { username: 'a', password: 'b' } } })).status,
+    ).toBe(409);
+    for (const res of [
+      await agent.api('GET', '/api/credentials'),
+      await agent.api('GET', `/api/credentials/${credId}`),
+      await agent.api('GET', '/api/audit/events', { query: { limit: 1000 } }),
+    ]) {
       expect(res.status).toBe(200);
       expect(res.text).not.toContain(registry.password);
     }
@@ -108,7 +123,9 @@ describe('registries and credentials', () => {
     expect(ok.body.data).toMatchObject({ valid: true, registry: 'local', url: `http://${registry.host}` });
     expect((await agent.api('GET', `/api/credentials/${credId}`)).body.data.last_test).toMatchObject({ valid: true });
 
-    const wrong = await agent.api('POST', '/api/credentials', { body: { name: 'wrong', type: 'registry', registry: 'local', credentials: { username: registry.username, password: 'not-the-password' } } });
+    const wrong = await agent.api('POST', '/api/credentials', {
+      body: { name: 'wrong', type: 'registry', registry: 'local', credentials: { username: registry.username, password: 'not-the-password' } },
+    });
     const refused = await agent.api('POST', `/api/credentials/${wrong.body.data.id}/test`);
     expect(refused.status).toBe(200);
     expect(refused.body.data).toMatchObject({ valid: false, status: 401, message: expect.stringContaining('unauthorized') });

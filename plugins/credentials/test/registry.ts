@@ -25,14 +25,17 @@ export async function startRegistry(username = 'pusher', password = `Pw-${Math.r
   writeFileSync(join(dir, 'htpasswd'), htpasswd + '\n');
   const port = await freePort();
   const host = `127.0.0.1:${port}`;
-  writeFileSync(join(dir, 'config.yml'), [
-    'version: 0.1',
-    'log: {level: error}',
-    `storage: {filesystem: {rootdirectory: ${join(dir, 'data')}}, delete: {enabled: true}}`,
-    `http: {addr: "${host}", secret: "${Math.random().toString(36).slice(2)}"}`,
-    `auth: {htpasswd: {realm: agent-test, path: ${join(dir, 'htpasswd')}}}`,
-    '',
-  ].join('\n'));
+  writeFileSync(
+    join(dir, 'config.yml'),
+    [
+      'version: 0.1',
+      'log: {level: error}',
+      `storage: {filesystem: {rootdirectory: ${join(dir, 'data')}}, delete: {enabled: true}}`,
+      `http: {addr: "${host}", secret: "${Math.random().toString(36).slice(2)}"}`,
+      `auth: {htpasswd: {realm: agent-test, path: ${join(dir, 'htpasswd')}}}`,
+      '',
+    ].join('\n'),
+  );
   const proc: ResultPromise = execa('docker-registry', ['serve', join(dir, 'config.yml')], { reject: false, stdio: ['ignore', 'pipe', 'pipe'], all: true });
   let output = '';
   proc.all?.on('data', (c: Buffer) => (output += c.toString()));
@@ -51,7 +54,9 @@ export async function startRegistry(username = 'pusher', password = `Pw-${Math.r
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    host, username, password,
+    host,
+    username,
+    password,
     docker: async (args) => (await execa('docker', args, { env: { DOCKER_CONFIG: dockerConfig } })).stdout,
     stop: async () => {
       proc.kill('SIGTERM');

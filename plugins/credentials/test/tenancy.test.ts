@@ -33,7 +33,12 @@ async function startCollector(): Promise<{ host: string; seen: string[]; close()
   };
 }
 
-const basicPassword = (header: string) => Buffer.from(header.replace(/^Basic /, ''), 'base64').toString('utf8').split(':').slice(1).join(':');
+const basicPassword = (header: string) =>
+  Buffer.from(header.replace(/^Basic /, ''), 'base64')
+    .toString('utf8')
+    .split(':')
+    .slice(1)
+    .join(':');
 
 describe('registries, credentials and tenants', () => {
   let registry: TestRegistry;
@@ -54,12 +59,16 @@ describe('registries, credentials and tenants', () => {
     [alice, bob] = await Promise.all([createTenant(agent, 'alice', ['shop']), createTenant(agent, 'bob', ['blog'])]);
     operator = await createGlobalUser(agent, 'gop');
     // `other` names the collector as localhost: `local` may then be moved to its address (hosts are unique).
-    for (const [slug, host] of [['local', registry.host], ['other', collector.host.replace('127.0.0.1', 'localhost')]]) {
+    for (const [slug, host] of [
+      ['local', registry.host],
+      ['other', collector.host.replace('127.0.0.1', 'localhost')],
+    ]) {
       const created = await agent.api('POST', '/registries', { token: operator, body: { slug, name: slug, host } });
       expect(created.status, created.text).toBe(201);
     }
     const cred = await agent.api('POST', '/credentials', {
-      token: operator, body: { name: 'pusher', type: 'registry', registry: 'local', credentials: { username: registry.username, password: registry.password } },
+      token: operator,
+      body: { name: 'pusher', type: 'registry', registry: 'local', credentials: { username: registry.username, password: registry.password } },
     });
     expect(cred.status, cred.text).toBe(201);
     credId = cred.body.data.id;
@@ -85,7 +94,8 @@ describe('registries, credentials and tenants', () => {
         ['PUT', `/credentials/${credId}`, { registry: 'other', credentials: { password: 'p' } }],
         ['DELETE', `/credentials/${credId}`, undefined],
         ['POST', `/credentials/${credId}/test`, undefined],
-      ] as const) expectGlobalOnly(await agent.api(method, path, { token, body }), `${who} ${method} ${path}`);
+      ] as const)
+        expectGlobalOnly(await agent.api(method, path, { token, body }), `${who} ${method} ${path}`);
     }
     const cred = (await agent.api('GET', `/credentials/${credId}`, { token: operator })).body.data;
     expect(cred).toMatchObject({ registry: 'local', registry_host: registry.host, bound_url: `http://${registry.host}`, bound: true });
@@ -100,12 +110,19 @@ describe('registries, credentials and tenants', () => {
   });
 
   it('needs the password again to move a credential to another registry', async () => {
-    for (const body of [{ registry: 'other' }, { registry: 'other', credentials: { password: '********' } }, { registry: 'other', credentials: { username: 'someone' } }]) {
+    for (const body of [
+      { registry: 'other' },
+      { registry: 'other', credentials: { password: '********' } },
+      { registry: 'other', credentials: { username: 'someone' } },
+    ]) {
       const res = await agent.api('PUT', `/credentials/${credId}`, { token: operator, body });
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body).toMatchObject({ code: 'SECRET_REENTRY_REQUIRED', credentials: [credId] });
     }
-    expect((await agent.api('GET', `/credentials/${credId}`, { token: operator })).body.data).toMatchObject({ registry: 'local', credentials: { username: registry.username } });
+    expect((await agent.api('GET', `/credentials/${credId}`, { token: operator })).body.data).toMatchObject({
+      registry: 'local',
+      credentials: { username: registry.username },
+    });
     // Other changes need nothing more.
     expect((await agent.api('PUT', `/credentials/${credId}`, { token: operator, body: { description: 'test images' } })).status).toBe(200);
     expect(collector.seen).toEqual([]);
@@ -116,7 +133,10 @@ describe('registries, credentials and tenants', () => {
     expect(moved.status).toBe(400);
     expect(moved.body).toMatchObject({ code: 'SECRET_REENTRY_REQUIRED', credentials: [credId] });
     expect(moved.text).not.toContain(registry.password);
-    const masked = await agent.api('PUT', '/registries/local', { token: operator, body: { host: 'elsewhere.example.com', credentials: [{ id: credId, password: '********' }] } });
+    const masked = await agent.api('PUT', '/registries/local', {
+      token: operator,
+      body: { host: 'elsewhere.example.com', credentials: [{ id: credId, password: '********' }] },
+    });
     expect(masked.status).toBe(400);
     const foreign = await agent.api('PUT', '/registries/other', { token: operator, body: { name: 'x', credentials: [{ id: credId, password: 'x' }] } });
     expect(foreign.status).toBe(400);
@@ -128,7 +148,10 @@ describe('registries, credentials and tenants', () => {
     expect(collector.seen).toEqual([]);
 
     // With the password given for the new place, the credential goes there, bound to it.
-    const rebound = await agent.api('PUT', '/registries/local', { token: operator, body: { host: collector.host, credentials: [{ id: credId, password: 'meant-for-the-other-host' }] } });
+    const rebound = await agent.api('PUT', '/registries/local', {
+      token: operator,
+      body: { host: collector.host, credentials: [{ id: credId, password: 'meant-for-the-other-host' }] },
+    });
     expect(rebound.status, rebound.text).toBe(200);
     const cred = (await agent.api('GET', `/credentials/${credId}`, { token: operator })).body.data;
     expect(cred).toMatchObject({ bound_url: `http://${collector.host}`, bound: true, last_test: null });
@@ -137,12 +160,18 @@ describe('registries, credentials and tenants', () => {
     expect(collector.seen.map(basicPassword)).toEqual(['meant-for-the-other-host']);
 
     // Back, with the real password entered again.
-    const back = await agent.api('PUT', '/registries/local', { token: operator, body: { host: registry.host, credentials: [{ id: credId, password: registry.password }] } });
+    const back = await agent.api('PUT', '/registries/local', {
+      token: operator,
+      body: { host: registry.host, credentials: [{ id: credId, password: registry.password }] },
+    });
     expect(back.status, back.text).toBe(200);
-    expect((await agent.api('POST', `/credentials/${credId}/test`, { token: operator })).body.data).toMatchObject({ valid: true, url: `http://${registry.host}` });
+    expect((await agent.api('POST', `/credentials/${credId}/test`, { token: operator })).body.data).toMatchObject({
+      valid: true,
+      url: `http://${registry.host}`,
+    });
   });
 
-  it('neither tests nor pulls with a credential whose registry moved behind the agent\'s back', async () => {
+  it("neither tests nor pulls with a credential whose registry moved behind the agent's back", async () => {
     await agent.stop();
     // An edit of the registry file while the agent is stopped: the credential was entered for the real registry.
     const file = join(dataDir, 'plugins', 'credentials', 'registries.json');

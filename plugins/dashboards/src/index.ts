@@ -19,7 +19,11 @@ const PanelInput = Type.Object({
   id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$', description: 'generated when absent' })),
   title: Type.String({ minLength: 1, maxLength: 100 }),
   source: Type.Union([Type.Literal('container'), Type.Literal('serving')]),
-  series: Type.String({ minLength: 1, maxLength: 100, description: `a metric of the source: container: ${SERIES.container.join(', ')}; serving: ${SERIES.serving.join(', ')}` }),
+  series: Type.String({
+    minLength: 1,
+    maxLength: 100,
+    description: `a metric of the source: container: ${SERIES.container.join(', ')}; serving: ${SERIES.serving.join(', ')}`,
+  }),
   deployment: Type.Optional(deploymentName()),
   type: Type.Union([Type.Literal('line'), Type.Literal('stat')]),
   width: Type.Integer({ minimum: 1, maximum: 12, description: 'columns of a 12-column grid' }),
@@ -32,8 +36,13 @@ const DashboardInput = Type.Object({
 });
 
 const Panel = Type.Object({
-  id: Type.String(), title: Type.String(), source: Type.String(), series: Type.String(),
-  deployment: Type.Optional(Type.String()), type: Type.String(), width: Type.Integer(),
+  id: Type.String(),
+  title: Type.String(),
+  source: Type.String(),
+  series: Type.String(),
+  deployment: Type.Optional(Type.String()),
+  type: Type.String(),
+  width: Type.Integer(),
 });
 
 const DashboardView = Type.Object({
@@ -65,9 +74,13 @@ const visible = (p: Principal, d: Dashboard) => p.isAdmin || isOwner(p, d) || (d
 const panelVisible = (p: Principal, panel: Panel) => panel.deployment === undefined || p.canAccessDeployment(panel.deployment);
 
 const view = (p: Principal, d: Dashboard) => ({
-  id: d.id, name: d.name, shared: d.shared, owner: { id: d.owner.id, name: d.owner.name },
+  id: d.id,
+  name: d.name,
+  shared: d.shared,
+  owner: { id: d.owner.id, name: d.owner.name },
   panels: d.panels.filter((panel) => panelVisible(p, panel)),
-  created_at: d.created_at, updated_at: d.updated_at,
+  created_at: d.created_at,
+  updated_at: d.updated_at,
 });
 
 export default definePlugin({
@@ -75,7 +88,7 @@ export default definePlugin({
   version: '0.1.0',
   description: 'Saved dashboards of metric panels, per user',
   // Global: a dashboard belongs to a user, not to a deployment (its panels may name several, or none).
-  resources: { dashboards: { description: 'saved dashboards (each user\'s own)', operator: 'write', viewer: 'read', owner: 'global' } },
+  resources: { dashboards: { description: "saved dashboards (each user's own)", operator: 'write', viewer: 'read', owner: 'global' } },
 
   async setup(ctx) {
     const doc = await ctx.store.document({ dashboards: [] as Dashboard[] }, 'dashboards');
@@ -94,7 +107,11 @@ export default definePlugin({
       return input.map((panel, i) => {
         const at = `body.panels[${i}]`;
         if (!SERIES[panel.source].includes(panel.series)) {
-          throw errors.badRequest(`${at}.series: unknown ${panel.source} series '${panel.series}' (known: ${SERIES[panel.source].join(', ')})`, 'VALIDATION_FAILED', { field: `panels[${i}].series` });
+          throw errors.badRequest(
+            `${at}.series: unknown ${panel.source} series '${panel.series}' (known: ${SERIES[panel.source].join(', ')})`,
+            'VALIDATION_FAILED',
+            { field: `panels[${i}].series` },
+          );
         }
         if (panel.deployment !== undefined && !p.canAccessDeployment(panel.deployment)) {
           throw errors.badRequest(`${at}.deployment: unknown deployment '${panel.deployment}'`, 'VALIDATION_FAILED', { field: `panels[${i}].deployment` });
@@ -102,7 +119,15 @@ export default definePlugin({
         const id = panel.id ?? `p${i + 1}-${randomUUID().slice(0, 6)}`;
         if (ids.has(id)) throw errors.badRequest(`${at}.id: duplicate panel id '${id}'`, 'VALIDATION_FAILED', { field: `panels[${i}].id` });
         ids.add(id);
-        return { id, title: panel.title, source: panel.source, series: panel.series, ...(panel.deployment !== undefined ? { deployment: panel.deployment } : {}), type: panel.type, width: panel.width };
+        return {
+          id,
+          title: panel.title,
+          source: panel.source,
+          series: panel.series,
+          ...(panel.deployment !== undefined ? { deployment: panel.deployment } : {}),
+          type: panel.type,
+          width: panel.width,
+        };
       });
     };
 
@@ -116,14 +141,24 @@ export default definePlugin({
     };
 
     ctx.route({
-      method: 'GET', path: '/dashboards', permission: 'dashboards:read', operationId: 'dashboards.list', tenancy: 'own',
+      method: 'GET',
+      path: '/dashboards',
+      permission: 'dashboards:read',
+      operationId: 'dashboards.list',
+      tenancy: 'own',
       summary: 'Dashboards you can see (yours; shared ones too with global scope; all for an admin)',
       response: Type.Array(DashboardView),
       handler: (req) => doc.data.dashboards.filter((d) => visible(req.principal, d)).map((d) => view(req.principal, d)),
     });
 
     ctx.route({
-      method: 'POST', path: '/dashboards', permission: 'dashboards:write', operationId: 'dashboards.create', creates: 'id', tenancy: 'own', status: 201,
+      method: 'POST',
+      path: '/dashboards',
+      permission: 'dashboards:write',
+      operationId: 'dashboards.create',
+      creates: 'id',
+      tenancy: 'own',
+      status: 201,
       summary: 'Create a dashboard',
       body: DashboardInput,
       response: DashboardView,
@@ -132,8 +167,13 @@ export default definePlugin({
         const panels = panelsOf(p, req.body.panels);
         const now = new Date().toISOString();
         const d: Dashboard = {
-          id: randomUUID(), name: req.body.name, panels, shared: req.body.shared ?? false,
-          owner: { id: p.user_id, principal: p.id, name: p.name }, created_at: now, updated_at: now,
+          id: randomUUID(),
+          name: req.body.name,
+          panels,
+          shared: req.body.shared ?? false,
+          owner: { id: p.user_id, principal: p.id, name: p.name },
+          created_at: now,
+          updated_at: now,
         };
         await doc.update((data) => {
           data.dashboards.push(d);
@@ -143,7 +183,11 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'GET', path: '/dashboards/:id', permission: 'dashboards:read', operationId: 'dashboards.get', tenancy: 'own',
+      method: 'GET',
+      path: '/dashboards/:id',
+      permission: 'dashboards:read',
+      operationId: 'dashboards.get',
+      tenancy: 'own',
       summary: 'One dashboard',
       params: IdParams,
       response: DashboardView,
@@ -151,7 +195,11 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'PUT', path: '/dashboards/:id', permission: 'dashboards:write', operationId: 'dashboards.update', tenancy: 'own',
+      method: 'PUT',
+      path: '/dashboards/:id',
+      permission: 'dashboards:write',
+      operationId: 'dashboards.update',
+      tenancy: 'own',
       summary: 'Replace a dashboard (owner or admin)',
       params: IdParams,
       body: DashboardInput,
@@ -174,7 +222,11 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'DELETE', path: '/dashboards/:id', permission: 'dashboards:write', operationId: 'dashboards.delete', tenancy: 'own',
+      method: 'DELETE',
+      path: '/dashboards/:id',
+      permission: 'dashboards:write',
+      operationId: 'dashboards.delete',
+      tenancy: 'own',
       summary: 'Remove a dashboard (owner or admin)',
       params: IdParams,
       handler: async (req) => {

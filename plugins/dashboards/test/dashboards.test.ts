@@ -16,8 +16,11 @@ describe('dashboards', () => {
   beforeAll(async () => {
     agent = await startAgent({ plugins: ['dashboards', FIXTURE] });
     const users: [string, string, Record<string, string>, string?][] = [
-      ['alice', 'operator', { shop: 'write' }], ['bob', 'operator', { blog: 'write' }], ['vera', 'viewer', { shop: 'read' }],
-      ['gina', 'viewer', {}, 'global'], ['otto', 'operator', {}, 'global'],
+      ['alice', 'operator', { shop: 'write' }],
+      ['bob', 'operator', { blog: 'write' }],
+      ['vera', 'viewer', { shop: 'read' }],
+      ['gina', 'viewer', {}, 'global'],
+      ['otto', 'operator', {}, 'global'],
     ];
     for (const [username, role, deployments, scope] of users) {
       const res = await agent.api('POST', '/test-fixture/users', { body: { username, password: PASSWORD, role, deployments, ...(scope ? { scope } : {}) } });
@@ -29,12 +32,25 @@ describe('dashboards', () => {
     await agent?.stop();
   });
 
-  const panel = (extra: Record<string, unknown> = {}) => ({ title: 'CPU', source: 'container', series: 'container.cpu.usage', type: 'line', width: 6, ...extra });
+  const panel = (extra: Record<string, unknown> = {}) => ({
+    title: 'CPU',
+    source: 'container',
+    series: 'container.cpu.usage',
+    type: 'line',
+    width: 6,
+    ...extra,
+  });
 
   it('creates, reads, lists and deletes a dashboard', async () => {
     const created = await agent.api('POST', '/dashboards', {
       token: alice,
-      body: { name: 'Shop', panels: [panel({ deployment: 'shop' }), panel({ id: 'rps', title: 'Requests', source: 'serving', series: 'http.server.request.rate', type: 'stat', width: 12 })] },
+      body: {
+        name: 'Shop',
+        panels: [
+          panel({ deployment: 'shop' }),
+          panel({ id: 'rps', title: 'Requests', source: 'serving', series: 'http.server.request.rate', type: 'stat', width: 12 }),
+        ],
+      },
     });
     expect(created.status, created.text).toBe(201);
     const d = created.body.data;
@@ -75,7 +91,15 @@ describe('dashboards', () => {
 
   it('shares a dashboard with global principals only', async () => {
     const created = await agent.api('POST', '/dashboards', {
-      body: { name: 'Everything', shared: true, panels: [panel({ id: 'shop-cpu', deployment: 'shop' }), panel({ id: 'blog-cpu', deployment: 'blog' }), panel({ id: 'all-mem', series: 'container.memory.usage' })] },
+      body: {
+        name: 'Everything',
+        shared: true,
+        panels: [
+          panel({ id: 'shop-cpu', deployment: 'shop' }),
+          panel({ id: 'blog-cpu', deployment: 'blog' }),
+          panel({ id: 'all-mem', series: 'container.memory.usage' }),
+        ],
+      },
     });
     expect(created.status).toBe(201);
     const id = created.body.data.id;
@@ -92,16 +116,24 @@ describe('dashboards', () => {
     const put = await agent.api('PUT', `/dashboards/${id}`, { token: otto, body: { name: 'mine now', panels: [] } });
     expect(put.status).toBe(403);
     // The owner (an admin) replaces it.
-    const renamed = await agent.api('PUT', `/dashboards/${id}`, { body: { name: 'Everything v2', shared: true, panels: [panel({ id: 'all-mem', series: 'container.memory.usage', width: 12 })] } });
+    const renamed = await agent.api('PUT', `/dashboards/${id}`, {
+      body: { name: 'Everything v2', shared: true, panels: [panel({ id: 'all-mem', series: 'container.memory.usage', width: 12 })] },
+    });
     expect(renamed.status, renamed.text).toBe(200);
     expect(renamed.body.data).toMatchObject({ name: 'Everything v2', panels: [{ id: 'all-mem', width: 12 }] });
   });
 
   it('keeps the panels an editing owner cannot see', async () => {
-    const mine = (await agent.api('POST', '/dashboards', { token: alice, body: { name: 'Alice', panels: [panel({ id: 'shop', deployment: 'shop' })] } })).body.data;
-    const added = await agent.api('PUT', `/dashboards/${mine.id}`, { body: { name: 'Alice', panels: [panel({ id: 'shop', deployment: 'shop' }), panel({ id: 'blog', deployment: 'blog' })] } });
+    const mine = (await agent.api('POST', '/dashboards', { token: alice, body: { name: 'Alice', panels: [panel({ id: 'shop', deployment: 'shop' })] } })).body
+      .data;
+    const added = await agent.api('PUT', `/dashboards/${mine.id}`, {
+      body: { name: 'Alice', panels: [panel({ id: 'shop', deployment: 'shop' }), panel({ id: 'blog', deployment: 'blog' })] },
+    });
     expect(added.body.data.panels.map((p: any) => p.id)).toEqual(['shop', 'blog']);
-    const edited = await agent.api('PUT', `/dashboards/${mine.id}`, { token: alice, body: { name: 'Alice 2', panels: [panel({ id: 'shop', deployment: 'shop', width: 4 })] } });
+    const edited = await agent.api('PUT', `/dashboards/${mine.id}`, {
+      token: alice,
+      body: { name: 'Alice 2', panels: [panel({ id: 'shop', deployment: 'shop', width: 4 })] },
+    });
     expect(edited.status, edited.text).toBe(200);
     expect(edited.body.data.panels.map((p: any) => p.id)).toEqual(['shop']);
     const asAdmin = (await agent.api('GET', `/dashboards/${mine.id}`)).body.data;

@@ -11,7 +11,15 @@ import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { createGlobalUser, createTenant, principals, type Tenant } from '../../docker/test/tenants.js';
 
 const FIXTURE = join(import.meta.dirname, '../../notifications/test/fixture');
-const panel = (id: string, deployment?: string) => ({ id, title: id, source: 'container', series: 'container.cpu.usage', type: 'line', width: 6, ...(deployment ? { deployment } : {}) });
+const panel = (id: string, deployment?: string) => ({
+  id,
+  title: id,
+  source: 'container',
+  series: 'container.cpu.usage',
+  type: 'line',
+  width: 6,
+  ...(deployment ? { deployment } : {}),
+});
 
 describe('dashboards and tenants', () => {
   let agent: TestAgent;
@@ -43,7 +51,10 @@ describe('dashboards and tenants', () => {
     for (const [who, token] of principals(alice)) {
       const list = await agent.api('GET', '/dashboards', { token });
       expect(list.status, who).toBe(200);
-      expect(list.body.data.map((d: { id: string }) => d.id), who).toEqual([aliceBoard]);
+      expect(
+        list.body.data.map((d: { id: string }) => d.id),
+        who,
+      ).toEqual([aliceBoard]);
       expect(list.text, who).not.toContain('blog');
       for (const id of [bobBoard, shared]) {
         expect((await agent.api('GET', `/dashboards/${id}`, { token })).status, `${who} GET ${id}`).toBe(404);
@@ -56,11 +67,17 @@ describe('dashboards and tenants', () => {
     }
     for (const [who, token] of principals(bob)) {
       const list = await agent.api('GET', '/dashboards', { token });
-      expect(list.body.data.map((d: { id: string }) => d.id), who).toEqual([bobBoard]);
+      expect(
+        list.body.data.map((d: { id: string }) => d.id),
+        who,
+      ).toEqual([bobBoard]);
       expect(list.text, who).not.toContain('shop');
     }
     // The key changes its user's dashboard.
-    const renamed = await agent.api('PUT', `/dashboards/${aliceBoard}`, { token: alice.key, body: { name: 'Shop 2', shared: true, panels: [panel('shop-cpu', 'shop'), panel('all')] } });
+    const renamed = await agent.api('PUT', `/dashboards/${aliceBoard}`, {
+      token: alice.key,
+      body: { name: 'Shop 2', shared: true, panels: [panel('shop-cpu', 'shop'), panel('all')] },
+    });
     expect(renamed.status, renamed.text).toBe(200);
   });
 
@@ -74,7 +91,9 @@ describe('dashboards and tenants', () => {
   });
 
   it('removes the panels of a deleted deployment', async () => {
-    const emitted = await agent.api('POST', '/test-fixture/emit', { body: { event: 'deployment.deleted', payload: { name: 'shop', removed_files: true, retired_as: 'shop~20240102030405' } } });
+    const emitted = await agent.api('POST', '/test-fixture/emit', {
+      body: { event: 'deployment.deleted', payload: { name: 'shop', removed_files: true, retired_as: 'shop~20240102030405' } },
+    });
     expect(emitted.status).toBe(200);
     const panels = async (id: string) => ((await agent.api('GET', `/dashboards/${id}`)).body.data.panels as { id: string }[]).map((p) => p.id);
     const deadline = Date.now() + 5000;

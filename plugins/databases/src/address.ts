@@ -10,10 +10,27 @@ import { errors, HttpError, type Principal } from '@agent/sdk';
 
 const INTERNAL = new BlockList();
 for (const [net, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) INTERNAL.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) INTERNAL.addSubnet(net, prefix, 'ipv6');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  INTERNAL.addSubnet(net, prefix, 'ipv4');
+for (const [net, prefix] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const)
+  INTERNAL.addSubnet(net, prefix, 'ipv6');
 
 /** `::ffff:127.0.0.1` is 127.0.0.1: checked as IPv4. */
 function normalise(address: string): { address: string; family: 'ipv4' | 'ipv6' } {
@@ -40,7 +57,10 @@ export async function resolveTarget(host: string, principal: Principal): Promise
     }
   }
   if (isInternal(address) && !principal.isGlobal) {
-    throw errors.forbidden(`'${host}' is on the host or a private network (${address}): only a principal with global scope may connect there`, 'GLOBAL_SCOPE_REQUIRED');
+    throw errors.forbidden(
+      `'${host}' is on the host or a private network (${address}): only a principal with global scope may connect there`,
+      'GLOBAL_SCOPE_REQUIRED',
+    );
   }
   return normalise(address).address;
 }

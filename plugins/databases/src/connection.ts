@@ -59,7 +59,8 @@ function checkHost(host: string): string {
 }
 
 function checkPassword(password: string | undefined): string {
-  if (password !== undefined && password.includes('\0')) throw errors.badRequest('password: must not contain NUL characters', 'VALIDATION_FAILED', { field: 'password' });
+  if (password !== undefined && password.includes('\0'))
+    throw errors.badRequest('password: must not contain NUL characters', 'VALIDATION_FAILED', { field: 'password' });
   return password ?? '';
 }
 
@@ -75,8 +76,14 @@ export async function resolveConnection(body: ConnectionBody, deps: ResolveDeps,
     const type = body.type!;
     const host = checkHost(body.host!);
     return {
-      type, host, address: await resolveTarget(host, principal), port: body.port ?? DEFAULT_PORT[type], username: body.username!,
-      password: checkPassword(body.password), database: body.database ?? null, connectTimeout,
+      type,
+      host,
+      address: await resolveTarget(host, principal),
+      port: body.port ?? DEFAULT_PORT[type],
+      username: body.username!,
+      password: checkPassword(body.password),
+      database: body.database ?? null,
+      connectTimeout,
     };
   }
 
@@ -88,11 +95,15 @@ export async function resolveConnection(body: ConnectionBody, deps: ResolveDeps,
   let service = body.service;
   if (!service) {
     service = info.services.find((s) => s.image && typeOfImage(s.image))?.name;
-    if (!service) throw errors.badRequest(`service: deployment '${body.deployment}' has no service with a known database image; name it`, 'VALIDATION_FAILED', { field: 'service' });
+    if (!service)
+      throw errors.badRequest(`service: deployment '${body.deployment}' has no service with a known database image; name it`, 'VALIDATION_FAILED', {
+        field: 'service',
+      });
   }
   const container = await deployments.serviceContainer(body.deployment, service);
   if (!container) throw errors.notFound(`service '${service}' of deployment '${body.deployment}' has no container`, 'SERVICE_NOT_FOUND');
-  if (container.state !== 'running') throw new HttpError(409, 'SERVICE_NOT_RUNNING', `service '${service}' of deployment '${body.deployment}' is ${container.state}`);
+  if (container.state !== 'running')
+    throw new HttpError(409, 'SERVICE_NOT_RUNNING', `service '${service}' of deployment '${body.deployment}' is ${container.state}`);
   const type = body.type ?? typeOfImage(container.image);
   if (!type) throw errors.badRequest(`type: cannot tell the database type of image '${container.image}'; give it`, 'VALIDATION_FAILED', { field: 'type' });
   const host = Object.values(container.networks).find((ip) => ip && isIP(ip) === 4);
@@ -103,12 +114,16 @@ export async function resolveConnection(body: ConnectionBody, deps: ResolveDeps,
   if (username === undefined || password === undefined) {
     // The login of the environment is the deployment's secret: using it is a change-level right, like reading its .env.
     if (!principal.canAccessDeployment(body.deployment, 'write')) {
-      throw errors.forbidden(`the login of service '${service}' comes from the environment of deployment '${body.deployment}', which needs write access to it; give username and password to connect with read access`);
+      throw errors.forbidden(
+        `the login of service '${service}' comes from the environment of deployment '${body.deployment}', which needs write access to it; give username and password to connect with read access`,
+      );
     }
     const details = await docker.inspectContainer(container.id);
     const found = credentialsFromEnv(type, envMap(details.env));
     if (!found && (username === undefined || password === undefined)) {
-      throw errors.badRequest(`username/password: none found in the environment of service '${service}'; give them`, 'VALIDATION_FAILED', { field: 'username' });
+      throw errors.badRequest(`username/password: none found in the environment of service '${service}'; give them`, 'VALIDATION_FAILED', {
+        field: 'username',
+      });
     }
     if (found && username === undefined) {
       username = found.username;

@@ -75,7 +75,13 @@ export function toHttpError(err: unknown, where: { host: string; port: number })
   if (code === 'DB_ROW_BUDGET') return new HttpError(400, 'DB_QUERY_FAILED', clean(message));
   // PostgreSQL: a five-character SQLSTATE in `code`.
   if (/^[0-9A-Z]{5}$/.test(code)) {
-    const mapped = PG[code] ?? (code.startsWith('08') ? [424, 'DB_UNREACHABLE'] as [number, string] : code.startsWith('22') || code.startsWith('23') || code.startsWith('42') ? [400, 'DB_QUERY_FAILED'] as [number, string] : undefined);
+    const mapped =
+      PG[code] ??
+      (code.startsWith('08')
+        ? ([424, 'DB_UNREACHABLE'] as [number, string])
+        : code.startsWith('22') || code.startsWith('23') || code.startsWith('42')
+          ? ([400, 'DB_QUERY_FAILED'] as [number, string])
+          : undefined);
     if (mapped) return new HttpError(mapped[0], mapped[1], withHint(mapped[1], clean(message)));
   }
   // MySQL/MariaDB: a numeric errno.

@@ -19,21 +19,29 @@ function versionOf(name: string): string {
 }
 
 export function databaseChecks(): DoctorCheck[] {
-  return [{
-    id: 'databases.drivers', title: 'Database drivers',
-    run: async (): Promise<CheckResult> => {
-      const loaded: string[] = [];
-      const broken: string[] = [];
-      for (const driver of DRIVERS) {
-        try {
-          await driver.load();
-          loaded.push(`${driver.name} ${versionOf(driver.name)} (${driver.serves})`);
-        } catch (err) {
-          broken.push(`${driver.name} (${driver.serves}): ${(err as Error).message.split('\n')[0]}`);
+  return [
+    {
+      id: 'databases.drivers',
+      title: 'Database drivers',
+      run: async (): Promise<CheckResult> => {
+        const loaded: string[] = [];
+        const broken: string[] = [];
+        for (const driver of DRIVERS) {
+          try {
+            await driver.load();
+            loaded.push(`${driver.name} ${versionOf(driver.name)} (${driver.serves})`);
+          } catch (err) {
+            broken.push(`${driver.name} (${driver.serves}): ${(err as Error).message.split('\n')[0]}`);
+          }
         }
-      }
-      if (broken.length) return { status: 'failed', detail: `cannot load ${broken.join('; ')}`, fix: 'reinstall the dependencies: npm ci (in the agent\'s folder), then restart the agent' };
-      return { status: 'ok', detail: loaded.join(', ') };
+        if (broken.length)
+          return {
+            status: 'failed',
+            detail: `cannot load ${broken.join('; ')}`,
+            fix: "reinstall the dependencies: npm ci (in the agent's folder), then restart the agent",
+          };
+        return { status: 'ok', detail: loaded.join(', ') };
+      },
     },
-  }];
+  ];
 }

@@ -7,8 +7,19 @@ import { deploymentsService } from '@agent/plugin-deployments/api';
 import { dockerService } from '@agent/plugin-docker/api';
 import { resolveConnection, type ResolveDeps } from './connection.js';
 import {
-  ConnectionBody, CreateDatabaseBody, CreateUserBody, CreatedDatabase, CreatedUser, DatabaseItem, GrantBody, GrantResponse,
-  QueryBody, QueryResponse, TableItem, TablesBody, TestResponse,
+  ConnectionBody,
+  CreateDatabaseBody,
+  CreateUserBody,
+  CreatedDatabase,
+  CreatedUser,
+  DatabaseItem,
+  GrantBody,
+  GrantResponse,
+  QueryBody,
+  QueryResponse,
+  TableItem,
+  TablesBody,
+  TestResponse,
 } from './schemas.js';
 import { assertReadStatement, firstKeyword } from './statement.js';
 import type { ConnectionSpec, DbSession } from './types.js';
@@ -44,8 +55,11 @@ export default definePlugin({
   description: 'Databases: test, list, tables, query, create database/user, grant (MySQL, MariaDB, PostgreSQL)',
   resources: {
     databases: {
-      description: 'database servers reached through the agent (queries, databases, users, grants): a deployment\'s database services belong to it, any other server (the host form) is global',
-      operator: 'write', viewer: 'none', owner: 'both',
+      description:
+        "database servers reached through the agent (queries, databases, users, grants): a deployment's database services belong to it, any other server (the host form) is global",
+      operator: 'write',
+      viewer: 'none',
+      owner: 'both',
     },
   },
   deps: { deployments: optional(deploymentsService), docker: optional(dockerService) },
@@ -58,31 +72,53 @@ export default definePlugin({
     for (const check of databaseChecks()) ctx.doctor(check);
 
     ctx.route({
-      ...reading, method: 'POST', path: '/databases/test', permission: 'databases:read', operationId: 'databases.test', audit: false,
+      ...reading,
+      method: 'POST',
+      path: '/databases/test',
+      permission: 'databases:read',
+      operationId: 'databases.test',
+      audit: false,
       summary: 'Test a database connection',
       description: 'Connects and logs in; answers the server type and version. Failures: 424 DB_UNREACHABLE, 422 DB_AUTH_FAILED, 404 DB_NOT_FOUND.',
-      body: ConnectionBody, response: TestResponse,
+      body: ConnectionBody,
+      response: TestResponse,
       handler: async (req) => {
         const spec = await connect(req.body, req.principal);
         const started = performance.now();
         return withSession(spec, async (s) => ({
-          type: s.info.flavor, version: s.info.version, host: spec.host, port: spec.port, database: spec.database,
+          type: s.info.flavor,
+          version: s.info.version,
+          host: spec.host,
+          port: spec.port,
+          database: spec.database,
           latency_ms: Math.round((performance.now() - started) * 10) / 10,
         }));
       },
     });
 
     ctx.route({
-      ...reading, method: 'POST', path: '/databases/list', permission: 'databases:read', operationId: 'databases.list', audit: false,
+      ...reading,
+      method: 'POST',
+      path: '/databases/list',
+      permission: 'databases:read',
+      operationId: 'databases.list',
+      audit: false,
       summary: 'List the databases of a server with their size',
-      body: ConnectionBody, response: Type.Array(DatabaseItem),
+      body: ConnectionBody,
+      response: Type.Array(DatabaseItem),
       handler: async (req) => withSession(await connect(req.body, req.principal), (s) => s.listDatabases()),
     });
 
     ctx.route({
-      ...reading, method: 'POST', path: '/databases/tables', permission: 'databases:read', operationId: 'databases.tables', audit: false,
+      ...reading,
+      method: 'POST',
+      path: '/databases/tables',
+      permission: 'databases:read',
+      operationId: 'databases.tables',
+      audit: false,
       summary: 'List the tables of a database with row estimates and size',
-      body: TablesBody, response: Type.Array(TableItem),
+      body: TablesBody,
+      response: Type.Array(TableItem),
       handler: async (req) => {
         const spec = await connect(req.body, req.principal);
         // PostgreSQL lists the tables of the database it is connected to.
@@ -91,11 +127,18 @@ export default definePlugin({
     });
 
     ctx.route({
-      ...reading, method: 'POST', path: '/databases/query', permission: 'databases:read', operationId: 'databases.query', audit: false,
+      ...reading,
+      method: 'POST',
+      path: '/databases/query',
+      permission: 'databases:read',
+      operationId: 'databases.query',
+      audit: false,
       summary: 'Run one SQL statement',
-      description: 'Read-only (a read-only transaction) unless allow_write is true, which needs databases:write. ' +
+      description:
+        'Read-only (a read-only transaction) unless allow_write is true, which needs databases:write. ' +
         'At most `limit` rows (default 1000) and `timeout` seconds (default 30). Values go in `params`, bound by the driver.',
-      body: QueryBody, response: QueryResponse,
+      body: QueryBody,
+      response: QueryResponse,
       handler: async (req) => {
         const { body, principal } = req;
         const write = body.allow_write === true;
@@ -110,8 +153,13 @@ export default definePlugin({
         try {
           const result = await withSession(spec, (s) =>
             s.query(body.query, {
-              params: body.params, limit: body.limit ?? 1000, timeoutMs: (body.timeout ?? 30) * 1000, write, maxBytes: MAX_ANSWER_BYTES,
-            }));
+              params: body.params,
+              limit: body.limit ?? 1000,
+              timeoutMs: (body.timeout ?? 30) * 1000,
+              write,
+              maxBytes: MAX_ANSWER_BYTES,
+            }),
+          );
           outcome = { success: true, status: 200 };
           return { ...result, count: result.rows.length, duration_ms: Math.round((performance.now() - started) * 10) / 10 };
         } catch (err) {
@@ -129,18 +177,39 @@ export default definePlugin({
     });
 
     /** Writing queries are audited (read-only ones are not, like other reads): the statement kind, never its text. */
-    const auditWrite = (principal: Principal, ip: string, spec: ConnectionSpec, deployment: string | null, sql: string, outcome: { success: boolean; status: number }) =>
+    const auditWrite = (
+      principal: Principal,
+      ip: string,
+      spec: ConnectionSpec,
+      deployment: string | null,
+      sql: string,
+      outcome: { success: boolean; status: number },
+    ) =>
       ctx.audit({
-        actor_type: principal.type, actor_id: principal.id, actor_name: principal.name,
-        action: 'databases.query.write', resource_type: 'databases', resource_id: `${spec.type}://${spec.host}:${spec.port}/${spec.database ?? ''}`,
-        deployment, success: outcome.success, status: outcome.status, client_ip: ip, detail: { statement: firstKeyword(sql) || null, length: sql.length },
+        actor_type: principal.type,
+        actor_id: principal.id,
+        actor_name: principal.name,
+        action: 'databases.query.write',
+        resource_type: 'databases',
+        resource_id: `${spec.type}://${spec.host}:${spec.port}/${spec.database ?? ''}`,
+        deployment,
+        success: outcome.success,
+        status: outcome.status,
+        client_ip: ip,
+        detail: { statement: firstKeyword(sql) || null, length: sql.length },
       });
 
     ctx.route({
-      ...writing, method: 'POST', path: '/databases/create', permission: 'databases:write', operationId: 'databases.createDatabase', status: 201,
+      ...writing,
+      method: 'POST',
+      path: '/databases/create',
+      permission: 'databases:write',
+      operationId: 'databases.createDatabase',
+      status: 201,
       creates: 'name',
       summary: 'Create a database (409 DB_EXISTS when it exists)',
-      body: CreateDatabaseBody, response: CreatedDatabase,
+      body: CreateDatabaseBody,
+      response: CreatedDatabase,
       handler: async (req) => {
         const spec = await connect(req.body, req.principal);
         const { name, charset, collation, owner } = req.body;
@@ -155,36 +224,56 @@ export default definePlugin({
     });
 
     ctx.route({
-      ...writing, method: 'POST', path: '/databases/users/create', permission: 'databases:write', operationId: 'databases.createUser', status: 201,
+      ...writing,
+      method: 'POST',
+      path: '/databases/users/create',
+      permission: 'databases:write',
+      operationId: 'databases.createUser',
+      status: 201,
       creates: 'user',
       summary: 'Create a database user (409 DB_USER_EXISTS when it exists)',
-      body: CreateUserBody, response: CreatedUser,
+      body: CreateUserBody,
+      response: CreatedUser,
       handler: async (req) => {
         const spec = await connect(req.body, req.principal);
         const { user, user_password } = req.body;
-        if (user_password.includes('\0')) throw errors.badRequest('user_password: must not contain NUL characters', 'VALIDATION_FAILED', { field: 'user_password' });
-        const host = spec.type === 'postgres' ? null : req.body.user_host ?? '%';
+        if (user_password.includes('\0'))
+          throw errors.badRequest('user_password: must not contain NUL characters', 'VALIDATION_FAILED', { field: 'user_password' });
+        const host = spec.type === 'postgres' ? null : (req.body.user_host ?? '%');
         await withSession(spec, (s) => s.createUser(user, user_password, host ?? ''));
         return reply.created({ user, host, type: spec.type }, `user '${user}' created`);
       },
     });
 
     ctx.route({
-      ...writing, method: 'POST', path: '/databases/privileges/grant', permission: 'databases:write', operationId: 'databases.grant',
+      ...writing,
+      method: 'POST',
+      path: '/databases/privileges/grant',
+      permission: 'databases:write',
+      operationId: 'databases.grant',
       summary: 'Grant privileges on a database (or one table) to a user',
-      description: 'PostgreSQL: CONNECT/CREATE/TEMPORARY apply to the database, table privileges to every table of `schema` ' +
+      description:
+        'PostgreSQL: CONNECT/CREATE/TEMPORARY apply to the database, table privileges to every table of `schema` ' +
         '(default public) or to `table`; ALL covers both. MySQL/MariaDB: privileges on `database`.* or `database`.`table`.',
-      body: GrantBody, response: GrantResponse,
+      body: GrantBody,
+      response: GrantResponse,
       handler: async (req) => {
         const spec = await connect(req.body, req.principal);
         const b = req.body;
-        const host = spec.type === 'postgres' ? null : b.user_host ?? '%';
+        const host = spec.type === 'postgres' ? null : (b.user_host ?? '%');
         // PostgreSQL table grants are made from inside the target database.
         const target = spec.type === 'postgres' ? { ...spec, database: b.database } : spec;
-        const statements = await withSession(target, (s) => s.grant({
-          user: b.user, host: host ?? '', database: b.database, schema: b.schema ?? 'public', table: b.table ?? null,
-          privileges: b.privileges, with_grant_option: b.with_grant_option ?? false,
-        }));
+        const statements = await withSession(target, (s) =>
+          s.grant({
+            user: b.user,
+            host: host ?? '',
+            database: b.database,
+            schema: b.schema ?? 'public',
+            table: b.table ?? null,
+            privileges: b.privileges,
+            with_grant_option: b.with_grant_option ?? false,
+          }),
+        );
         return { user: b.user, host, database: b.database, table: b.table ?? null, privileges: b.privileges, statements };
       },
     });

@@ -25,12 +25,30 @@ export const PRIVILEGES = [...new Set([...MYSQL_PRIVILEGES, ...POSTGRES_PRIVILEG
  */
 export const connectionFields = {
   type: Type.Optional(dbType),
-  host: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'server host name or IP address (not with deployment); needs global scope. A name is resolved once and the agent connects to that address' })),
+  host: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 253,
+      description: 'server host name or IP address (not with deployment); needs global scope. A name is resolved once and the agent connects to that address',
+    }),
+  ),
   port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'default 3306 (MySQL/MariaDB) or 5432 (PostgreSQL)' })),
-  username: Type.Optional(Type.String({ pattern: LOGIN_USER, description: 'login; with deployment, defaults to the one in the container environment (which needs write access to the deployment)' })),
-  password: Type.Optional(Secret({ maxLength: 256, description: 'login password; with deployment, defaults to the one in the container environment (which needs write access to the deployment)' })),
-  deployment: Type.Optional(deploymentName({ description: 'connect to this deployment\'s database service instead of host/port' })),
-  service: Type.Optional(Type.String({ pattern: COMPOSE_SERVICE, description: 'compose service of the database (default: the first database image of the deployment)' })),
+  username: Type.Optional(
+    Type.String({
+      pattern: LOGIN_USER,
+      description: 'login; with deployment, defaults to the one in the container environment (which needs write access to the deployment)',
+    }),
+  ),
+  password: Type.Optional(
+    Secret({
+      maxLength: 256,
+      description: 'login password; with deployment, defaults to the one in the container environment (which needs write access to the deployment)',
+    }),
+  ),
+  deployment: Type.Optional(deploymentName({ description: "connect to this deployment's database service instead of host/port" })),
+  service: Type.Optional(
+    Type.String({ pattern: COMPOSE_SERVICE, description: 'compose service of the database (default: the first database image of the deployment)' }),
+  ),
   connect_timeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 60, default: 10, description: 'seconds to wait for the server' })),
 };
 

@@ -32,7 +32,11 @@ export function firstKeyword(sql: string): string {
 export function assertReadStatement(sql: string): void {
   const keyword = firstKeyword(sql);
   if (!READ_KEYWORDS.has(keyword)) {
-    throw new HttpError(400, 'DB_READ_ONLY', `${keyword ? `'${keyword}' statements` : 'this statement'} may write; queries run read-only unless allow_write is true (which needs databases:write)`);
+    throw new HttpError(
+      400,
+      'DB_READ_ONLY',
+      `${keyword ? `'${keyword}' statements` : 'this statement'} may write; queries run read-only unless allow_write is true (which needs databases:write)`,
+    );
   }
   if (/\bINTO\s+(OUTFILE|DUMPFILE)\b/i.test(sql)) {
     throw new HttpError(400, 'DB_READ_ONLY', 'SELECT … INTO OUTFILE/DUMPFILE writes files on the server; it needs allow_write');

@@ -7,15 +7,44 @@ import { describe, expect, it } from 'vitest';
 import { principalFrom, type PrincipalInfo } from '@agent/sdk';
 import { isInternal, resolveTarget } from '../src/address.js';
 
-const base: PrincipalInfo = { type: 'user', id: 'user:2', name: 'ann', role: 'operator', user_id: 2, permissions: ['databases:write'], deployments: {}, scope: 'deployments' };
+const base: PrincipalInfo = {
+  type: 'user',
+  id: 'user:2',
+  name: 'ann',
+  role: 'operator',
+  user_id: 2,
+  permissions: ['databases:write'],
+  deployments: {},
+  scope: 'deployments',
+};
 const scoped = principalFrom({ ...base, deployments: { shop: 'write' } });
 const global = principalFrom({ ...base, scope: 'global', deployments: { '*': 'write' } });
 
 describe('database target addresses', () => {
   it('tells internal addresses from public ones', () => {
-    for (const a of ['127.0.0.1', '127.8.9.10', '10.1.2.3', '172.17.0.2', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0',
-      '224.0.0.1', '::1', '::', 'fe80::1', 'fd00::1', 'fc12::3', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::FFFF:169.254.169.254']) expect(isInternal(a), a).toBe(true);
-    for (const a of ['93.184.215.14', '8.8.8.8', '172.32.0.1', '192.169.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8']) expect(isInternal(a), a).toBe(false);
+    for (const a of [
+      '127.0.0.1',
+      '127.8.9.10',
+      '10.1.2.3',
+      '172.17.0.2',
+      '172.31.255.255',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '224.0.0.1',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00::1',
+      'fc12::3',
+      '::ffff:127.0.0.1',
+      '::ffff:10.0.0.1',
+      '::FFFF:169.254.169.254',
+    ])
+      expect(isInternal(a), a).toBe(true);
+    for (const a of ['93.184.215.14', '8.8.8.8', '172.32.0.1', '192.169.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8'])
+      expect(isInternal(a), a).toBe(false);
   });
 
   it('resolves a name once and answers the address to connect to', async () => {

@@ -109,15 +109,21 @@ describe.each(['mariadb', 'postgres'] as const)('databases on %s', (engine) => {
     await post('query', conn({ database: 'app_db', query: SQL[engine].analyze, allow_write: true }));
 
     // A write hidden behind a read keyword is stopped by the read-only transaction itself.
-    const hidden = engine === 'postgres'
-      ? 'WITH gone AS (DELETE FROM items RETURNING id) SELECT count(*) FROM gone'
-      : 'SELECT * FROM items WHERE id = 1 FOR UPDATE';
+    const hidden =
+      engine === 'postgres' ? 'WITH gone AS (DELETE FROM items RETURNING id) SELECT count(*) FROM gone' : 'SELECT * FROM items WHERE id = 1 FOR UPDATE';
     const res = await post('query', conn({ database: 'app_db', query: hidden }));
     if (engine === 'postgres') {
       expect(res.status).toBe(400);
       expect(res.body.code).toBe('DB_READ_ONLY');
     }
-    for (const q of ['DELETE FROM items', 'UPDATE items SET name = NULL', 'DROP TABLE items', 'CALL nothing()', "SELECT 1 INTO OUTFILE '/tmp/x'", '/*!DELETE FROM items*/']) {
+    for (const q of [
+      'DELETE FROM items',
+      'UPDATE items SET name = NULL',
+      'DROP TABLE items',
+      'CALL nothing()',
+      "SELECT 1 INTO OUTFILE '/tmp/x'",
+      '/*!DELETE FROM items*/',
+    ]) {
       const r = await post('query', conn({ database: 'app_db', query: q }));
       expect(r.status, q).toBe(400);
       expect(r.body.code, q).toBe('DB_READ_ONLY');
@@ -246,7 +252,7 @@ describe.each(['mariadb', 'postgres'] as const)('databases on %s', (engine) => {
 
   it('refuses SQL injection in every identifier field with 400 and changes nothing', async () => {
     const databases = await listNames();
-    const attempts = ["app_db`; DROP DATABASE app_db; --", 'app_db"; DROP DATABASE app_db; --', "app_db' OR '1'='1", 'a b', '../etc', 'x\u0000y', ''];
+    const attempts = ['app_db`; DROP DATABASE app_db; --', 'app_db"; DROP DATABASE app_db; --', "app_db' OR '1'='1", 'a b', '../etc', 'x\u0000y', ''];
     const cases: [string, Record<string, unknown>][] = [];
     for (const bad of attempts) {
       cases.push(['create', { name: bad }]);
@@ -286,5 +292,4 @@ describe.each(['mariadb', 'postgres'] as const)('databases on %s', (engine) => {
     const timeout = await post('query', conn({ query: 'SELECT 1', timeout: 100000 }));
     expect(timeout.status).toBe(400);
   });
-
 });

@@ -51,7 +51,10 @@ const mariaCompose = (image: string) => `services:
 beforeAll(async () => {
   const [pgImage, mariaImage] = [ensurePostgresImage(), ensureMariaDbImage()];
   agent = await startAgent({ plugins: ['docker', 'deployments', 'databases', 'access'] });
-  for (const [name, content] of [[DEPLOYMENT, compose(pgImage)], [MARIA_DEPLOYMENT, mariaCompose(mariaImage)]] as const) {
+  for (const [name, content] of [
+    [DEPLOYMENT, compose(pgImage)],
+    [MARIA_DEPLOYMENT, mariaCompose(mariaImage)],
+  ] as const) {
     const created = await agent.api('POST', '/deployments', {
       body: { name, compose_content: content, env_vars: [{ key: 'DB_PASSWORD', value: PASSWORD }], auto_start: true },
     });
@@ -63,7 +66,9 @@ afterAll(async () => {
   for (const name of [DEPLOYMENT, MARIA_DEPLOYMENT]) await agent?.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } });
   await agent?.stop();
   for (const name of [DEPLOYMENT, MARIA_DEPLOYMENT]) {
-    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter(Boolean);
     if (ids.length) spawnSync('docker', ['rm', '-f', '-v', ...ids]);
     spawnSync('docker', ['network', 'rm', `${name}_default`]);
   }
@@ -84,7 +89,7 @@ async function whenReady(body: Record<string, unknown>) {
 const post = (path: string, body: Record<string, unknown>, token?: string) => agent.api('POST', `/databases/${path}`, { body, token });
 
 describe('databases of a deployment', () => {
-  it('connects to the deployment\'s database service with the login of its environment', async () => {
+  it("connects to the deployment's database service with the login of its environment", async () => {
     const res = await whenReady({ deployment: DEPLOYMENT });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data).toMatchObject({ type: 'postgres', port: 5432, database: 'appdata', host: expect.stringMatching(/^\d+\.\d+\.\d+\.\d+$/) });
@@ -101,7 +106,11 @@ describe('databases of a deployment', () => {
     const audit = await agent.api('GET', '/audit/events', { query: { action: 'databases.query.write' } });
     expect(audit.status).toBe(200);
     expect(audit.body.data.filter((e: { deployment: string }) => e.deployment === DEPLOYMENT)).toHaveLength(1);
-    expect(audit.body.data[0]).toMatchObject({ deployment: DEPLOYMENT, success: true, detail: { statement: 'CREATE', length: 'CREATE TABLE notes (id int)'.length } });
+    expect(audit.body.data[0]).toMatchObject({
+      deployment: DEPLOYMENT,
+      success: true,
+      detail: { statement: 'CREATE', length: 'CREATE TABLE notes (id int)'.length },
+    });
     expect(JSON.stringify(audit.body.data)).not.toContain(PASSWORD);
   });
 
@@ -139,11 +148,20 @@ describe('databases of a deployment', () => {
     // A viewer limited to its deployments (the default) has no access to this one: 404, as for a deployment it
     // cannot see; and no host form at all.
     expect((await post('test', { deployment: DEPLOYMENT }, scoped)).status).toBe(404);
-    expect((await post('test', { type: 'postgres', host: '127.0.0.1', port: 1, username: 'x', password: 'y' }, scoped)).body.code).toBe('GLOBAL_SCOPE_REQUIRED');
+    expect((await post('test', { type: 'postgres', host: '127.0.0.1', port: 1, username: 'x', password: 'y' }, scoped)).body.code).toBe(
+      'GLOBAL_SCOPE_REQUIRED',
+    );
 
     // The host form needs global scope: the same viewer, global.
     const global = await agent.api('POST', '/users', {
-      body: { username: `greader${RUN}`, email: `greader${RUN}@example.org`, password: 'Reader-Pass-2024!x', role: 'viewer', permissions: ['databases:read'], scope: 'global' },
+      body: {
+        username: `greader${RUN}`,
+        email: `greader${RUN}@example.org`,
+        password: 'Reader-Pass-2024!x',
+        role: 'viewer',
+        permissions: ['databases:read'],
+        scope: 'global',
+      },
     });
     expect(global.status, global.text).toBe(201);
     const token = await agent.login(`greader${RUN}`, 'Reader-Pass-2024!x');
@@ -190,13 +208,26 @@ describe('databases and tenants', () => {
     ['privileges/grant', { ...connection, user: 'intruder', database: 'shop', privileges: ['ALL'] }],
   ];
 
-  it('connects each tenant to its own deployment\'s database by {deployment, service}', async () => {
+  it("connects each tenant to its own deployment's database by {deployment, service}", async () => {
     for (const [who, token] of principals(alice)) {
       const res = await post('test', { deployment: DEPLOYMENT, service: 'db' }, token);
       expect(res.status, `${who}: ${res.text}`).toBe(200);
       expect(res.body.data).toMatchObject({ type: 'postgres', database: 'appdata' });
       // The explicit form: {type, deployment, service, port?, username, password, database?}.
-      const explicit = await post('query', { type: 'postgres', deployment: DEPLOYMENT, service: 'db', port: 5432, username: 'postgres', password: PASSWORD, database: 'appdata', query: 'SELECT 1 AS one' }, token);
+      const explicit = await post(
+        'query',
+        {
+          type: 'postgres',
+          deployment: DEPLOYMENT,
+          service: 'db',
+          port: 5432,
+          username: 'postgres',
+          password: PASSWORD,
+          database: 'appdata',
+          query: 'SELECT 1 AS one',
+        },
+        token,
+      );
       expect(explicit.status, `${who}: ${explicit.text}`).toBe(200);
       expect(explicit.body.data.rows).toEqual([[1]]);
     }
@@ -205,9 +236,12 @@ describe('databases and tenants', () => {
     for (const [who, token] of principals(bob)) expect((await post('test', { deployment: MARIA_DEPLOYMENT }, token)).status, who).toBe(200);
   });
 
-  it('answers 404 for the other tenant\'s deployment on every route', async () => {
+  it("answers 404 for the other tenant's deployment on every route", async () => {
     for (const [who, token] of principals(alice)) {
-      for (const [path, body] of [...every({ deployment: MARIA_DEPLOYMENT }), ...every({ deployment: MARIA_DEPLOYMENT, service: 'mariadb', username: 'root', password: PASSWORD })]) {
+      for (const [path, body] of [
+        ...every({ deployment: MARIA_DEPLOYMENT }),
+        ...every({ deployment: MARIA_DEPLOYMENT, service: 'mariadb', username: 'root', password: PASSWORD }),
+      ]) {
         const res = await post(path, body, token);
         expect(res.status, `${who} ${path} ${JSON.stringify(body)}`).toBe(404);
       }

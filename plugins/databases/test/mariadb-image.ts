@@ -31,10 +31,18 @@ export function ensureMariaDbImage(): string {
     start: START,
     // The system tables are created at build time; the container only applies its environment at start.
     prepare: (root) => {
-      execFileSync('mariadb-install-db', [
-        '--no-defaults', `--datadir=${join(root, 'var/lib/mysql')}`, '--user=root', '--auth-root-authentication-method=normal',
-        '--skip-test-db', '--skip-name-resolve',
-      ], { stdio: 'ignore' });
+      execFileSync(
+        'mariadb-install-db',
+        [
+          '--no-defaults',
+          `--datadir=${join(root, 'var/lib/mysql')}`,
+          '--user=root',
+          '--auth-root-authentication-method=normal',
+          '--skip-test-db',
+          '--skip-name-resolve',
+        ],
+        { stdio: 'ignore' },
+      );
     },
     changes: ['ENV PATH=/usr/sbin:/usr/bin:/bin', 'VOLUME /var/lib/mysql', 'EXPOSE 3306/tcp', 'ENTRYPOINT ["/bin/sh", "/start.sh"]'],
   });

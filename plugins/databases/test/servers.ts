@@ -78,26 +78,41 @@ export async function startMariaDb(): Promise<DbServer> {
   const port = await freePort();
   const password = 'Adm1n-' + Math.random().toString(36).slice(2);
   const install = await run('mariadb-install-db', [
-    '--no-defaults', `--datadir=${dir}/data`, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve',
+    '--no-defaults',
+    `--datadir=${dir}/data`,
+    '--auth-root-authentication-method=normal',
+    '--skip-test-db',
+    '--skip-name-resolve',
   ]);
   if (install.code !== 0) throw new Error(`mariadb-install-db failed:\n${install.out}`);
   const socket = join(dir, 'mysqld.sock');
   const { child, output } = daemon('mariadbd', [
-    '--no-defaults', `--datadir=${dir}/data`, `--socket=${socket}`, `--port=${port}`, '--bind-address=127.0.0.1',
-    `--pid-file=${dir}/mariadbd.pid`, '--skip-name-resolve', '--innodb-buffer-pool-size=32M', '--innodb-log-file-size=16M',
-    '--skip-log-bin', '--performance-schema=OFF',
+    '--no-defaults',
+    `--datadir=${dir}/data`,
+    `--socket=${socket}`,
+    `--port=${port}`,
+    '--bind-address=127.0.0.1',
+    `--pid-file=${dir}/mariadbd.pid`,
+    '--skip-name-resolve',
+    '--innodb-buffer-pool-size=32M',
+    '--innodb-log-file-size=16M',
+    '--skip-log-bin',
+    '--performance-schema=OFF',
   ]);
   const client = (sql: string) => run('mariadb', ['--no-defaults', '-S', socket, '-uroot', '-e', sql]);
   await until('mariadbd', async () => existsSync(socket) && (await client('SELECT 1')).code === 0, output);
-  const setup = await client(
-    `CREATE USER 'admin'@'%' IDENTIFIED BY '${password}'; GRANT ALL PRIVILEGES ON *.* TO 'admin'@'%' WITH GRANT OPTION;`);
+  const setup = await client(`CREATE USER 'admin'@'%' IDENTIFIED BY '${password}'; GRANT ALL PRIVILEGES ON *.* TO 'admin'@'%' WITH GRANT OPTION;`);
   if (setup.code !== 0) throw new Error(`mariadb setup failed: ${setup.out}`);
   return { type: 'mariadb', host: '127.0.0.1', port, username: 'admin', password, stop: stopper(child, dir) };
 }
 
 function postgresBin(): string {
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   if (versions.length === 0) throw new Error('PostgreSQL is not installed (Debian package postgresql)');
   return join(root, versions[0]!, 'bin');
 }
@@ -111,12 +126,35 @@ export async function startPostgres(): Promise<DbServer> {
   writeFileSync(pwfile, password + '\n', { mode: 0o600 });
   if (asRoot) chownSync(pwfile, UNPRIVILEGED.uid, UNPRIVILEGED.gid);
   const init = await run(join(bin, 'initdb'), [
-    '-D', `${dir}/data`, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C', '--no-instructions',
+    '-D',
+    `${dir}/data`,
+    '-U',
+    'postgres',
+    '--auth=scram-sha-256',
+    `--pwfile=${pwfile}`,
+    '-E',
+    'UTF8',
+    '--locale=C',
+    '--no-instructions',
   ]);
   if (init.code !== 0) throw new Error(`initdb failed:\n${init.out}`);
   const { child, output } = daemon(join(bin, 'postgres'), [
-    '-D', `${dir}/data`, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1',
-    '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'shared_buffers=16MB',
+    '-D',
+    `${dir}/data`,
+    '-p',
+    String(port),
+    '-k',
+    dir,
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'fsync=off',
+    '-c',
+    'synchronous_commit=off',
+    '-c',
+    'full_page_writes=off',
+    '-c',
+    'shared_buffers=16MB',
   ]);
   await until('postgres', async () => (await run(join(bin, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(port)])).code === 0, output);
   return { type: 'postgres', host: '127.0.0.1', port, username: 'postgres', password, stop: stopper(child, dir) };

@@ -45,7 +45,10 @@ export interface DeploymentsService {
   /** The container of one compose service (null when it has none). */
   serviceContainer(name: string, service: string): Promise<ContainerSummary | null>;
   /** `exceptions`: host-safety exceptions the deployment gets (a plugin's own deployments; never from a request). */
-  create(input: { name: string; compose_content: string; env_vars?: { key: string; value: string }[]; auto_start?: boolean; exceptions?: string[] }, principal: Principal | null): Promise<DeploymentInfo>;
+  create(
+    input: { name: string; compose_content: string; env_vars?: { key: string; value: string }[]; auto_start?: boolean; exceptions?: string[] },
+    principal: Principal | null,
+  ): Promise<DeploymentInfo>;
   start(name: string): Promise<void>;
   stop(name: string): Promise<void>;
   restart(name: string): Promise<void>;

@@ -77,7 +77,12 @@ export interface FilePosition {
  * size an initial tail read up to, so no line written in between is lost.
  */
 export async function followFile(
-  path: string, open: Opener, onLine: (line: string, at: FilePosition) => void | Promise<void>, signal: AbortSignal, filter?: string, from?: number,
+  path: string,
+  open: Opener,
+  onLine: (line: string, at: FilePosition) => void | Promise<void>,
+  signal: AbortSignal,
+  filter?: string,
+  from?: number,
 ): Promise<void> {
   let offset = from ?? (await sizeOf(open)) ?? 0;
   let generation = 0;

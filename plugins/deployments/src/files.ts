@@ -45,7 +45,9 @@ export function findComposeFile(dir: string): string | null {
   for (const name of COMPOSE_NAMES) {
     try {
       if (lstatSync(join(dir, name)).isFile()) return name;
-    } catch { /* not there */ }
+    } catch {
+      /* not there */
+    }
   }
   return null;
 }

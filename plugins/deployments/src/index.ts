@@ -21,13 +21,24 @@ export default definePlugin({
   version: '0.1.0',
   description: 'Compose deployments: lifecycle, plans, logs, stats, host-safety policy, templates',
   config: Type.Object({
-    deployments: Type.Object({
-      path: Type.String({ default: '', description: 'folder of the deployments; empty: <data_dir>/deployments' }),
-      reconcile_interval: Type.Integer({ minimum: 1, maximum: 3600, default: 30, description: 'seconds between full state reconciliations (events keep it current in between)' }),
-    }, { default: {} }),
-    templates: Type.Object({
-      path: Type.String({ default: '', description: 'templates folder; empty: the one shipped with the plugin' }),
-    }, { default: {} }),
+    deployments: Type.Object(
+      {
+        path: Type.String({ default: '', description: 'folder of the deployments; empty: <data_dir>/deployments' }),
+        reconcile_interval: Type.Integer({
+          minimum: 1,
+          maximum: 3600,
+          default: 30,
+          description: 'seconds between full state reconciliations (events keep it current in between)',
+        }),
+      },
+      { default: {} },
+    ),
+    templates: Type.Object(
+      {
+        path: Type.String({ default: '', description: 'templates folder; empty: the one shipped with the plugin' }),
+      },
+      { default: {} },
+    ),
   }),
   resources: {
     deployments: { description: 'compose deployments, their logs and stats', operator: 'write', viewer: 'read', owner: 'deployment' },
@@ -40,25 +51,34 @@ export default definePlugin({
   async setup(ctx, deps) {
     const configured = ctx.config.deployments.path;
     const root = configured ? (isAbsolute(configured) ? configured : resolve(configured)) : join(ctx.agent.dataDir, 'deployments');
-    const settings = ctx.settings(Type.Object({
-      host_safety: Type.Boolean({
-        default: true,
-        description: 'check every deployment against the host-safety policy (see the plugin README); turning it off needs host-safety:write',
+    const settings = ctx.settings(
+      Type.Object({
+        host_safety: Type.Boolean({
+          default: true,
+          description: 'check every deployment against the host-safety policy (see the plugin README); turning it off needs host-safety:write',
+        }),
       }),
-    }), { permissions: { host_safety: 'host-safety:write' } });
+      { permissions: { host_safety: 'host-safety:write' } },
+    );
     const records = new DeploymentRecords(await ctx.store.document(emptyRecords(), 'deployments'));
     const cache = new StateCache(deps.docker, ctx.log, ctx.config.deployments.reconcile_interval * 1000);
     const manager = new DeploymentManager({
-      root, docker: deps.docker, cache, records, events: ctx.events, log: ctx.log,
+      root,
+      docker: deps.docker,
+      cache,
+      records,
+      events: ctx.events,
+      log: ctx.log,
       hostSafety: () => settings.get().host_safety,
     });
     deploymentRoutes(ctx, manager);
     deployableRoutes(ctx, manager, deps.plugins);
     const templatesDir = ctx.config.templates.path ? resolve(ctx.config.templates.path) : join(ctx.packageDir, 'templates');
     const catalog = new TemplateCatalog(templatesDir);
-    const followers = logRoutes(ctx, manager, { builtin: (entry) => (entry.record.template ? catalog.get(entry.record.template)?.log_sources ?? [] : []) });
+    const followers = logRoutes(ctx, manager, { builtin: (entry) => (entry.record.template ? (catalog.get(entry.record.template)?.log_sources ?? []) : []) });
     ctx.doctor({
-      id: 'deployments.log-followers', title: 'Log followers (websocket)',
+      id: 'deployments.log-followers',
+      title: 'Log followers (websocket)',
       run: () => {
         const s = followers.stats();
         return { status: 'ok', detail: `${s.followers} follower(s) on ${s.upstreams} shared upstream stream(s); ${s.dropped} dropped as too slow since start` };
@@ -69,10 +89,13 @@ export default definePlugin({
       provides: { deployments: manager },
       async start() {
         // Parsing every template's compose file is not needed to serve: it finishes in the background.
-        void catalog.load().then((loaded) => {
-          if (loaded.invalid.length) ctx.log.warn('invalid templates skipped', { invalid: loaded.invalid });
-          ctx.log.info('templates loaded', { count: loaded.count });
-        }, (err: Error) => ctx.log.error('templates could not be loaded', { error: err.message }));
+        void catalog.load().then(
+          (loaded) => {
+            if (loaded.invalid.length) ctx.log.warn('invalid templates skipped', { invalid: loaded.invalid });
+            ctx.log.info('templates loaded', { count: loaded.count });
+          },
+          (err: Error) => ctx.log.error('templates could not be loaded', { error: err.message }),
+        );
         await manager.discover();
         cache.start();
         await cache.reconcile();

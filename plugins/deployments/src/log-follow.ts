@@ -119,7 +119,10 @@ export class LogFollowers {
   private readonly pacer = new HistoryPacer();
   private dropped = 0;
 
-  constructor(private readonly docker: DockerService, private readonly log: Logger) {}
+  constructor(
+    private readonly docker: DockerService,
+    private readonly log: Logger,
+  ) {}
 
   stats(): { upstreams: number; followers: number; dropped: number } {
     const c = this.containers.stats();
@@ -134,31 +137,62 @@ export class LogFollowers {
 
   /** Follows the output of running containers (of one deployment) until they stop or the client leaves. */
   async followContainers(
-    conn: WebSocketConnection, deployment: string, containers: ContainerSummary[], tail: number, filter: string | undefined,
+    conn: WebSocketConnection,
+    deployment: string,
+    containers: ContainerSummary[],
+    tail: number,
+    filter: string | undefined,
   ): Promise<void> {
     // The key is what the upstream reads: the same containers (a recreated container is another upstream).
-    const key = `${deployment}\0${containers.map((c) => c.id).sort().join(',')}`;
+    const key = `${deployment}\0${containers
+      .map((c) => c.id)
+      .sort()
+      .join(',')}`;
     const wanted = tail === 0 ? WS_HISTORY_MAX_LINES : Math.min(tail, WS_HISTORY_MAX_LINES);
-    await this.follow(conn, this.containers, key, filter, (emit, end) => this.openContainers(containers, emit, end), async (upstream) => {
-      if (filter) return this.historyTurn(() => this.containerHistory(containers, wanted, filter, conn.signal));
-      const { lines, seq } = upstream.snapshot();
-      return { lines: boundedBytes(lines.slice(-wanted)).map((l) => l.wire), fresh: (at) => at.seq > seq };
-    });
+    await this.follow(
+      conn,
+      this.containers,
+      key,
+      filter,
+      (emit, end) => this.openContainers(containers, emit, end),
+      async (upstream) => {
+        if (filter) return this.historyTurn(() => this.containerHistory(containers, wanted, filter, conn.signal));
+        const { lines, seq } = upstream.snapshot();
+        return { lines: boundedBytes(lines.slice(-wanted)).map((l) => l.wire), fresh: (at) => at.seq > seq };
+      },
+    );
   }
 
   /** Follows a file source until the client leaves. */
   async followFile(conn: WebSocketConnection, path: string, open: Opener, tail: number, filter: string | undefined): Promise<void> {
-    await this.follow(conn, this.files, path, filter, (emit) => this.openFile(path, open, emit), (upstream) => this.historyTurn(async () => {
-      const generation = upstream.generation();
-      const { lines, size } = await readLastLinesAt(open, tail === 0 ? WS_HISTORY_MAX_LINES : Math.min(tail, WS_HISTORY_MAX_LINES), filter, FILTER_SCAN_BYTES);
-      const kept = boundedBytes(lines.map((text) => ({ wire: wireOf({ service: null, container: null, stream: 'file', time: null, text }), text })));
-      return { lines: kept.map((l) => l.wire), fresh: (at) => at.generation > generation || at.end > size };
-    }));
+    await this.follow(
+      conn,
+      this.files,
+      path,
+      filter,
+      (emit) => this.openFile(path, open, emit),
+      (upstream) =>
+        this.historyTurn(async () => {
+          const generation = upstream.generation();
+          const { lines, size } = await readLastLinesAt(
+            open,
+            tail === 0 ? WS_HISTORY_MAX_LINES : Math.min(tail, WS_HISTORY_MAX_LINES),
+            filter,
+            FILTER_SCAN_BYTES,
+          );
+          const kept = boundedBytes(lines.map((text) => ({ wire: wireOf({ service: null, container: null, stream: 'file', time: null, text }), text })));
+          return { lines: kept.map((l) => l.wire), fresh: (at) => at.generation > generation || at.end > size };
+        }),
+    );
   }
 
   private async follow<P, U extends Upstream>(
-    conn: WebSocketConnection, hub: LogHub<P, U>, key: string, filter: string | undefined,
-    open: (emit: Emit<P>, end: (reason: string) => void) => Promise<U>, history: (upstream: U) => Promise<History<P>>,
+    conn: WebSocketConnection,
+    hub: LogHub<P, U>,
+    key: string,
+    filter: string | undefined,
+    open: (emit: Emit<P>, end: (reason: string) => void) => Promise<U>,
+    history: (upstream: U) => Promise<History<P>>,
   ): Promise<void> {
     let leave = () => {};
     const follower = new BoundedFollower<P>(conn, FOLLOWER_MAX_BYTES, () => {
@@ -239,7 +273,10 @@ export class LogFollowers {
           let counted = false;
           try {
             const lines = this.docker.containerLogs(c.id, {
-              follow: true, tail: 1, timestamps: true, signal: controller.signal,
+              follow: true,
+              tail: 1,
+              timestamps: true,
+              signal: controller.signal,
               attached: () => {
                 counted = true;
                 attach();
@@ -287,31 +324,40 @@ export class LogFollowers {
       await fh.close();
     }
     let generation = 0;
-    void followFile(path, open, (text, at) => {
-      generation = at.generation;
-      return emit({ wire: wireOf({ service: null, container: null, stream: 'file', time: null, text }), text, at });
-    }, controller.signal, undefined, from).catch((err: Error) => this.log.warn('log file follow ended with an error', { path, error: err.message }));
+    void followFile(
+      path,
+      open,
+      (text, at) => {
+        generation = at.generation;
+        return emit({ wire: wireOf({ service: null, container: null, stream: 'file', time: null, text }), text, at });
+      },
+      controller.signal,
+      undefined,
+      from,
+    ).catch((err: Error) => this.log.warn('log file follow ended with an error', { path, error: err.message }));
     return { close: () => controller.abort(), generation: () => generation };
   }
 
   /** The last `wanted` lines (within the byte bound) of the containers, merged by time, and where each container was read up to. */
   private async containerHistory(containers: ContainerSummary[], wanted: number, filter: string | undefined, signal: AbortSignal) {
     const readUpTo = new Map<string, string>();
-    const perContainer = await Promise.all(containers.map(async (c) => {
-      const out: DeploymentLogLine[] = [];
-      try {
-        const scan = filter ? Math.min(wanted * 20, FILTER_SCAN_LINES) : wanted;
-        for await (const line of this.docker.containerLogs(c.id, { tail: scan, timestamps: true, signal })) {
-          if (line.time) readUpTo.set(c.id, timeKey(line.time));
-          if (filter && !line.text.includes(filter)) continue;
-          out.push({ service: c.service, container: c.name, stream: line.stream, time: line.time, text: line.text });
-          if (out.length > wanted * 2) out.splice(0, out.length - wanted);
+    const perContainer = await Promise.all(
+      containers.map(async (c) => {
+        const out: DeploymentLogLine[] = [];
+        try {
+          const scan = filter ? Math.min(wanted * 20, FILTER_SCAN_LINES) : wanted;
+          for await (const line of this.docker.containerLogs(c.id, { tail: scan, timestamps: true, signal })) {
+            if (line.time) readUpTo.set(c.id, timeKey(line.time));
+            if (filter && !line.text.includes(filter)) continue;
+            out.push({ service: c.service, container: c.name, stream: line.stream, time: line.time, text: line.text });
+            if (out.length > wanted * 2) out.splice(0, out.length - wanted);
+          }
+        } catch (err) {
+          if (!signal.aborted) this.log.warn('log history could not be read', { container: c.name, error: String((err as Error)?.message ?? err) });
         }
-      } catch (err) {
-        if (!signal.aborted) this.log.warn('log history could not be read', { container: c.name, error: String((err as Error)?.message ?? err) });
-      }
-      return out;
-    }));
+        return out;
+      }),
+    );
     const lines = perContainer.flat();
     if (containers.length > 1) lines.sort((a, b) => (timeKey(a.time) < timeKey(b.time) ? -1 : timeKey(a.time) > timeKey(b.time) ? 1 : 0));
     const parsed = boundedBytes(lines.length > wanted ? lines.slice(-wanted) : lines);

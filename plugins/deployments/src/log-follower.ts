@@ -51,7 +51,11 @@ export class BoundedFollower<M> {
   private held: Array<{ wire: string; meta: M }> | null = [];
   private dropped = false;
 
-  constructor(private readonly conn: WebSocketConnection, private readonly maxBytes: number, private readonly onDrop: () => void) {}
+  constructor(
+    private readonly conn: WebSocketConnection,
+    private readonly maxBytes: number,
+    private readonly onDrop: () => void,
+  ) {}
 
   get isDropped(): boolean {
     return this.dropped;

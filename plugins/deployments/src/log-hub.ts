@@ -97,13 +97,16 @@ export class LogHub<P, U extends Upstream = Upstream> {
           for (const l of listeners) l.end(reason);
         },
       );
-      created.attached.then(() => {
-        this.open++;
-      }, () => {
-        // An upstream that could not be opened is forgotten: the next follower tries again.
-        created.done = true;
-        if (this.shared.get(key) === created) this.shared.delete(key);
-      });
+      created.attached.then(
+        () => {
+          this.open++;
+        },
+        () => {
+          // An upstream that could not be opened is forgotten: the next follower tries again.
+          created.done = true;
+          if (this.shared.get(key) === created) this.shared.delete(key);
+        },
+      );
       this.shared.set(key, created);
       entry = created;
     }
@@ -168,9 +171,12 @@ export class LogHub<P, U extends Upstream = Upstream> {
     if (entry.timer) clearTimeout(entry.timer);
     entry.timer = null;
     entry.batch = [];
-    void entry.attached.then((upstream) => {
-      this.open--;
-      if (close) upstream.close();
-    }, () => undefined);
+    void entry.attached.then(
+      (upstream) => {
+        this.open--;
+        if (close) upstream.close();
+      },
+      () => undefined,
+    );
   }
 }

@@ -19,7 +19,14 @@ export interface LogSourceView {
   builtin: boolean;
 }
 
-export const CONTAINER_SOURCE: LogSourceView = { id: 'stdout', name: 'Container output (stdout and stderr)', type: 'container', path: null, format: null, builtin: true };
+export const CONTAINER_SOURCE: LogSourceView = {
+  id: 'stdout',
+  name: 'Container output (stdout and stderr)',
+  type: 'container',
+  path: null,
+  format: null,
+  builtin: true,
+};
 
 /** Problems with a relative path from a request (absolute, `..`, empty, control characters). */
 export function relativePathProblem(path: string): string | null {
@@ -34,7 +41,8 @@ export function relativePathProblem(path: string): string | null {
 export function validateCustomSources(sources: LogSourceSpec[], builtinIds: Set<string>): void {
   const seen = new Set<string>();
   for (const [i, s] of sources.entries()) {
-    if (s.id === 'stdout' || builtinIds.has(s.id)) throw errors.badRequest(`body.sources[${i}].id: '${s.id}' is reserved by a built-in source`, 'VALIDATION_FAILED', { field: `sources[${i}].id` });
+    if (s.id === 'stdout' || builtinIds.has(s.id))
+      throw errors.badRequest(`body.sources[${i}].id: '${s.id}' is reserved by a built-in source`, 'VALIDATION_FAILED', { field: `sources[${i}].id` });
     if (seen.has(s.id)) throw errors.badRequest(`body.sources[${i}].id: '${s.id}' is given twice`, 'VALIDATION_FAILED', { field: `sources[${i}].id` });
     seen.add(s.id);
     const problem = relativePathProblem(s.path);

@@ -19,7 +19,7 @@ export const timeKey = (time: string | null): string => {
 
 export function pickContainers(containers: ContainerSummary[], service: string | undefined, running = false): ContainerSummary[] {
   const list = containers.filter((c) => (!service || c.service === service) && (!running || c.state === 'running'));
-  return list.sort((a, b) => compareText((a.service ?? ''), b.service ?? ''));
+  return list.sort((a, b) => compareText(a.service ?? '', b.service ?? ''));
 }
 
 /** The last `keep` (0 = all) lines of `tail` read lines that contain `filter`. */

@@ -10,8 +10,16 @@ import { errors, HttpError, isDeploymentName, retiredName, type EventBus, type L
 import { type CheckedCompose, type ComposeCommand, type ContainerSummary, type DockerService } from '@agent/plugin-docker/api';
 import { type DeploymentInfo, type DeploymentsService } from './api.js';
 import {
-  createFolder, DEFAULT_COMPOSE, ENV_FILE, findComposeFile, folderCreatedAt, LEGACY_META_FILE, readFolderFile, readLegacyMeta,
-  writeAtomic, type LogSourceSpec,
+  createFolder,
+  DEFAULT_COMPOSE,
+  ENV_FILE,
+  findComposeFile,
+  folderCreatedAt,
+  LEGACY_META_FILE,
+  readFolderFile,
+  readLegacyMeta,
+  writeAtomic,
+  type LogSourceSpec,
 } from './files.js';
 import { envProblems, parseEnv, serializeEnv } from './env-file.js';
 import { serviceNames } from './compose-check.js';
@@ -83,9 +91,14 @@ export class DeploymentManager implements DeploymentsService {
 
   constructor(readonly opts: ManagerOptions) {
     opts.cache.onChange(() => this.invalidate());
-    opts.docker.compose.flavour().then((flavour) => {
-      this.containerNameSeparator = flavour === 'v1' ? '_' : '-';
-    }, () => { /* no compose: keep v2 naming */ });
+    opts.docker.compose.flavour().then(
+      (flavour) => {
+        this.containerNameSeparator = flavour === 'v1' ? '_' : '-';
+      },
+      () => {
+        /* no compose: keep v2 naming */
+      },
+    );
   }
 
   invalidate(): void {
@@ -251,7 +264,13 @@ export class DeploymentManager implements DeploymentsService {
    */
   check(name: string, dir: string, content: string, vars: Record<string, string>, exceptions: string[]): Promise<CheckedCompose> {
     return this.opts.docker.compose.check({
-      project: name, dir, content, env: vars, exceptions, enforce: this.opts.hostSafety(), files: { [ENV_FILE]: serializeEnv(vars) },
+      project: name,
+      dir,
+      content,
+      env: vars,
+      exceptions,
+      enforce: this.opts.hostSafety(),
+      files: { [ENV_FILE]: serializeEnv(vars) },
     });
   }
 
@@ -268,14 +287,16 @@ export class DeploymentManager implements DeploymentsService {
    * deleted deployment of that name left behind (containers, networks, volumes would be taken over).
    */
   async assertNameFree(name: string): Promise<void> {
-    if (name.startsWith(RESERVED_PREFIX)) throw errors.badRequest(`name: '${RESERVED_PREFIX}' names are reserved for the agent's own compose projects`, 'NAME_RESERVED', { field: 'name' });
+    if (name.startsWith(RESERVED_PREFIX))
+      throw errors.badRequest(`name: '${RESERVED_PREFIX}' names are reserved for the agent's own compose projects`, 'NAME_RESERVED', { field: 'name' });
     if (!this.opts.docker.available()) return; // checked again before the first start
     const found = await this.opts.docker.compose.projectObjects(name);
     const total = found.containers + found.networks + found.volumes;
     if (total > 0) {
       throw errors.conflict(
         `a compose project named '${name}' already exists on this host (${found.containers} container(s), ${found.networks} network(s), ${found.volumes} volume(s)); choose another name or have an admin remove it`,
-        'NAME_IN_USE', { ...found },
+        'NAME_IN_USE',
+        { ...found },
       );
     }
   }
@@ -304,7 +325,11 @@ export class DeploymentManager implements DeploymentsService {
       // Checked again at every start: the files may have changed since (a container can write to its folder).
       const checked = options.checked ?? (await this.checkCurrent(entry));
       if (!(await this.opts.docker.compose.lastChecked(entry.name))) await this.assertNotForeign(entry.name);
-      await this.composeRun(checked, { command: 'up', noRecreate: options.noRecreate, removeOrphans: !options.services, services: options.services }, 'starting');
+      await this.composeRun(
+        checked,
+        { command: 'up', noRecreate: options.noRecreate, removeOrphans: !options.services, services: options.services },
+        'starting',
+      );
       entry.failure = null;
     } catch (err) {
       entry.failure = (err as Error).message;
@@ -319,7 +344,9 @@ export class DeploymentManager implements DeploymentsService {
   private async assertNotForeign(name: string): Promise<void> {
     const found = await this.opts.docker.compose.projectObjects(name);
     if (found.containers + found.networks + found.volumes > 0) {
-      throw errors.conflict(`a compose project named '${name}' that this deployment did not create exists on this host; it is not taken over`, 'NAME_IN_USE', { ...found });
+      throw errors.conflict(`a compose project named '${name}' that this deployment did not create exists on this host; it is not taken over`, 'NAME_IN_USE', {
+        ...found,
+      });
     }
   }
 
@@ -351,15 +378,20 @@ export class DeploymentManager implements DeploymentsService {
       if (this.entries.has(name)) throw errors.conflict(`deployment '${name}' already exists`, 'DEPLOYMENT_EXISTS');
       const dir = join(this.opts.root, name);
       const reuse = existsSync(dir);
-      if (reuse && !this.opts.records.isKept(name)) throw errors.conflict(`folder '${dir}' already exists and is not a deleted deployment`, 'DEPLOYMENT_EXISTS');
+      if (reuse && !this.opts.records.isKept(name))
+        throw errors.conflict(`folder '${dir}' already exists and is not a deleted deployment`, 'DEPLOYMENT_EXISTS');
       await this.assertNameFree(name);
       const vars = toVars(input.env_vars);
       const exceptions = [...new Set(input.exceptions ?? [])].sort();
       const checked = await this.check(name, dir, input.compose_content, vars, exceptions);
       await mkdir(this.opts.root, { recursive: true, mode: 0o750 });
       const record: DeploymentRecord = {
-        created_at: new Date().toISOString(), created_by: principal?.id ?? null, template: input.template ?? null,
-        compose_file: DEFAULT_COMPOSE, log_sources: [], exceptions,
+        created_at: new Date().toISOString(),
+        created_by: principal?.id ?? null,
+        template: input.template ?? null,
+        compose_file: DEFAULT_COMPOSE,
+        log_sources: [],
+        exceptions,
       };
       const files: Record<string, { content: string; mode?: number }> = {
         [DEFAULT_COMPOSE]: { content: input.compose_content },
@@ -394,9 +426,13 @@ export class DeploymentManager implements DeploymentsService {
     });
   }
 
-  async update(name: string, input: { compose_content?: string; env_vars?: { key: string; value: string }[] }): Promise<{ info: DeploymentInfo; recreated: boolean }> {
+  async update(
+    name: string,
+    input: { compose_content?: string; env_vars?: { key: string; value: string }[] },
+  ): Promise<{ info: DeploymentInfo; recreated: boolean }> {
     const entry = this.require(name);
-    if (input.compose_content === undefined && input.env_vars === undefined) throw errors.badRequest('body: give compose_content and/or env_vars', 'VALIDATION_FAILED');
+    if (input.compose_content === undefined && input.env_vars === undefined)
+      throw errors.badRequest('body: give compose_content and/or env_vars', 'VALIDATION_FAILED');
     const problem = envProblems(input.env_vars ?? []);
     if (problem) throw errors.badRequest(problem, 'VALIDATION_FAILED', { field: 'env_vars' });
     return this.lock.run(name, async () => {
@@ -421,7 +457,9 @@ export class DeploymentManager implements DeploymentsService {
 
   async setEnv(name: string, vars: Record<string, string | null>, options: { recreate?: boolean } = {}): Promise<void> {
     const entry = this.require(name);
-    const list = Object.entries(vars).filter(([, v]) => v !== null).map(([key, value]) => ({ key, value: value! }));
+    const list = Object.entries(vars)
+      .filter(([, v]) => v !== null)
+      .map(([key, value]) => ({ key, value: value! }));
     const problem = envProblems(list, 'vars');
     if (problem) throw errors.badRequest(problem);
     await this.lock.run(name, async () => {
@@ -504,7 +542,8 @@ export class DeploymentManager implements DeploymentsService {
     await this.lock.run(name, async () => {
       await this.cache.reconcile();
       // Nothing compose created is left (never started): skip `down`, a slow no-op.
-      const leftovers = this.cache.containers(name).length > 0 || options.remove_volumes || (await this.opts.docker.networks.list({ deployment: name })).length > 0;
+      const leftovers =
+        this.cache.containers(name).length > 0 || options.remove_volumes || (await this.opts.docker.networks.list({ deployment: name })).length > 0;
       if (leftovers) {
         try {
           const model = await this.runningModel(entry);

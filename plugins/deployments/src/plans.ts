@@ -11,7 +11,10 @@ import type { DeploymentManager, Entry } from './manager.js';
 const stable = (v: unknown): string => {
   if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? 'null';
   if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
-  return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${stable((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  return `{${Object.keys(v)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${stable((v as Record<string, unknown>)[k])}`)
+    .join(',')}}`;
 };
 
 export function composeDiff(file: string, before: string, after: string): string {
@@ -24,8 +27,11 @@ export function envChange(before: Record<string, string>, after: Record<string, 
   const changed = Object.keys(after).filter((k) => k in before && before[k] !== after[k]);
   if (!added.length && !removed.length && !changed.length) return null;
   return {
-    type: 'file', id: '.env', actions: [Object.keys(before).length === 0 ? 'create' : 'update'],
-    after: { added, changed, removed }, before: { keys: Object.keys(before) },
+    type: 'file',
+    id: '.env',
+    actions: [Object.keys(before).length === 0 ? 'create' : 'update'],
+    after: { added, changed, removed },
+    before: { keys: Object.keys(before) },
   };
 }
 
@@ -37,7 +43,11 @@ export const predictedName = (manager: DeploymentManager, deployment: string, se
 };
 
 const containerChange = (id: string, action: 'create' | 'update' | 'delete' | 'no-op', before: unknown, after: unknown): PlanChange => ({
-  type: 'container', id, actions: [action], before: before ?? undefined, after: after ?? undefined,
+  type: 'container',
+  id,
+  actions: [action],
+  before: before ?? undefined,
+  after: after ?? undefined,
 });
 
 const containerView = (c: ContainerSummary) => ({ name: c.name, service: c.service, state: c.state, image: c.image });
@@ -47,12 +57,18 @@ export function hostSafetyChange(manager: DeploymentManager, name: string, check
   const enforced = manager.opts.hostSafety();
   if (enforced && !checked.granted.length && !exceptions.length) return null;
   return {
-    type: 'host-safety', id: name, actions: ['no-op'],
+    type: 'host-safety',
+    id: name,
+    actions: ['no-op'],
     after: { policy: enforced ? 'enforced' : 'off', exceptions, used: [...checked.granted], would_refuse: checked.violations.map((v) => ({ ...v })) },
   };
 }
 
-export async function previewCreate(manager: DeploymentManager, body: { name: string; compose_content: string; env_vars?: { key: string; value: string }[]; auto_start?: boolean; host_safety_exceptions?: string[] }, dir: string): Promise<PlanPreview> {
+export async function previewCreate(
+  manager: DeploymentManager,
+  body: { name: string; compose_content: string; env_vars?: { key: string; value: string }[]; auto_start?: boolean; host_safety_exceptions?: string[] },
+  dir: string,
+): Promise<PlanPreview> {
   const vars = Object.fromEntries((body.env_vars ?? []).map((v) => [v.key, v.value]));
   const exceptions = body.host_safety_exceptions ?? [];
   await manager.assertNameFree(body.name);
@@ -68,12 +84,19 @@ export async function previewCreate(manager: DeploymentManager, body: { name: st
   const safety = hostSafetyChange(manager, body.name, checked, exceptions);
   if (safety) changes.push(safety);
   if (body.auto_start) {
-    for (const s of services) changes.push(containerChange(predictedName(manager, body.name, s, model[s]), 'create', null, { service: s, image: model[s].image ?? '(build)', state: 'running' }));
+    for (const s of services)
+      changes.push(
+        containerChange(predictedName(manager, body.name, s, model[s]), 'create', null, { service: s, image: model[s].image ?? '(build)', state: 'running' }),
+      );
   }
   return { summary: `create deployment ${body.name}${body.auto_start ? ` and start ${services.length} service(s)` : ''}`, changes };
 }
 
-export async function previewUpdate(manager: DeploymentManager, entry: Entry, body: { compose_content?: string; env_vars?: { key: string; value: string }[] }): Promise<PlanPreview> {
+export async function previewUpdate(
+  manager: DeploymentManager,
+  entry: Entry,
+  body: { compose_content?: string; env_vars?: { key: string; value: string }[] },
+): Promise<PlanPreview> {
   const current = await manager.source(entry);
   const oldContent = current.content;
   const oldEnv = current.env;
@@ -81,7 +104,8 @@ export async function previewUpdate(manager: DeploymentManager, entry: Entry, bo
   const newEnv = body.env_vars ? Object.fromEntries(body.env_vars.map((v) => [v.key, v.value])) : oldEnv;
   const next = await manager.check(entry.name, entry.dir, newContent, newEnv, entry.record.exceptions);
   const changes: PlanChange[] = [];
-  if (newContent !== oldContent) changes.push({ type: 'file', id: entry.composeFile, actions: ['update'], diff: composeDiff(entry.composeFile, oldContent, newContent) });
+  if (newContent !== oldContent)
+    changes.push({ type: 'file', id: entry.composeFile, actions: ['update'], diff: composeDiff(entry.composeFile, oldContent, newContent) });
   const env = envChange(oldEnv, newEnv);
   if (env) changes.push(env);
   const safety = hostSafetyChange(manager, entry.name, next, entry.record.exceptions);
@@ -92,15 +116,20 @@ export async function previewUpdate(manager: DeploymentManager, entry: Entry, bo
     let oldServices: Record<string, any> = {};
     try {
       oldServices = (await manager.check(entry.name, entry.dir, oldContent, oldEnv, entry.record.exceptions)).model.services as Record<string, any>;
-    } catch { /* the old files do not pass any more: every service is new */ }
+    } catch {
+      /* the old files do not pass any more: every service is new */
+    }
     const newServices = next.model.services as Record<string, any>;
     const containers = manager.cache.containers(entry.name);
     for (const [service, def] of Object.entries(newServices)) {
       const existing = containers.filter((c) => c.service === service);
       if (!existing.length || !(service in oldServices)) {
-        changes.push(containerChange(predictedName(manager, entry.name, service, def), 'create', null, { service, image: def.image ?? '(build)', state: 'running' }));
+        changes.push(
+          containerChange(predictedName(manager, entry.name, service, def), 'create', null, { service, image: def.image ?? '(build)', state: 'running' }),
+        );
       } else if (stable(oldServices[service]) !== stable(def)) {
-        for (const c of existing) changes.push(containerChange(c.name, 'update', containerView(c), { service, image: def.image ?? '(build)', state: 'running', recreated: true }));
+        for (const c of existing)
+          changes.push(containerChange(c.name, 'update', containerView(c), { service, image: def.image ?? '(build)', state: 'running', recreated: true }));
       }
     }
     for (const c of containers) {
@@ -126,7 +155,9 @@ export function previewLifecycle(manager: DeploymentManager, entry: Entry, actio
     for (const c of list) {
       const target = action === 'stop' ? 'exited' : 'running';
       const acts = action === 'restart' || c.state !== target ? 'update' : 'no-op';
-      changes.push(containerChange(c.name, acts, containerView(c), { ...containerView(c), state: target, ...(action === 'restart' ? { restarted: true } : {}) }));
+      changes.push(
+        containerChange(c.name, acts, containerView(c), { ...containerView(c), state: target, ...(action === 'restart' ? { restarted: true } : {}) }),
+      );
     }
   }
   return { summary: `${action} deployment ${entry.name} (${changes.filter((c) => c.actions[0] !== 'no-op').length} container change(s))`, changes };
@@ -137,9 +168,9 @@ export function previewDelete(manager: DeploymentManager, entry: Entry, removeFi
     { type: 'deployment', id: entry.name, actions: ['delete'], before: { path: entry.dir, services: entry.services } },
     ...manager.cache.containers(entry.name).map((c) => containerChange(c.name, 'delete', containerView(c), null)),
   ];
-  changes.push(removeFiles
-    ? { type: 'folder', id: entry.dir, actions: ['delete'] }
-    : { type: 'folder', id: entry.dir, actions: ['no-op'], after: { kept: true } });
+  changes.push(
+    removeFiles ? { type: 'folder', id: entry.dir, actions: ['delete'] } : { type: 'folder', id: entry.dir, actions: ['no-op'], after: { kept: true } },
+  );
   if (removeVolumes) changes.push({ type: 'volumes', id: entry.name, actions: ['delete'] });
   return { summary: `delete deployment ${entry.name}${removeFiles ? ' and its folder' : ' (folder kept)'}`, changes };
 }

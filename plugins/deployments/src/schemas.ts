@@ -4,10 +4,14 @@ import { ENV_KEY } from './env-file.js';
 
 export const DEPLOYMENT_STATUSES = ['running', 'stopped', 'partial', 'failed', 'unknown'] as const;
 
-export const Status = Type.Union(DEPLOYMENT_STATUSES.map((s) => Type.Literal(s)), {
-  description: '`running`: every service runs; `partial`: some do; `stopped`: none runs (stopped or never started); '
-    + '`failed`: none runs and a container exited with an error, died or keeps restarting; `unknown`: the engine does not answer.',
-});
+export const Status = Type.Union(
+  DEPLOYMENT_STATUSES.map((s) => Type.Literal(s)),
+  {
+    description:
+      '`running`: every service runs; `partial`: some do; `stopped`: none runs (stopped or never started); ' +
+      '`failed`: none runs and a container exited with an error, died or keeps restarting; `unknown`: the engine does not answer.',
+  },
+);
 
 export const ServiceState = Type.Object({
   name: Type.String(),
@@ -39,22 +43,33 @@ export const Port = Type.Object({
 
 export const EnvEntry = Type.Object({ key: Type.String(), value: Type.String({ description: '`********` for secrets' }), secret: Type.Boolean() });
 
-export const DeploymentDetails = Type.Intersect([Deployment, Type.Object({
-  compose_content: Type.String(),
-  env: Type.Array(EnvEntry),
-  containers: Type.Array(Type.Object({
-    id: Type.String(), name: Type.String(), service: Nullable(Type.String()), image: Type.String(), state: Type.String(),
-    status: Type.String(), health: Type.String(), created_at: Type.String(),
-  })),
-  ports: Type.Array(Port),
-  template: Nullable(Type.String()),
-  host_safety: Type.Object({
-    policy: Type.Union([Type.Literal('enforced'), Type.Literal('off')]),
-    exceptions: Type.Array(Type.String(), { description: 'granted by an admin' }),
-    used: Type.Array(Type.String(), { description: 'exceptions the model that last ran needed' }),
+export const DeploymentDetails = Type.Intersect([
+  Deployment,
+  Type.Object({
+    compose_content: Type.String(),
+    env: Type.Array(EnvEntry),
+    containers: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        name: Type.String(),
+        service: Nullable(Type.String()),
+        image: Type.String(),
+        state: Type.String(),
+        status: Type.String(),
+        health: Type.String(),
+        created_at: Type.String(),
+      }),
+    ),
+    ports: Type.Array(Port),
+    template: Nullable(Type.String()),
+    host_safety: Type.Object({
+      policy: Type.Union([Type.Literal('enforced'), Type.Literal('off')]),
+      exceptions: Type.Array(Type.String(), { description: 'granted by an admin' }),
+      used: Type.Array(Type.String(), { description: 'exceptions the model that last ran needed' }),
+    }),
+    file_problems: Type.Array(Type.String(), { description: 'files of the folder the agent does not read (a symlink or special file in their place)' }),
   }),
-  file_problems: Type.Array(Type.String(), { description: 'files of the folder the agent does not read (a symlink or special file in their place)' }),
-})]);
+]);
 
 export const Exceptions = Type.Array(Type.String({ pattern: '^[a-z_][a-z_.]*(:[^\\u0000-\\u001f]{1,1024})?$', maxLength: 1100 }), {
   maxItems: 100,
@@ -62,7 +77,11 @@ export const Exceptions = Type.Array(Type.String({ pattern: '^[a-z_][a-z_.]*(:[^
 });
 
 const Violation = Type.Object({
-  service: Nullable(Type.String()), key: Type.String(), value: Type.String(), exception: Type.String(), why: Type.String(),
+  service: Nullable(Type.String()),
+  key: Type.String(),
+  value: Type.String(),
+  exception: Type.String(),
+  why: Type.String(),
 });
 
 export const HostSafetyReport = Type.Object({
@@ -73,9 +92,12 @@ export const HostSafetyReport = Type.Object({
   passes: Type.Boolean({ description: 'the current files would start' }),
 });
 
-export const EnvVars = Type.Array(Type.Object({
-  key: Type.String({ pattern: ENV_KEY, description: 'variable name' }),
-  value: Secret({ maxLength: 65536, description: 'value (kept out of plans and responses when the key looks secret)' }),
-}), { maxItems: 500, description: 'variables written to `.env` and used for `${VAR}` interpolation in the compose file' });
+export const EnvVars = Type.Array(
+  Type.Object({
+    key: Type.String({ pattern: ENV_KEY, description: 'variable name' }),
+    value: Secret({ maxLength: 65536, description: 'value (kept out of plans and responses when the key looks secret)' }),
+  }),
+  { maxItems: 500, description: 'variables written to `.env` and used for `${VAR}` interpolation in the compose file' },
+);
 
 export const NameParams = Type.Object({ name: deploymentName() });

@@ -39,7 +39,8 @@ export function deploymentStatus(services: string[], containers: ContainerSummar
   const running = states.filter((s) => s.status === 'running').length;
   if (running === states.length) return 'running';
   if (running > 0) return 'partial';
-  const failed = startFailed || containers.some((c) => c.state === 'dead' || c.state === 'restarting' || (c.state === 'exited' && !STOP_EXIT_CODES.has(exitCodeOf(c) ?? 0)));
+  const failed =
+    startFailed || containers.some((c) => c.state === 'dead' || c.state === 'restarting' || (c.state === 'exited' && !STOP_EXIT_CODES.has(exitCodeOf(c) ?? 0)));
   return failed ? 'failed' : 'stopped';
 }
 
@@ -56,7 +57,11 @@ export class StateCache {
   private readonly changeListeners = new Set<() => void>();
   private readonly held = new Map<string, number>();
 
-  constructor(private readonly docker: DockerService, private readonly log: Logger, private readonly intervalMs: number) {}
+  constructor(
+    private readonly docker: DockerService,
+    private readonly log: Logger,
+    private readonly intervalMs: number,
+  ) {}
 
   start(): void {
     this.unsubscribe = this.docker.onEvent((e) => {

@@ -10,10 +10,11 @@ import { relativePathProblem, SOURCE_ID } from './log-sources.js';
 import { ENV_KEY } from './env-file.js';
 
 /** Templates ship with the agent (or come from an admin's folder): plain reads; a missing file reads as null. */
-const readText = (path: string): Promise<string | null> => readFile(path, 'utf8').catch((err: NodeJS.ErrnoException) => {
-  if (err.code === 'ENOENT') return null;
-  throw err;
-});
+const readText = (path: string): Promise<string | null> =>
+  readFile(path, 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  });
 
 export const TEMPLATE_ID = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
@@ -60,7 +61,13 @@ function check(folder: string, raw: any, composeText: string, composeFile: strin
   for (const [i, v] of (Array.isArray(raw.env) ? raw.env : raw.env === undefined ? [] : fail("'env' must be a list")).entries()) {
     if (!v || !isStr(v.key) || !new RegExp(ENV_KEY).test(v.key)) fail(`env[${i}].key is missing or invalid`);
     if (v.default !== undefined && !isStr(v.default)) fail(`env[${i}].default must be a string`);
-    env.push({ key: v.key, description: isStr(v.description) ? v.description : '', default: v.default ?? '', secret: v.secret === true, required: v.required === true });
+    env.push({
+      key: v.key,
+      description: isStr(v.description) ? v.description : '',
+      default: v.default ?? '',
+      secret: v.secret === true,
+      required: v.required === true,
+    });
   }
   const port = raw.default_port ?? null;
   if (port !== null && (!Number.isInteger(port) || port < 1 || port > 65535)) fail("'default_port' must be a port number or null");
@@ -76,10 +83,25 @@ function check(folder: string, raw: any, composeText: string, composeFile: strin
   } catch (err) {
     throw new Error(`${composeFile}: ${(err as Error).message}`);
   }
-  const images = [...new Set(Object.values(parsed.parsed.services as Record<string, any>).map((s) => s?.image).filter(isStr))];
+  const images = [
+    ...new Set(
+      Object.values(parsed.parsed.services as Record<string, any>)
+        .map((s) => s?.image)
+        .filter(isStr),
+    ),
+  ];
   return {
-    id: folder, name: raw.name, description: raw.description, category: raw.category, tags, env, default_port: port,
-    services: parsed.services, images, log_sources: logSources, compose_file: composeFile,
+    id: folder,
+    name: raw.name,
+    description: raw.description,
+    category: raw.category,
+    tags,
+    env,
+    default_port: port,
+    services: parsed.services,
+    images,
+    log_sources: logSources,
+    compose_file: composeFile,
   };
 }
 
@@ -107,7 +129,10 @@ export class TemplateCatalog {
     const invalid: InvalidTemplate[] = [];
     let folders: string[] = [];
     try {
-      folders = (await readdir(this.dir, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+      folders = (await readdir(this.dir, { withFileTypes: true }))
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name)
+        .sort();
     } catch (err) {
       invalid.push({ folder: this.dir, error: `cannot read the templates folder: ${(err as NodeJS.ErrnoException).code ?? String(err)}` });
     }

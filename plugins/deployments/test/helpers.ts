@@ -16,8 +16,20 @@ export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, time
 
 /** Removes every container and network of the test projects of this run. */
 export async function cleanupDocker(prefix = `t${runId}-`): Promise<void> {
-  const { stdout } = await execa('docker', ['ps', '-a', '--filter', 'label=agent.test=1', '--filter', `label=com.docker.compose.project`, '--format', '{{.ID}} {{.Label "com.docker.compose.project"}}']);
-  const ids = stdout.split('\n').filter((l) => l.split(' ')[1]?.startsWith(prefix)).map((l) => l.split(' ')[0]!);
+  const { stdout } = await execa('docker', [
+    'ps',
+    '-a',
+    '--filter',
+    'label=agent.test=1',
+    '--filter',
+    `label=com.docker.compose.project`,
+    '--format',
+    '{{.ID}} {{.Label "com.docker.compose.project"}}',
+  ]);
+  const ids = stdout
+    .split('\n')
+    .filter((l) => l.split(' ')[1]?.startsWith(prefix))
+    .map((l) => l.split(' ')[0]!);
   if (ids.length) await execa('docker', ['rm', '-f', ...ids], { reject: false });
   const nets = await execa('docker', ['network', 'ls', '--format', '{{.Name}}']);
   const mine = nets.stdout.split('\n').filter((n) => n.startsWith(prefix));

@@ -30,7 +30,9 @@ describe('host safety through the deployments API', () => {
 
   beforeAll(async () => {
     agent = await startAgent({ plugins: ['docker', 'deployments', 'access', 'system', join(import.meta.dirname, 'fixtures', 'deployable-probe')] });
-    const user = await agent.api('POST', '/users', { body: { username: `hsop${Date.now() % 100000}`, email: 'hs@example.org', password: PASS, role: 'operator' } });
+    const user = await agent.api('POST', '/users', {
+      body: { username: `hsop${Date.now() % 100000}`, email: 'hs@example.org', password: PASS, role: 'operator' },
+    });
     expect(user.status, user.text).toBe(201);
     operator = await agent.login(user.body.data.username, PASS);
   });
@@ -87,7 +89,8 @@ describe('host safety through the deployments API', () => {
 
   it('refuses to start when a bind source was turned into a symlink since the check', async () => {
     const name = uniqueName('moved');
-    const compose = 'services:\n  app:\n    image: agent-test/busybox:latest\n    command: ["sleep", "3600"]\n    stop_signal: SIGKILL\n    volumes: ["./data:/data"]\n    labels: {agent.test: "1"}\n';
+    const compose =
+      'services:\n  app:\n    image: agent-test/busybox:latest\n    command: ["sleep", "3600"]\n    stop_signal: SIGKILL\n    volumes: ["./data:/data"]\n    labels: {agent.test: "1"}\n';
     expect((await agent.api('POST', '/deployments', { body: { name, compose_content: compose, auto_start: true } })).status).toBe(201);
     expect((await agent.api('POST', `/deployments/${name}/stop`)).status).toBe(200);
     const dir = join(agent.dataDir, 'deployments', name);
@@ -105,17 +108,26 @@ describe('host safety through the deployments API', () => {
 
   it('leaves exceptions and the policy switch to admins, visible in details and plans', async () => {
     const name = uniqueName('vpn');
-    const compose = 'services:\n  app:\n    image: agent-test/busybox:latest\n    command: ["sleep", "3600"]\n    cap_add: [NET_ADMIN]\n    labels: {agent.test: "1"}\n';
+    const compose =
+      'services:\n  app:\n    image: agent-test/busybox:latest\n    command: ["sleep", "3600"]\n    cap_add: [NET_ADMIN]\n    labels: {agent.test: "1"}\n';
     const refused = await agent.api('POST', '/deployments', { token: operator, body: { name, compose_content: compose } });
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ code: 'HOST_SAFETY', service: 'app', key: 'cap_add', exception: 'cap_add:NET_ADMIN' });
     expect(refused.body.error).toContain("exception 'cap_add:NET_ADMIN'");
-    const selfGranted = await agent.api('POST', '/deployments', { token: operator, body: { name, compose_content: compose, host_safety_exceptions: ['cap_add:NET_ADMIN'] } });
+    const selfGranted = await agent.api('POST', '/deployments', {
+      token: operator,
+      body: { name, compose_content: compose, host_safety_exceptions: ['cap_add:NET_ADMIN'] },
+    });
     expect(selfGranted.status).toBe(403);
 
-    const plan = await agent.api('POST', '/deployments', { query: { plan: true }, body: { name, compose_content: compose, host_safety_exceptions: ['cap_add:NET_ADMIN'] } });
+    const plan = await agent.api('POST', '/deployments', {
+      query: { plan: true },
+      body: { name, compose_content: compose, host_safety_exceptions: ['cap_add:NET_ADMIN'] },
+    });
     expect(plan.status, plan.text).toBe(201);
-    expect(plan.body.data.changes).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'host-safety', after: expect.objectContaining({ used: ['cap_add:NET_ADMIN'] }) })]));
+    expect(plan.body.data.changes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ type: 'host-safety', after: expect.objectContaining({ used: ['cap_add:NET_ADMIN'] }) })]),
+    );
     const applied = await agent.api('POST', `/plans/${plan.body.data.id}/apply`);
     expect(applied.status, applied.text).toBe(201);
     const details = await agent.api('GET', `/deployments/${name}`);
@@ -133,7 +145,16 @@ describe('host safety through the deployments API', () => {
 
     // Turning the policy off is an admin's decision too: holding settings:write is not enough (sending the value back
     // unchanged, a read-modify-write of all settings, is fine).
-    const settingsUser = await agent.api('POST', '/users', { body: { username: `hsset${Date.now() % 100000}`, email: 'set@example.org', password: PASS, role: 'viewer', permissions: ['settings:write'], scope: 'global' } });
+    const settingsUser = await agent.api('POST', '/users', {
+      body: {
+        username: `hsset${Date.now() % 100000}`,
+        email: 'set@example.org',
+        password: PASS,
+        role: 'viewer',
+        permissions: ['settings:write'],
+        scope: 'global',
+      },
+    });
     expect(settingsUser.status, settingsUser.text).toBe(201);
     const setter = await agent.login(settingsUser.body.data.username, PASS);
     const off = await agent.api('PUT', '/settings', { token: setter, body: { deployments: { host_safety: false } } });
@@ -147,15 +168,22 @@ describe('host safety through the deployments API', () => {
   });
 
   it('does not take over the names of other compose projects', async () => {
-    const reserved = await agent.api('POST', '/deployments', { body: { name: 'agent-infra-database', compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n' } });
+    const reserved = await agent.api('POST', '/deployments', {
+      body: { name: 'agent-infra-database', compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n' },
+    });
     expect(reserved.status).toBe(400);
     expect(reserved.body.code).toBe('NAME_RESERVED');
     const foreign = uniqueName('foreign');
     const dir = mkdtempSync(join(tmpdir(), 'agent-foreign-'));
-    writeFileSync(join(dir, 'docker-compose.yml'), 'services:\n  a:\n    image: agent-test/busybox:latest\n    command: ["sleep", "3600"]\n    labels: {agent.test: "1"}\n');
+    writeFileSync(
+      join(dir, 'docker-compose.yml'),
+      'services:\n  a:\n    image: agent-test/busybox:latest\n    command: ["sleep", "3600"]\n    labels: {agent.test: "1"}\n',
+    );
     await execa('docker-compose', ['-p', foreign, 'up', '-d'], { cwd: dir });
     try {
-      const taken = await agent.api('POST', '/deployments', { body: { name: foreign, compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n' } });
+      const taken = await agent.api('POST', '/deployments', {
+        body: { name: foreign, compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n' },
+      });
       expect(taken.status).toBe(409);
       expect(taken.body).toMatchObject({ code: 'NAME_IN_USE', containers: 1 });
     } finally {

@@ -25,10 +25,23 @@ describe('deployments lifecycle against the real engine', () => {
   };
 
   it('creates with auto_start: containers answer on their published port', async () => {
-    const res = await agent.api('POST', '/deployments', { body: { name, compose_content: webCompose(), env_vars: [{ key: 'API_TOKEN', value: 's3cret' }, { key: 'MODE', value: 'test' }], auto_start: true } });
+    const res = await agent.api('POST', '/deployments', {
+      body: {
+        name,
+        compose_content: webCompose(),
+        env_vars: [
+          { key: 'API_TOKEN', value: 's3cret' },
+          { key: 'MODE', value: 'test' },
+        ],
+        auto_start: true,
+      },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body.data).toMatchObject({ name, status: 'running', path: join(root, name), start_error: null });
-    expect(res.body.data.services.map((s: any) => [s.name, s.status])).toEqual([['web', 'running'], ['worker', 'running']]);
+    expect(res.body.data.services.map((s: any) => [s.name, s.status])).toEqual([
+      ['web', 'running'],
+      ['worker', 'running'],
+    ]);
     const p = await port();
     const page = await fetch(`http://127.0.0.1:${p}/`);
     expect(await page.text()).toContain('hello from agent-test/busybox');
@@ -39,10 +52,20 @@ describe('deployments lifecycle against the real engine', () => {
     const list = await agent.api('GET', '/deployments');
     expect(list.status).toBe(200);
     const item = list.body.data.find((d: any) => d.name === name);
-    expect(item).toMatchObject({ status: 'running', created_at: expect.any(String), services: [{ name: 'web', status: 'running', health: 'none' }, { name: 'worker', status: 'running', health: 'none' }] });
+    expect(item).toMatchObject({
+      status: 'running',
+      created_at: expect.any(String),
+      services: [
+        { name: 'web', status: 'running', health: 'none' },
+        { name: 'worker', status: 'running', health: 'none' },
+      ],
+    });
     const details = await get();
     expect(details.body.data.compose_content).toBe(webCompose());
-    expect(details.body.data.env).toEqual([{ key: 'API_TOKEN', value: '********', secret: true }, { key: 'MODE', value: 'test', secret: false }]);
+    expect(details.body.data.env).toEqual([
+      { key: 'API_TOKEN', value: '********', secret: true },
+      { key: 'MODE', value: 'test', secret: false },
+    ]);
     expect(details.body.data.containers).toHaveLength(2);
     expect(JSON.stringify(details.body)).not.toContain('s3cret');
   });
@@ -56,7 +79,10 @@ describe('deployments lifecycle against the real engine', () => {
   it('names the deployment in the audit records of its creation and of the refused second one', async () => {
     const events = await agent.api('GET', '/audit/events', { query: { action: 'deployments.create', resource_id: name } });
     expect(events.status).toBe(200);
-    expect(events.body.data.map((e: any) => [e.success, e.status, e.resource_id, e.deployment])).toEqual([[false, 409, name, name], [true, 201, name, name]]);
+    expect(events.body.data.map((e: any) => [e.success, e.status, e.resource_id, e.deployment])).toEqual([
+      [false, 409, name, name],
+      [true, 201, name, name],
+    ]);
   });
 
   it('stops (409 when stopped) and starts (409 when running)', async () => {
@@ -82,7 +108,12 @@ describe('deployments lifecycle against the real engine', () => {
     const worker = before.body.data.containers.find((c: any) => c.service === 'worker');
     const { execa } = await import('execa');
     await execa('docker', ['kill', worker.id]);
-    const list = await until(() => agent.api('GET', '/deployments'), (r) => r.body.data.find((d: any) => d.name === name)?.status === 'partial', 10_000, 50);
+    const list = await until(
+      () => agent.api('GET', '/deployments'),
+      (r) => r.body.data.find((d: any) => d.name === name)?.status === 'partial',
+      10_000,
+      50,
+    );
     expect(list.body.data.find((d: any) => d.name === name).status).toBe('partial');
     await agent.api('POST', `/deployments/${name}/start`);
   });
@@ -134,14 +165,48 @@ describe('deployments lifecycle against the real engine', () => {
       [{ name: uniqueName('bad'), compose_content: 'services:\n  a:\n    image: x\n    imagee: y\n' }, 400, 'INVALID_COMPOSE', /imagee.*line 4, column 5/],
       [{ name: uniqueName('bad'), compose_content: 'services:\n  a:\n    command: x\n' }, 400, 'INVALID_COMPOSE', /image/],
       [{ name: uniqueName('bad'), compose_content: good, env_vars: [{ key: '1BAD', value: 'x' }] }, 400, 'VALIDATION_FAILED'],
-      [{ name: uniqueName('bad'), compose_content: good, env_vars: [{ key: 'A', value: 'x' }, { key: 'A', value: 'y' }] }, 400, 'VALIDATION_FAILED', /twice/],
+      [
+        {
+          name: uniqueName('bad'),
+          compose_content: good,
+          env_vars: [
+            { key: 'A', value: 'x' },
+            { key: 'A', value: 'y' },
+          ],
+        },
+        400,
+        'VALIDATION_FAILED',
+        /twice/,
+      ],
       [{ name: uniqueName('bad'), compose_content: 'services:\n  a:\n    image: x\n    privileged: true\n' }, 400, 'HOST_SAFETY', /service 'a': privileged/],
       [{ name: uniqueName('bad'), compose_content: 'services:\n  a:\n    image: x\n    network_mode: host\n' }, 400, 'HOST_SAFETY', /network_mode/],
       [{ name: uniqueName('bad'), compose_content: 'services:\n  a:\n    image: x\n    pid: host\n' }, 400, 'HOST_SAFETY', /pid/],
-      [{ name: uniqueName('bad'), compose_content: 'services:\n  a:\n    image: x\n    volumes: ["/etc:/host-etc"]\n' }, 400, 'HOST_SAFETY', /volumes.*outside/],
+      [
+        { name: uniqueName('bad'), compose_content: 'services:\n  a:\n    image: x\n    volumes: ["/etc:/host-etc"]\n' },
+        400,
+        'HOST_SAFETY',
+        /volumes.*outside/,
+      ],
       [{ name: uniqueName('bad'), compose_content: 'services:\n  a:\n    image: x\n    volumes: ["../../:/up"]\n' }, 400, 'HOST_SAFETY', /outside/],
-      [{ name: uniqueName('bad'), compose_content: 'services:\n  a:\n    image: x\n    volumes: ["${DIR}:/up"]\n', env_vars: [{ key: 'DIR', value: '/root' }] }, 400, 'HOST_SAFETY', /\/root/],
-      [{ name: uniqueName('bad'), compose_content: 'services:\n  a:\n    image: x\n    volumes:\n      - type: bind\n        source: /var/run/docker.sock\n        target: /s\n' }, 400, 'HOST_SAFETY', /socket/],
+      [
+        {
+          name: uniqueName('bad'),
+          compose_content: 'services:\n  a:\n    image: x\n    volumes: ["${DIR}:/up"]\n',
+          env_vars: [{ key: 'DIR', value: '/root' }],
+        },
+        400,
+        'HOST_SAFETY',
+        /\/root/,
+      ],
+      [
+        {
+          name: uniqueName('bad'),
+          compose_content: 'services:\n  a:\n    image: x\n    volumes:\n      - type: bind\n        source: /var/run/docker.sock\n        target: /s\n',
+        },
+        400,
+        'HOST_SAFETY',
+        /socket/,
+      ],
     ];
     for (const [body, status, code, message] of cases) {
       const res = await agent.api('POST', '/deployments', { body });
@@ -155,7 +220,18 @@ describe('deployments lifecycle against the real engine', () => {
       expect([400, 404]).toContain(res.status);
       expect(res.body.code).toBeTruthy();
     }
-    for (const [method, suffix, body] of [['GET', ''], ['PUT', '', { compose_content: 'x' }], ['DELETE', ''], ['POST', '/start'], ['POST', '/stop'], ['POST', '/restart'], ['GET', '/logs'], ['GET', '/stats'], ['GET', '/log-sources'], ['PUT', '/log-sources', { sources: [] }]] as const) {
+    for (const [method, suffix, body] of [
+      ['GET', ''],
+      ['PUT', '', { compose_content: 'x' }],
+      ['DELETE', ''],
+      ['POST', '/start'],
+      ['POST', '/stop'],
+      ['POST', '/restart'],
+      ['GET', '/logs'],
+      ['GET', '/stats'],
+      ['GET', '/log-sources'],
+      ['PUT', '/log-sources', { sources: [] }],
+    ] as const) {
       const res = await agent.api(method, `/deployments/Bad_Name${suffix}`, body ? { body } : {});
       expect(res.status, `${method} ${suffix}`).toBe(400);
       expect(res.body).toEqual(expect.objectContaining({ error: expect.stringContaining('name'), code: 'VALIDATION_FAILED' }));
@@ -167,7 +243,13 @@ describe('deployments lifecycle against the real engine', () => {
 
   it('keeps a deployment whose start fails, as failed, with the reason', async () => {
     const n = uniqueName('broken');
-    const res = await agent.api('POST', '/deployments', { body: { name: n, auto_start: true, compose_content: 'services:\n  a:\n    image: 127.0.0.1:9/agent-test/missing:latest\n    labels: {agent.test: "1"}\n' } });
+    const res = await agent.api('POST', '/deployments', {
+      body: {
+        name: n,
+        auto_start: true,
+        compose_content: 'services:\n  a:\n    image: 127.0.0.1:9/agent-test/missing:latest\n    labels: {agent.test: "1"}\n',
+      },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body.data.status).toBe('failed');
     expect(res.body.data.start_error).toMatch(/failed/);
@@ -180,7 +262,12 @@ describe('deployments lifecycle against the real engine', () => {
 
   it('allows bind mounts inside the deployment folder', async () => {
     const n = uniqueName('bind');
-    const res = await agent.api('POST', '/deployments', { body: { name: n, compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n    volumes: ["./data:/data", "named:/named"]\nvolumes:\n  named: {}\n' } });
+    const res = await agent.api('POST', '/deployments', {
+      body: {
+        name: n,
+        compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n    volumes: ["./data:/data", "named:/named"]\nvolumes:\n  named: {}\n',
+      },
+    });
     expect(res.status, res.text).toBe(201);
     writeFileSync(join(root, n, 'note.txt'), 'x');
     // A bind-mounted folder turned into a symlink out of the deployment is refused at the next start.

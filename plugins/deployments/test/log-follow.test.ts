@@ -73,36 +73,76 @@ describe('shared log followers', () => {
     expect(new Set(filteredTicks).size).toBe(filteredTicks.length);
     // Another upstream for another source: the file.
     const file = openStream(agent, `/deployments/${name}/logs/stream`, { source: 'app', tail: '1' });
-    await until(async () => file.lines().length, (n) => n >= 1, 5_000, 50);
+    await until(
+      async () => file.lines().length,
+      (n) => n >= 1,
+      5_000,
+      50,
+    );
     expect(await followerStats(agent)).toMatchObject({ followers: 13, upstreams: 2 });
 
     for (const s of [...first, filtered, late, file]) s.ws.close();
     await Promise.all([...first, filtered, late, file].map((s) => s.closed));
-    const after = await until(() => followerStats(agent), (s) => s.upstreams === 0, 5_000, 100);
+    const after = await until(
+      () => followerStats(agent),
+      (s) => s.upstreams === 0,
+      5_000,
+      100,
+    );
     expect(after).toMatchObject({ followers: 0, upstreams: 0 });
   });
 
   it('caps the history of tail=0 on a websocket, and a later follower of a file gets its own history then the shared lines once', async () => {
     const all = openStream(agent, `/deployments/${name}/logs/stream`, { source: 'app', tail: '0' });
-    await until(async () => all.lines().length, (n) => n >= 1000, 10_000, 50);
+    await until(
+      async () => all.lines().length,
+      (n) => n >= 1000,
+      10_000,
+      50,
+    );
     await new Promise((r) => setTimeout(r, 300));
     // 1000 lines, the newest ones, not the 5000 of the file (HTTP still returns everything).
     expect(all.lines().map((l) => l.text)).toEqual(Array.from({ length: 1000 }, (_, i) => `line ${4000 + i}`));
     expect((await agent.api('GET', `/deployments/${name}/logs`, { query: { source: 'app', tail: 0 } })).body.data).toHaveLength(5000);
 
     appendFileSync(join(dir, 'logs', 'app.log'), 'shared 1\nshared 2\n');
-    await until(async () => all.lines().length, (n) => n >= 1002, 5_000, 50);
+    await until(
+      async () => all.lines().length,
+      (n) => n >= 1002,
+      5_000,
+      50,
+    );
     const later = openStream(agent, `/deployments/${name}/logs/stream`, { source: 'app', tail: '3' });
-    await until(async () => later.lines().length, (n) => n >= 3, 5_000, 20);
+    await until(
+      async () => later.lines().length,
+      (n) => n >= 3,
+      5_000,
+      20,
+    );
     appendFileSync(join(dir, 'logs', 'app.log'), 'shared 3\n');
-    await until(async () => later.lines().length, (n) => n >= 4, 5_000, 20);
+    await until(
+      async () => later.lines().length,
+      (n) => n >= 4,
+      5_000,
+      20,
+    );
     expect(later.lines().map((l) => l.text)).toEqual(['line 4999', 'shared 1', 'shared 2', 'shared 3']);
-    expect(all.lines().slice(-3).map((l) => l.text)).toEqual(['shared 1', 'shared 2', 'shared 3']);
+    expect(
+      all
+        .lines()
+        .slice(-3)
+        .map((l) => l.text),
+    ).toEqual(['shared 1', 'shared 2', 'shared 3']);
     expect(await followerStats(agent)).toMatchObject({ followers: 2, upstreams: 1 });
     all.ws.close();
     later.ws.close();
     await Promise.all([all.closed, later.closed]);
-    await until(() => followerStats(agent), (s) => s.upstreams === 0, 5_000, 100);
+    await until(
+      () => followerStats(agent),
+      (s) => s.upstreams === 0,
+      5_000,
+      100,
+    );
   });
 
   it('drops a follower that does not read with close code 4008 while the others get every line', async () => {
@@ -116,12 +156,30 @@ describe('shared log followers', () => {
     for (let part = 0; part < 10; part++) {
       appendFileSync(join(dir, 'logs', 'app.log'), Array.from({ length: count / 10 }, (_, i) => `big ${part * (count / 10) + i} ${big}`).join('\n') + '\n');
     }
-    const stats = await until(() => followerStats(agent), (s) => s.dropped >= 1, 30_000, 200);
+    const stats = await until(
+      () => followerStats(agent),
+      (s) => s.dropped >= 1,
+      30_000,
+      200,
+    );
     expect(stats.dropped).toBe(1);
-    await until(async () => fast.lines().length, (n) => n >= 1 + count, 30_000, 100);
+    await until(
+      async () => fast.lines().length,
+      (n) => n >= 1 + count,
+      30_000,
+      100,
+    );
     appendFileSync(join(dir, 'logs', 'app.log'), 'after the drop\n');
-    await until(async () => fast.lines().at(-1)?.text, (t) => t === 'after the drop', 5_000, 50);
-    const texts = fast.lines().slice(1).map((l) => l.text);
+    await until(
+      async () => fast.lines().at(-1)?.text,
+      (t) => t === 'after the drop',
+      5_000,
+      50,
+    );
+    const texts = fast
+      .lines()
+      .slice(1)
+      .map((l) => l.text);
     expect(texts).toHaveLength(count + 1);
     expect(texts.slice(0, count).every((t, i) => t.startsWith(`big ${i} `))).toBe(true);
     (slow.ws as any)._socket.resume();
@@ -133,7 +191,12 @@ describe('shared log followers', () => {
     expect(await followerStats(agent)).toMatchObject({ followers: 1, upstreams: 1 });
     fast.ws.close();
     await fast.closed;
-    await until(() => followerStats(agent), (s) => s.upstreams === 0, 5_000, 100);
+    await until(
+      () => followerStats(agent),
+      (s) => s.upstreams === 0,
+      5_000,
+      100,
+    );
   });
 
   it('gives a shared upstream only to principals that may read the deployment', async () => {
@@ -142,7 +205,12 @@ describe('shared log followers', () => {
     expect(created.status, created.text).toBe(201);
     const outsiderToken = await agent.login('outsider', pass);
     const owner = openStream(agent, `/deployments/${name}/logs/stream`, { service: 'worker', tail: '1' });
-    await until(async () => owner.lines().length, (n) => n >= 2, 10_000, 50);
+    await until(
+      async () => owner.lines().length,
+      (n) => n >= 2,
+      10_000,
+      50,
+    );
     const outsider = openStream(agent, `/deployments/${name}/logs/stream`, { service: 'worker', tail: '1' }, outsiderToken);
     const { code } = await outsider.closed;
     expect(code).toBe(1008);

@@ -33,7 +33,10 @@ describe('deployment logs, log sources, stats and health', () => {
   });
 
   it('returns container output of every service, one service, with tail and filter', async () => {
-    const res = await until(() => agent.api('GET', `/deployments/${name}/logs`), (r) => r.body.data?.some((l: any) => l.service === 'worker' && /tick-v1-3/.test(l.text)));
+    const res = await until(
+      () => agent.api('GET', `/deployments/${name}/logs`),
+      (r) => r.body.data?.some((l: any) => l.service === 'worker' && /tick-v1-3/.test(l.text)),
+    );
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual(expect.arrayContaining([expect.objectContaining({ service: 'web', stream: 'stdout', text: 'web-started-v1' })]));
     const times = res.body.data.map((l: any) => l.time);
@@ -48,7 +51,14 @@ describe('deployment logs, log sources, stats and health', () => {
   });
 
   it('rejects bad log queries', async () => {
-    for (const [query, status] of [[{ tail: -1 }, 400], [{ tail: 'x' }, 400], [{ service: '../x' }, 400], [{ service: 'nope' }, 404], [{ source: 'nope' }, 404], [{ source: '../etc' }, 400]] as const) {
+    for (const [query, status] of [
+      [{ tail: -1 }, 400],
+      [{ tail: 'x' }, 400],
+      [{ service: '../x' }, 400],
+      [{ service: 'nope' }, 404],
+      [{ source: 'nope' }, 404],
+      [{ source: '../etc' }, 400],
+    ] as const) {
       const res = await agent.api('GET', `/deployments/${name}/logs`, { query: query as never });
       expect(res.status, JSON.stringify(query)).toBe(status);
       expect(res.body.code).toBeTruthy();
@@ -57,13 +67,23 @@ describe('deployment logs, log sources, stats and health', () => {
 
   it('streams new lines over the websocket after the token', async () => {
     const stream = openStream(agent, `/deployments/${name}/logs/stream`, { service: 'worker', tail: '1' });
-    await until(async () => stream.messages.length, (n) => n >= 3, 10_000, 50);
+    await until(
+      async () => stream.messages.length,
+      (n) => n >= 3,
+      10_000,
+      50,
+    );
     expect(stream.messages[0]).toEqual({ type: 'ready' });
     const lines = stream.messages.filter((m) => m.type === 'line');
     expect(lines[0]).toMatchObject({ service: 'worker', stream: 'stdout', text: expect.stringMatching(/^tick-v1-\d+$/) });
     // New lines keep coming (the worker logs every 200 ms).
     const seen = lines.length;
-    await until(async () => stream.messages.filter((m) => m.type === 'line').length, (n) => n >= seen + 2, 5_000, 50);
+    await until(
+      async () => stream.messages.filter((m) => m.type === 'line').length,
+      (n) => n >= seen + 2,
+      5_000,
+      50,
+    );
     expect(stream.messages.filter((m) => m.type === 'line').length).toBeGreaterThanOrEqual(seen + 2);
     stream.ws.close();
     await stream.closed;
@@ -77,7 +97,14 @@ describe('deployment logs, log sources, stats and health', () => {
 
   it('ends the stream cleanly when the containers stop', async () => {
     const n = uniqueName('short');
-    const created = await agent.api('POST', '/deployments', { body: { name: n, auto_start: true, compose_content: 'services:\n  once:\n    image: agent-test/busybox:latest\n    command: ["sh", "-c", "sleep 1; echo bye; sleep 1"]\n    labels: {agent.test: "1"}\n' } });
+    const created = await agent.api('POST', '/deployments', {
+      body: {
+        name: n,
+        auto_start: true,
+        compose_content:
+          'services:\n  once:\n    image: agent-test/busybox:latest\n    command: ["sh", "-c", "sleep 1; echo bye; sleep 1"]\n    labels: {agent.test: "1"}\n',
+      },
+    });
     expect(created.status).toBe(201);
     const stream = openStream(agent, `/deployments/${n}/logs/stream`);
     const { code } = await stream.closed;
@@ -99,8 +126,17 @@ describe('deployment logs, log sources, stats and health', () => {
       expect(bad.body.code).toBe('INVALID_PATH');
     }
     expect((await agent.api('PUT', `/deployments/${name}/log-sources`, { body: { sources: [{ id: 'stdout', name: 'x', path: 'a.log' }] } })).status).toBe(400);
-    expect((await agent.api('PUT', `/deployments/${name}/log-sources`, { body: { sources: [{ id: 'a', name: 'x', path: 'a.log', extra: 1 }] } })).status).toBe(400);
-    const put = await agent.api('PUT', `/deployments/${name}/log-sources`, { body: { sources: [{ id: 'app', name: 'App log', path: 'logs/app.log', format: 'text' }, { id: 'escape', name: 'Escape', path: 'logs/escape.log' }] } });
+    expect((await agent.api('PUT', `/deployments/${name}/log-sources`, { body: { sources: [{ id: 'a', name: 'x', path: 'a.log', extra: 1 }] } })).status).toBe(
+      400,
+    );
+    const put = await agent.api('PUT', `/deployments/${name}/log-sources`, {
+      body: {
+        sources: [
+          { id: 'app', name: 'App log', path: 'logs/app.log', format: 'text' },
+          { id: 'escape', name: 'Escape', path: 'logs/escape.log' },
+        ],
+      },
+    });
     expect(put.status, put.text).toBe(200);
     expect(put.body.data.map((s: any) => s.id)).toEqual(['stdout', 'app', 'escape']);
     const tail = await agent.api('GET', `/deployments/${name}/logs`, { query: { source: 'app', tail: 3 } });
@@ -112,14 +148,24 @@ describe('deployment logs, log sources, stats and health', () => {
     expect(escape.body.code).toBe('INVALID_PATH');
 
     const stream = openStream(agent, `/deployments/${name}/logs/stream`, { source: 'app', tail: '1' });
-    await until(async () => stream.messages.length, (n) => n >= 2, 5_000, 50);
+    await until(
+      async () => stream.messages.length,
+      (n) => n >= 2,
+      5_000,
+      50,
+    );
     appendFileSync(join(dir, 'logs', 'app.log'), 'appended line\n');
     await until(async () => stream.messages.some((m) => m.text === 'appended line'), Boolean, 5_000, 50);
     expect(stream.messages.map((m) => m.text ?? m.type)).toEqual(['ready', 'line 499', 'appended line']);
     stream.ws.close();
     // A line written right after the socket is ready (while the initial tail is read) is not lost.
     const racing = openStream(agent, `/deployments/${name}/logs/stream`, { source: 'app', tail: '1' });
-    await until(async () => racing.messages.length, (n) => n >= 1, 5_000, 5);
+    await until(
+      async () => racing.messages.length,
+      (n) => n >= 1,
+      5_000,
+      5,
+    );
     appendFileSync(join(dir, 'logs', 'app.log'), 'racing line\n');
     await until(async () => racing.messages.some((m) => m.text === 'racing line'), Boolean, 5_000, 50);
     expect(racing.messages.filter((m) => m.text === 'racing line')).toHaveLength(1);
@@ -131,7 +177,12 @@ describe('deployment logs, log sources, stats and health', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.data).toHaveLength(2);
     for (const s of res.body.data) {
-      expect(s).toMatchObject({ deployment: name, service: expect.stringMatching(/^(web|worker)$/), memory_usage: expect.any(Number), pids: expect.any(Number) });
+      expect(s).toMatchObject({
+        deployment: name,
+        service: expect.stringMatching(/^(web|worker)$/),
+        memory_usage: expect.any(Number),
+        pids: expect.any(Number),
+      });
       expect(s.memory_limit).toBeGreaterThan(0);
       expect(s.pids).toBeGreaterThan(0);
     }
@@ -161,10 +212,15 @@ describe('deployment logs, log sources, stats and health', () => {
 `;
     const res = await agent.api('POST', '/deployments', { body: { name: sick, compose_content: compose, auto_start: true } });
     expect(res.status, res.text).toBe(201);
-    const list = await until(() => agent.api('GET', '/deployments'), (r) => {
-      const d = r.body.data.find((x: any) => x.name === sick);
-      return d?.services.find((s: any) => s.name === 'app')?.health === 'unhealthy' && d?.services.find((s: any) => s.name === 'fine')?.health === 'healthy';
-    }, 20_000, 200);
+    const list = await until(
+      () => agent.api('GET', '/deployments'),
+      (r) => {
+        const d = r.body.data.find((x: any) => x.name === sick);
+        return d?.services.find((s: any) => s.name === 'app')?.health === 'unhealthy' && d?.services.find((s: any) => s.name === 'fine')?.health === 'healthy';
+      },
+      20_000,
+      200,
+    );
     const d = list.body.data.find((x: any) => x.name === sick);
     expect(d.services).toEqual([
       expect.objectContaining({ name: 'app', status: 'running', health: 'unhealthy' }),

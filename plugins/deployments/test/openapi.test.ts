@@ -18,11 +18,41 @@ describe('OpenAPI description of the docker and deployments plugins', () => {
     const result = await new Validator().validate(doc);
     expect(result.errors ?? null, JSON.stringify(result.errors)).toBeNull();
     const ops = new Map<string, any>();
-    for (const [path, item] of Object.entries<any>(doc.paths)) for (const [method, op] of Object.entries<any>(item)) if (op?.operationId) ops.set(op.operationId, { path, method, op });
-    for (const id of ['deployments.list', 'deployments.get', 'deployments.create', 'deployments.update', 'deployments.delete', 'deployments.start', 'deployments.stop', 'deployments.restart',
-      'deployments.logs', 'deployments.logSources', 'deployments.setLogSources', 'deployments.stats', 'templates.list', 'templates.categories', 'templates.refresh', 'templates.compose',
-      'containers.list', 'containers.start', 'containers.stop', 'containers.restart', 'containers.delete', 'containers.logs', 'images.list', 'images.pull', 'images.delete',
-      'volumes.list', 'volumes.create', 'volumes.delete', 'networks.list', 'networks.create', 'networks.delete']) {
+    for (const [path, item] of Object.entries<any>(doc.paths))
+      for (const [method, op] of Object.entries<any>(item)) if (op?.operationId) ops.set(op.operationId, { path, method, op });
+    for (const id of [
+      'deployments.list',
+      'deployments.get',
+      'deployments.create',
+      'deployments.update',
+      'deployments.delete',
+      'deployments.start',
+      'deployments.stop',
+      'deployments.restart',
+      'deployments.logs',
+      'deployments.logSources',
+      'deployments.setLogSources',
+      'deployments.stats',
+      'templates.list',
+      'templates.categories',
+      'templates.refresh',
+      'templates.compose',
+      'containers.list',
+      'containers.start',
+      'containers.stop',
+      'containers.restart',
+      'containers.delete',
+      'containers.logs',
+      'images.list',
+      'images.pull',
+      'images.delete',
+      'volumes.list',
+      'volumes.create',
+      'volumes.delete',
+      'networks.list',
+      'networks.create',
+      'networks.delete',
+    ]) {
       expect(ops.has(id), id).toBe(true);
     }
     const text = JSON.stringify(doc);

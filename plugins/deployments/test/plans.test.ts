@@ -27,7 +27,9 @@ describe('plans of deployment mutations', () => {
   const status = async () => (await agent.api('GET', `/deployments/${name}`)).body.data?.status;
 
   it('previews a create without writing anything, then applies it', async () => {
-    const p = await plan('POST', '/deployments', { body: { name, compose_content: webCompose(), env_vars: [{ key: 'DB_PASSWORD', value: 'hunter2' }], auto_start: true } });
+    const p = await plan('POST', '/deployments', {
+      body: { name, compose_content: webCompose(), env_vars: [{ key: 'DB_PASSWORD', value: 'hunter2' }], auto_start: true },
+    });
     expect(p.status).toBe('available');
     expect(existsSync(dir)).toBe(false);
     const types = p.changes.map((c: any) => `${c.type}:${c.actions[0]}`);
@@ -86,7 +88,15 @@ describe('plans of deployment mutations', () => {
 
   it('previews an update with the diff and the containers it recreates, then applies it', async () => {
     const next = webCompose().replace('tick-v1', 'tick-v2');
-    const p = await plan('PUT', `/deployments/${name}`, { body: { compose_content: next, env_vars: [{ key: 'DB_PASSWORD', value: 'changed' }, { key: 'MODE', value: 'x' }] } });
+    const p = await plan('PUT', `/deployments/${name}`, {
+      body: {
+        compose_content: next,
+        env_vars: [
+          { key: 'DB_PASSWORD', value: 'changed' },
+          { key: 'MODE', value: 'x' },
+        ],
+      },
+    });
     const diff = p.changes.find((c: any) => c.type === 'file' && c.id === 'docker-compose.yml').diff;
     expect(diff).toContain('-    command: ["sh", "-c", "i=0; while true; do echo tick-v1');
     expect(diff).toContain('+    command: ["sh", "-c", "i=0; while true; do echo tick-v2');

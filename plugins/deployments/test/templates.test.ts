@@ -21,7 +21,10 @@ describe('templates', () => {
     mkdirSync(join(deploymentsDir, discovered));
     writeFileSync(join(deploymentsDir, discovered, 'compose.yaml'), 'services:\n  a:\n    image: agent-test/busybox:latest\n');
     mkdirSync(join(deploymentsDir, 'no-compose-here'));
-    agent = await startAgent({ plugins: ['docker', 'deployments', 'access', 'system'], config: { templates: { path: dir }, deployments: { path: deploymentsDir } } });
+    agent = await startAgent({
+      plugins: ['docker', 'deployments', 'access', 'system'],
+      config: { templates: { path: dir }, deployments: { path: deploymentsDir } },
+    });
   });
   afterAll(async () => {
     await agent?.stop();
@@ -54,7 +57,10 @@ describe('templates', () => {
       expect(res.status).toBe(200);
       expect(res.body.data.compose_content).toContain('services:');
       const env_vars = res.body.data.env.map((e: any) => ({ key: e.key, value: e.value || 'Generated-Secret-1' }));
-      const plan = await agent.api('POST', '/deployments', { query: { plan: true }, body: { name: uniqueName(`tpl-${t.id}`).slice(0, 63), compose_content: res.body.data.compose_content, env_vars, template: t.id } });
+      const plan = await agent.api('POST', '/deployments', {
+        query: { plan: true },
+        body: { name: uniqueName(`tpl-${t.id}`).slice(0, 63), compose_content: res.body.data.compose_content, env_vars, template: t.id },
+      });
       expect(plan.status, `${t.id}: ${plan.text}`).toBe(201);
     }
     expect((await agent.api('GET', '/templates/nope/compose')).status).toBe(404);
@@ -83,7 +89,10 @@ describe('templates', () => {
     writeFileSync(join(dir, 'bad-compose', 'template.json'), JSON.stringify({ id: 'bad-compose', name: 'B', description: 'b', category: 'web' }));
     writeFileSync(join(dir, 'bad-compose', 'docker-compose.yml'), 'services: [');
     mkdirSync(join(dir, 'new-one'));
-    writeFileSync(join(dir, 'new-one', 'template.json'), JSON.stringify({ id: 'new-one', name: 'New', description: 'n', category: 'testing', tags: ['x'], env: [{ key: 'A', default: '1' }] }));
+    writeFileSync(
+      join(dir, 'new-one', 'template.json'),
+      JSON.stringify({ id: 'new-one', name: 'New', description: 'n', category: 'testing', tags: ['x'], env: [{ key: 'A', default: '1' }] }),
+    );
     writeFileSync(join(dir, 'new-one', 'docker-compose.yml'), 'services:\n  a:\n    image: agent-test/busybox:latest\n');
     const res = await agent.api('POST', '/templates/refresh');
     expect(res.status).toBe(200);
@@ -101,7 +110,10 @@ describe('templates', () => {
     }
     const [t1, t2] = [await agent.login('ops1', pass), await agent.login('ops2', pass)];
     const name = uniqueName('owned');
-    const created = await agent.api('POST', '/deployments', { token: t1, body: { name, compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n' } });
+    const created = await agent.api('POST', '/deployments', {
+      token: t1,
+      body: { name, compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n' },
+    });
     expect(created.status, created.text).toBe(201);
     const mine = await agent.api('GET', '/deployments', { token: t1 });
     expect(mine.body.data.map((d: any) => d.name)).toEqual([name]);
@@ -132,7 +144,11 @@ describe('templates', () => {
     expect(list.body.data.map((d: any) => d.name)).toContain(discovered);
     expect(list.body.data.map((d: any) => d.name)).not.toContain('no-compose-here');
     const d = list.body.data.find((x: any) => x.name === discovered);
-    expect(d).toMatchObject({ status: 'stopped', compose_file: join(deploymentsDir, discovered, 'compose.yaml'), services: [{ name: 'a', status: 'missing' }] });
+    expect(d).toMatchObject({
+      status: 'stopped',
+      compose_file: join(deploymentsDir, discovered, 'compose.yaml'),
+      services: [{ name: 'a', status: 'missing' }],
+    });
   });
 });
 
@@ -152,7 +168,13 @@ describe('deployments without an engine', () => {
     expect(created.body.data.status).toBe('unknown');
     const list = await agent.api('GET', '/deployments');
     expect(list.body.data).toEqual([expect.objectContaining({ name, status: 'unknown' })]);
-    for (const [method, path] of [['POST', `/deployments/${name}/start`], ['POST', `/deployments/${name}/stop`], ['GET', `/deployments/${name}/logs`], ['GET', `/deployments/${name}/stats`], ['DELETE', `/deployments/${name}`]] as const) {
+    for (const [method, path] of [
+      ['POST', `/deployments/${name}/start`],
+      ['POST', `/deployments/${name}/stop`],
+      ['GET', `/deployments/${name}/logs`],
+      ['GET', `/deployments/${name}/stats`],
+      ['DELETE', `/deployments/${name}`],
+    ] as const) {
       const res = await agent.api(method, path);
       expect(res.status, `${method} ${path}`).toBe(503);
       expect(res.body.code).toBe('DOCKER_UNAVAILABLE');

@@ -17,7 +17,8 @@ export function normaliseChanges(zone: string, rrsets: RRsetInput[], defaultTtl:
   return rrsets.map((r, i) => {
     const field = `rrsets[${i}]`;
     const name = checkFqdn(r.name, `${field}.name`, { wildcard: true, underscore: true });
-    if (!inZone(name, zone)) throw errors.badRequest(`${field}.name: '${r.name}' is not inside the zone ${zone}`, 'VALIDATION_FAILED', { field: `${field}.name` });
+    if (!inZone(name, zone))
+      throw errors.badRequest(`${field}.name: '${r.name}' is not inside the zone ${zone}`, 'VALIDATION_FAILED', { field: `${field}.name` });
     const key = `${name} ${r.type}`;
     if (seen.has(key)) throw errors.badRequest(`${field}: ${key} appears twice in this change`, 'VALIDATION_FAILED', { field });
     seen.add(key);
@@ -26,10 +27,21 @@ export function normaliseChanges(zone: string, rrsets: RRsetInput[], defaultTtl:
       return { name, type: r.type, changetype: 'DELETE' };
     }
     if (!r.records?.length) {
-      throw errors.badRequest(`${field}.records: a REPLACE needs at least one record (use DELETE to remove the set)`, 'VALIDATION_FAILED', { field: `${field}.records` });
+      throw errors.badRequest(`${field}.records: a REPLACE needs at least one record (use DELETE to remove the set)`, 'VALIDATION_FAILED', {
+        field: `${field}.records`,
+      });
     }
-    const records = r.records.map((rec, j) => ({ content: checkContent(r.type, rec.content, `${field}.records[${j}].content`), disabled: rec.disabled ?? false }));
-    checkRRsetShape(r.type, name, zone, records.map((x) => x.content), field);
+    const records = r.records.map((rec, j) => ({
+      content: checkContent(r.type, rec.content, `${field}.records[${j}].content`),
+      disabled: rec.disabled ?? false,
+    }));
+    checkRRsetShape(
+      r.type,
+      name,
+      zone,
+      records.map((x) => x.content),
+      field,
+    );
     return { name, type: r.type, ttl: r.ttl ?? defaultTtl, changetype: 'REPLACE', records };
   });
 }
@@ -52,9 +64,8 @@ export function touchedSets(zone: PdnsZone, changes: PdnsRRsetChange[]): Record<
 export function diff(zone: PdnsZone, changes: PdnsRRsetChange[]): PlanChange[] {
   return changes.map((c) => {
     const before = viewOf(zone, c.name, c.type);
-    const after: SetView = c.changetype === 'DELETE'
-      ? undefined
-      : { ttl: c.ttl!, records: c.records!.map((r) => (r.disabled ? `${r.content} (disabled)` : r.content)).sort() };
+    const after: SetView =
+      c.changetype === 'DELETE' ? undefined : { ttl: c.ttl!, records: c.records!.map((r) => (r.disabled ? `${r.content} (disabled)` : r.content)).sort() };
     const same = JSON.stringify(before) === JSON.stringify(after);
     const action = same ? 'no-op' : !before ? 'create' : !after ? 'delete' : 'update';
     return { type: 'dns_rrset', id: `${c.name} ${c.type}`, actions: [action], before, after };

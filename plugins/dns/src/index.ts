@@ -15,15 +15,28 @@ import { CreateZoneBody, PatchZoneBody, Provider, ServerStatus, ZoneDetails, Zon
 const DNS_SERVICE = 'dns';
 
 const Settings = Type.Object({
-  api_url: Type.String({ default: 'http://127.0.0.1:8081', pattern: '^https?://[A-Za-z0-9.:\\[\\]_-]+(/[A-Za-z0-9._~/-]*)?$', description: 'base URL of the PowerDNS HTTP API' }),
+  api_url: Type.String({
+    default: 'http://127.0.0.1:8081',
+    pattern: '^https?://[A-Za-z0-9.:\\[\\]_-]+(/[A-Za-z0-9._~/-]*)?$',
+    description: 'base URL of the PowerDNS HTTP API',
+  }),
   api_key: Type.String({ default: '', maxLength: 512, description: 'PowerDNS API key (generated when empty; stored encrypted)' }),
   server_id: Type.String({ default: 'localhost', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'PowerDNS server id' }),
-  default_nameservers: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,254}$' }), { default: [], maxItems: 10, description: 'name servers of new zones when a request gives none' }),
+  default_nameservers: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,254}$' }), {
+    default: [],
+    maxItems: 10,
+    description: 'name servers of new zones when a request gives none',
+  }),
   default_ttl: Type.Integer({ default: 3600, minimum: 1, maximum: 2147483647, description: 'TTL of record sets given without one' }),
 });
 
 const toSummary = (z: PdnsZone) => ({
-  id: z.id, name: z.name, kind: z.kind, serial: z.serial ?? 0, dnssec: z.dnssec ?? false, account: z.account ?? '',
+  id: z.id,
+  name: z.name,
+  kind: z.kind,
+  serial: z.serial ?? 0,
+  dnssec: z.dnssec ?? false,
+  account: z.account ?? '',
 });
 
 const toDetails = (z: PdnsZone) => {
@@ -69,7 +82,8 @@ export default definePlugin({
     const pdns = new PowerDnsClient(() => ({ url: settings.get().api_url, key: apiKey(), serverId: settings.get().server_id }));
     const infra = (): InfrastructureService => {
       const service = deps.infrastructure;
-      if (!service) throw errors.unavailable('the DNS server is controlled through the infrastructure plugin, which is not enabled', 'INFRASTRUCTURE_UNAVAILABLE');
+      if (!service)
+        throw errors.unavailable('the DNS server is controlled through the infrastructure plugin, which is not enabled', 'INFRASTRUCTURE_UNAVAILABLE');
       return service;
     };
 
@@ -97,7 +111,8 @@ export default definePlugin({
     };
 
     ctx.doctor({
-      id: 'dns.server', title: 'DNS server API (PowerDNS)',
+      id: 'dns.server',
+      title: 'DNS server API (PowerDNS)',
       run: async () => {
         const url = settings.get().api_url;
         try {
@@ -105,9 +120,10 @@ export default definePlugin({
           return { status: 'ok', detail: `PowerDNS ${server.version ?? '(version unknown)'} at ${url}` };
         } catch (err) {
           const code = (err as { code?: string }).code;
-          const fix = code === 'DNS_SERVER_AUTH_FAILED'
-            ? "set the server's API key in the dns settings: agentctl settings update -f dns.api_key=<key>"
-            : `start the server (agentctl dns enable, with the infrastructure plugin) or set dns.api_url; without a DNS server, disable the plugin (plugins.enabled: ['*', '!dns'])`;
+          const fix =
+            code === 'DNS_SERVER_AUTH_FAILED'
+              ? "set the server's API key in the dns settings: agentctl settings update -f dns.api_key=<key>"
+              : `start the server (agentctl dns enable, with the infrastructure plugin) or set dns.api_url; without a DNS server, disable the plugin (plugins.enabled: ['*', '!dns'])`;
           return { status: 'failed', detail: (err as Error).message, fix };
         }
       },
@@ -120,23 +136,33 @@ export default definePlugin({
     };
 
     ctx.route({
-      method: 'GET', path: '/dns/providers', permission: 'dns:read', operationId: 'dns.providers',
+      method: 'GET',
+      path: '/dns/providers',
+      permission: 'dns:read',
+      operationId: 'dns.providers',
       summary: 'DNS providers this agent supports and the fields each needs',
       response: Type.Array(Provider),
-      handler: () => [{
-        name: 'powerdns', label: 'PowerDNS (authoritative server managed by the agent)', segment: 'dnsserver',
-        description: 'Zones and records through the PowerDNS HTTP API; the server runs as the "dns" infrastructure service or elsewhere.',
-        record_types: [...RECORD_TYPES],
-        fields: [
-          { name: 'api_url', type: 'url', required: true, secret: false, description: 'base URL of the HTTP API', default: 'http://127.0.0.1:8081' },
-          { name: 'api_key', type: 'string', required: true, secret: true, description: 'X-API-Key of the server (generated when empty)', default: null },
-          { name: 'server_id', type: 'string', required: false, secret: false, description: 'server id in API paths', default: 'localhost' },
-        ],
-      }],
+      handler: () => [
+        {
+          name: 'powerdns',
+          label: 'PowerDNS (authoritative server managed by the agent)',
+          segment: 'dnsserver',
+          description: 'Zones and records through the PowerDNS HTTP API; the server runs as the "dns" infrastructure service or elsewhere.',
+          record_types: [...RECORD_TYPES],
+          fields: [
+            { name: 'api_url', type: 'url', required: true, secret: false, description: 'base URL of the HTTP API', default: 'http://127.0.0.1:8081' },
+            { name: 'api_key', type: 'string', required: true, secret: true, description: 'X-API-Key of the server (generated when empty)', default: null },
+            { name: 'server_id', type: 'string', required: false, secret: false, description: 'server id in API paths', default: 'localhost' },
+          ],
+        },
+      ],
     });
 
     ctx.route({
-      method: 'GET', path: '/dns/dnsserver/status', permission: 'dns:read', operationId: 'dns.status',
+      method: 'GET',
+      path: '/dns/dnsserver/status',
+      permission: 'dns:read',
+      operationId: 'dns.status',
       summary: 'DNS server status: reachable, version, zone count',
       response: ServerStatus,
       handler: status,
@@ -145,13 +171,19 @@ export default definePlugin({
     for (const [verb, run] of [
       ['enable', (i: InfrastructureService) => i.start(DNS_SERVICE, { settings: serviceSettings() })],
       ['disable', (i: InfrastructureService) => i.stop(DNS_SERVICE)],
-      ['restart', async (i: InfrastructureService) => {
-        await i.configure(DNS_SERVICE, serviceSettings());
-        return i.restart(DNS_SERVICE);
-      }],
+      [
+        'restart',
+        async (i: InfrastructureService) => {
+          await i.configure(DNS_SERVICE, serviceSettings());
+          return i.restart(DNS_SERVICE);
+        },
+      ],
     ] as const) {
       ctx.route({
-        method: 'POST', path: `/dns/dnsserver/${verb}`, permission: 'dns:write', operationId: `dns.${verb}`,
+        method: 'POST',
+        path: `/dns/dnsserver/${verb}`,
+        permission: 'dns:write',
+        operationId: `dns.${verb}`,
         summary: `${verb[0]!.toUpperCase()}${verb.slice(1)} the DNS server (the "${DNS_SERVICE}" infrastructure service)`,
         response: ServerStatus,
         handler: async () => {
@@ -162,7 +194,10 @@ export default definePlugin({
     }
 
     ctx.route({
-      method: 'GET', path: '/dns/dnsserver/zones', permission: 'dns:read', operationId: 'dns.listZones',
+      method: 'GET',
+      path: '/dns/dnsserver/zones',
+      permission: 'dns:read',
+      operationId: 'dns.listZones',
       summary: 'List zones',
       response: Type.Array(ZoneSummary),
       handler: async () => (await pdns.listZones()).map(toSummary).sort((a, b) => compareText(a.name, b.name)),
@@ -171,16 +206,23 @@ export default definePlugin({
     const zoneCreation = (body: { name: string; kind?: 'Native' | 'Master'; nameservers?: string[] }) => {
       const name = checkZoneName(body.name);
       const given = body.nameservers?.length ? body.nameservers : settings.get().default_nameservers;
-      if (!given.length) throw errors.badRequest('nameservers: give at least one (or set the dns setting default_nameservers)', 'VALIDATION_FAILED', { field: 'nameservers' });
+      if (!given.length)
+        throw errors.badRequest('nameservers: give at least one (or set the dns setting default_nameservers)', 'VALIDATION_FAILED', { field: 'nameservers' });
       const nameservers = given.map((ns, i) => checkFqdn(ns, `nameservers[${i}]`));
       if (new Set(nameservers).size !== nameservers.length) throw errors.badRequest('nameservers: listed twice', 'VALIDATION_FAILED', { field: 'nameservers' });
       return { name, kind: body.kind ?? 'Native', nameservers };
     };
 
     ctx.route({
-      method: 'POST', path: '/dns/dnsserver/zones', permission: 'dns:write', operationId: 'dns.createZone', creates: 'name', status: 201,
+      method: 'POST',
+      path: '/dns/dnsserver/zones',
+      permission: 'dns:write',
+      operationId: 'dns.createZone',
+      creates: 'name',
+      status: 201,
       summary: 'Create a zone (409 ZONE_EXISTS when it exists)',
-      body: CreateZoneBody, response: ZoneDetails,
+      body: CreateZoneBody,
+      response: ZoneDetails,
       plan: {
         resource: (req) => ({ type: 'dns_zone', id: req.body.name.toLowerCase() }),
         preview: async (req) => {
@@ -206,14 +248,21 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'GET', path: '/dns/dnsserver/zones/:zoneId', permission: 'dns:read', operationId: 'dns.getZone',
+      method: 'GET',
+      path: '/dns/dnsserver/zones/:zoneId',
+      permission: 'dns:read',
+      operationId: 'dns.getZone',
       summary: 'A zone with its record sets',
-      params: ZoneIdParams, response: ZoneDetails,
+      params: ZoneIdParams,
+      response: ZoneDetails,
       handler: async (req) => toDetails(await pdns.getZone(zoneIdOf(req.params.zoneId))),
     });
 
     ctx.route({
-      method: 'DELETE', path: '/dns/dnsserver/zones/:zoneId', permission: 'dns:write', operationId: 'dns.deleteZone',
+      method: 'DELETE',
+      path: '/dns/dnsserver/zones/:zoneId',
+      permission: 'dns:write',
+      operationId: 'dns.deleteZone',
       summary: 'Delete a zone and all its records',
       params: ZoneIdParams,
       plan: {
@@ -246,10 +295,15 @@ export default definePlugin({
     };
 
     ctx.route({
-      method: 'PATCH', path: '/dns/dnsserver/zones/:zoneId', permission: 'dns:write', operationId: 'dns.updateRecords',
+      method: 'PATCH',
+      path: '/dns/dnsserver/zones/:zoneId',
+      permission: 'dns:write',
+      operationId: 'dns.updateRecords',
       summary: 'Replace or delete record sets of a zone',
       description: `changetype REPLACE (records required) or DELETE. Types: ${RECORD_TYPES.join(', ')}; content is checked per type.`,
-      params: ZoneIdParams, body: PatchZoneBody, response: ZoneDetails,
+      params: ZoneIdParams,
+      body: PatchZoneBody,
+      response: ZoneDetails,
       plan: {
         resource: (req) => ({ type: 'dns_zone', id: zoneIdOf(req.params.zoneId) }),
         preview: async (req) => {

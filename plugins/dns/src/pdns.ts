@@ -77,8 +77,11 @@ export class PowerDnsClient {
       parsed = null;
     }
     if (res.ok) return parsed as T;
-    const message = String((parsed as { error?: unknown } | null)?.error ?? text).replace(/\s+/g, ' ').slice(0, 300);
-    if (res.status === 401 || res.status === 403) throw new HttpError(502, 'DNS_SERVER_AUTH_FAILED', 'the DNS server refused the API key (check the dns settings api_key)');
+    const message = String((parsed as { error?: unknown } | null)?.error ?? text)
+      .replace(/\s+/g, ' ')
+      .slice(0, 300);
+    if (res.status === 401 || res.status === 403)
+      throw new HttpError(502, 'DNS_SERVER_AUTH_FAILED', 'the DNS server refused the API key (check the dns settings api_key)');
     if (res.status === 404) throw new HttpError(404, 'ZONE_NOT_FOUND', message || 'not found');
     if (res.status === 409) throw new HttpError(409, 'ZONE_EXISTS', message);
     if (res.status === 422 || res.status === 400) throw new HttpError(400, 'DNS_REJECTED', `the DNS server rejected the change: ${message}`);

@@ -81,6 +81,7 @@ export function quoteTxt(text: string): string {
 export function checkContent(type: RecordType, raw: string, field: string): string {
   const content = raw.trim();
   if (content === '') throw bad(field, 'must not be empty');
+  // eslint-disable-next-line no-control-regex -- control characters are what it refuses
   if (/[\u0000-\u001f\u007f]/.test(content)) throw bad(field, 'must not contain control characters');
   const parts = content.split(/\s+/);
   switch (type) {
@@ -131,7 +132,8 @@ export function checkRRsetShape(type: RecordType, name: string, zone: string, co
   }
   if (type === 'SRV') {
     const labels = name.split('.');
-    if (!labels[0]?.startsWith('_') || !labels[1]?.startsWith('_')) throw bad(`${field}.name`, "SRV names start with '_service._proto.' (e.g. _sip._tcp.example.org.)");
+    if (!labels[0]?.startsWith('_') || !labels[1]?.startsWith('_'))
+      throw bad(`${field}.name`, "SRV names start with '_service._proto.' (e.g. _sip._tcp.example.org.)");
   }
   if (new Set(contents).size !== contents.length) throw bad(`${field}.records`, 'contains the same record twice');
 }

@@ -12,9 +12,12 @@ export const ZoneIdParams = Type.Object({
 export const CreateZoneBody = Type.Object({
   name: Type.String({ pattern: DNS_NAME, description: 'fully qualified zone name with the trailing dot, e.g. example.org.' }),
   kind: Type.Optional(Type.Unsafe<'Native' | 'Master'>({ type: 'string', enum: ['Native', 'Master'], default: 'Native' })),
-  nameservers: Type.Optional(Type.Array(Type.String({ pattern: DNS_NAME }), {
-    maxItems: 10, description: 'fully qualified names of the zone\'s name servers (default: the dns setting default_nameservers)',
-  })),
+  nameservers: Type.Optional(
+    Type.Array(Type.String({ pattern: DNS_NAME }), {
+      maxItems: 10,
+      description: "fully qualified names of the zone's name servers (default: the dns setting default_nameservers)",
+    }),
+  ),
 });
 
 const RecordInput = Type.Object({
@@ -23,13 +26,16 @@ const RecordInput = Type.Object({
 });
 
 export const PatchZoneBody = Type.Object({
-  rrsets: Type.Array(Type.Object({
-    name: Type.String({ pattern: DNS_NAME, description: 'fully qualified owner name inside the zone' }),
-    type: Type.Unsafe<(typeof RECORD_TYPES)[number]>({ type: 'string', enum: [...RECORD_TYPES] }),
-    ttl: Type.Optional(Type.Integer({ minimum: 1, maximum: 2147483647, description: 'seconds (REPLACE; default: the dns setting default_ttl)' })),
-    changetype: Type.Unsafe<'REPLACE' | 'DELETE'>({ type: 'string', enum: ['REPLACE', 'DELETE'] }),
-    records: Type.Optional(Type.Array(RecordInput, { maxItems: 100 })),
-  }), { minItems: 1, maxItems: 500 }),
+  rrsets: Type.Array(
+    Type.Object({
+      name: Type.String({ pattern: DNS_NAME, description: 'fully qualified owner name inside the zone' }),
+      type: Type.Unsafe<(typeof RECORD_TYPES)[number]>({ type: 'string', enum: [...RECORD_TYPES] }),
+      ttl: Type.Optional(Type.Integer({ minimum: 1, maximum: 2147483647, description: 'seconds (REPLACE; default: the dns setting default_ttl)' })),
+      changetype: Type.Unsafe<'REPLACE' | 'DELETE'>({ type: 'string', enum: ['REPLACE', 'DELETE'] }),
+      records: Type.Optional(Type.Array(RecordInput, { maxItems: 100 })),
+    }),
+    { minItems: 1, maxItems: 500 },
+  ),
 });
 
 export const Record = Type.Object({ content: Type.String(), disabled: Type.Boolean() });
@@ -68,12 +74,14 @@ export const Provider = Type.Object({
   description: Type.String(),
   segment: Type.String(),
   record_types: Type.Array(Type.String()),
-  fields: Type.Array(Type.Object({
-    name: Type.String(),
-    type: Type.String(),
-    required: Type.Boolean(),
-    secret: Type.Boolean(),
-    description: Type.String(),
-    default: Nullable(Type.String()),
-  })),
+  fields: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      type: Type.String(),
+      required: Type.Boolean(),
+      secret: Type.Boolean(),
+      description: Type.String(),
+      default: Nullable(Type.String()),
+    }),
+  ),
 });

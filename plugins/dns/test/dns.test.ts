@@ -21,8 +21,7 @@ afterAll(async () => {
   await Promise.all([agent?.stop(), pdns?.stop()]);
 });
 
-const patch = (rrsets: unknown[], query?: Record<string, string>) =>
-  agent.api('PATCH', `/dns/dnsserver/zones/${ZONE}`, { body: { rrsets }, query });
+const patch = (rrsets: unknown[], query?: Record<string, string>) => agent.api('PATCH', `/dns/dnsserver/zones/${ZONE}`, { body: { rrsets }, query });
 
 describe('dns settings and status', () => {
   it('generates an API key at first start and keeps it encrypted', async () => {
@@ -54,7 +53,14 @@ describe('dns settings and status', () => {
     // A key set in clear is sealed right after the change.
     await expect.poll(() => readFileSync(join(agent.dataDir, 'core', 'settings.json'), 'utf8')).not.toContain(KEY);
     status = await agent.api('GET', '/dns/dnsserver/status');
-    expect(status.body.data).toMatchObject({ provider: 'powerdns', reachable: true, version: expect.stringMatching(/^\d+\.\d+/), zone_count: 0, error: null, service: null });
+    expect(status.body.data).toMatchObject({
+      provider: 'powerdns',
+      reachable: true,
+      version: expect.stringMatching(/^\d+\.\d+/),
+      zone_count: 0,
+      error: null,
+      service: null,
+    });
   });
 
   it('lists the supported providers and the fields each needs', async () => {
@@ -76,7 +82,9 @@ describe('dns settings and status', () => {
 
 describe('dns zones and records against pdns', () => {
   it('creates a zone (201), refuses a duplicate (409) and lists it', async () => {
-    const created = await agent.api('POST', '/dns/dnsserver/zones', { body: { name: ZONE, kind: 'Native', nameservers: ['ns1.agent-test.example.', 'ns2.agent-test.example.'] } });
+    const created = await agent.api('POST', '/dns/dnsserver/zones', {
+      body: { name: ZONE, kind: 'Native', nameservers: ['ns1.agent-test.example.', 'ns2.agent-test.example.'] },
+    });
     expect(created.status).toBe(201);
     expect(created.body.data).toMatchObject({ id: ZONE, name: ZONE, kind: 'Native', nameservers: ['ns1.agent-test.example.', 'ns2.agent-test.example.'] });
     expect(created.body.data.rrsets.map((r: { type: string }) => r.type).sort()).toEqual(['NS', 'SOA']);
@@ -114,7 +122,15 @@ describe('dns zones and records against pdns', () => {
 
     const details = await agent.api('GET', `/dns/dnsserver/zones/${ZONE.slice(0, -1)}`);
     expect(details.status).toBe(200);
-    expect(details.body.data.rrsets).toContainEqual({ name: `www.${ZONE}`, type: 'A', ttl: 300, records: [{ content: '192.0.2.10', disabled: false }, { content: '192.0.2.11', disabled: false }] });
+    expect(details.body.data.rrsets).toContainEqual({
+      name: `www.${ZONE}`,
+      type: 'A',
+      ttl: 300,
+      records: [
+        { content: '192.0.2.10', disabled: false },
+        { content: '192.0.2.11', disabled: false },
+      ],
+    });
   });
 
   it('deletes a record set and it stops resolving', async () => {
@@ -125,15 +141,24 @@ describe('dns zones and records against pdns', () => {
   });
 
   it('plans a change with the record diff, applies it, and refuses a plan made stale by another change', async () => {
-    const plan = await patch([
-      { name: `www.${ZONE}`, type: 'A', ttl: 300, changetype: 'REPLACE', records: [{ content: '192.0.2.20' }] },
-      { name: `new.${ZONE}`, type: 'A', ttl: 60, changetype: 'REPLACE', records: [{ content: '192.0.2.30' }] },
-      { name: `_sip._tcp.${ZONE}`, type: 'SRV', changetype: 'DELETE' },
-    ], { plan: 'true' });
+    const plan = await patch(
+      [
+        { name: `www.${ZONE}`, type: 'A', ttl: 300, changetype: 'REPLACE', records: [{ content: '192.0.2.20' }] },
+        { name: `new.${ZONE}`, type: 'A', ttl: 60, changetype: 'REPLACE', records: [{ content: '192.0.2.30' }] },
+        { name: `_sip._tcp.${ZONE}`, type: 'SRV', changetype: 'DELETE' },
+      ],
+      { plan: 'true' },
+    );
     expect(plan.status).toBe(201);
     const changes = plan.body.data.changes;
     expect(changes).toEqual([
-      { type: 'dns_rrset', id: `www.${ZONE} A`, actions: ['update'], before: { ttl: 300, records: ['192.0.2.10', '192.0.2.11'] }, after: { ttl: 300, records: ['192.0.2.20'] } },
+      {
+        type: 'dns_rrset',
+        id: `www.${ZONE} A`,
+        actions: ['update'],
+        before: { ttl: 300, records: ['192.0.2.10', '192.0.2.11'] },
+        after: { ttl: 300, records: ['192.0.2.20'] },
+      },
       { type: 'dns_rrset', id: `new.${ZONE} A`, actions: ['create'], after: { ttl: 60, records: ['192.0.2.30'] } },
       { type: 'dns_rrset', id: `_sip._tcp.${ZONE} SRV`, actions: ['delete'], before: { ttl: 300, records: [`10 60 5060 sip.${ZONE}`] } },
     ]);
@@ -204,7 +229,9 @@ describe('dns zones and records against pdns', () => {
       { name: `X.${ZONE}`, type: 'A', changetype: 'DELETE' },
     ]);
     expect(duplicate.status).toBe(400);
-    const huge = await patch(Array.from({ length: 501 }, (_, i) => ({ name: `h${i}.${ZONE}`, type: 'A', changetype: 'REPLACE', records: [{ content: '192.0.2.1' }] })));
+    const huge = await patch(
+      Array.from({ length: 501 }, (_, i) => ({ name: `h${i}.${ZONE}`, type: 'A', changetype: 'REPLACE', records: [{ content: '192.0.2.1' }] })),
+    );
     expect(huge.status).toBe(400);
     // One bad set in a batch of good ones: nothing is applied.
     const mixed = await patch([
@@ -223,7 +250,18 @@ describe('dns zones and records against pdns', () => {
   });
 
   it('refuses bad zone names with 400 and unknown zones with 404', async () => {
-    const bad = ['no-trailing-dot.example', 'example.', '.', 'a..example.', '-bad.example.', 'bad_.example.', `${'a'.repeat(64)}.example.`, 'ex ample.org.', "x.example.'; DROP", '../etc/passwd.'];
+    const bad = [
+      'no-trailing-dot.example',
+      'example.',
+      '.',
+      'a..example.',
+      '-bad.example.',
+      'bad_.example.',
+      `${'a'.repeat(64)}.example.`,
+      'ex ample.org.',
+      "x.example.'; DROP",
+      '../etc/passwd.',
+    ];
     for (const name of bad) {
       const res = await agent.api('POST', '/dns/dnsserver/zones', { body: { name, nameservers: ['ns1.example.org.'] } });
       expect(res.status, name).toBe(400);
@@ -242,14 +280,23 @@ describe('dns zones and records against pdns', () => {
       expect(res.body.code).toBe('ZONE_NOT_FOUND');
     }
     expect((await agent.api('DELETE', '/dns/dnsserver/zones/missing.example.')).status).toBe(404);
-    expect((await agent.api('PATCH', '/dns/dnsserver/zones/missing.example.', { body: { rrsets: [{ name: 'a.missing.example.', type: 'A', changetype: 'DELETE' }] } })).status).toBe(404);
+    expect(
+      (
+        await agent.api('PATCH', '/dns/dnsserver/zones/missing.example.', {
+          body: { rrsets: [{ name: 'a.missing.example.', type: 'A', changetype: 'DELETE' }] },
+        })
+      ).status,
+    ).toBe(404);
     expect((await agent.api('GET', '/dns/dnsserver/zones/..%2F..%2Fetc')).status).toBe(400);
     const zones = await agent.api('GET', '/dns/dnsserver/zones');
     expect(zones.body.data.map((z: { name: string }) => z.name)).toEqual([ZONE]);
   });
 
   it('plans and applies a zone creation and deletion', async () => {
-    const plan = await agent.api('POST', '/dns/dnsserver/zones', { body: { name: 'Planned.Example.', kind: 'Master', nameservers: ['ns1.planned.example.'] }, query: { plan: 'true' } });
+    const plan = await agent.api('POST', '/dns/dnsserver/zones', {
+      body: { name: 'Planned.Example.', kind: 'Master', nameservers: ['ns1.planned.example.'] },
+      query: { plan: 'true' },
+    });
     expect(plan.status).toBe(201);
     expect(plan.body.data.changes[0]).toMatchObject({ type: 'dns_zone', id: 'planned.example.', actions: ['create'] });
     expect((await agent.api('GET', '/dns/dnsserver/zones/planned.example.')).status).toBe(404);
@@ -258,7 +305,10 @@ describe('dns zones and records against pdns', () => {
     expect(applied.body.data.result).toMatchObject({ name: 'planned.example.', kind: 'Master' });
     expect(await dig(pdns, 'planned.example.', 'NS')).toEqual(['ns1.planned.example.']);
     // Planning the same creation again is refused: the zone exists now.
-    const again = await agent.api('POST', '/dns/dnsserver/zones', { body: { name: 'planned.example.', nameservers: ['ns1.planned.example.'] }, query: { plan: 'true' } });
+    const again = await agent.api('POST', '/dns/dnsserver/zones', {
+      body: { name: 'planned.example.', nameservers: ['ns1.planned.example.'] },
+      query: { plan: 'true' },
+    });
     expect(again.status).toBe(409);
 
     const del = await agent.api('DELETE', '/dns/dnsserver/zones/planned.example.', { query: { plan: 'true' } });

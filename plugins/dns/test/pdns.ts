@@ -37,7 +37,11 @@ function run(cmd: string, args: string[], options: { stdinFile?: string; asUser?
 export async function dig(server: PowerDns, name: string, type: string): Promise<string[]> {
   const res = await run('dig', ['@127.0.0.1', '-p', String(server.dnsPort), '+short', '+norecurse', '+time=2', '+tries=2', name, type]);
   if (res.code !== 0) throw new Error(`dig failed: ${res.out}`);
-  return res.out.split('\n').map((l) => l.trim()).filter(Boolean).sort();
+  return res.out
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .sort();
 }
 
 export async function startPowerDns(apiKey: string): Promise<PowerDns> {
@@ -50,14 +54,34 @@ export async function startPowerDns(apiKey: string): Promise<PowerDns> {
     chownSync(db, UNPRIVILEGED.uid, UNPRIVILEGED.gid);
   }
   const [dnsPort, apiPort] = [await freePort(), await freePort()];
-  const child: ChildProcess = spawn('pdns_server', [
-    '--no-config', '--launch=gsqlite3', `--gsqlite3-database=${db}`,
-    '--local-address=127.0.0.1', `--local-port=${dnsPort}`,
-    '--api=yes', `--api-key=${apiKey}`, '--webserver=yes', '--webserver-address=127.0.0.1', `--webserver-port=${apiPort}`,
-    '--webserver-allow-from=127.0.0.0/8', `--socket-dir=${dir}`, '--guardian=no', '--daemon=no', '--disable-syslog',
-    '--write-pid=no', '--cache-ttl=0', '--negquery-cache-ttl=0', '--query-cache-ttl=0', '--consistent-backends=yes',
-    '--security-poll-suffix=', '--loglevel=4',
-  ], { stdio: ['ignore', 'pipe', 'pipe'], ...(asRoot ? UNPRIVILEGED : {}) });
+  const child: ChildProcess = spawn(
+    'pdns_server',
+    [
+      '--no-config',
+      '--launch=gsqlite3',
+      `--gsqlite3-database=${db}`,
+      '--local-address=127.0.0.1',
+      `--local-port=${dnsPort}`,
+      '--api=yes',
+      `--api-key=${apiKey}`,
+      '--webserver=yes',
+      '--webserver-address=127.0.0.1',
+      `--webserver-port=${apiPort}`,
+      '--webserver-allow-from=127.0.0.0/8',
+      `--socket-dir=${dir}`,
+      '--guardian=no',
+      '--daemon=no',
+      '--disable-syslog',
+      '--write-pid=no',
+      '--cache-ttl=0',
+      '--negquery-cache-ttl=0',
+      '--query-cache-ttl=0',
+      '--consistent-backends=yes',
+      '--security-poll-suffix=',
+      '--loglevel=4',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], ...(asRoot ? UNPRIVILEGED : {}) },
+  );
   let output = '';
   child.stdout!.on('data', (c) => (output = (output + c).slice(-10000)));
   child.stderr!.on('data', (c) => (output = (output + c).slice(-10000)));
@@ -74,7 +98,9 @@ export async function startPowerDns(apiKey: string): Promise<PowerDns> {
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    apiUrl, apiKey, dnsPort,
+    apiUrl,
+    apiKey,
+    dnsPort,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once('exit', r));

@@ -27,7 +27,8 @@ describe('dns and tenants', () => {
     const zone = await agent.api('POST', '/dns/dnsserver/zones', { token: operator, body: { name: ZONE, nameservers: ['ns1.tenants.example.'] } });
     expect(zone.status, zone.text).toBe(201);
     const records = await agent.api('PATCH', `/dns/dnsserver/zones/${ZONE}`, {
-      token: operator, body: { rrsets: [{ name: `shop.${ZONE}`, type: 'A', ttl: 60, changetype: 'REPLACE', records: [{ content: '198.51.100.1' }] }] },
+      token: operator,
+      body: { rrsets: [{ name: `shop.${ZONE}`, type: 'A', ttl: 60, changetype: 'REPLACE', records: [{ content: '198.51.100.1' }] }] },
     });
     expect(records.status, records.text).toBe(200);
   });
@@ -52,7 +53,8 @@ describe('dns and tenants', () => {
         ['POST', '/dns/dnsserver/enable', undefined, undefined],
         ['POST', '/dns/dnsserver/disable', undefined, undefined],
         ['POST', '/dns/dnsserver/restart', undefined, undefined],
-      ] as const) expectGlobalOnly(await agent.api(method, path, { token, body, query }), `${who} ${method} ${path} ${JSON.stringify(query ?? '')}`);
+      ] as const)
+        expectGlobalOnly(await agent.api(method, path, { token, body, query }), `${who} ${method} ${path} ${JSON.stringify(query ?? '')}`);
     }
     expect(await dig(pdns, `shop.${ZONE}`, 'A')).toEqual(['198.51.100.1']);
     const after = await agent.api('GET', '/dns/dnsserver/zones', { token: operator });
@@ -62,7 +64,8 @@ describe('dns and tenants', () => {
 
   it('lets a global operator change records', async () => {
     const res = await agent.api('PATCH', `/dns/dnsserver/zones/${ZONE}`, {
-      token: operator, body: { rrsets: [{ name: `blog.${ZONE}`, type: 'A', ttl: 60, changetype: 'REPLACE', records: [{ content: '198.51.100.2' }] }] },
+      token: operator,
+      body: { rrsets: [{ name: `blog.${ZONE}`, type: 'A', ttl: 60, changetype: 'REPLACE', records: [{ content: '198.51.100.2' }] }] },
     });
     expect(res.status, res.text).toBe(200);
     expect(await dig(pdns, `blog.${ZONE}`, 'A')).toEqual(['198.51.100.2']);

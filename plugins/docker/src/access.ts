@@ -21,4 +21,7 @@ export function assertCanReach(principal: Principal, deployment: string | null, 
 
 /** Names of the containers a principal may see among an object's users (others' names carry their deployment). */
 export const visibleNames = (principal: Principal, users: readonly { name: string; deployment: string | null }[]): string[] =>
-  users.filter((u) => canReach(principal, u.deployment)).map((u) => u.name).sort();
+  users
+    .filter((u) => canReach(principal, u.deployment))
+    .map((u) => u.name)
+    .sort();

@@ -122,7 +122,8 @@ export interface DockerService {
    * `attached` is called once the engine answered (with `follow`: every line written from then on will come).
    */
   containerLogs(
-    id: string, options?: { tail?: number; since?: number; follow?: boolean; timestamps?: boolean; signal?: AbortSignal; attached?: () => void },
+    id: string,
+    options?: { tail?: number; since?: number; follow?: boolean; timestamps?: boolean; signal?: AbortSignal; attached?: () => void },
   ): AsyncIterable<LogLine>;
   /** One-shot resource usage. */
   stats(id: string): Promise<ContainerStats>;
@@ -130,7 +131,11 @@ export interface DockerService {
   /** Runs argv inside a running container and collects its output (bounded to 1 MiB each). */
   exec(id: string, argv: string[], options?: { env?: string[]; user?: string; workdir?: string; timeoutMs?: number }): Promise<ExecResult>;
   /** Runs argv inside a running container with streamed stdout (for dumps that must not be buffered whole). */
-  execStream(id: string, argv: string[], options?: { env?: string[]; user?: string; workdir?: string; stdin?: boolean; signal?: AbortSignal }): Promise<ExecStream>;
+  execStream(
+    id: string,
+    argv: string[],
+    options?: { env?: string[]; user?: string; workdir?: string; stdin?: boolean; signal?: AbortSignal },
+  ): Promise<ExecStream>;
 
   /** Subscribes to engine events (one shared stream, reconnected after engine restarts). */
   onEvent(listener: (event: DockerEvent) => void): () => void;

@@ -26,27 +26,40 @@ async function composeVersion(argv: string[], signal: AbortSignal): Promise<stri
 export function dockerChecks(engine: DockerEngine, compose: ComposeChoice): DoctorCheck[] {
   return [
     {
-      id: 'docker.engine', title: 'Docker engine and API version',
+      id: 'docker.engine',
+      title: 'Docker engine and API version',
       run: async (): Promise<CheckResult> => {
         if (!(await engine.check())) return { status: 'failed', detail: `no engine answers at ${engine.endpoint}`, fix: ENGINE_FIX };
         const info = await engine.info();
         const detail = `Docker ${info.version}, API ${info.api_version} at ${engine.endpoint}`;
         if (!apiAtLeast(info.api_version, MIN_API_VERSION)) {
-          return { status: 'warning', detail: `${detail}: older than API ${MIN_API_VERSION} (container metrics need it)`, fix: 'upgrade the engine to Docker 20.10 or newer' };
+          return {
+            status: 'warning',
+            detail: `${detail}: older than API ${MIN_API_VERSION} (container metrics need it)`,
+            fix: 'upgrade the engine to Docker 20.10 or newer',
+          };
         }
         return { status: 'ok', detail };
       },
     },
     {
-      id: 'docker.compose', title: 'Docker Compose',
+      id: 'docker.compose',
+      title: 'Docker Compose',
       run: async (signal): Promise<CheckResult> => {
-        const candidates: [string, string[]][] = [['compose v2 (docker compose)', ['docker', 'compose']], ['compose v1 (docker-compose)', ['docker-compose']]];
+        const candidates: [string, string[]][] = [
+          ['compose v2 (docker compose)', ['docker', 'compose']],
+          ['compose v1 (docker-compose)', ['docker-compose']],
+        ];
         const wanted = compose === 'auto' ? candidates : candidates.filter(([, argv]) => argv.join(' ') === compose);
         for (const [flavour, argv] of wanted) {
           const version = await composeVersion(argv, signal);
           if (version) return { status: 'ok', detail: `${flavour} ${version}` };
         }
-        return { status: 'failed', detail: compose === 'auto' ? 'neither `docker compose` nor `docker-compose` works' : `\`${compose}\` (docker.compose) does not work`, fix: COMPOSE_FIX };
+        return {
+          status: 'failed',
+          detail: compose === 'auto' ? 'neither `docker compose` nor `docker-compose` works' : `\`${compose}\` (docker.compose) does not work`,
+          fix: COMPOSE_FIX,
+        };
       },
     },
   ];

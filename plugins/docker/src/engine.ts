@@ -2,7 +2,16 @@
 import { PassThrough, type Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { errors, type EventBus, type Logger } from '@agent/sdk';
-import { type ContainerDetails, type ContainerStats, type ContainerSummary, type DockerEvent, type DockerService, type ExecResult, type ExecStream, type LogLine } from './api.js';
+import {
+  type ContainerDetails,
+  type ContainerStats,
+  type ContainerSummary,
+  type DockerEvent,
+  type DockerService,
+  type ExecResult,
+  type ExecStream,
+  type LogLine,
+} from './api.js';
 import { detailsFromInspect, PROJECT_LABEL, SERVICE_LABEL, statsFrom, summaryFromList } from './mapping.js';
 import { LogLineSplitter } from './log-frames.js';
 import { isConnectionError, toHttpError, unavailable } from './engine-errors.js';
@@ -49,13 +58,18 @@ const MAX_CHECK_INTERVAL_MS = 60_000;
 
 /** What answers 503 DOCKER_UNAVAILABLE while the engine is away (the start-up warning names it). */
 const ROUTES_NEEDING_ENGINE = [
-  '/api/containers', '/api/images', '/api/volumes', '/api/networks',
+  '/api/containers',
+  '/api/images',
+  '/api/volumes',
+  '/api/networks',
   'the routes of other plugins that run or inspect containers: deployment actions, logs and stats, backups and restores, infrastructure',
 ];
 
-export const COMPOSE_FIX = 'install compose v2 (the docker-compose-plugin package of Docker\'s repository) or v1 (Debian: apt-get install docker-compose), then restart the agent';
+export const COMPOSE_FIX =
+  "install compose v2 (the docker-compose-plugin package of Docker's repository) or v1 (Debian: apt-get install docker-compose), then restart the agent";
 
-export const ENGINE_FIX = 'install and start the engine (Debian: apt-get install docker.io && systemctl enable --now docker), or point docker.host at a running one';
+export const ENGINE_FIX =
+  'install and start the engine (Debian: apt-get install docker.io && systemctl enable --now docker), or point docker.host at a running one';
 
 export class DockerEngine implements DockerService {
   /** null until the first check. */
@@ -71,7 +85,6 @@ export class DockerEngine implements DockerService {
   private readonly listeners = new Set<(e: DockerEvent) => void>();
   private eventStream: (NodeJS.ReadableStream & { destroy?: () => void }) | null = null;
   private eventsSince = Math.floor(Date.now() / 1000);
-
 
   /** Every compose call goes through it. */
   private readonly guard: ComposeGuard;
@@ -137,10 +150,7 @@ export class DockerEngine implements DockerService {
     let ok = false;
     let failure = '';
     try {
-      await Promise.race([
-        this.opts.docker.ping(),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 2 s')), 2000).unref()),
-      ]);
+      await Promise.race([this.opts.docker.ping(), new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 2 s')), 2000).unref())]);
       ok = true;
     } catch (err) {
       failure = (err as Error)?.message ?? String(err);
@@ -150,12 +160,15 @@ export class DockerEngine implements DockerService {
       if (this.up === false) this.opts.log.info('Docker engine available again', { endpoint: this.endpoint });
       this.downDelayMs = this.opts.checkIntervalMs;
     } else if (!ok && this.up !== false) {
-      this.opts.log.warn(`Docker engine not reachable: routes that need it answer 503 DOCKER_UNAVAILABLE until it answers (checked again quietly, every ${this.opts.checkIntervalMs / 1000} s backing off to ${Math.max(MAX_CHECK_INTERVAL_MS, this.opts.checkIntervalMs) / 1000} s)`, {
-        endpoint: this.endpoint,
-        error: failure,
-        routes: ROUTES_NEEDING_ENGINE,
-        fix: ENGINE_FIX,
-      });
+      this.opts.log.warn(
+        `Docker engine not reachable: routes that need it answer 503 DOCKER_UNAVAILABLE until it answers (checked again quietly, every ${this.opts.checkIntervalMs / 1000} s backing off to ${Math.max(MAX_CHECK_INTERVAL_MS, this.opts.checkIntervalMs) / 1000} s)`,
+        {
+          endpoint: this.endpoint,
+          error: failure,
+          routes: ROUTES_NEEDING_ENGINE,
+          fix: ENGINE_FIX,
+        },
+      );
     }
     this.up = ok;
     if (ok && !this.eventStream && !this.stopped) void this.openEvents();
@@ -215,7 +228,12 @@ export class DockerEngine implements DockerService {
   }
 
   async stopContainer(id: string, options: { timeout?: number } = {}): Promise<void> {
-    await this.call(`container '${id}'`, () => this.opts.docker.getContainer(id).stop({ t: options.timeout ?? 10 }).catch(ignoreNotModified));
+    await this.call(`container '${id}'`, () =>
+      this.opts.docker
+        .getContainer(id)
+        .stop({ t: options.timeout ?? 10 })
+        .catch(ignoreNotModified),
+    );
   }
 
   async restartContainer(id: string, options: { timeout?: number } = {}): Promise<void> {
@@ -227,7 +245,8 @@ export class DockerEngine implements DockerService {
   }
 
   containerLogs(
-    id: string, options: { tail?: number; since?: number; follow?: boolean; timestamps?: boolean; signal?: AbortSignal; attached?: () => void } = {},
+    id: string,
+    options: { tail?: number; since?: number; follow?: boolean; timestamps?: boolean; signal?: AbortSignal; attached?: () => void } = {},
   ): AsyncIterable<LogLine> {
     const self = this;
     return {
@@ -236,20 +255,30 @@ export class DockerEngine implements DockerService {
         const info = await self.call(`container '${id}'`, () => container.inspect());
         const splitter = new LogLineSplitter(!info.Config.Tty, options.timestamps ?? false);
         const params = {
-          stdout: true, stderr: true,
+          stdout: true,
+          stderr: true,
           timestamps: options.timestamps ?? false,
           tail: options.tail === undefined || options.tail === 0 ? 'all' : options.tail,
           ...(options.since ? { since: options.since } : {}),
         };
         if (options.signal?.aborted) return;
         // Always a stream (dockerode buffers non-follow logs whole: a 1 GB log must not be held in memory).
-        const stream = await self.call(`container '${id}'`, () => new Promise<Readable>((resolve, reject) => {
-          self.opts.docker.modem.dial({
-            path: `/containers/${encodeURIComponent(info.Id)}/logs?`, method: 'GET', isStream: true,
-            statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
-            options: { ...params, follow: options.follow ?? false },
-          } as never, (err: unknown, data: unknown) => (err ? reject(err) : resolve(data as Readable)));
-        }));
+        const stream = await self.call(
+          `container '${id}'`,
+          () =>
+            new Promise<Readable>((resolve, reject) => {
+              self.opts.docker.modem.dial(
+                {
+                  path: `/containers/${encodeURIComponent(info.Id)}/logs?`,
+                  method: 'GET',
+                  isStream: true,
+                  statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
+                  options: { ...params, follow: options.follow ?? false },
+                } as never,
+                (err: unknown, data: unknown) => (err ? reject(err) : resolve(data as Readable)),
+              );
+            }),
+        );
         const onAbort = () => stream.destroy();
         options.signal?.addEventListener('abort', onAbort, { once: true });
         options.attached?.();
@@ -276,7 +305,10 @@ export class DockerEngine implements DockerService {
       this.call(`container '${id}'`, () => container.stats({ stream: false }) as Promise<unknown>),
     ]);
     const labels = info.Config?.Labels ?? {};
-    return statsFrom({ id: info.Id, name: info.Name.replace(/^\//, ''), deployment: labels[PROJECT_LABEL] ?? null, service: labels[SERVICE_LABEL] ?? null }, raw as never);
+    return statsFrom(
+      { id: info.Id, name: info.Name.replace(/^\//, ''), deployment: labels[PROJECT_LABEL] ?? null, service: labels[SERVICE_LABEL] ?? null },
+      raw as never,
+    );
   }
 
   // ---- exec ---------------------------------------------------------------------------------------------------
@@ -284,11 +316,20 @@ export class DockerEngine implements DockerService {
   private async startExec(id: string, argv: string[], options: { env?: string[]; user?: string; workdir?: string; stdin?: boolean }) {
     if (!Array.isArray(argv) || argv.length === 0) throw errors.badRequest('exec needs a non-empty argv');
     const container = this.opts.docker.getContainer(id);
-    const exec = await this.call(`container '${id}'`, () => container.exec({
-      Cmd: argv, AttachStdout: true, AttachStderr: true, AttachStdin: options.stdin ?? false,
-      ...(options.env ? { Env: options.env } : {}), ...(options.user ? { User: options.user } : {}), ...(options.workdir ? { WorkingDir: options.workdir } : {}),
-    }));
-    const stream = (await this.call(`container '${id}'`, () => exec.start({ hijack: true, stdin: options.stdin ?? false }))) as unknown as import('node:stream').Duplex;
+    const exec = await this.call(`container '${id}'`, () =>
+      container.exec({
+        Cmd: argv,
+        AttachStdout: true,
+        AttachStderr: true,
+        AttachStdin: options.stdin ?? false,
+        ...(options.env ? { Env: options.env } : {}),
+        ...(options.user ? { User: options.user } : {}),
+        ...(options.workdir ? { WorkingDir: options.workdir } : {}),
+      }),
+    );
+    const stream = (await this.call(`container '${id}'`, () =>
+      exec.start({ hijack: true, stdin: options.stdin ?? false }),
+    )) as unknown as import('node:stream').Duplex;
     return { exec, stream };
   }
 
@@ -302,10 +343,12 @@ export class DockerEngine implements DockerService {
     stderr.on('data', (c: Buffer) => err.push(c));
     this.opts.docker.modem.demuxStream(stream, stdout, stderr);
     await new Promise<void>((resolve, reject) => {
-      const timer = options.timeoutMs ? setTimeout(() => {
-        stream.destroy();
-        reject(errors.unavailable(`command did not finish within ${options.timeoutMs} ms`, 'EXEC_TIMEOUT'));
-      }, options.timeoutMs) : null;
+      const timer = options.timeoutMs
+        ? setTimeout(() => {
+            stream.destroy();
+            reject(errors.unavailable(`command did not finish within ${options.timeoutMs} ms`, 'EXEC_TIMEOUT'));
+          }, options.timeoutMs)
+        : null;
       const done = () => {
         if (timer) clearTimeout(timer);
         resolve();
@@ -321,7 +364,11 @@ export class DockerEngine implements DockerService {
     return { exit_code: inspected.ExitCode ?? -1, stdout: out.text(), stderr: err.text() };
   }
 
-  async execStream(id: string, argv: string[], options: { env?: string[]; user?: string; workdir?: string; stdin?: boolean; signal?: AbortSignal } = {}): Promise<ExecStream> {
+  async execStream(
+    id: string,
+    argv: string[],
+    options: { env?: string[]; user?: string; workdir?: string; stdin?: boolean; signal?: AbortSignal } = {},
+  ): Promise<ExecStream> {
     const { exec, stream } = await this.startExec(id, argv, options);
     const stdout = new PassThrough({ highWaterMark: 1024 * 1024 });
     const stderrSink = new PassThrough();
@@ -438,7 +485,13 @@ export class DockerEngine implements DockerService {
       }
     }
     if (type === 'container' && !event.action.startsWith('exec_')) {
-      this.opts.events.emit('container.state', { id: event.id, name: event.name ?? event.id, deployment: event.deployment, service: event.service, action: event.action });
+      this.opts.events.emit('container.state', {
+        id: event.id,
+        name: event.name ?? event.id,
+        deployment: event.deployment,
+        service: event.service,
+        action: event.action,
+      });
     }
   }
 
@@ -446,21 +499,35 @@ export class DockerEngine implements DockerService {
 
   readonly networks = {
     list: async (filter: { deployment?: string } = {}) => {
-      const list = await this.call('networks', () => this.opts.docker.listNetworks(filter.deployment ? { filters: JSON.stringify({ label: [`${PROJECT_LABEL}=${filter.deployment}`] }) } as Docker.NetworkListOptions : {}));
+      const list = await this.call('networks', () =>
+        this.opts.docker.listNetworks(
+          filter.deployment ? ({ filters: JSON.stringify({ label: [`${PROJECT_LABEL}=${filter.deployment}`] }) } as Docker.NetworkListOptions) : {},
+        ),
+      );
       return list.map((n) => ({ id: n.Id, name: n.Name, deployment: n.Labels?.[PROJECT_LABEL] ?? null, internal: n.Internal ?? false }));
     },
     ensure: async (name: string, options: { internal?: boolean; labels?: Record<string, string> } = {}): Promise<void> => {
       const existing = await this.call('networks', () => this.opts.docker.listNetworks({ filters: JSON.stringify({ name: [name] }) }));
       if (existing.some((n) => n.Name === name)) return;
       try {
-        await this.call(`network '${name}'`, () => this.opts.docker.createNetwork({ Name: name, Driver: 'bridge', Internal: options.internal ?? false, Labels: options.labels ?? {}, CheckDuplicate: true }));
+        await this.call(`network '${name}'`, () =>
+          this.opts.docker.createNetwork({
+            Name: name,
+            Driver: 'bridge',
+            Internal: options.internal ?? false,
+            Labels: options.labels ?? {},
+            CheckDuplicate: true,
+          }),
+        );
       } catch (err) {
         if ((err as { status?: number }).status !== 409) throw err;
       }
     },
     connect: async (network: string, container: string, options: { aliases?: string[] } = {}): Promise<void> => {
       try {
-        await this.call(`network '${network}'`, () => this.opts.docker.getNetwork(network).connect({ Container: container, ...(options.aliases ? { EndpointConfig: { Aliases: options.aliases } } : {}) }));
+        await this.call(`network '${network}'`, () =>
+          this.opts.docker.getNetwork(network).connect({ Container: container, ...(options.aliases ? { EndpointConfig: { Aliases: options.aliases } } : {}) }),
+        );
       } catch (err) {
         // Already connected: the engine answers 403 "endpoint with name … already exists".
         if (!/already exists/i.test((err as Error).message)) throw err;
@@ -478,10 +545,17 @@ export class DockerEngine implements DockerService {
   /** Starts the compose detection (once); resolves when it is done. */
   detectCompose(): Promise<void> {
     if (!this.detect) return Promise.resolve(); // not started
-    this.composeDetection ??= this.detect().then((command) => {
-      this.detectedCommand = command;
-      if (!command) this.opts.log.warn('Docker Compose not found: routes that run compose (creating, updating, starting and stopping deployments, infrastructure) answer 503 COMPOSE_UNAVAILABLE', { fix: COMPOSE_FIX });
-    }, () => undefined);
+    this.composeDetection ??= this.detect().then(
+      (command) => {
+        this.detectedCommand = command;
+        if (!command)
+          this.opts.log.warn(
+            'Docker Compose not found: routes that run compose (creating, updating, starting and stopping deployments, infrastructure) answer 503 COMPOSE_UNAVAILABLE',
+            { fix: COMPOSE_FIX },
+          );
+      },
+      () => undefined,
+    );
     return this.composeDetection;
   }
 

@@ -23,17 +23,38 @@ export default definePlugin({
   version: '0.1.0',
   description: 'Docker engine and compose as a service; containers, images, volumes, networks',
   config: Type.Object({
-    docker: Type.Object({
-      host: Type.String({ default: '', description: 'engine address (unix:///path or tcp://host:port); empty: DOCKER_HOST, else /var/run/docker.sock' }),
-      compose: Type.Union([Type.Literal('auto'), Type.Literal('docker compose'), Type.Literal('docker-compose')], { default: 'auto', description: 'compose CLI; auto tries v2 then v1' }),
-      check_interval: Type.Integer({ minimum: 1, maximum: 3600, default: 5, description: 'seconds between engine availability checks' }),
-    }, { default: {} }),
+    docker: Type.Object(
+      {
+        host: Type.String({ default: '', description: 'engine address (unix:///path or tcp://host:port); empty: DOCKER_HOST, else /var/run/docker.sock' }),
+        compose: Type.Union([Type.Literal('auto'), Type.Literal('docker compose'), Type.Literal('docker-compose')], {
+          default: 'auto',
+          description: 'compose CLI; auto tries v2 then v1',
+        }),
+        check_interval: Type.Integer({ minimum: 1, maximum: 3600, default: 5, description: 'seconds between engine availability checks' }),
+      },
+      { default: {} },
+    ),
   }),
   resources: {
-    containers: { description: 'Docker containers (those of a deployment\'s compose project belong to it; the others are global)', operator: 'write', viewer: 'read', owner: 'both' },
+    containers: {
+      description: "Docker containers (those of a deployment's compose project belong to it; the others are global)",
+      operator: 'write',
+      viewer: 'read',
+      owner: 'both',
+    },
     images: { description: 'Docker images (global: shared by every deployment)', operator: 'write', viewer: 'read', owner: 'global' },
-    volumes: { description: 'Docker volumes (those of a deployment\'s compose project belong to it; creating one and the others are global)', operator: 'write', viewer: 'read', owner: 'both' },
-    networks: { description: 'Docker networks (those of a deployment\'s compose project belong to it; creating one and the others are global)', operator: 'write', viewer: 'read', owner: 'both' },
+    volumes: {
+      description: "Docker volumes (those of a deployment's compose project belong to it; creating one and the others are global)",
+      operator: 'write',
+      viewer: 'read',
+      owner: 'both',
+    },
+    networks: {
+      description: "Docker networks (those of a deployment's compose project belong to it; creating one and the others are global)",
+      operator: 'write',
+      viewer: 'read',
+      owner: 'both',
+    },
   },
   deps: { credentials: optional(credentialsService) },
   provides: { docker: dockerService },
@@ -42,7 +63,11 @@ export default definePlugin({
     const { docker, endpoint } = connect(ctx.config.docker.host);
     const choice = ctx.config.docker.compose;
     const engine = new DockerEngine({
-      docker, dockerHost: endpoint.dockerHost, log: ctx.log, events: ctx.events, checkIntervalMs: ctx.config.docker.check_interval * 1000,
+      docker,
+      dockerHost: endpoint.dockerHost,
+      log: ctx.log,
+      events: ctx.events,
+      checkIntervalMs: ctx.config.docker.check_interval * 1000,
       composeRoot: join(ctx.dataDir, 'projects'),
     });
     for (const check of dockerChecks(engine, choice)) ctx.doctor(check);

@@ -10,7 +10,10 @@ export class LogLineSplitter {
   private pending = Buffer.alloc(0);
   private partial: Record<'stdout' | 'stderr', string> = { stdout: '', stderr: '' };
 
-  constructor(private readonly multiplexed: boolean, private readonly timestamps: boolean) {}
+  constructor(
+    private readonly multiplexed: boolean,
+    private readonly timestamps: boolean,
+  ) {}
 
   /** Feeds a chunk; returns the complete lines it finished. */
   push(chunk: Buffer): LogLine[] {

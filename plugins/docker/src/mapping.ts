@@ -5,8 +5,7 @@ import type Docker from 'dockerode';
 export const PROJECT_LABEL = 'com.docker.compose.project';
 export const SERVICE_LABEL = 'com.docker.compose.service';
 
-const isoOrNull = (value: string | undefined | null): string | null =>
-  !value || value.startsWith('0001-01-01') ? null : value;
+const isoOrNull = (value: string | undefined | null): string | null => (!value || value.startsWith('0001-01-01') ? null : value);
 
 export function healthFromStatus(status: string): ContainerHealth {
   if (status.includes('(unhealthy)')) return 'unhealthy';
@@ -23,7 +22,10 @@ export function summaryFromList(c: Docker.ContainerInfo): ContainerSummary {
   const networks: Record<string, string> = {};
   for (const [name, net] of Object.entries(c.NetworkSettings?.Networks ?? {})) networks[name] = net.IPAddress ?? '';
   const ports: ContainerPort[] = (c.Ports ?? []).map((p) => ({
-    private: p.PrivatePort, public: p.PublicPort ?? null, ip: p.IP ?? null, protocol: p.Type,
+    private: p.PrivatePort,
+    public: p.PublicPort ?? null,
+    ip: p.IP ?? null,
+    protocol: p.Type,
   }));
   return {
     id: c.Id,
@@ -79,9 +81,14 @@ export function detailsFromInspect(i: Docker.ContainerInspectInfo): ContainerDet
     cmd: i.Config?.Cmd ?? [],
     started_at: isoOrNull(i.State.StartedAt),
     finished_at: isoOrNull(i.State.FinishedAt),
-    exit_code: i.State.Running ? null : i.State.ExitCode ?? null,
+    exit_code: i.State.Running ? null : (i.State.ExitCode ?? null),
     restart_count: i.RestartCount ?? 0,
-    mounts: (i.Mounts ?? []).map((m) => ({ type: m.Type ?? 'bind', source: m.Source ?? (m as { Name?: string }).Name ?? '', destination: m.Destination, rw: m.RW })),
+    mounts: (i.Mounts ?? []).map((m) => ({
+      type: m.Type ?? 'bind',
+      source: m.Source ?? (m as { Name?: string }).Name ?? '',
+      destination: m.Destination,
+      rw: m.RW,
+    })),
     has_healthcheck: Boolean(i.Config?.Healthcheck?.Test?.length && i.Config.Healthcheck.Test[0] !== 'NONE'),
   };
 }

@@ -39,7 +39,11 @@ export function withTag(ref: string): string {
 export class PullJobs {
   private readonly jobs = new Map<string, PullJob>();
 
-  constructor(private readonly engine: DockerEngine, private readonly credentials: () => CredentialsService | undefined, private readonly log: Logger) {}
+  constructor(
+    private readonly engine: DockerEngine,
+    private readonly credentials: () => CredentialsService | undefined,
+    private readonly log: Logger,
+  ) {}
 
   list(): PullJob[] {
     return [...this.jobs.values()].reverse();
@@ -53,14 +57,24 @@ export class PullJobs {
   async start(image: string): Promise<PullJob> {
     this.engine.assertAvailable();
     const ref = withTag(image);
-    const auth = await this.credentials()?.registryAuth(ref).catch((err) => {
-      this.log.warn('registry credentials lookup failed', { image: ref, error: String(err) });
-      return null;
-    }) ?? null;
+    const auth =
+      (await this.credentials()
+        ?.registryAuth(ref)
+        .catch((err) => {
+          this.log.warn('registry credentials lookup failed', { image: ref, error: String(err) });
+          return null;
+        })) ?? null;
     const job: PullJob = {
-      id: randomUUID(), type: 'image.pull', image: ref, status: 'running',
+      id: randomUUID(),
+      type: 'image.pull',
+      image: ref,
+      status: 'running',
       progress: { percent: 0, current_bytes: 0, total_bytes: 0, layers_done: 0, layers_total: 0 },
-      output: [], authenticated: auth !== null, error: null, started_at: new Date().toISOString(), finished_at: null,
+      output: [],
+      authenticated: auth !== null,
+      error: null,
+      started_at: new Date().toISOString(),
+      finished_at: null,
     };
     this.jobs.set(job.id, job);
     while (this.jobs.size > KEEP_JOBS) this.jobs.delete(this.jobs.keys().next().value!);
@@ -84,37 +98,44 @@ export class PullJobs {
       const stream = (await this.engine.client.pull(job.image, auth ? { authconfig: auth } : {})) as NodeJS.ReadableStream;
       let failure: string | null = null;
       await new Promise<void>((resolve, reject) => {
-        this.engine.client.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve()), (event: PullEvent) => {
-          if (event.error || event.errorDetail) {
-            failure = event.errorDetail?.message ?? event.error ?? 'pull failed';
-            return;
-          }
-          const status = event.status ?? '';
-          if (event.id && /^[0-9a-f]{12}$/.test(event.id)) {
-            const layer = layers.get(event.id) ?? { current: 0, total: 0, done: false };
-            if (status === 'Downloading' && event.progressDetail?.total) {
-              layer.current = event.progressDetail.current ?? layer.current;
-              layer.total = event.progressDetail.total;
-            } else if (/^(Download complete|Pull complete|Already exists)$/.test(status)) {
-              layer.done = true;
-              if (layer.total) layer.current = layer.total;
+        this.engine.client.modem.followProgress(
+          stream,
+          (err: Error | null) => (err ? reject(err) : resolve()),
+          (event: PullEvent) => {
+            if (event.error || event.errorDetail) {
+              failure = event.errorDetail?.message ?? event.error ?? 'pull failed';
+              return;
             }
-            layers.set(event.id, layer);
-            if (status !== 'Downloading' && status !== 'Extracting') line(`${event.id}: ${status}`);
-          } else if (status) line(event.id ? `${event.id}: ${status}` : status);
-          let current = 0;
-          let total = 0;
-          let done = 0;
-          for (const l of layers.values()) {
-            current += l.current;
-            total += l.total;
-            if (l.done) done++;
-          }
-          job.progress = {
-            current_bytes: current, total_bytes: total, layers_done: done, layers_total: layers.size,
-            percent: total > 0 ? Math.min(99, Math.round((current / total) * 1000) / 10) : layers.size ? Math.round((done / layers.size) * 99) : 0,
-          };
-        });
+            const status = event.status ?? '';
+            if (event.id && /^[0-9a-f]{12}$/.test(event.id)) {
+              const layer = layers.get(event.id) ?? { current: 0, total: 0, done: false };
+              if (status === 'Downloading' && event.progressDetail?.total) {
+                layer.current = event.progressDetail.current ?? layer.current;
+                layer.total = event.progressDetail.total;
+              } else if (/^(Download complete|Pull complete|Already exists)$/.test(status)) {
+                layer.done = true;
+                if (layer.total) layer.current = layer.total;
+              }
+              layers.set(event.id, layer);
+              if (status !== 'Downloading' && status !== 'Extracting') line(`${event.id}: ${status}`);
+            } else if (status) line(event.id ? `${event.id}: ${status}` : status);
+            let current = 0;
+            let total = 0;
+            let done = 0;
+            for (const l of layers.values()) {
+              current += l.current;
+              total += l.total;
+              if (l.done) done++;
+            }
+            job.progress = {
+              current_bytes: current,
+              total_bytes: total,
+              layers_done: done,
+              layers_total: layers.size,
+              percent: total > 0 ? Math.min(99, Math.round((current / total) * 1000) / 10) : layers.size ? Math.round((done / layers.size) * 99) : 0,
+            };
+          },
+        );
       });
       finish(failure);
     } catch (err) {

@@ -8,7 +8,10 @@ export const Health = Type.Union([Type.Literal('healthy'), Type.Literal('unhealt
 const deploymentField = Nullable(Type.String({ description: 'the deployment (compose project) this belongs to, or null' }));
 
 export const Port = Type.Object({
-  private: Type.Integer(), public: Nullable(Type.Integer()), ip: Nullable(Type.String()), protocol: Type.String(),
+  private: Type.Integer(),
+  public: Nullable(Type.Integer()),
+  ip: Nullable(Type.String()),
+  protocol: Type.String(),
 });
 
 export const ContainerSummary = Type.Object({

@@ -23,8 +23,22 @@ describe('docker plugin', () => {
 
   beforeAll(async () => {
     agent = await startAgent({ plugins: ['docker'] });
-    await docker('run', '-d', '--name', box, '--label', 'agent.test=1', '--label', `com.docker.compose.project=${project}`, '--label', 'com.docker.compose.service=web',
-      'agent-test/busybox:latest', 'sh', '-c', 'echo hello-from-box; echo oops >&2; while true; do sleep 1; done');
+    await docker(
+      'run',
+      '-d',
+      '--name',
+      box,
+      '--label',
+      'agent.test=1',
+      '--label',
+      `com.docker.compose.project=${project}`,
+      '--label',
+      'com.docker.compose.service=web',
+      'agent-test/busybox:latest',
+      'sh',
+      '-c',
+      'echo hello-from-box; echo oops >&2; while true; do sleep 1; done',
+    );
   });
 
   afterAll(async () => {
@@ -48,12 +62,17 @@ describe('docker plugin', () => {
   });
 
   it('reads logs of both streams, with tail and filter', async () => {
-    const res = await until(() => agent.api('GET', `/containers/${box}/logs`), (r) => r.body.data?.length >= 2);
+    const res = await until(
+      () => agent.api('GET', `/containers/${box}/logs`),
+      (r) => r.body.data?.length >= 2,
+    );
     expect(res.status).toBe(200);
-    expect(res.body.data).toEqual(expect.arrayContaining([
-      expect.objectContaining({ stream: 'stdout', text: 'hello-from-box', time: expect.stringMatching(/^\d{4}-/) }),
-      expect.objectContaining({ stream: 'stderr', text: 'oops' }),
-    ]));
+    expect(res.body.data).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ stream: 'stdout', text: 'hello-from-box', time: expect.stringMatching(/^\d{4}-/) }),
+        expect.objectContaining({ stream: 'stderr', text: 'oops' }),
+      ]),
+    );
     const filtered = await agent.api('GET', `/containers/${box}/logs`, { query: { filter: 'oops', tail: 5 } });
     expect(filtered.body.data.map((l: any) => l.text)).toEqual(['oops']);
     const tail1 = await agent.api('GET', `/containers/${box}/logs`, { query: { tail: 1 } });
@@ -124,7 +143,10 @@ describe('docker plugin', () => {
     const res = await agent.api('POST', '/images/pull', { body: { image: '127.0.0.1:9/agent-test/nothing' } });
     expect(res.status).toBe(202);
     expect(res.body.data).toMatchObject({ job_id: expect.any(String), image: '127.0.0.1:9/agent-test/nothing:latest' });
-    const job = await until(() => agent.api('GET', `/images/pulls/${res.body.data.job_id}`), (r) => r.body.data?.status !== 'running');
+    const job = await until(
+      () => agent.api('GET', `/images/pulls/${res.body.data.job_id}`),
+      (r) => r.body.data?.status !== 'running',
+    );
     expect(job.body.data).toMatchObject({ status: 'failed', error: expect.any(String), finished_at: expect.any(String) });
     const list = await agent.api('GET', '/images/pulls');
     expect(list.body.data.map((j: any) => j.id)).toContain(res.body.data.job_id);

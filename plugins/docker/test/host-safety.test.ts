@@ -41,10 +41,22 @@ const ATTEMPTS: Attempt[] = [
   { what: 'privileged: !!bool "true"', content: svc('    privileged: !!bool "true"\n'), key: /^privileged$/ },
   { what: 'quoted key "privileged"', content: svc('    "privileged": true\n'), key: /^privileged$/ },
   { what: 'escaped key "privil\\u0065ged"', content: svc('    "privil\\u0065ged": true\n'), key: /^privileged$/ },
-  { what: 'privileged from a merge key', content: `x-base: &base\n  privileged: true\nservices:\n  app:\n    <<: *base\n    image: agent-test/busybox:latest\n`, key: /^privileged$/ },
+  {
+    what: 'privileged from a merge key',
+    content: `x-base: &base\n  privileged: true\nservices:\n  app:\n    <<: *base\n    image: agent-test/busybox:latest\n`,
+    key: /^privileged$/,
+  },
   { what: 'privileged in a flow mapping', content: '{services: {app: {image: "agent-test/busybox:latest", privileged: true}}}\n', key: /^privileged$/ },
-  { what: 'privileged in an inactive profile', content: svc('  hidden:\n    image: agent-test/busybox:latest\n    profiles: [never]\n    privileged: true\n'), key: /^privileged$/ },
-  { what: 'privileged through extends', content: 'services:\n  base:\n    image: agent-test/busybox:latest\n    privileged: true\n  app:\n    extends: base\n', key: /^privileged$/ },
+  {
+    what: 'privileged in an inactive profile',
+    content: svc('  hidden:\n    image: agent-test/busybox:latest\n    profiles: [never]\n    privileged: true\n'),
+    key: /^privileged$/,
+  },
+  {
+    what: 'privileged through extends',
+    content: 'services:\n  base:\n    image: agent-test/busybox:latest\n    privileged: true\n  app:\n    extends: base\n',
+    key: /^privileged$/,
+  },
   // capabilities
   { what: 'cap_add SYS_ADMIN', content: svc('    cap_add: [SYS_ADMIN]\n'), key: /^cap_add$/ },
   { what: 'cap_add lower case', content: svc('    cap_add: [sys_admin]\n'), key: /^cap_add$/ },
@@ -86,7 +98,12 @@ const ATTEMPTS: Attempt[] = [
   { what: 'bind of /proc', content: svc('    volumes: ["/proc:/hostproc"]\n'), key: /^volumes$/ },
   { what: 'relative bind climbing out', content: svc('    volumes: ["../../:/up"]\n'), key: /^volumes$/ },
   { what: 'relative bind ./../..', content: svc('    volumes: ["./../..:/up"]\n'), key: /^volumes$/ },
-  { what: 'bind through a symlink a container planted', content: svc('    volumes: ["./data:/data"]\n'), setup: (d) => symlinkSync('/', join(d, 'data')), key: /^volumes$/ },
+  {
+    what: 'bind through a symlink a container planted',
+    content: svc('    volumes: ["./data:/data"]\n'),
+    setup: (d) => symlinkSync('/', join(d, 'data')),
+    key: /^volumes$/,
+  },
   { what: 'long-syntax bind of /', content: svc('    volumes:\n      - type: bind\n        source: /\n        target: /host\n'), key: /^volumes$/ },
   { what: 'bind from .env', content: svc('    volumes: ["${DIR}:/up"]\n'), env: { DIR: '/root' }, key: /^volumes$/ },
   { what: 'bind from a default', content: svc('    volumes: ["${DIR:-/}:/up"]\n'), key: /^volumes$/ },
@@ -96,20 +113,41 @@ const ATTEMPTS: Attempt[] = [
   { what: 'docker socket under /run', content: svc('    volumes: ["/run/docker.sock:/s"]\n'), key: /^volumes$/ },
   { what: 'docker socket spelled with ..', content: svc('    volumes: ["/var/run/../run/docker.sock:/s"]\n'), key: /^volumes$/ },
   { what: 'containerd socket', content: svc('    volumes: ["/run/containerd/containerd.sock:/s"]\n'), key: /^volumes$/ },
-  { what: 'socket through a planted symlink', content: svc('    volumes: ["./sock:/s"]\n'), setup: (d) => symlinkSync('/var/run/docker.sock', join(d, 'sock')), key: /^volumes$/ },
+  {
+    what: 'socket through a planted symlink',
+    content: svc('    volumes: ["./sock:/s"]\n'),
+    setup: (d) => symlinkSync('/var/run/docker.sock', join(d, 'sock')),
+    key: /^volumes$/,
+  },
   { what: 'shared mount propagation', content: svc('    volumes: ["./data:/data:rshared"]\n'), key: /^volumes$/ },
-  { what: 'long-syntax shared propagation', content: svc('    volumes:\n      - type: bind\n        source: ./data\n        target: /data\n        bind: {propagation: shared}\n'), key: /^volumes/ },
+  {
+    what: 'long-syntax shared propagation',
+    content: svc('    volumes:\n      - type: bind\n        source: ./data\n        target: /data\n        bind: {propagation: shared}\n'),
+    key: /^volumes/,
+  },
   { what: 'bind below a read-write bind of the folder', content: svc('    volumes: [".:/app", "./data:/data"]\n'), key: /^volumes$/ },
   { what: 'volumes_from a foreign container', content: svc('    volumes_from: ["container:other"]\n'), key: /^volumes_from$/ },
-  { what: 'volume with a bind device', content: svc('    volumes: ["v:/v"]\nvolumes:\n  v:\n    driver_opts: {type: none, o: bind, device: /}\n'), key: /^volumes\.v\.driver_opts$/ },
+  {
+    what: 'volume with a bind device',
+    content: svc('    volumes: ["v:/v"]\nvolumes:\n  v:\n    driver_opts: {type: none, o: bind, device: /}\n'),
+    key: /^volumes\.v\.driver_opts$/,
+  },
   { what: 'volume with another driver', content: svc('    volumes: ["v:/v"]\nvolumes:\n  v:\n    driver: vieux/sshfs\n'), key: /^volumes\.v\.driver$/ },
   { what: 'external volume', content: svc('    volumes: ["v:/v"]\nvolumes:\n  v:\n    external: true\n'), key: /^volumes\.v\.external$/ },
   { what: "another project's volume by name", content: svc('    volumes: ["v:/v"]\nvolumes:\n  v:\n    name: otherproject_data\n'), key: /^volumes\.v\.name$/ },
   // networks and links
   { what: 'external network', content: svc('    networks: [n]\nnetworks:\n  n:\n    external: true\n'), key: /^networks\.n\.external$/ },
-  { what: "another project's network by name", content: svc('    networks: [n]\nnetworks:\n  n:\n    name: otherproject_default\n'), key: /^networks\.n\.name$/ },
+  {
+    what: "another project's network by name",
+    content: svc('    networks: [n]\nnetworks:\n  n:\n    name: otherproject_default\n'),
+    key: /^networks\.n\.name$/,
+  },
   { what: 'macvlan network', content: svc('    networks: [n]\nnetworks:\n  n:\n    driver: macvlan\n'), key: /^networks\.n\.driver$/ },
-  { what: 'bridge on a host interface', content: svc('    networks: [n]\nnetworks:\n  n:\n    driver_opts: {com.docker.network.bridge.name: docker0}\n'), key: /^networks\.n\.driver_opts$/ },
+  {
+    what: 'bridge on a host interface',
+    content: svc('    networks: [n]\nnetworks:\n  n:\n    driver_opts: {com.docker.network.bridge.name: docker0}\n'),
+    key: /^networks\.n\.driver_opts$/,
+  },
   { what: 'public subnet', content: svc('    networks: [n]\nnetworks:\n  n:\n    ipam:\n      config: [{subnet: 8.8.8.0/24}]\n'), key: /^networks\.n\.ipam/ },
   { what: 'external_links', content: svc('    external_links: [other]\n'), key: /^external_links$/ },
   // labels and names
@@ -121,20 +159,44 @@ const ATTEMPTS: Attempt[] = [
   // files compose or the engine would read
   { what: 'env_file outside the folder', content: svc('    env_file: /etc/os-release\n'), key: /^env_file$/ },
   { what: 'env_file climbing out', content: svc('    env_file: ../../../etc/os-release\n'), key: /^env_file$/ },
-  { what: 'env_file through a planted symlink', content: svc('    env_file: ./app.env\n'), setup: (d) => symlinkSync('/etc/os-release', join(d, 'app.env')), key: /^env_file$/ },
+  {
+    what: 'env_file through a planted symlink',
+    content: svc('    env_file: ./app.env\n'),
+    setup: (d) => symlinkSync('/etc/os-release', join(d, 'app.env')),
+    key: /^env_file$/,
+  },
   { what: 'env_file from .env', content: svc('    env_file: ["${F}"]\n'), env: { F: '/etc/os-release' }, key: /^env_file$/ },
-  { what: 'env_file in an x- block merged in', content: 'x-common: &common\n  env_file: /etc/os-release\nservices:\n  app:\n    <<: *common\n    image: agent-test/busybox:latest\n', key: /^env_file$/ },
+  {
+    what: 'env_file in an x- block merged in',
+    content: 'x-common: &common\n  env_file: /etc/os-release\nservices:\n  app:\n    <<: *common\n    image: agent-test/busybox:latest\n',
+    key: /^env_file$/,
+  },
   { what: 'env_file as an alias', content: 'x-files: &files [/etc/os-release]\n' + svc('    env_file: *files\n'), key: /^env_file$/ },
   { what: 'extends another file', content: 'services:\n  app:\n    extends: {file: /etc/compose.yml, service: x}\n', key: /^extends\.file$/ },
   { what: 'include', content: 'include: [/etc/compose.yml]\n' + svc(''), key: /^include$/ },
   { what: 'secret from a host file', content: svc('    secrets: [s]\nsecrets:\n  s:\n    file: /etc/shadow\n'), key: /^secrets\.s\.file$/ },
   { what: 'config from a host file', content: svc('    configs: [c]\nconfigs:\n  c:\n    file: /etc/passwd\n'), key: /^configs\.c\.file$/ },
-  { what: 'secret through a planted symlink', content: svc('    secrets: [s]\nsecrets:\n  s:\n    file: ./secret.txt\n'), setup: (d) => symlinkSync('/etc/shadow', join(d, 'secret.txt')), key: /^secrets\.s\.file$/ },
+  {
+    what: 'secret through a planted symlink',
+    content: svc('    secrets: [s]\nsecrets:\n  s:\n    file: ./secret.txt\n'),
+    setup: (d) => symlinkSync('/etc/shadow', join(d, 'secret.txt')),
+    key: /^secrets\.s\.file$/,
+  },
   { what: 'build context /', content: 'services:\n  app:\n    build: /\n', key: /^build/ },
   { what: 'build context climbing out', content: 'services:\n  app:\n    build: ../../\n', key: /^build/ },
-  { what: 'dockerfile outside the context', content: 'services:\n  app:\n    build: {context: ., dockerfile: ../../etc/Dockerfile}\n', setup: (d) => writeFileSync(join(d, 'Dockerfile'), 'FROM scratch\n'), key: /^build/ },
+  {
+    what: 'dockerfile outside the context',
+    content: 'services:\n  app:\n    build: {context: ., dockerfile: ../../etc/Dockerfile}\n',
+    setup: (d) => writeFileSync(join(d, 'Dockerfile'), 'FROM scratch\n'),
+    key: /^build/,
+  },
   { what: 'remote build context', content: 'services:\n  app:\n    build: "https://example.com/repo.git"\n', key: /^build/ },
-  { what: 'build on the host network', content: 'services:\n  app:\n    build: {context: ., network: host}\n', setup: (d) => writeFileSync(join(d, 'Dockerfile'), 'FROM scratch\n'), key: /^build/ },
+  {
+    what: 'build on the host network',
+    content: 'services:\n  app:\n    build: {context: ., network: host}\n',
+    setup: (d) => writeFileSync(join(d, 'Dockerfile'), 'FROM scratch\n'),
+    key: /^build/,
+  },
   // logging
   { what: 'syslog to a remote address', content: svc('    logging: {driver: syslog, options: {syslog-address: "tcp://192.0.2.1:514"}}\n'), key: /^logging/ },
   { what: 'fluentd logging', content: svc('    logging: {driver: fluentd}\n'), key: /^logging/ },
@@ -153,37 +215,123 @@ interface Ordinary {
 /** Ordinary files of the kinds people deploy: all accepted, all run exactly as compose reads them. */
 const ORDINARY: Ordinary[] = [
   { what: 'one image', content: svc('') },
-  { what: 'web and database', content: 'services:\n  web:\n    image: nginx:1.27\n    ports: ["127.0.0.1:8080:80"]\n    depends_on: [db]\n  db:\n    image: postgres:16\n    environment: {POSTGRES_PASSWORD: "${DB_PASSWORD}"}\n    volumes: [dbdata:/var/lib/postgresql/data]\nvolumes:\n  dbdata: {}\n', env: { DB_PASSWORD: 's3cret$with$dollars' } },
+  {
+    what: 'web and database',
+    content:
+      'services:\n  web:\n    image: nginx:1.27\n    ports: ["127.0.0.1:8080:80"]\n    depends_on: [db]\n  db:\n    image: postgres:16\n    environment: {POSTGRES_PASSWORD: "${DB_PASSWORD}"}\n    volumes: [dbdata:/var/lib/postgresql/data]\nvolumes:\n  dbdata: {}\n',
+    env: { DB_PASSWORD: 's3cret$with$dollars' },
+  },
   { what: 'worker with restart policy', content: svc('    command: ["sh", "-c", "while true; do echo tick; sleep 5; done"]\n    restart: unless-stopped\n') },
-  { what: 'healthcheck', content: svc('    healthcheck:\n      test: ["CMD-SHELL", "wget -qO- http://localhost/ || exit 1"]\n      interval: 30s\n      timeout: 5s\n      retries: 3\n      start_period: 10s\n') },
+  {
+    what: 'healthcheck',
+    content: svc(
+      '    healthcheck:\n      test: ["CMD-SHELL", "wget -qO- http://localhost/ || exit 1"]\n      interval: 30s\n      timeout: 5s\n      retries: 3\n      start_period: 10s\n',
+    ),
+  },
   { what: 'relative bind mounts', content: svc('    volumes: ["./data:/data", "./config/app.conf:/etc/app.conf:ro"]\n') },
   { what: 'code read-only, data read-write', content: svc('    volumes: [".:/app:ro", "./data:/app/data"]\n') },
   { what: 'named and anonymous volumes', content: svc('    volumes: [cache:/cache, /tmp/scratch]\nvolumes:\n  cache: {}\n') },
-  { what: 'long-syntax volumes', content: svc('    volumes:\n      - type: bind\n        source: ./data\n        target: /data\n        read_only: true\n      - type: volume\n        source: v\n        target: /v\n      - type: tmpfs\n        target: /run\nvolumes:\n  v: {}\n') },
+  {
+    what: 'long-syntax volumes',
+    content: svc(
+      '    volumes:\n      - type: bind\n        source: ./data\n        target: /data\n        read_only: true\n      - type: volume\n        source: v\n        target: /v\n      - type: tmpfs\n        target: /run\nvolumes:\n  v: {}\n',
+    ),
+  },
   { what: 'profiles', content: svc('  debug:\n    image: agent-test/busybox:latest\n    profiles: [debug]\n') },
-  { what: 'x- extensions and anchors', content: 'x-logging: &logging\n  driver: json-file\n  options: {max-size: 10m, max-file: "3"}\nx-env: &env\n  TZ: UTC\nservices:\n  a:\n    image: agent-test/busybox:latest\n    logging: *logging\n    environment: *env\n  b:\n    image: agent-test/busybox:latest\n    logging: *logging\n    environment:\n      <<: *env\n      ROLE: b\n' },
-  { what: 'env_file inside the folder', content: svc('    env_file: [./app.env]\n'), setup: (d) => writeFileSync(join(d, 'app.env'), 'A=1\nB="two words"\n# comment\n') },
-  { what: 'interpolation with defaults', content: svc('    ports: ["${BIND:-127.0.0.1}:${PORT:-8081}:80"]\n    environment:\n      - MODE=${MODE:-prod}\n      - LEVEL=${LEVEL-info}\n'), env: { PORT: '9090' } },
+  {
+    what: 'x- extensions and anchors',
+    content:
+      'x-logging: &logging\n  driver: json-file\n  options: {max-size: 10m, max-file: "3"}\nx-env: &env\n  TZ: UTC\nservices:\n  a:\n    image: agent-test/busybox:latest\n    logging: *logging\n    environment: *env\n  b:\n    image: agent-test/busybox:latest\n    logging: *logging\n    environment:\n      <<: *env\n      ROLE: b\n',
+  },
+  {
+    what: 'env_file inside the folder',
+    content: svc('    env_file: [./app.env]\n'),
+    setup: (d) => writeFileSync(join(d, 'app.env'), 'A=1\nB="two words"\n# comment\n'),
+  },
+  {
+    what: 'interpolation with defaults',
+    content: svc('    ports: ["${BIND:-127.0.0.1}:${PORT:-8081}:80"]\n    environment:\n      - MODE=${MODE:-prod}\n      - LEVEL=${LEVEL-info}\n'),
+    env: { PORT: '9090' },
+  },
   { what: 'escaped dollars', content: svc('    command: ["sh", "-c", "echo $$HOME $${PATH} and $$$$"]\n    environment: {PRICE: "$$5"}\n') },
-  { what: 'depends_on with conditions', content: 'services:\n  app:\n    image: agent-test/busybox:latest\n    depends_on:\n      db: {condition: service_healthy}\n  db:\n    image: agent-test/busybox:latest\n    healthcheck: {test: ["CMD", "true"]}\n' },
+  {
+    what: 'depends_on with conditions',
+    content:
+      'services:\n  app:\n    image: agent-test/busybox:latest\n    depends_on:\n      db: {condition: service_healthy}\n  db:\n    image: agent-test/busybox:latest\n    healthcheck: {test: ["CMD", "true"]}\n',
+  },
   { what: 'logging options', content: svc('    logging: {driver: json-file, options: {max-size: 50m}}\n') },
-  { what: 'deploy resources', content: svc('    deploy:\n      resources:\n        limits: {cpus: "0.5", memory: 256M}\n        reservations: {memory: 64M}\n      restart_policy: {condition: on-failure}\n') },
-  { what: 'limits in service keys', content: svc('    mem_limit: 512m\n    cpus: 1.5\n    pids_limit: 200\n    shm_size: 64m\n    ulimits: {nofile: {soft: 1024, hard: 2048}}\n') },
-  { what: 'hardening', content: svc('    read_only: true\n    user: "1000:1000"\n    cap_drop: [ALL]\n    cap_add: [NET_BIND_SERVICE, CHOWN]\n    security_opt: ["no-new-privileges:true"]\n    tmpfs: [/tmp]\n') },
+  {
+    what: 'deploy resources',
+    content: svc(
+      '    deploy:\n      resources:\n        limits: {cpus: "0.5", memory: 256M}\n        reservations: {memory: 64M}\n      restart_policy: {condition: on-failure}\n',
+    ),
+  },
+  {
+    what: 'limits in service keys',
+    content: svc('    mem_limit: 512m\n    cpus: 1.5\n    pids_limit: 200\n    shm_size: 64m\n    ulimits: {nofile: {soft: 1024, hard: 2048}}\n'),
+  },
+  {
+    what: 'hardening',
+    content: svc(
+      '    read_only: true\n    user: "1000:1000"\n    cap_drop: [ALL]\n    cap_add: [NET_BIND_SERVICE, CHOWN]\n    security_opt: ["no-new-privileges:true"]\n    tmpfs: [/tmp]\n',
+    ),
+  },
   { what: 'safe sysctls', content: svc('    sysctls: {net.core.somaxconn: 1024, net.ipv4.tcp_syncookies: 0}\n') },
-  { what: 'own networks', content: 'services:\n  a:\n    image: agent-test/busybox:latest\n    networks: [front, back]\n  b:\n    image: agent-test/busybox:latest\n    networks:\n      back: {aliases: [db]}\nnetworks:\n  front: {}\n  back: {internal: true}\n' },
-  { what: 'private IPAM subnet', content: svc('    networks:\n      n: {ipv4_address: 172.28.5.10}\nnetworks:\n  n:\n    ipam:\n      config: [{subnet: 172.28.0.0/16}]\n') },
+  {
+    what: 'own networks',
+    content:
+      'services:\n  a:\n    image: agent-test/busybox:latest\n    networks: [front, back]\n  b:\n    image: agent-test/busybox:latest\n    networks:\n      back: {aliases: [db]}\nnetworks:\n  front: {}\n  back: {internal: true}\n',
+  },
+  {
+    what: 'private IPAM subnet',
+    content: svc('    networks:\n      n: {ipv4_address: 172.28.5.10}\nnetworks:\n  n:\n    ipam:\n      config: [{subnet: 172.28.0.0/16}]\n'),
+  },
   { what: 'dns and hosts', content: svc('    dns: [1.1.1.1]\n    dns_search: [example.org]\n    extra_hosts: ["db.local:10.0.0.5"]\n    hostname: app\n') },
   { what: 'init and stop', content: svc('    init: true\n    stop_signal: SIGINT\n    stop_grace_period: 20s\n') },
-  { what: 'build from the folder', content: 'services:\n  app:\n    build:\n      context: ./app\n      dockerfile: Dockerfile.prod\n      args: {VERSION: "1.2"}\n    image: local/app:1.2\n', setup: (d) => { mkdirSync(join(d, 'app')); writeFileSync(join(d, 'app', 'Dockerfile.prod'), 'FROM scratch\n'); } },
-  { what: 'secrets and configs from the folder', content: svc('    secrets: [db_pass]\n    configs: [conf]\nsecrets:\n  db_pass:\n    file: ./secrets/db_pass.txt\nconfigs:\n  conf:\n    file: ./conf/app.ini\n'), setup: (d) => { mkdirSync(join(d, 'secrets')); writeFileSync(join(d, 'secrets', 'db_pass.txt'), 'x'); mkdirSync(join(d, 'conf')); writeFileSync(join(d, 'conf', 'app.ini'), '[a]\n'); } },
-  { what: 'labels of a reverse proxy', content: svc('    labels:\n      traefik.enable: "true"\n      traefik.http.routers.app.rule: "Host(`app.example.org`)"\n') },
-  { what: 'same-project links and volumes_from', content: 'services:\n  a:\n    image: agent-test/busybox:latest\n    volumes: [shared:/s]\n  b:\n    image: agent-test/busybox:latest\n    links: [a]\n    volumes_from: [a]\nvolumes:\n  shared: {}\n' },
-  { what: 'network_mode of a service of the project', content: 'services:\n  vpn:\n    image: agent-test/busybox:latest\n  app:\n    image: agent-test/busybox:latest\n    network_mode: "service:vpn"\n' },
+  {
+    what: 'build from the folder',
+    content: 'services:\n  app:\n    build:\n      context: ./app\n      dockerfile: Dockerfile.prod\n      args: {VERSION: "1.2"}\n    image: local/app:1.2\n',
+    setup: (d) => {
+      mkdirSync(join(d, 'app'));
+      writeFileSync(join(d, 'app', 'Dockerfile.prod'), 'FROM scratch\n');
+    },
+  },
+  {
+    what: 'secrets and configs from the folder',
+    content: svc(
+      '    secrets: [db_pass]\n    configs: [conf]\nsecrets:\n  db_pass:\n    file: ./secrets/db_pass.txt\nconfigs:\n  conf:\n    file: ./conf/app.ini\n',
+    ),
+    setup: (d) => {
+      mkdirSync(join(d, 'secrets'));
+      writeFileSync(join(d, 'secrets', 'db_pass.txt'), 'x');
+      mkdirSync(join(d, 'conf'));
+      writeFileSync(join(d, 'conf', 'app.ini'), '[a]\n');
+    },
+  },
+  {
+    what: 'labels of a reverse proxy',
+    content: svc('    labels:\n      traefik.enable: "true"\n      traefik.http.routers.app.rule: "Host(`app.example.org`)"\n'),
+  },
+  {
+    what: 'same-project links and volumes_from',
+    content:
+      'services:\n  a:\n    image: agent-test/busybox:latest\n    volumes: [shared:/s]\n  b:\n    image: agent-test/busybox:latest\n    links: [a]\n    volumes_from: [a]\nvolumes:\n  shared: {}\n',
+  },
+  {
+    what: 'network_mode of a service of the project',
+    content: 'services:\n  vpn:\n    image: agent-test/busybox:latest\n  app:\n    image: agent-test/busybox:latest\n    network_mode: "service:vpn"\n',
+  },
   { what: 'ipc shareable', content: svc('    ipc: shareable\n') },
-  { what: 'version field and entrypoint', content: 'version: "3.8"\nservices:\n  app:\n    image: agent-test/busybox:latest\n    entrypoint: ["/bin/sh", "-c"]\n    command: ["echo hi"]\n    working_dir: /tmp\n' },
+  {
+    what: 'version field and entrypoint',
+    content:
+      'version: "3.8"\nservices:\n  app:\n    image: agent-test/busybox:latest\n    entrypoint: ["/bin/sh", "-c"]\n    command: ["echo hi"]\n    working_dir: /tmp\n',
+  },
   { what: 'own project name', content: 'name: PROJECT\n' + svc('') },
-  { what: 'unicode and YAML 1.1 values', content: svc('    environment:\n      GREETING: "héllo 😀"\n      MODE: 0755\n      FLAG: "yes"\n      OCTAL_STRING: "0755"\n') },
+  {
+    what: 'unicode and YAML 1.1 values',
+    content: svc('    environment:\n      GREETING: "héllo 😀"\n      MODE: 0755\n      FLAG: "yes"\n      OCTAL_STRING: "0755"\n'),
+  },
 ];
 
 describe('host-safety policy with the real compose CLI', () => {
@@ -200,7 +348,10 @@ describe('host-safety policy with the real compose CLI', () => {
     root = mkdtempSync(join(tmpdir(), 'agent-hs-'));
     const containerNames = async () => {
       const { stdout } = await execa('docker', ['ps', '-a', '--format', '{{.Names}}\t{{.Label "com.docker.compose.project"}}']);
-      return stdout.split('\n').filter(Boolean).map((l) => ({ name: l.split('\t')[0]!, project: l.split('\t')[1] || null }));
+      return stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => ({ name: l.split('\t')[0]!, project: l.split('\t')[1] || null }));
     };
     guard = new ComposeGuard({ root: join(root, 'private'), dockerHost: null, command: async () => command, containerNames, log });
     await execa('docker', ['create', '--name', taken, '--label', 'agent.test=1', 'agent-test/busybox:latest', 'true']);
@@ -241,7 +392,10 @@ describe('host-safety policy with the real compose CLI', () => {
       if (code === 'HOST_SAFETY') return !a.key.test(key);
       // Compose itself refusing a key it does not know (v1 predates some) is a refusal too, if it names the key.
       if (code === 'INVALID_COMPOSE') {
-        const name = a.key.source.replace(/^\^|\$$/g, '').split('\\.')[0]!.replace(/[()]/g, '');
+        const name = a.key.source
+          .replace(/^\^|\$$/g, '')
+          .split('\\.')[0]!
+          .replace(/[()]/g, '');
         return !message.includes(name) && !a.key.test(key);
       }
       return true;
@@ -266,10 +420,18 @@ describe('host-safety policy with the real compose CLI', () => {
       const file = join(root, `${project}.json`);
       writeFileSync(file, serializeModel(checked.model as Record<string, unknown>));
       writeFileSync(join(root, 'empty.env'), '');
-      const r = await runCompose(command, null, root, ['--env-file', join(root, 'empty.env'), '-f', file, '--project-directory', dir, '-p', project, 'config'], { env: { LANG: 'C.UTF-8' }, stdout: true });
+      const r = await runCompose(
+        command,
+        null,
+        root,
+        ['--env-file', join(root, 'empty.env'), '-f', file, '--project-directory', dir, '-p', project, 'config'],
+        { env: { LANG: 'C.UTF-8' }, stdout: true },
+      );
       if (r.exit_code !== 0) return `${o.what}: compose refused the checked file: ${r.output}`;
       const back = unescape(parse(r.stdout, { version: flavourOf(command) === 'v1' ? '1.1' : '1.2', merge: true }), flavourOf(command) === 'v1');
-      return JSON.stringify(back) === JSON.stringify(checked.model) ? null : `${o.what}: model changed:\n${JSON.stringify(checked.model)}\n${JSON.stringify(back)}`;
+      return JSON.stringify(back) === JSON.stringify(checked.model)
+        ? null
+        : `${o.what}: model changed:\n${JSON.stringify(checked.model)}\n${JSON.stringify(back)}`;
     });
     expect(results.filter(Boolean)).toEqual([]);
   }, 300_000);
@@ -301,14 +463,23 @@ describe('host-safety policy with the real compose CLI', () => {
     const granted = await guard.check({ project: `hs${run}-ex`, dir, content, exceptions: ['cap_add:NET_ADMIN', 'volumes:/var/run/docker.sock'] });
     expect([...granted.granted]).toEqual(['cap_add:NET_ADMIN', 'volumes:/var/run/docker.sock']);
     // An exception names one value: NET_ADMIN does not open SYS_ADMIN.
-    const other = await guard.check({ project: `hs${run}-ex`, dir, content: svc('    cap_add: [SYS_ADMIN]\n'), exceptions: ['cap_add:NET_ADMIN'] }).catch((e) => e);
+    const other = await guard
+      .check({ project: `hs${run}-ex`, dir, content: svc('    cap_add: [SYS_ADMIN]\n'), exceptions: ['cap_add:NET_ADMIN'] })
+      .catch((e) => e);
     expect(other.code).toBe('HOST_SAFETY');
   });
 
   it('interpolates only the project variables: nothing of the agent environment reaches the model', async () => {
     process.env.AGENT_SECRET_FOR_TEST = 'leaked';
     const dir = folder(700);
-    const checked = await guard.check({ project: `hs${run}-env`, dir, content: svc('    environment:\n      - A=${AGENT_SECRET_FOR_TEST}\n      - H=${HOME}\n      - P=${PATH}\n      - D=${DOCKER_HOST}\n      - OWN=${OWN}\n'), env: { OWN: 'mine' } });
+    const checked = await guard.check({
+      project: `hs${run}-env`,
+      dir,
+      content: svc(
+        '    environment:\n      - A=${AGENT_SECRET_FOR_TEST}\n      - H=${HOME}\n      - P=${PATH}\n      - D=${DOCKER_HOST}\n      - OWN=${OWN}\n',
+      ),
+      env: { OWN: 'mine' },
+    });
     const env = (checked.model.services as any).app.environment;
     expect(env).toEqual({ A: '', H: '', P: '', D: '', OWN: 'mine' });
     delete process.env.AGENT_SECRET_FOR_TEST;
@@ -324,7 +495,11 @@ describe('host-safety policy on compose v2 canonical models', () => {
 
   it('refuses what v2 writes in its long forms and keys v1 does not know', () => {
     const cases: [string, HostSafetyViolation[], RegExp][] = [
-      ['long bind with create_host_path', check(app({ volumes: [{ type: 'bind', source: '/', target: '/host', bind: { create_host_path: true } }] })), /^volumes$/],
+      [
+        'long bind with create_host_path',
+        check(app({ volumes: [{ type: 'bind', source: '/', target: '/host', bind: { create_host_path: true } }] })),
+        /^volumes$/,
+      ],
       ['use_api_socket', check(app({ use_api_socket: true })), /^use_api_socket$/],
       ['gpus', check(app({ gpus: 'all' })), /^gpus$/],
       ['device reservation', check(app({ deploy: { resources: { reservations: { devices: [{ capabilities: ['gpu'] }] } } } })), /^deploy\.resources/],
@@ -335,7 +510,11 @@ describe('host-safety policy on compose v2 canonical models', () => {
       ['include', check(app({}), { include: ['/etc/x.yml'] }), /^include$/],
       ['v2 device long form', check(app({ devices: [{ source: '/dev/kvm', target: '/dev/kvm', permissions: 'rwm' }] })), /^devices$/],
       ['v2 network with its explicit foreign name', check(app({}), { networks: { default: { name: 'other_default' } } }), /^networks\.default\.name$/],
-      ['endpoint driver_opts', check(app({ networks: { default: { driver_opts: { 'com.docker.network.endpoint.sysctls': 'x' } } } })), /^networks\.default\.driver_opts$/],
+      [
+        'endpoint driver_opts',
+        check(app({ networks: { default: { driver_opts: { 'com.docker.network.endpoint.sysctls': 'x' } } } })),
+        /^networks\.default\.driver_opts$/,
+      ],
       ['image mount', check(app({ volumes: [{ type: 'image', source: 'x', target: '/x' }] })), /^volumes$/],
       ['build additional_contexts', check({ app: { build: { context: dir, additional_contexts: { root: '/' } } } }), /^build\.additional_contexts$/],
       ['build entitlements', check({ app: { build: { context: dir, entitlements: ['security.insecure'] } } }), /^build\.entitlements$/],
@@ -344,14 +523,20 @@ describe('host-safety policy on compose v2 canonical models', () => {
     ];
     for (const [what, violations, key] of cases) {
       expect(violations.length, what).toBeGreaterThan(0);
-      expect(violations.some((v) => key.test(v.key)), `${what}: ${JSON.stringify(violations)}`).toBe(true);
+      expect(
+        violations.some((v) => key.test(v.key)),
+        `${what}: ${JSON.stringify(violations)}`,
+      ).toBe(true);
     }
   });
 
   it("accepts v2's own defaults: the project name, default network and volume names", () => {
-    expect(check(app({ volumes: [{ type: 'volume', source: 'data', target: '/d', volume: {} }], networks: { default: null } }), {
-      networks: { default: { name: 'p_default' } }, volumes: { data: { name: 'p_data' } },
-    })).toEqual([]);
+    expect(
+      check(app({ volumes: [{ type: 'volume', source: 'data', target: '/d', volume: {} }], networks: { default: null } }), {
+        networks: { default: { name: 'p_default' } },
+        volumes: { data: { name: 'p_data' } },
+      }),
+    ).toEqual([]);
   });
 
   it('classifies every key in the README table of the docker plugin', () => {

@@ -75,15 +75,30 @@ describe('docker service contract', () => {
     expect(again.hash).toBe(up.hash);
     const bad = await probe('compose', { project: 'Bad Name', dir, content, command: { command: 'up' } });
     expect(bad.status).toBe(400);
-    const unsafe = await probe('compose', { project: `svc${id}`, dir, content: 'services:\n  one:\n    image: agent-test/busybox:latest\n    privileged: true\n', command: { command: 'up' } });
+    const unsafe = await probe('compose', {
+      project: `svc${id}`,
+      dir,
+      content: 'services:\n  one:\n    image: agent-test/busybox:latest\n    privileged: true\n',
+      command: { command: 'up' },
+    });
     expect(unsafe.status).toBe(400);
     expect(unsafe.body).toMatchObject({ code: 'HOST_SAFETY', service: 'one', key: 'privileged', exception: 'privileged' });
     const forged = await probe('compose-forged', { project: `svc${id}`, dir, content });
     expect(forged.status).toBe(500);
-    expect((await execa('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=svc${id}`, '--filter', 'label=com.docker.compose.service=evil'])).stdout).toBe('');
+    expect(
+      (await execa('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=svc${id}`, '--filter', 'label=com.docker.compose.service=evil']))
+        .stdout,
+    ).toBe('');
     const noService = await probe('compose', { project: `svc${id}`, dir, content, command: { command: 'stop', services: ['nope'] } });
     expect(noService.status).toBe(400);
-    const failed = (await probe('compose', { project: `svc${id}`, dir, content: 'services:\n  one:\n    image: agent-test/no-such-image:latest\n    pull_policy: never\n    labels: {agent.test: "1"}\n', command: { command: 'up' } })).body.data;
+    const failed = (
+      await probe('compose', {
+        project: `svc${id}`,
+        dir,
+        content: 'services:\n  one:\n    image: agent-test/no-such-image:latest\n    pull_policy: never\n    labels: {agent.test: "1"}\n',
+        command: { command: 'up' },
+      })
+    ).body.data;
     expect(failed.exit_code).not.toBe(0);
     const down = (await probe('compose', { project: `svc${id}`, dir, content, command: { command: 'down' } })).body.data;
     expect(down.exit_code).toBe(0);

@@ -28,15 +28,38 @@ describe('docker routes and tenants', () => {
 
   beforeAll(async () => {
     agent = await startAgent({ plugins: ['access', 'docker'] });
-    for (const [vol, labels] of [[n('vol-a'), project(A)], [n('vol-a2'), project(A)], [n('vol-b'), project(B)], [n('vol-g'), []]] as const) {
+    for (const [vol, labels] of [
+      [n('vol-a'), project(A)],
+      [n('vol-a2'), project(A)],
+      [n('vol-b'), project(B)],
+      [n('vol-g'), []],
+    ] as const) {
       await docker('volume', 'create', '--label', 'agent.test=1', ...labels, vol);
     }
-    for (const [net, labels] of [[n('net-a'), project(A)], [n('net-b'), project(B)], [n('net-g'), []]] as const) {
+    for (const [net, labels] of [
+      [n('net-a'), project(A)],
+      [n('net-b'), project(B)],
+      [n('net-g'), []],
+    ] as const) {
       await docker('network', 'create', '--label', 'agent.test=1', ...labels, net);
     }
     const run = async (name: string, labels: readonly string[], extra: string[] = []) => {
-      ids[name] = (await docker('run', '-d', '--name', name, '--label', 'agent.test=1', ...labels, ...extra,
-        'agent-test/busybox:latest', 'sh', '-c', `echo hello-from-${name}; while true; do sleep 1; done`)).stdout.trim();
+      ids[name] = (
+        await docker(
+          'run',
+          '-d',
+          '--name',
+          name,
+          '--label',
+          'agent.test=1',
+          ...labels,
+          ...extra,
+          'agent-test/busybox:latest',
+          'sh',
+          '-c',
+          `echo hello-from-${name}; while true; do sleep 1; done`,
+        )
+      ).stdout.trim();
     };
     await run(n('box-a'), [...project(A), '--label', 'com.docker.compose.service=web'], ['--network', n('net-a')]);
     // B's container mounts A's volume (an external volume): A must not learn its name.
@@ -58,17 +81,23 @@ describe('docker routes and tenants', () => {
     for (const net of ['net-a', 'net-b', 'net-g', 'net-new']) await docker('network', 'rm', n(net)).catch(() => undefined);
   });
 
-  it('lists only the tenant\'s own containers, volumes and networks, never naming the other tenant', async () => {
+  it("lists only the tenant's own containers, volumes and networks, never naming the other tenant", async () => {
     for (const [who, token] of principals(alice)) {
       const containers = await agent.api('GET', '/containers', { token });
       expect(containers.status, who).toBe(200);
       const names = containers.body.data.map((c: { name: string }) => c.name);
       expect(names, who).toContain(n('box-a'));
-      expect(containers.body.data.every((c: { deployment: string | null }) => c.deployment === A), who).toBe(true);
+      expect(
+        containers.body.data.every((c: { deployment: string | null }) => c.deployment === A),
+        who,
+      ).toBe(true);
       expect(containers.text, who).not.toContain(B);
 
       const own = await agent.api('GET', '/containers', { token, query: { deployment: A } });
-      expect(own.body.data.map((c: { name: string }) => c.name), who).toEqual([n('box-a')]);
+      expect(
+        own.body.data.map((c: { name: string }) => c.name),
+        who,
+      ).toEqual([n('box-a')]);
       const foreign = await agent.api('GET', '/containers', { token, query: { deployment: B } });
       expect(foreign.status, who).toBe(404);
       expect(foreign.text, who).not.toContain(n('box-b'));
@@ -77,30 +106,52 @@ describe('docker routes and tenants', () => {
       expect(volumes.status, who).toBe(200);
       expect(volumes.body.data.map((v: { name: string }) => v.name).sort(), who).toEqual([n('vol-a'), n('vol-a2')]);
       // In use by B's container: shown as used, without its name.
-      expect(volumes.body.data.find((v: { name: string }) => v.name === n('vol-a')), who).toMatchObject({ in_use: true, containers: [] });
+      expect(
+        volumes.body.data.find((v: { name: string }) => v.name === n('vol-a')),
+        who,
+      ).toMatchObject({ in_use: true, containers: [] });
       expect(volumes.text, who).not.toContain(B);
 
       const networks = await agent.api('GET', '/networks', { token });
       expect(networks.status, who).toBe(200);
-      expect(networks.body.data.map((x: { name: string }) => x.name), who).toEqual([n('net-a')]);
+      expect(
+        networks.body.data.map((x: { name: string }) => x.name),
+        who,
+      ).toEqual([n('net-a')]);
       expect(networks.body.data[0], who).toMatchObject({ deployment: A, containers: [n('box-a')] });
     }
     // Bob's view is the mirror image: nothing of A, nothing global.
     for (const [who, token] of principals(bob)) {
-      const all = [await agent.api('GET', '/containers', { token }), await agent.api('GET', '/volumes', { token }), await agent.api('GET', '/networks', { token })];
-      expect(all[0]!.body.data.map((c: { name: string }) => c.name), who).toEqual([n('box-b')]);
-      expect(all[1]!.body.data.map((v: { name: string }) => v.name), who).toEqual([n('vol-b')]);
-      expect(all[2]!.body.data.map((x: { name: string }) => x.name), who).toEqual([n('net-b')]);
+      const all = [
+        await agent.api('GET', '/containers', { token }),
+        await agent.api('GET', '/volumes', { token }),
+        await agent.api('GET', '/networks', { token }),
+      ];
+      expect(
+        all[0]!.body.data.map((c: { name: string }) => c.name),
+        who,
+      ).toEqual([n('box-b')]);
+      expect(
+        all[1]!.body.data.map((v: { name: string }) => v.name),
+        who,
+      ).toEqual([n('vol-b')]);
+      expect(
+        all[2]!.body.data.map((x: { name: string }) => x.name),
+        who,
+      ).toEqual([n('net-b')]);
       for (const res of all) expect(res.text, who).not.toContain(A);
     }
   });
 
-  it('answers 404 for the other tenant\'s containers by name and by id, 403 for containers of no deployment', async () => {
+  it("answers 404 for the other tenant's containers by name and by id, 403 for containers of no deployment", async () => {
     for (const [who, token] of principals(alice)) {
       for (const ref of [n('box-b'), ids[n('box-b')]!, ids[n('box-b')]!.slice(0, 12)]) {
         for (const [method, path] of [
-          ['POST', `/containers/${ref}/stop`], ['POST', `/containers/${ref}/start`], ['POST', `/containers/${ref}/restart`],
-          ['DELETE', `/containers/${ref}`], ['GET', `/containers/${ref}/logs`],
+          ['POST', `/containers/${ref}/stop`],
+          ['POST', `/containers/${ref}/start`],
+          ['POST', `/containers/${ref}/restart`],
+          ['DELETE', `/containers/${ref}`],
+          ['GET', `/containers/${ref}/logs`],
         ] as const) {
           const res = await agent.api(method, path, { token, query: method === 'POST' && !path.endsWith('start') ? { timeout: 0 } : undefined });
           expect(res.status, `${who} ${method} ${path}`).toBe(404);
@@ -108,9 +159,13 @@ describe('docker routes and tenants', () => {
         }
       }
       for (const [method, path] of [
-        ['POST', `/containers/${n('box-g')}/stop`], ['POST', `/containers/${n('box-g')}/restart`], ['DELETE', `/containers/${n('box-g')}`],
-        ['GET', `/containers/${n('box-g')}/logs`], ['POST', `/containers/${ids[n('box-g')]}/stop`],
-      ] as const) expectGlobalOnly(await agent.api(method, path, { token, query: method === 'POST' ? { timeout: 0 } : undefined }), `${who} ${method} ${path}`);
+        ['POST', `/containers/${n('box-g')}/stop`],
+        ['POST', `/containers/${n('box-g')}/restart`],
+        ['DELETE', `/containers/${n('box-g')}`],
+        ['GET', `/containers/${n('box-g')}/logs`],
+        ['POST', `/containers/${ids[n('box-g')]}/stop`],
+      ] as const)
+        expectGlobalOnly(await agent.api(method, path, { token, query: method === 'POST' ? { timeout: 0 } : undefined }), `${who} ${method} ${path}`);
     }
     // Nothing happened to them.
     const state = async (name: string) => (await docker('inspect', '-f', '{{.State.Running}}', name)).stdout.trim();
@@ -122,7 +177,10 @@ describe('docker routes and tenants', () => {
     for (const [who, token] of principals(alice)) {
       const logs = await agent.api('GET', `/containers/${n('box-a')}/logs`, { token });
       expect(logs.status, who).toBe(200);
-      expect(logs.body.data.map((l: { text: string }) => l.text), who).toContain(`hello-from-${n('box-a')}`);
+      expect(
+        logs.body.data.map((l: { text: string }) => l.text),
+        who,
+      ).toContain(`hello-from-${n('box-a')}`);
       const restarted = await agent.api('POST', `/containers/${ids[n('box-a')]}/restart`, { token, query: { timeout: 0 } });
       expect(restarted.status, `${who}: ${restarted.text}`).toBe(200);
       expect(restarted.body.data).toMatchObject({ name: n('box-a'), state: 'running' });
@@ -137,7 +195,7 @@ describe('docker routes and tenants', () => {
     }
   });
 
-  it('keeps volume and network deletes to the tenant\'s own, without naming the other tenant\'s users', async () => {
+  it("keeps volume and network deletes to the tenant's own, without naming the other tenant's users", async () => {
     for (const [who, token] of principals(alice)) {
       expect((await agent.api('DELETE', `/volumes/${n('vol-b')}`, { token })).status, who).toBe(404);
       expectGlobalOnly(await agent.api('DELETE', `/volumes/${n('vol-g')}`, { token }), `${who} volume of no deployment`);
@@ -164,8 +222,14 @@ describe('docker routes and tenants', () => {
   it('refuses every global write (and image reads) to scoped principals', async () => {
     for (const [who, token] of [...principals(alice), ...principals(bob)]) {
       const own = who.startsWith('alice') ? A : B;
-      expectGlobalOnly(await agent.api('POST', '/volumes', { token, body: { name: n('vol-new'), labels: { 'com.docker.compose.project': own } } }), `${who} create volume`);
-      expectGlobalOnly(await agent.api('POST', '/networks', { token, body: { name: n('net-new'), labels: { 'com.docker.compose.project': own } } }), `${who} create network`);
+      expectGlobalOnly(
+        await agent.api('POST', '/volumes', { token, body: { name: n('vol-new'), labels: { 'com.docker.compose.project': own } } }),
+        `${who} create volume`,
+      );
+      expectGlobalOnly(
+        await agent.api('POST', '/networks', { token, body: { name: n('net-new'), labels: { 'com.docker.compose.project': own } } }),
+        `${who} create network`,
+      );
       expectGlobalOnly(await agent.api('POST', '/images/pull', { token, body: { image: 'agent-test/busybox:latest' } }), `${who} pull`);
       expectGlobalOnly(await agent.api('DELETE', `/images/${encodeURIComponent('agent-test/busybox:latest')}`, { token }), `${who} delete image`);
       expectGlobalOnly(await agent.api('GET', '/images', { token }), `${who} list images`);

@@ -41,13 +41,21 @@ export async function createTenant(agent: TestAgent, name: string, deployments: 
 }
 
 /** A user with global scope (`role` operator by default): it runs the host's shared state. */
-export async function createGlobalUser(agent: TestAgent, name: string, role: 'operator' | 'viewer' = 'operator', extra: Record<string, unknown> = {}): Promise<string> {
+export async function createGlobalUser(
+  agent: TestAgent,
+  name: string,
+  role: 'operator' | 'viewer' = 'operator',
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   await createUser(agent, name, { role, scope: 'global', ...extra });
   return agent.login(name, TENANT_PASSWORD);
 }
 
 /** Both principals of a tenant, labelled for assertion messages. */
-export const principals = (t: Tenant): [string, string][] => [[`${t.name} (user)`, t.user], [`${t.name} (key)`, t.key]];
+export const principals = (t: Tenant): [string, string][] => [
+  [`${t.name} (user)`, t.user],
+  [`${t.name} (key)`, t.key],
+];
 
 /** Asserts 403 GLOBAL_SCOPE_REQUIRED. */
 export function expectGlobalOnly(res: { status: number; body: any; text: string }, what: string): void {

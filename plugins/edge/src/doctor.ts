@@ -34,7 +34,9 @@ function fetchDirectory(url: string, caFile: string, signal: AbortSignal): Promi
       const localTime = (started + Date.now()) / 2;
       let body = '';
       res.setEncoding('utf8');
-      res.on('data', (c: string) => { if (body.length < 65_536) body += c; });
+      res.on('data', (c: string) => {
+        if (body.length < 65_536) body += c;
+      });
       res.on('end', () => {
         const date = res.headers.date ? Date.parse(res.headers.date) : NaN;
         resolve({ status: res.statusCode ?? 0, serverTime: Number.isNaN(date) ? null : date, localTime, body });
@@ -57,7 +59,12 @@ const CLOCK_FIX = 'synchronise the clock: apt-get install systemd-timesyncd (or 
 
 /** Without a server to compare with: whether systemd says the clock is synchronised (null when it cannot say). */
 async function timeSyncResult(signal: AbortSignal): Promise<CheckResult | null> {
-  const r = await execa('timedatectl', ['show', '--property=NTPSynchronized', '--value'], { reject: false, all: true, timeout: TIMEOUT_MS, cancelSignal: signal });
+  const r = await execa('timedatectl', ['show', '--property=NTPSynchronized', '--value'], {
+    reject: false,
+    all: true,
+    timeout: TIMEOUT_MS,
+    cancelSignal: signal,
+  });
   const value = (r.all ?? '').trim();
   if (r.exitCode !== 0 || (value !== 'yes' && value !== 'no')) return null;
   return value === 'yes'
@@ -71,13 +78,20 @@ export function edgeChecks(config: EdgeConfig, applier: NginxApplier): DoctorChe
   const program = proxy.test_command[0]!;
   return [
     {
-      id: 'edge.nginx', title: 'nginx: installed, configuration test, agent include',
+      id: 'edge.nginx',
+      title: 'nginx: installed, configuration test, agent include',
       run: async (signal): Promise<CheckResult> => {
         const version = await execa(program, ['-v'], { reject: false, all: true, timeout: TIMEOUT_MS, cancelSignal: signal });
-        if (version.exitCode === undefined && version.code === 'ENOENT') return { status: 'failed', detail: `nginx is not installed ('${program}' was not found)`, fix: NGINX_FIX };
+        if (version.exitCode === undefined && version.code === 'ENOENT')
+          return { status: 'failed', detail: `nginx is not installed ('${program}' was not found)`, fix: NGINX_FIX };
         const name = /nginx\/\S+/.exec(version.all ?? '')?.[0] ?? program;
         const test = await applier.test();
-        if (!test.ok) return { status: 'failed', detail: `${name}: \`${proxy.test_command.join(' ')}\` fails: ${test.message}`, fix: `correct what nginx names, then check with: ${proxy.test_command.join(' ')}` };
+        if (!test.ok)
+          return {
+            status: 'failed',
+            detail: `${name}: \`${proxy.test_command.join(' ')}\` fails: ${test.message}`,
+            fix: `correct what nginx names, then check with: ${proxy.test_command.join(' ')}`,
+          };
         const dump = dumpCommand(proxy.test_command);
         if (dump) {
           const out = await execa(dump[0]!, dump.slice(1), { reject: false, all: true, timeout: TIMEOUT_MS, cancelSignal: signal });
@@ -94,7 +108,8 @@ export function edgeChecks(config: EdgeConfig, applier: NginxApplier): DoctorChe
       },
     },
     {
-      id: 'edge.acme', title: 'ACME directory reachable',
+      id: 'edge.acme',
+      title: 'ACME directory reachable',
       run: async (signal): Promise<CheckResult> => {
         const fix = `allow outbound HTTPS to ${new URL(certs.directory_url).host}, or set certificates.directory_url (and certificates.directory_ca_file for a private CA)`;
         let answer: DirectoryAnswer;
@@ -116,7 +131,8 @@ export function edgeChecks(config: EdgeConfig, applier: NginxApplier): DoctorChe
       },
     },
     {
-      id: 'edge.clock', title: 'Clock skew (against the ACME server)',
+      id: 'edge.clock',
+      title: 'Clock skew (against the ACME server)',
       run: async (signal): Promise<CheckResult> => {
         let answer: DirectoryAnswer | null = null;
         let unreachable = '';
@@ -126,10 +142,14 @@ export function edgeChecks(config: EdgeConfig, applier: NginxApplier): DoctorChe
           unreachable = (err as Error).message;
         }
         if (!answer || answer.serverTime === null) {
-          return (await timeSyncResult(signal)) ?? {
-            status: 'skipped',
-            detail: answer ? `${certs.directory_url} sends no Date header to compare clocks with` : `the ACME server is not reachable to compare clocks with (${unreachable})`,
-          };
+          return (
+            (await timeSyncResult(signal)) ?? {
+              status: 'skipped',
+              detail: answer
+                ? `${certs.directory_url} sends no Date header to compare clocks with`
+                : `the ACME server is not reachable to compare clocks with (${unreachable})`,
+            }
+          );
         }
         // The Date header has whole seconds: up to 1 s of difference is no skew.
         const skew = (answer.localTime - answer.serverTime) / 1000;

@@ -11,7 +11,18 @@ import type { Document, Logger } from '@agent/sdk';
 import type { ContainerSummary } from '@agent/plugin-docker/api';
 import type { DeploymentsService } from '@agent/plugin-deployments/api';
 import { NginxApplier, type ApplyResult } from './nginx/apply.js';
-import { GENERATION_PATH, generationOf, renderAll, siteFile, tag, type Overlay, type ProxyLayout, type RenderInput, type SecurityModel, type Site } from './nginx/render.js';
+import {
+  GENERATION_PATH,
+  generationOf,
+  renderAll,
+  siteFile,
+  tag,
+  type Overlay,
+  type ProxyLayout,
+  type RenderInput,
+  type SecurityModel,
+  type Site,
+} from './nginx/render.js';
 import { isExpired, type DomainEntry, type EdgeState } from './state.js';
 import type { CertStore } from './certs/store.js';
 import type { EdgeConfig } from './config.js';
@@ -133,7 +144,10 @@ export class Edge {
       blocked: active.filter((b) => !b.deployment).map((b) => b.ip),
       allowNets: draft.whitelist.filter((w) => w.type !== 'path').map((w) => w.value),
       allowPaths: draft.whitelist.filter((w) => w.type === 'path').map((w) => w.value),
-      deploymentBlocks, overlays, rateZones, htpasswd,
+      deploymentBlocks,
+      overlays,
+      rateZones,
+      htpasswd,
     };
   }
 
@@ -180,8 +194,12 @@ export class Edge {
    */
   private async awaitGeneration(generation: string): Promise<void> {
     if (!this.layout.defaultServer) return;
-    const address = !this.layout.listenAddress || this.layout.listenAddress === '0.0.0.0' ? '127.0.0.1'
-      : this.layout.listenAddress === '::' ? '::1' : this.layout.listenAddress;
+    const address =
+      !this.layout.listenAddress || this.layout.listenAddress === '0.0.0.0'
+        ? '127.0.0.1'
+        : this.layout.listenAddress === '::'
+          ? '::1'
+          : this.layout.listenAddress;
     const until = Date.now() + 3000;
     // Old workers keep accepting for a moment after the new ones start: ask on fresh connections until several
     // answers in a row come from the new configuration.
@@ -210,7 +228,9 @@ export class Edge {
 
 function groupId(name: string): number | null {
   try {
-    const line = readFileSync('/etc/group', 'utf8').split('\n').find((l) => l.split(':')[0] === name);
+    const line = readFileSync('/etc/group', 'utf8')
+      .split('\n')
+      .find((l) => l.split(':')[0] === name);
     return line ? Number(line.split(':')[2]) : null;
   } catch {
     return null;

@@ -36,9 +36,25 @@ export default definePlugin({
   config: EdgeConfig,
   resources: {
     proxy: { description: 'domains, reverse-proxy configuration and virtual hosts', operator: 'write', viewer: 'read', owner: 'deployment' },
-    certificates: { description: "TLS certificates (ACME): those of a deployment's domains are its own; renewal of all and names no deployment uses are global", operator: 'write', viewer: 'read', owner: 'both' },
-    security: { description: 'protected routes, blocks tied to a deployment and its security events (deployment-owned); whitelist, other blocks, capture and settings (global)', operator: 'write', viewer: 'read', owner: 'both' },
-    traffic: { description: "the traffic journal of the proxy (a deployment's rows are its own; unknown hosts and cleanup are global)", operator: 'write', viewer: 'read', owner: 'deployment' },
+    certificates: {
+      description: "TLS certificates (ACME): those of a deployment's domains are its own; renewal of all and names no deployment uses are global",
+      operator: 'write',
+      viewer: 'read',
+      owner: 'both',
+    },
+    security: {
+      description:
+        'protected routes, blocks tied to a deployment and its security events (deployment-owned); whitelist, other blocks, capture and settings (global)',
+      operator: 'write',
+      viewer: 'read',
+      owner: 'both',
+    },
+    traffic: {
+      description: "the traffic journal of the proxy (a deployment's rows are its own; unknown hosts and cleanup are global)",
+      operator: 'write',
+      viewer: 'read',
+      owner: 'deployment',
+    },
     'system-logs': { description: 'host log sources: proxy logs and infrastructure containers', operator: 'read', viewer: 'none', owner: 'global' },
   },
   deps: { deployments: deploymentsService, docker: optional(dockerService) },
@@ -48,7 +64,8 @@ export default definePlugin({
     const certs = new CertStore(join(ctx.dataDir, 'certs'), ctx.config.certificates.renew_before_days);
     const edge = new Edge(doc, ctx.config, certs, () => deps.deployments, ctx.log);
     const rt: Runtime = {
-      ctx, edge,
+      ctx,
+      edge,
       deployments: () => deps.deployments,
       docker: () => deps.docker,
       ensureCertificates: () => undefined,
@@ -72,14 +89,18 @@ export default definePlugin({
     systemLogRoutes(rt);
     settings.onChange(() => capture.applyMode());
     ctx.job({
-      name: 'traffic-scan', cron: ctx.config.traffic.scan_cron, description: 'reads new access-log lines when real-time capture is off',
+      name: 'traffic-scan',
+      cron: ctx.config.traffic.scan_cron,
+      description: 'reads new access-log lines when real-time capture is off',
       run: async (run) => {
         if (capture.reader.following) return run.output('real-time capture is on: nothing to do');
         run.output(`${await capture.reader.readNew()} requests ingested`);
       },
     });
     ctx.job({
-      name: 'retention', cron: '41 4 * * *', description: 'removes traffic records and security events past their retention',
+      name: 'retention',
+      cron: '41 4 * * *',
+      description: 'removes traffic records and security events past their retention',
       run: (run) => {
         const traffic = journal.cleanup(Date.now() - ctx.config.traffic.retention_days * 86_400_000);
         const ev = events.cleanup(Date.now() - settings.get().event_retention_days * 86_400_000);
@@ -113,14 +134,21 @@ export default definePlugin({
         await mkdir(edge.layout.webroot, { recursive: true, mode: 0o755 });
         // Bring the files in line with the state (the agent may have been upgraded or the files edited). In the
         // background: nginx being slow or down must not hold the agent's start-up (the queue orders later changes).
-        edge.mutate(() => undefined, { force: true }).catch((err) => {
-          if (isHttpError(err) && err.code === 'NGINX_UNAVAILABLE') {
-            ctx.log.warn('nginx is not installed: routes that change the proxy configuration answer 503 NGINX_UNAVAILABLE until it is', {
-              routes: ['/api/deployments/:name/domains (add, update, remove)', '/api/proxy (setup, remove)', '/api/certificates', '/api/security (blocked IPs, whitelist, protected routes, refresh)'],
-              fix: NGINX_FIX,
-            });
-          } else ctx.log.error('initial proxy configuration failed', { error: (err as Error).message });
-        });
+        edge
+          .mutate(() => undefined, { force: true })
+          .catch((err) => {
+            if (isHttpError(err) && err.code === 'NGINX_UNAVAILABLE') {
+              ctx.log.warn('nginx is not installed: routes that change the proxy configuration answer 503 NGINX_UNAVAILABLE until it is', {
+                routes: [
+                  '/api/deployments/:name/domains (add, update, remove)',
+                  '/api/proxy (setup, remove)',
+                  '/api/certificates',
+                  '/api/security (blocked IPs, whitelist, protected routes, refresh)',
+                ],
+                fix: NGINX_FIX,
+              });
+            } else ctx.log.error('initial proxy configuration failed', { error: (err as Error).message });
+          });
         certificates.ensure('start');
         blocks.schedule();
         capture.applyMode();

@@ -22,22 +22,31 @@ export function retirement(rt: Runtime, journal: TrafficJournal, events: Securit
    */
   const removeRules = (name: string, retiredAs: string): Promise<number> => {
     const s = edge.state;
-    const holds = s.domains.some((d) => d.deployment === name) || s.protected.some((p) => p.deployment === name)
-      || !!s.deployment_security[name] || s.blocked.some((b) => b.deployment === name) || s.certificates.some((c) => c.deployment === name);
+    const holds =
+      s.domains.some((d) => d.deployment === name) ||
+      s.protected.some((p) => p.deployment === name) ||
+      !!s.deployment_security[name] ||
+      s.blocked.some((b) => b.deployment === name) ||
+      s.certificates.some((c) => c.deployment === name);
     if (!holds) return Promise.resolve(Date.now());
-    return edge.mutate((draft) => {
-      draft.domains = draft.domains.filter((d) => d.deployment !== name);
-      draft.protected = draft.protected.filter((p) => p.deployment !== name);
-      delete draft.deployment_security[name];
-      draft.blocked = draft.blocked.filter((b) => b.deployment !== name);
-      for (const c of draft.certificates) if (c.deployment === name) c.deployment = retiredAs;
-    }).then(() => {
-      ctx.log.info('removed the vhosts and security rules of a deleted deployment', { deployment: name });
-      return Date.now();
-    }, (err: unknown) => {
-      ctx.log.error('the vhosts of a deleted deployment could not be removed', { deployment: name, error: (err as Error).message });
-      return Date.now();
-    });
+    return edge
+      .mutate((draft) => {
+        draft.domains = draft.domains.filter((d) => d.deployment !== name);
+        draft.protected = draft.protected.filter((p) => p.deployment !== name);
+        delete draft.deployment_security[name];
+        draft.blocked = draft.blocked.filter((b) => b.deployment !== name);
+        for (const c of draft.certificates) if (c.deployment === name) c.deployment = retiredAs;
+      })
+      .then(
+        () => {
+          ctx.log.info('removed the vhosts and security rules of a deleted deployment', { deployment: name });
+          return Date.now();
+        },
+        (err: unknown) => {
+          ctx.log.error('the vhosts of a deleted deployment could not be removed', { deployment: name, error: (err as Error).message });
+          return Date.now();
+        },
+      );
   };
 
   const retireRecords = async (name: string, retiredAs: string, until: number): Promise<void> => {
@@ -51,7 +60,13 @@ export function retirement(rt: Runtime, journal: TrafficJournal, events: Securit
     }
     const traffic = await journal.retire(name, retiredAs, until);
     const ev = events.retire(name, retiredAs, until);
-    if (traffic || ev) ctx.log.info('traffic and security events of a deleted deployment kept under its retired name', { deployment: name, retired_as: retiredAs, traffic, events: ev });
+    if (traffic || ev)
+      ctx.log.info('traffic and security events of a deleted deployment kept under its retired name', {
+        deployment: name,
+        retired_as: retiredAs,
+        traffic,
+        events: ev,
+      });
   };
 
   return (name: string, retiredAs: string): Promise<void> => {

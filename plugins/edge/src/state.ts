@@ -75,7 +75,13 @@ export interface EdgeState {
 }
 
 export const emptyState = (): EdgeState => ({
-  next_id: 1, domains: [], blocked: [], whitelist: [], protected: [], deployment_security: {}, certificates: [],
+  next_id: 1,
+  domains: [],
+  blocked: [],
+  whitelist: [],
+  protected: [],
+  deployment_security: {},
+  certificates: [],
 });
 
 export const defaultDeploymentSecurity = (): DeploymentSecurity => ({ enabled: true, blocked_ips: [], protected_paths: [], rate_limits: [] });

@@ -39,7 +39,9 @@ const PATH_RE = /^\/[A-Za-z0-9._~\-/@:+]*$/;
 /** A URL path prefix such as `/` or `/api/v1`; trailing slashes are removed (except for the root). */
 export function checkUrlPath(value: string, field: string): string {
   if (!PATH_RE.test(value) || value.includes('..') || value.includes('//') || value.length > 512) {
-    throw errors.badRequest(`${field}: '${printable(value)}' is not a valid URL path (start with '/', no '..', spaces, quotes or ;{}$)`, 'VALIDATION_FAILED', { field });
+    throw errors.badRequest(`${field}: '${printable(value)}' is not a valid URL path (start with '/', no '..', spaces, quotes or ;{}$)`, 'VALIDATION_FAILED', {
+      field,
+    });
   }
   return value.length > 1 ? value.replace(/\/+$/, '') || '/' : value;
 }
@@ -73,14 +75,25 @@ export function cidrContains(cidr: string, ip: string): boolean {
 function ipBytes(ip: string): number[] | null {
   if (isIP(ip) === 4) return ip.split('.').map(Number);
   if (isIP(ip) !== 6) return null;
-  const [head, tail] = ip.includes('::') ? ip.split('::') as [string, string] : [ip, ''];
+  const [head, tail] = ip.includes('::') ? (ip.split('::') as [string, string]) : [ip, ''];
   const parse = (s: string) => (s ? s.split(':') : []);
   let h = parse(head);
   let t = parse(tail);
   // An embedded IPv4 tail (::ffff:1.2.3.4) counts as two groups.
-  const v4 = (groups: string[]) => groups.flatMap((g) => (g.includes('.') ? (() => { const n = g.split('.').map(Number); return [((n[0]! << 8) | n[1]!).toString(16), ((n[2]! << 8) | n[3]!).toString(16)]; })() : [g]));
+  const v4 = (groups: string[]) =>
+    groups.flatMap((g) =>
+      g.includes('.')
+        ? (() => {
+            const n = g.split('.').map(Number);
+            return [((n[0]! << 8) | n[1]!).toString(16), ((n[2]! << 8) | n[3]!).toString(16)];
+          })()
+        : [g],
+    );
   h = v4(h);
   t = v4(t);
   const groups = [...h, ...Array(8 - h.length - t.length).fill('0'), ...t];
-  return groups.flatMap((g) => { const n = parseInt(g, 16); return [n >> 8, n & 0xff]; });
+  return groups.flatMap((g) => {
+    const n = parseInt(g, 16);
+    return [n >> 8, n & 0xff];
+  });
 }

@@ -36,7 +36,10 @@ describe('edge: certificates from a real ACME server (pebble)', () => {
     pebble = await startPebble(nginx.httpPort);
     agent = await startAgent({
       plugins: EDGE_PLUGINS,
-      config: { proxy: nginx.proxyConfig, certificates: { directory_url: pebble.directoryUrl, directory_ca_file: pebble.apiCaFile, email: 'ops@example.test' } },
+      config: {
+        proxy: nginx.proxyConfig,
+        certificates: { directory_url: pebble.directoryUrl, directory_ca_file: pebble.apiCaFile, email: 'ops@example.test' },
+      },
     });
     await createDeployment(agent, app);
   });
@@ -49,13 +52,20 @@ describe('edge: certificates from a real ACME server (pebble)', () => {
   });
 
   it('enabling ssl on a domain obtains a certificate and switches the vhost to HTTPS', async () => {
-    const res = await agent.api('POST', `/deployments/${app}/domains`, { body: { service: 'web', domain: host, container_port: 80, aliases: [alias], ssl: { enabled: true } } });
+    const res = await agent.api('POST', `/deployments/${app}/domains`, {
+      body: { service: 'web', domain: host, container_port: 80, aliases: [alias], ssl: { enabled: true } },
+    });
     expect(res.status, res.text).toBe(201);
     const root = await pebble.issuerRoot();
-    const served = await waitFor(async () => {
-      const r = await httpsGet(nginx.httpsPort, host, '/', root);
-      return r.status === 200 && r;
-    }, 'HTTPS with the issued certificate', 30_000, 250);
+    const served = await waitFor(
+      async () => {
+        const r = await httpsGet(nginx.httpsPort, host, '/', root);
+        return r.status === 200 && r;
+      },
+      'HTTPS with the issued certificate',
+      30_000,
+      250,
+    );
     expect(served.body).toContain('hello from agent-test/busybox');
     expect(served.cert.subjectAltName).toContain(`DNS:${host}`);
     expect(served.cert.subjectAltName).toContain(`DNS:${alias}`);
@@ -63,10 +73,15 @@ describe('edge: certificates from a real ACME server (pebble)', () => {
     expect(viaAlias.status).toBe(200);
     // Port 80 redirects to HTTPS but still serves ACME challenges. (A reload is graceful: an old worker may
     // still take a connection on port 80 for a few milliseconds after the new ones serve 443.)
-    const plain = await waitFor(async () => {
-      const r = await hit(nginx.httpPort, host, '/x?y=1');
-      return r.status === 301 && r;
-    }, 'the HTTP → HTTPS redirect', 5000, 50);
+    const plain = await waitFor(
+      async () => {
+        const r = await hit(nginx.httpPort, host, '/x?y=1');
+        return r.status === 301 && r;
+      },
+      'the HTTP → HTTPS redirect',
+      5000,
+      50,
+    );
     expect(plain.status).toBe(301);
     expect(plain.headers.location).toBe(`https://${host}:${nginx.httpsPort}/x?y=1`);
     expect((await hit(nginx.httpPort, host, '/.well-known/acme-challenge/missing')).status).toBe(404);
@@ -75,7 +90,16 @@ describe('edge: certificates from a real ACME server (pebble)', () => {
 
     const list = await agent.api('GET', '/certificates');
     expect(list.status, list.text).toBe(200);
-    expect(list.body.data).toEqual([expect.objectContaining({ domain: host, names: expect.arrayContaining([host, alias]), status: 'valid', auto_renew: true, deployment: app, last_error: null })]);
+    expect(list.body.data).toEqual([
+      expect.objectContaining({
+        domain: host,
+        names: expect.arrayContaining([host, alias]),
+        status: 'valid',
+        auto_renew: true,
+        deployment: app,
+        last_error: null,
+      }),
+    ]);
     expect(list.body.data[0].days_left).toBeGreaterThan(30);
     expect(list.body.data[0].issuer).toMatch(/Pebble/i);
     const key = statSync(join(agent.dataDir, 'plugins', 'edge', 'certs', host, 'privkey.pem'));

@@ -19,9 +19,18 @@ function records(n: number, from: number): TrafficRecord[] {
   return Array.from({ length: n }, (_, i) => ({
     // ~10 s apart, up to 2 s out of order (workers writing side by side)
     time_ms: T0 + (from + i) * 10_000 - rnd(2000),
-    deployment: ['', 'a', 'b', 'c'][rnd(4)]!, host: `h${rnd(3)}.test`, method: ['GET', 'GET', 'POST', 'DELETE'][rnd(4)]!,
-    path: ['/', '/api/x', '/login'][rnd(3)]!, status: [200, 200, 201, 404, 500, 503][rnd(6)]!, bytes: rnd(1000), duration_ms: rnd(100),
-    source_ip: `10.0.0.${rnd(40)}`, user_agent: 'ua', blocked: false, protected: false, user: '',
+    deployment: ['', 'a', 'b', 'c'][rnd(4)]!,
+    host: `h${rnd(3)}.test`,
+    method: ['GET', 'GET', 'POST', 'DELETE'][rnd(4)]!,
+    path: ['/', '/api/x', '/login'][rnd(3)]!,
+    status: [200, 200, 201, 404, 500, 503][rnd(6)]!,
+    bytes: rnd(1000),
+    duration_ms: rnd(100),
+    source_ip: `10.0.0.${rnd(40)}`,
+    user_agent: 'ua',
+    blocked: false,
+    protected: false,
+    user: '',
   }));
 }
 
@@ -46,11 +55,23 @@ function naive(db: Database.Database, f: TrafficFilter, limit: number, offset: n
 
 const hour = 3_600_000;
 const filters: TrafficFilter[] = [
-  {}, { deployment: 'a' }, { deployment: '' }, { deployments: ['a', 'c'] }, { deployments: [] }, { deployments: ['a'], status_code: 500 },
-  { status_group: '5xx' }, { status_code: 404 },
-  { deployment: 'b', status_group: '2xx' }, { deployment: 'c', method: 'DELETE', status_code: 500 }, { method: 'POST' },
-  { source_ip: '10.0.0.7' }, { source_ip: '10.0.0.7', start_ms: T0 + 20 * hour }, { start_ms: T0 + 10 * hour, end_ms: T0 + 30 * hour + 123 },
-  { deployment: 'a', start_ms: T0 + 5 * hour, end_ms: T0 + 9 * hour }, { host: 'h1.test', status_group: '4xx' }, { end_ms: T0 + 2 * hour },
+  {},
+  { deployment: 'a' },
+  { deployment: '' },
+  { deployments: ['a', 'c'] },
+  { deployments: [] },
+  { deployments: ['a'], status_code: 500 },
+  { status_group: '5xx' },
+  { status_code: 404 },
+  { deployment: 'b', status_group: '2xx' },
+  { deployment: 'c', method: 'DELETE', status_code: 500 },
+  { method: 'POST' },
+  { source_ip: '10.0.0.7' },
+  { source_ip: '10.0.0.7', start_ms: T0 + 20 * hour },
+  { start_ms: T0 + 10 * hour, end_ms: T0 + 30 * hour + 123 },
+  { deployment: 'a', start_ms: T0 + 5 * hour, end_ms: T0 + 9 * hour },
+  { host: 'h1.test', status_group: '4xx' },
+  { end_ms: T0 + 2 * hour },
 ];
 
 describe('traffic journal', () => {
@@ -65,7 +86,10 @@ describe('traffic journal', () => {
     }
     const check = () => {
       for (const f of filters) {
-        for (const [limit, offset] of [[50, 0], [20, 130]] as const) {
+        for (const [limit, offset] of [
+          [50, 0],
+          [20, 130],
+        ] as const) {
           const got = journal.query(f, limit, offset, true);
           const want = naive(db, f, limit, offset);
           expect({ f, ids: got.items.map((r) => r.id), total: got.total }).toEqual({ f, ids: want.ids, total: want.total });
@@ -109,9 +133,15 @@ describe('traffic journal', () => {
     expect(count('deployment = ?', 'a')).toBe(later);
     expect(count("deployment NOT IN ('a', 'a~20260101000000')")).toBe(others);
     // The counts table agrees with the rows, group by group.
-    expect(db.prepare('SELECT deployment, method, status, n FROM traffic_counts WHERE n > 0 ORDER BY 1, 2, 3').all())
-      .toEqual(db.prepare('SELECT deployment, method, status, COUNT(*) AS n FROM traffic GROUP BY 1, 2, 3 ORDER BY 1, 2, 3').all());
-    for (const f of [{ deployment: 'a' }, { deployment: 'a~20260101000000' }, { deployments: ['a'] }, { deployment: 'a', status_code: 404 }] as TrafficFilter[]) {
+    expect(db.prepare('SELECT deployment, method, status, n FROM traffic_counts WHERE n > 0 ORDER BY 1, 2, 3').all()).toEqual(
+      db.prepare('SELECT deployment, method, status, COUNT(*) AS n FROM traffic GROUP BY 1, 2, 3 ORDER BY 1, 2, 3').all(),
+    );
+    for (const f of [
+      { deployment: 'a' },
+      { deployment: 'a~20260101000000' },
+      { deployments: ['a'] },
+      { deployment: 'a', status_code: 404 },
+    ] as TrafficFilter[]) {
       const got = journal.query(f, 20, 0);
       const want = naive(db, f, 20, 0);
       expect({ f, ids: got.items.map((r) => r.id), total: got.total }).toEqual({ f, ids: want.ids, total: want.total });
@@ -144,9 +174,19 @@ function reference(line: string): TrafficRecord | null {
   const status = Number(o.status);
   if (!Number.isFinite(time) || !Number.isFinite(status)) return null;
   return {
-    time_ms: Math.round(time * 1000), deployment: o.deployment ?? '', host: o.host ?? '', method: o.method ?? '', path: o.path ?? '',
-    status, bytes: Number(o.bytes) || 0, duration_ms: Math.round((Number(o.duration) || 0) * 1000 * 1000) / 1000, source_ip: o.ip ?? '',
-    user_agent: o.ua ?? '', blocked: o.blocked === '1', protected: o.protected === '1', user: o.user ?? '',
+    time_ms: Math.round(time * 1000),
+    deployment: o.deployment ?? '',
+    host: o.host ?? '',
+    method: o.method ?? '',
+    path: o.path ?? '',
+    status,
+    bytes: Number(o.bytes) || 0,
+    duration_ms: Math.round((Number(o.duration) || 0) * 1000 * 1000) / 1000,
+    source_ip: o.ip ?? '',
+    user_agent: o.ua ?? '',
+    blocked: o.blocked === '1',
+    protected: o.protected === '1',
+    user: o.user ?? '',
   };
 }
 
@@ -154,8 +194,19 @@ const KEYS = ['time', 'deployment', 'host', 'method', 'path', 'status', 'bytes',
 /** A line as nginx writes it (values raw between the quotes: the caller escapes them, or not, on purpose). */
 const nginxLine = (v: Record<string, string>) => `{${KEYS.map((k) => `"${k}":"${v[k] ?? ''}"`).join(',')}}`;
 const base: Record<string, string> = {
-  time: '1700000000.250', deployment: 'app', host: 'a.test', method: 'GET', path: '/x', status: '404', bytes: '12', duration: '0.015',
-  ip: '1.2.3.4', ua: 'curl/8', blocked: '0', protected: '1', user: 'bob',
+  time: '1700000000.250',
+  deployment: 'app',
+  host: 'a.test',
+  method: 'GET',
+  path: '/x',
+  status: '404',
+  bytes: '12',
+  duration: '0.015',
+  ip: '1.2.3.4',
+  ua: 'curl/8',
+  blocked: '0',
+  protected: '1',
+  user: 'bob',
 };
 const oddLines = [
   nginxLine(base),
@@ -164,13 +215,24 @@ const oddLines = [
   nginxLine({ ...base, path: '/é/日本/😀', ua: 'Ünïcödé', user: 'zoë' }), // raw UTF-8
   nginxLine({ ...base, path: '/a\tb' }), // a raw control character: invalid JSON, refused by both
   nginxLine({ ...base, deployment: '', user: '', ua: '', bytes: '-', duration: '' }), // empty and non-numeric values
-  nginxLine({ ...base, time: 'x' }), nginxLine({ ...base, status: '' }), nginxLine({ ...base, status: '5e2' }),
+  nginxLine({ ...base, time: 'x' }),
+  nginxLine({ ...base, status: '' }),
+  nginxLine({ ...base, status: '5e2' }),
   '{"time":"1700000000.5","status":"200"}', // missing fields (an older log_format)
   '{"status":"200","time":"1700000000.5","ip":"9.9.9.9","deployment":"z"}', // another key order
   '{"time":1700000000.5,"status":200,"bytes":7,"deployment":3}', // numbers instead of strings
   `${nginxLine(base).slice(0, -1)},"extra":"1"}`, // an extra key
-  `${nginxLine(base)}\r`, ` ${nginxLine(base)}`, `${nginxLine(base)} `, `${nginxLine(base)}}`, nginxLine(base).slice(0, -1),
-  'not json', '', '[1,2,3,4,5,6,7,8,9,10]', 'null      ', '{"time":"1","status":"2"', '{}        ',
+  `${nginxLine(base)}\r`,
+  ` ${nginxLine(base)}`,
+  `${nginxLine(base)} `,
+  `${nginxLine(base)}}`,
+  nginxLine(base).slice(0, -1),
+  'not json',
+  '',
+  '[1,2,3,4,5,6,7,8,9,10]',
+  'null      ',
+  '{"time":"1","status":"2"',
+  '{}        ',
 ];
 
 describe('access-log parsing and reading', () => {
@@ -186,7 +248,9 @@ describe('access-log parsing and reading', () => {
     const dir = mkdtempSync(join(tmpdir(), 'edge-ingest-'));
     const path = join(dir, 'access.log');
     try {
-      const lines = Array.from({ length: 1000 }, (_, i) => nginxLine({ ...base, time: `${1_700_000_000 + i}.000`, ip: `10.0.${i % 7}.1`, path: i % 10 ? `/p${i}` : `/q"${i}`.replace('"', '\\"') }));
+      const lines = Array.from({ length: 1000 }, (_, i) =>
+        nginxLine({ ...base, time: `${1_700_000_000 + i}.000`, ip: `10.0.${i % 7}.1`, path: i % 10 ? `/p${i}` : `/q"${i}`.replace('"', '\\"') }),
+      );
       writeFileSync(path, `${lines.slice(0, 600).join('\n')}\n${lines[600]!.slice(0, 20)}`); // ends mid-line
       const db = new Database(':memory:');
       const journal = new TrafficJournal(db);
@@ -203,7 +267,8 @@ describe('access-log parsing and reading', () => {
       expect(ends).toEqual([true, true]);
       const want = new Database(':memory:');
       new TrafficJournal(want).add(lines.map(reference) as TrafficRecord[]);
-      for (const table of ['traffic', 'traffic_counts']) expect(db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2, 3`).all()).toEqual(want.prepare(`SELECT * FROM ${table} ORDER BY 1, 2, 3`).all());
+      for (const table of ['traffic', 'traffic_counts'])
+        expect(db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2, 3`).all()).toEqual(want.prepare(`SELECT * FROM ${table} ORDER BY 1, 2, 3`).all());
       // A trickle extends the last span: the two reads' spans cover the rows exactly
       expect(db.prepare('SELECT SUM(rows) AS n, MIN(first_id) AS lo, MAX(last_id) AS hi FROM traffic_spans').get()).toEqual({ n: 1000, lo: 1, hi: 1000 });
 

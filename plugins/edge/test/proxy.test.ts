@@ -43,9 +43,18 @@ describe('edge: domains and the nginx reverse proxy', () => {
     await waitFor(async () => (await get(host)).status === 404, 'default server');
     const res = await agent.api('POST', `/deployments/${app}/domains`, { body: { service: 'web', domain: host, container_port: 80 } });
     expect(res.status, res.text).toBe(201);
-    expect(res.body.data).toMatchObject({ domain: host, path_prefix: '/', strip_prefix: false, ssl: { enabled: false }, upstream: expect.stringMatching(/:80$/) });
+    expect(res.body.data).toMatchObject({
+      domain: host,
+      path_prefix: '/',
+      strip_prefix: false,
+      ssl: { enabled: false },
+      upstream: expect.stringMatching(/:80$/),
+    });
     rootId = res.body.data.id;
-    const page = await waitFor(async () => { const r = await get(host); return r.status === 200 && r; }, 'proxied 200');
+    const page = await waitFor(async () => {
+      const r = await get(host);
+      return r.status === 200 && r;
+    }, 'proxied 200');
     expect(page.body).toContain('hello from agent-test/busybox');
     const env = await get(host, '/cgi-bin/env', { headers: { upgrade: 'websocket', connection: 'Upgrade' } });
     expect(env.body).toContain('HTTP_X_FORWARDED_PROTO=http');
@@ -60,7 +69,10 @@ describe('edge: domains and the nginx reverse proxy', () => {
     });
     expect(res.status, res.text).toBe(201);
     expect(res.body.data.path_prefix).toBe('/api');
-    const env = await waitFor(async () => { const r = await get(host, '/api/cgi-bin/env?x=1'); return r.status === 200 && r; }, 'prefixed route');
+    const env = await waitFor(async () => {
+      const r = await get(host, '/api/cgi-bin/env?x=1');
+      return r.status === 200 && r;
+    }, 'prefixed route');
     expect(env.body).toContain('REQUEST_URI=/cgi-bin/env?x=1');
     expect(env.body).toContain('HTTP_X_FORWARDED_PREFIX=/api');
     expect((await get(host, '/api')).status).toBe(200);
@@ -78,7 +90,10 @@ describe('edge: domains and the nginx reverse proxy', () => {
   it('previews a domain change as an nginx config diff and changes nothing', async () => {
     const planned = `plan-${host}`;
     const before = snapshot(nginx.configDir);
-    const res = await agent.api('POST', `/deployments/${app}/domains`, { query: { plan: true }, body: { service: 'web', domain: planned, container_port: 80 } });
+    const res = await agent.api('POST', `/deployments/${app}/domains`, {
+      query: { plan: true },
+      body: { service: 'web', domain: planned, container_port: 80 },
+    });
     expect(res.status, res.text).toBe(201);
     const change = res.body.data.changes[0];
     expect(change).toMatchObject({ type: 'domain', id: planned, actions: ['create'] });
@@ -105,7 +120,9 @@ describe('edge: domains and the nginx reverse proxy', () => {
     const claimed = await agent.api('POST', `/deployments/${other}/domains`, { body: { service: 'web', domain: host, container_port: 80 } });
     expect(claimed.status).toBe(409);
     expect(claimed.body.code).toBe('DOMAIN_CLAIMED');
-    const alias = await agent.api('POST', `/deployments/${other}/domains`, { body: { service: 'web', domain: `x.${host}`, container_port: 80, aliases: [`www.${host}`] } });
+    const alias = await agent.api('POST', `/deployments/${other}/domains`, {
+      body: { service: 'web', domain: `x.${host}`, container_port: 80, aliases: [`www.${host}`] },
+    });
     expect(alias.status).toBe(409);
     const dup = await agent.api('POST', `/deployments/${app}/domains`, { body: { service: 'web', domain: host, container_port: 8080 } });
     expect(dup.status).toBe(409);

@@ -89,11 +89,15 @@ describe('edge: security enforced in nginx, traffic journal and security events'
     expect(list.text).not.toContain('password');
 
     // Method-specific: only POST needs credentials.
-    const post = await agent.api('POST', '/security/protected-routes', { body: { path: '/sub', method: 'POST', auth_type: 'basic', credentials: 'poster:pw-123', deployment: app } });
+    const post = await agent.api('POST', '/security/protected-routes', {
+      body: { path: '/sub', method: 'POST', auth_type: 'basic', credentials: 'poster:pw-123', deployment: app },
+    });
     expect(post.status, post.text).toBe(201);
     await waitFor(async () => (await get('/sub/', { method: 'POST' })).status === 401, 'POST protected');
     expect((await get('/sub/')).status).toBe(200);
-    const dup = await agent.api('POST', '/security/protected-routes', { body: { path: '/sub', method: 'ALL', auth_type: 'basic', credentials: 'x:y', deployment: app } });
+    const dup = await agent.api('POST', '/security/protected-routes', {
+      body: { path: '/sub', method: 'ALL', auth_type: 'basic', credentials: 'x:y', deployment: app },
+    });
     expect(dup.status).toBe(409);
     const upd = await agent.api('PUT', `/security/protected-routes/${post.body.data.id}`, { body: { enabled: false } });
     expect(upd.status, upd.text).toBe(200);
@@ -131,7 +135,12 @@ describe('edge: security enforced in nginx, traffic journal and security events'
 
   it('enforces per-deployment security settings', async () => {
     const res = await agent.api('PUT', `/deployments/${app}/security`, {
-      body: { enabled: true, blocked_ips: ['127.0.0.7'], protected_paths: [{ pattern: '/sub', enabled: true }], rate_limits: [{ path: '/cgi-bin', rate: 1, burst: 0, enabled: true }] },
+      body: {
+        enabled: true,
+        blocked_ips: ['127.0.0.7'],
+        protected_paths: [{ pattern: '/sub', enabled: true }],
+        rate_limits: [{ path: '/cgi-bin', rate: 1, burst: 0, enabled: true }],
+      },
     });
     expect(res.status, res.text).toBe(200);
     await waitFor(async () => (await get('/', from('127.0.0.7'))).status === 403, 'deployment block');
@@ -152,12 +161,25 @@ describe('edge: security enforced in nginx, traffic journal and security events'
     const marker = `/sub/?trace=${Date.now()}`;
     const started = Date.now();
     await get(marker, { ...from('127.0.0.3'), headers: { 'user-agent': 'edge-test/1' } });
-    const found = await waitFor(async () => {
-      const r = await agent.api('GET', '/traffic/logs', { query: { source_ip: '127.0.0.3', path: 'trace=' } });
-      return r.body.data.length > 0 && r;
-    }, 'traffic record', 5000, 50);
+    const found = await waitFor(
+      async () => {
+        const r = await agent.api('GET', '/traffic/logs', { query: { source_ip: '127.0.0.3', path: 'trace=' } });
+        return r.body.data.length > 0 && r;
+      },
+      'traffic record',
+      5000,
+      50,
+    );
     expect(Date.now() - started).toBeLessThan(2000);
-    expect(found.body.data[0]).toMatchObject({ deployment: app, host, method: 'GET', path: marker, status: 200, source_ip: '127.0.0.3', user_agent: 'edge-test/1' });
+    expect(found.body.data[0]).toMatchObject({
+      deployment: app,
+      host,
+      method: 'GET',
+      path: marker,
+      status: 200,
+      source_ip: '127.0.0.3',
+      user_agent: 'edge-test/1',
+    });
     expect(found.body.meta).toMatchObject({ total: 1, limit: 100, offset: 0 });
     const filtered = await agent.api('GET', '/traffic/logs', { query: { deployment: app, status_group: '2xx', method: 'GET', limit: 2 } });
     expect(filtered.body.data).toHaveLength(2);
@@ -218,7 +240,10 @@ describe('edge: security enforced in nginx, traffic journal and security events'
     await agent.api('PUT', '/settings/security', { body: { auto_block: false } });
     await get('/.env', from('127.0.0.10'));
     for (let i = 0; i < 6; i++) await get('/cgi-bin/env', { ...from('127.0.0.11'), headers: basic('admin', `guess-${i}`) });
-    await waitFor(async () => (await agent.api('GET', '/security/events', { query: { type: 'attack_path', source_ip: '127.0.0.10' } })).body.data.length === 1, 'attack path event');
+    await waitFor(
+      async () => (await agent.api('GET', '/security/events', { query: { type: 'attack_path', source_ip: '127.0.0.10' } })).body.data.length === 1,
+      'attack path event',
+    );
     const auth = await waitFor(async () => {
       const r = await agent.api('GET', '/security/events', { query: { type: 'auth_failure', source_ip: '127.0.0.11' } });
       return r.body.data.length > 0 && r;
@@ -255,7 +280,20 @@ describe('edge: security enforced in nginx, traffic journal and security events'
 
   it('reads and follows the system logs', async () => {
     const infra = uniqueName('edge-infra');
-    execFileSync('docker', ['run', '-d', '--name', infra, '--label', 'agent.test=1', '--label', 'agent.infrastructure=cache', 'agent-test/busybox:latest', 'sh', '-c', 'echo infra-ready; exec sleep 3600']);
+    execFileSync('docker', [
+      'run',
+      '-d',
+      '--name',
+      infra,
+      '--label',
+      'agent.test=1',
+      '--label',
+      'agent.infrastructure=cache',
+      'agent-test/busybox:latest',
+      'sh',
+      '-c',
+      'echo infra-ready; exec sleep 3600',
+    ]);
     try {
       const sources = await agent.api('GET', '/system/logs/sources');
       expect(sources.status, sources.text).toBe(200);

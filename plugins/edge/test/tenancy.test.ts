@@ -66,29 +66,49 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     const key = await agent.api('POST', '/api/apikeys', { token, body: { name: `${label}-key`, role: 'operator', deployments: [deployment] } });
     expect(key.status, key.text).toBe(201);
     return {
-      label, deployment, host: `${uniqueName(`site-${label}`)}.example.test`, userId: user.body.data.id, userToken: token,
-      principals: [{ name: `${label}-user`, token }, { name: `${label}-key`, token: key.body.data.key }],
+      label,
+      deployment,
+      host: `${uniqueName(`site-${label}`)}.example.test`,
+      userId: user.body.data.id,
+      userToken: token,
+      principals: [
+        { name: `${label}-user`, token },
+        { name: `${label}-key`, token: key.body.data.key },
+      ],
     };
   };
 
   /** Waits until the journal holds the rows and events a request produced (real-time capture). */
   const traffic = async (query: Record<string, string>, n = 1) =>
-    waitFor(async () => {
-      const r = await agent.api('GET', '/traffic/logs', { query });
-      return r.body.meta.total >= n && r;
-    }, `traffic ${JSON.stringify(query)}`, 10_000, 100);
+    waitFor(
+      async () => {
+        const r = await agent.api('GET', '/traffic/logs', { query });
+        return r.body.meta.total >= n && r;
+      },
+      `traffic ${JSON.stringify(query)}`,
+      10_000,
+      100,
+    );
   const event = async (query: Record<string, string>) =>
-    waitFor(async () => {
-      const r = await agent.api('GET', '/security/events', { query });
-      return r.body.data[0] as { id: number; deployment: string | null } | undefined;
-    }, `event ${JSON.stringify(query)}`, 10_000, 100);
+    waitFor(
+      async () => {
+        const r = await agent.api('GET', '/security/events', { query });
+        return r.body.data[0] as { id: number; deployment: string | null } | undefined;
+      },
+      `event ${JSON.stringify(query)}`,
+      10_000,
+      100,
+    );
 
   beforeAll(async () => {
     nginx = await startNginx();
     pebble = await startPebble(nginx.httpPort);
     agent = await startAgent({
       plugins: ['access', ...EDGE_PLUGINS],
-      config: { proxy: nginx.proxyConfig, certificates: { directory_url: pebble.directoryUrl, directory_ca_file: pebble.apiCaFile, email: 'ops@example.test' } },
+      config: {
+        proxy: nginx.proxyConfig,
+        certificates: { directory_url: pebble.directoryUrl, directory_ca_file: pebble.apiCaFile, email: 'ops@example.test' },
+      },
     });
     const depA = uniqueName('ten-a');
     const depB = uniqueName('ten-b');
@@ -97,20 +117,29 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     a = await tenant('a', depA);
     b = await tenant('b', depB);
     const gname = uniqueName('gop');
-    const g = await agent.api('POST', '/users', { body: { username: gname, email: `${gname}@example.com`, password: PASS, role: 'operator', scope: 'global' } });
+    const g = await agent.api('POST', '/users', {
+      body: { username: gname, email: `${gname}@example.com`, password: PASS, role: 'operator', scope: 'global' },
+    });
     expect(g.status, g.text).toBe(201);
     globalOp = await agent.login(gname, PASS);
 
     // Each tenant sets up its own deployment: a domain, a protected route, a block tied to it, a certificate.
-    for (const [t, i] of [[a, 0], [b, 1]] as const) {
+    for (const [t, i] of [
+      [a, 0],
+      [b, 1],
+    ] as const) {
       const who = t.principals[i]!.token;
       const d = await api('POST', `/deployments/${t.deployment}/domains`, who, { body: { service: 'web', domain: t.host, container_port: 80 } });
       expect(d.status, d.text).toBe(201);
-      const route = await api('POST', '/security/protected-routes', who, { body: { path: '/cgi-bin', method: 'ALL', auth_type: 'basic', credentials: `${t.label}:pw-${t.label}-1`, deployment: t.deployment } });
+      const route = await api('POST', '/security/protected-routes', who, {
+        body: { path: '/cgi-bin', method: 'ALL', auth_type: 'basic', credentials: `${t.label}:pw-${t.label}-1`, deployment: t.deployment },
+      });
       expect(route.status, route.text).toBe(201);
       if (t === a) ids.aRoute = route.body.data.id;
       else ids.bRoute = route.body.data.id;
-      const block = await api('POST', '/security/blocked-ips', who, { body: { ip: t === a ? '127.0.0.41' : '127.0.0.42', reason: `${t.label} only`, deployment: t.deployment } });
+      const block = await api('POST', '/security/blocked-ips', who, {
+        body: { ip: t === a ? '127.0.0.41' : '127.0.0.42', reason: `${t.label} only`, deployment: t.deployment },
+      });
       expect(block.status, block.text).toBe(201);
       const cert = await api('POST', '/certificates', t.principals[1 - i]!.token, { body: { domain: t.host } });
       expect(cert.status, cert.text).toBe(201);
@@ -121,7 +150,10 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     expect((await agent.api('POST', '/security/blocked-ips', { body: { ip: '127.0.0.43', reason: 'everyone' } })).status).toBe(201);
 
     // Traffic and an attack-path event on each site, and on a host no deployment owns.
-    await waitFor(async () => (await hit(nginx.httpPort, a.host, '/')).status === 200 && (await hit(nginx.httpPort, b.host, '/')).status === 200, 'both sites up');
+    await waitFor(
+      async () => (await hit(nginx.httpPort, a.host, '/')).status === 200 && (await hit(nginx.httpPort, b.host, '/')).status === 200,
+      'both sites up',
+    );
     for (let i = 0; i < 3; i++) await hit(nginx.httpPort, a.host, `/?a=${i}`);
     for (let i = 0; i < 5; i++) await hit(nginx.httpPort, b.host, `/?b=${i}`);
     await hit(nginx.httpPort, a.host, '/.env', { localAddress: '127.0.0.31' });
@@ -154,17 +186,25 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
   it("domains and vhosts: the other tenant's are 404 and never named", async () => {
     await asA(async (t, who) => {
       expect((await api('GET', `/deployments/${b.deployment}/domains`, t)).status, who).toBe(404);
-      expect((await api('POST', `/deployments/${b.deployment}/domains`, t, { body: { service: 'web', domain: `x.${b.host}`, container_port: 80 } })).status, who).toBe(404);
+      expect(
+        (await api('POST', `/deployments/${b.deployment}/domains`, t, { body: { service: 'web', domain: `x.${b.host}`, container_port: 80 } })).status,
+        who,
+      ).toBe(404);
       expect((await api('GET', `/proxy/status/${b.deployment}`, t)).status, who).toBe(404);
       expect((await api('DELETE', `/proxy/${b.deployment}`, t)).status, who).toBe(404);
       // Claiming B's host for A: a conflict, without B's name.
-      const claim = await api('POST', `/deployments/${a.deployment}/domains`, t, { body: { service: 'web', domain: b.host, container_port: 80, path_prefix: '/claim' } });
+      const claim = await api('POST', `/deployments/${a.deployment}/domains`, t, {
+        body: { service: 'web', domain: b.host, container_port: 80, path_prefix: '/claim' },
+      });
       expect(claim.status, who).toBe(409);
       expect(claim.body.code).toBe('DOMAIN_CLAIMED');
       expect(claim.text, who).not.toContain(b.deployment);
       const vhosts = await api('GET', '/proxy/vhosts', t);
       expect(vhosts.status, who).toBe(200);
-      expect(vhosts.body.data.map((v: { domain: string }) => v.domain), who).toEqual([a.host]);
+      expect(
+        vhosts.body.data.map((v: { domain: string }) => v.domain),
+        who,
+      ).toEqual([a.host]);
       const status = await api('GET', `/proxy/status/${a.deployment}`, t);
       expect(status.status, who).toBe(200);
       hidesB(status.text, who);
@@ -172,7 +212,9 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     // The global operator sees both and is told whose a claimed host is.
     const all = await api('GET', '/proxy/vhosts', globalOp);
     expect(all.body.data.map((v: { domain: string }) => v.domain)).toEqual(expect.arrayContaining([a.host, b.host]));
-    const claim = await api('POST', `/deployments/${a.deployment}/domains`, globalOp, { body: { service: 'web', domain: b.host, container_port: 80, path_prefix: '/claim' } });
+    const claim = await api('POST', `/deployments/${a.deployment}/domains`, globalOp, {
+      body: { service: 'web', domain: b.host, container_port: 80, path_prefix: '/claim' },
+    });
     expect(claim.text).toContain(b.deployment);
   });
 
@@ -180,7 +222,10 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     await asA(async (t, who) => {
       const list = await api('GET', '/certificates', t);
       expect(list.status, who).toBe(200);
-      expect(list.body.data.map((c: { domain: string }) => c.domain), who).toEqual([a.host]);
+      expect(
+        list.body.data.map((c: { domain: string }) => c.domain),
+        who,
+      ).toEqual([a.host]);
       for (const domain of [b.host, free]) {
         const post = await api('POST', '/certificates', t, { body: { domain } });
         expect([post.status, post.body.code], `${who} POST ${domain}`).toEqual([403, 'GLOBAL_SCOPE_REQUIRED']);
@@ -225,7 +270,10 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
       expect(stats.status, who).toBe(200);
       expect(stats.body.data.events.total, who).toBe(mine);
       expect(stats.body.data, who).toMatchObject({ blocked_ips: 1, protected_routes: 1, whitelist_entries: null, auto_block: null, realtime_capture: null });
-      expect(stats.body.data.events.top_ips.map((i: { ip: string }) => i.ip), who).not.toContain('127.0.0.32');
+      expect(
+        stats.body.data.events.top_ips.map((i: { ip: string }) => i.ip),
+        who,
+      ).not.toContain('127.0.0.32');
       hidesB(stats.text, who);
     });
     const all = await api('GET', '/security/stats', globalOp);
@@ -244,10 +292,18 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
       expect(logs.body.meta.total, who).toBe(logs.body.data.length);
       expect(logs.body.meta.total, who).toBeGreaterThanOrEqual(mine);
       // Filters that take other paths through the journal stay inside too.
-      for (const query of [{ status_group: '4xx' }, { source_ip: '127.0.0.32' }, { path: '.env' }, { start_time: new Date(Date.now() - 3_600_000).toISOString() }]) {
+      for (const query of [
+        { status_group: '4xx' },
+        { source_ip: '127.0.0.32' },
+        { path: '.env' },
+        { start_time: new Date(Date.now() - 3_600_000).toISOString() },
+      ]) {
         const r = await api('GET', '/traffic/logs', t, { query });
         expect(r.status, `${who} ${JSON.stringify(query)}`).toBe(200);
-        expect(r.body.data.every((row: Row) => row.deployment === a.deployment), `${who} ${JSON.stringify(query)}`).toBe(true);
+        expect(
+          r.body.data.every((row: Row) => row.deployment === a.deployment),
+          `${who} ${JSON.stringify(query)}`,
+        ).toBe(true);
       }
       expect((await api('GET', '/traffic/logs', t, { query: { source_ip: '127.0.0.32' } })).body.meta.total, who).toBe(0);
       const other = await api('GET', '/traffic/logs', t, { query: { deployment: b.deployment } });
@@ -256,7 +312,10 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
       expect((await api('GET', `/deployments/${b.deployment}/traffic`, t)).status, who).toBe(404);
       const stats = await api('GET', '/traffic/stats', t);
       expect(stats.status, who).toBe(200);
-      expect(stats.body.data.deployments.map((d: Row) => d.deployment), who).toEqual([a.deployment]);
+      expect(
+        stats.body.data.deployments.map((d: Row) => d.deployment),
+        who,
+      ).toEqual([a.deployment]);
       expect(stats.body.data.total.requests, who).toBe(stats.body.data.deployments[0].requests);
       hidesB(stats.text, who);
       const unknown = await api('GET', '/traffic/unknown-domains', t);
@@ -271,8 +330,14 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
   it("protected routes and blocks: the other tenant's ids are 404, global entries are hidden", async () => {
     await asA(async (t, who) => {
       const routes = await api('GET', '/security/protected-routes', t);
-      expect(routes.body.data.map((r: { id: number }) => r.id), who).toEqual([ids.aRoute]);
-      for (const [method, body] of [['PUT', { enabled: false }], ['DELETE', undefined]] as const) {
+      expect(
+        routes.body.data.map((r: { id: number }) => r.id),
+        who,
+      ).toEqual([ids.aRoute]);
+      for (const [method, body] of [
+        ['PUT', { enabled: false }],
+        ['DELETE', undefined],
+      ] as const) {
         const r = await api(method, `/security/protected-routes/${ids.bRoute}`, t, { body });
         expect(r.status, `${who} ${method}`).toBe(404);
         hidesB(r.text, who);
@@ -280,11 +345,21 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
       // Moving its own route to B's deployment, or creating one there.
       const move = await api('PUT', `/security/protected-routes/${ids.aRoute}`, t, { body: { deployment: b.deployment } });
       expect(move.status, who).toBe(404);
-      expect((await api('POST', '/security/protected-routes', t, { body: { path: '/x', method: 'ALL', auth_type: 'basic', credentials: 'x:y', deployment: b.deployment } })).status, who).toBe(404);
+      expect(
+        (
+          await api('POST', '/security/protected-routes', t, {
+            body: { path: '/x', method: 'ALL', auth_type: 'basic', credentials: 'x:y', deployment: b.deployment },
+          })
+        ).status,
+        who,
+      ).toBe(404);
       expect((await api('PUT', `/security/protected-routes/${ids.aRoute}`, t, { body: { enabled: true } })).status, who).toBe(200);
 
       const blocked = await api('GET', '/security/blocked-ips', t);
-      expect(blocked.body.data.map((x: { ip: string; deployment: string }) => [x.ip, x.deployment]), who).toEqual([['127.0.0.41', a.deployment]]);
+      expect(
+        blocked.body.data.map((x: { ip: string; deployment: string }) => [x.ip, x.deployment]),
+        who,
+      ).toEqual([['127.0.0.41', a.deployment]]);
       expect((await api('POST', '/security/blocked-ips', t, { body: { ip: '198.51.100.1', reason: 'x', deployment: b.deployment } })).status, who).toBe(404);
       expect((await api('DELETE', '/security/blocked-ips/127.0.0.42', t, { query: { deployment: b.deployment } })).status, who).toBe(404);
       const global = await api('DELETE', '/security/blocked-ips/127.0.0.43', t);
@@ -295,7 +370,11 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     });
     // B's rules are untouched.
     expect((await api('GET', '/security/protected-routes', b.userToken)).body.data).toEqual([expect.objectContaining({ id: ids.bRoute, enabled: true })]);
-    expect((await api('GET', '/security/blocked-ips', globalOp)).body.data.map((x: { ip: string }) => x.ip).sort()).toEqual(['127.0.0.41', '127.0.0.42', '127.0.0.43']);
+    expect((await api('GET', '/security/blocked-ips', globalOp)).body.data.map((x: { ip: string }) => x.ip).sort()).toEqual([
+      '127.0.0.41',
+      '127.0.0.42',
+      '127.0.0.43',
+    ]);
   });
 
   it('refuses every global write to scoped principals; a global operator still makes them', async () => {
@@ -347,19 +426,39 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
         const r = await api('GET', '/system/logs', t, { query: { source: 'proxy-access', deployment: a.deployment, tail: 0 } });
         return r.body.data.some((l: { line: string }) => l.line.includes('syslog=a')) && r;
       }, `${who}: own access line`);
-      expect(own.body.data.every((l: { line: string }) => JSON.parse(l.line).deployment === a.deployment), who).toBe(true);
+      expect(
+        own.body.data.every((l: { line: string }) => JSON.parse(l.line).deployment === a.deployment),
+        who,
+      ).toBe(true);
       hidesB(own.text, who);
 
       // The websocket: refused without a deployment and for B's; A's own lines only.
-      expect(await socket(`/api/system/logs/stream?source=proxy-access`, t)).toMatchObject({ ready: false, reason: expect.stringContaining('GLOBAL_SCOPE_REQUIRED') });
-      expect(await socket(`/api/system/logs/stream?source=proxy-access&deployment=${b.deployment}`, t)).toMatchObject({ ready: false, reason: expect.stringContaining('NOT_FOUND') });
-      const live = await socket(`/api/system/logs/stream?source=proxy-access&tail=0&deployment=${a.deployment}`, t, async () => {
-        await hit(nginx.httpPort, b.host, '/?ws=b');
-        await hit(nginx.httpPort, a.host, '/?ws=a');
-      }, 'ws=a');
+      expect(await socket(`/api/system/logs/stream?source=proxy-access`, t)).toMatchObject({
+        ready: false,
+        reason: expect.stringContaining('GLOBAL_SCOPE_REQUIRED'),
+      });
+      expect(await socket(`/api/system/logs/stream?source=proxy-access&deployment=${b.deployment}`, t)).toMatchObject({
+        ready: false,
+        reason: expect.stringContaining('NOT_FOUND'),
+      });
+      const live = await socket(
+        `/api/system/logs/stream?source=proxy-access&tail=0&deployment=${a.deployment}`,
+        t,
+        async () => {
+          await hit(nginx.httpPort, b.host, '/?ws=b');
+          await hit(nginx.httpPort, a.host, '/?ws=a');
+        },
+        'ws=a',
+      );
       expect(live.ready, who).toBe(true);
-      expect(live.lines.some((l) => l.includes('ws=a')), who).toBe(true);
-      expect(live.lines.every((l) => JSON.parse(l).deployment === a.deployment), who).toBe(true);
+      expect(
+        live.lines.some((l) => l.includes('ws=a')),
+        who,
+      ).toBe(true);
+      expect(
+        live.lines.every((l) => JSON.parse(l).deployment === a.deployment),
+        who,
+      ).toBe(true);
     });
     const all = await api('GET', '/system/logs', globalOp, { query: { source: 'proxy-access', tail: 50 } });
     expect(all.status).toBe(200);
@@ -378,15 +477,27 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     await event({ source_ip: '127.0.0.34', deployment: depC });
     // Rules that hang on the name: removed with the deployment.
     expect((await agent.api('PUT', `/deployments/${depC}/security`, { body: { blocked_ips: ['198.51.100.9'] } })).status).toBe(200);
-    expect((await agent.api('POST', '/security/protected-routes', { body: { path: '/c', method: 'ALL', auth_type: 'basic', credentials: 'c:pw-c-1', deployment: depC } })).status).toBe(201);
+    expect(
+      (
+        await agent.api('POST', '/security/protected-routes', {
+          body: { path: '/c', method: 'ALL', auth_type: 'basic', credentials: 'c:pw-c-1', deployment: depC },
+        })
+      ).status,
+    ).toBe(201);
     expect((await agent.api('POST', '/security/blocked-ips', { body: { ip: '198.51.100.10', reason: 'c only', deployment: depC } })).status).toBe(201);
 
     expect((await agent.api('DELETE', `/deployments/${depC}`, { query: { remove_files: true } })).status).toBe(200);
     // The rows move (counts included) under `<name>~<time>`, which only global principals reach.
-    const retired = await waitFor(async () => {
-      const s = await agent.api('GET', '/traffic/stats');
-      return s.body.data.deployments.find((d: Row) => typeof d.deployment === 'string' && d.deployment.startsWith(`${depC}~`)) as { deployment: string; requests: number } | undefined;
-    }, 'retired traffic', 15_000, 100);
+    const retired = await waitFor(
+      async () => {
+        const s = await agent.api('GET', '/traffic/stats');
+        return s.body.data.deployments.find((d: Row) => typeof d.deployment === 'string' && d.deployment.startsWith(`${depC}~`)) as
+          { deployment: string; requests: number } | undefined;
+      },
+      'retired traffic',
+      15_000,
+      100,
+    );
     expect(retired.deployment).toMatch(new RegExp(`^${depC}~\\d{14}$`));
     const before = retired.requests;
     expect(before).toBeGreaterThanOrEqual(6);
@@ -395,7 +506,9 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     expect(kept.body.meta.total).toBe(before);
     expect(kept.body.data.filter((r: { path: string }) => /[?]c=/.test(r.path))).toHaveLength(4);
     expect((await agent.api('GET', '/security/events', { query: { deployment: depC } })).body.data).toEqual([]);
-    expect((await agent.api('GET', '/security/events', { query: { deployment: retired.deployment } })).body.data).toEqual([expect.objectContaining({ source_ip: '127.0.0.34' })]);
+    expect((await agent.api('GET', '/security/events', { query: { deployment: retired.deployment } })).body.data).toEqual([
+      expect.objectContaining({ source_ip: '127.0.0.34' }),
+    ]);
     // A retired name is never a deployment: a scoped principal cannot even name it.
     expect((await api('GET', '/traffic/logs', a.userToken, { query: { deployment: retired.deployment } })).status).toBe(404);
 

@@ -5,12 +5,31 @@ import { Detector, isAttackPath } from '../src/security/detector.js';
 import { renderAll, type RenderInput } from '../src/nginx/render.js';
 
 const settings = {
-  realtime_capture: true, auto_block: false, auto_block_duration: 3600, window_seconds: 60, scan_threshold: 5,
-  auth_failure_threshold: 3, rate_threshold: 50, attack_paths: true, event_retention_days: 30,
+  realtime_capture: true,
+  auto_block: false,
+  auto_block_duration: 3600,
+  window_seconds: 60,
+  scan_threshold: 5,
+  auth_failure_threshold: 3,
+  rate_threshold: 50,
+  attack_paths: true,
+  event_retention_days: 30,
 };
 const rec = (over: Partial<TrafficRecord>): TrafficRecord => ({
-  time_ms: 1_700_000_000_000, deployment: 'app', host: 'a.test', method: 'GET', path: '/', status: 200, bytes: 1, duration_ms: 1,
-  source_ip: '10.0.0.1', user_agent: 'ua', blocked: false, protected: false, user: '', ...over,
+  time_ms: 1_700_000_000_000,
+  deployment: 'app',
+  host: 'a.test',
+  method: 'GET',
+  path: '/',
+  status: 200,
+  bytes: 1,
+  duration_ms: 1,
+  source_ip: '10.0.0.1',
+  user_agent: 'ua',
+  blocked: false,
+  protected: false,
+  user: '',
+  ...over,
 });
 
 describe('edge units', () => {
@@ -36,7 +55,9 @@ describe('edge units', () => {
   });
 
   it('parses access-log lines and path patterns', () => {
-    const r = parseLine('{"time":"1700000000.250","deployment":"app","host":"a.test","method":"GET","path":"/x?a=\\"1\\"","status":"404","bytes":"12","duration":"0.015","ip":"1.2.3.4","ua":"u","blocked":"1","protected":"0","user":""}');
+    const r = parseLine(
+      '{"time":"1700000000.250","deployment":"app","host":"a.test","method":"GET","path":"/x?a=\\"1\\"","status":"404","bytes":"12","duration":"0.015","ip":"1.2.3.4","ua":"u","blocked":"1","protected":"0","user":""}',
+    );
     expect(r).toMatchObject({ time_ms: 1_700_000_000_250, status: 404, bytes: 12, duration_ms: 15, path: '/x?a="1"', blocked: true, protected: false });
     expect(parseLine('not json')).toBeNull();
     expect(parseLine('{"time":"x","status":"200"}')).toBeNull();
@@ -49,7 +70,9 @@ describe('edge units', () => {
     const scan = Array.from({ length: 12 }, (_, i) => rec({ status: 404, path: `/m${i}`, time_ms: 1_700_000_000_000 + i }));
     const events = d.observe(scan);
     expect(events.map((e) => e.type)).toEqual(['scan']);
-    const auth = Array.from({ length: 4 }, (_, i) => rec({ source_ip: '10.0.0.2', status: 401, protected: true, user: 'admin', time_ms: 1_700_000_000_100 + i }));
+    const auth = Array.from({ length: 4 }, (_, i) =>
+      rec({ source_ip: '10.0.0.2', status: 401, protected: true, user: 'admin', time_ms: 1_700_000_000_100 + i }),
+    );
     expect(d.observe(auth).map((e) => e.type)).toEqual(['auth_failure']);
     expect(d.observe([rec({ source_ip: '10.0.0.3', path: '/wp-login.php' })]).map((e) => e.type)).toEqual(['attack_path']);
     expect(d.observe([rec({ source_ip: '10.0.0.4', blocked: true, status: 403 })]).map((e) => e.type)).toEqual(['blocked_ip_hit']);
@@ -63,15 +86,40 @@ describe('edge units', () => {
 
   it('renders vhosts with prefixes, overlays and TLS', () => {
     const input: RenderInput = {
-      layout: { configDir: '/etc/nginx/agent', webroot: '/var/www/acme', accessLog: '/var/log/a.log', httpPort: 80, httpsPort: 443, listenAddress: '', defaultServer: true },
-      sites: [{
-        host: 'a.test', deployment: 'app', names: ['a.test', 'www.a.test'], tls: { cert: '/c.pem', key: '/k.pem' },
-        routes: [{ domainId: '1', prefix: '/', strip: false, upstream: '172.17.0.2:80' }, { domainId: '2', prefix: '/api', strip: true, upstream: null }],
-      }],
+      layout: {
+        configDir: '/etc/nginx/agent',
+        webroot: '/var/www/acme',
+        accessLog: '/var/log/a.log',
+        httpPort: 80,
+        httpsPort: 443,
+        listenAddress: '',
+        defaultServer: true,
+      },
+      sites: [
+        {
+          host: 'a.test',
+          deployment: 'app',
+          names: ['a.test', 'www.a.test'],
+          tls: { cert: '/c.pem', key: '/k.pem' },
+          routes: [
+            { domainId: '1', prefix: '/', strip: false, upstream: '172.17.0.2:80' },
+            { domainId: '2', prefix: '/api', strip: true, upstream: null },
+          ],
+        },
+      ],
       security: {
-        blocked: ['1.2.3.4'], allowNets: ['10.0.0.0/8'], allowPaths: ['/health'], deploymentBlocks: { app: ['5.6.7.8'] },
-        overlays: { app: [{ path: '/admin', auth: { id: '7', methods: ['POST'], file: '/etc/nginx/agent/security/htpasswd/route-7' } }, { path: '/api/v1', rate: { zone: 'z', burst: 0 } }] },
-        rateZones: [{ zone: 'z', rate: 5 }], htpasswd: {},
+        blocked: ['1.2.3.4'],
+        allowNets: ['10.0.0.0/8'],
+        allowPaths: ['/health'],
+        deploymentBlocks: { app: ['5.6.7.8'] },
+        overlays: {
+          app: [
+            { path: '/admin', auth: { id: '7', methods: ['POST'], file: '/etc/nginx/agent/security/htpasswd/route-7' } },
+            { path: '/api/v1', rate: { zone: 'z', burst: 0 } },
+          ],
+        },
+        rateZones: [{ zone: 'z', rate: 5 }],
+        htpasswd: {},
       },
     };
     const files = renderAll(input);

@@ -54,9 +54,22 @@ const IMAGE = /^[a-z0-9][a-z0-9._\/:@-]{0,254}$/;
 const BIND = /^[0-9a-f.:]{2,45}$/i;
 
 const image = (def: string): SettingSpec => ({ type: 'string', default: def, pattern: IMAGE, description: 'container image' });
-const port = (def: number, what: string): SettingSpec => ({ type: 'integer', default: def, min: 0, max: 65535, description: `host port of ${what} (0: not published)` });
+const port = (def: number, what: string): SettingSpec => ({
+  type: 'integer',
+  default: def,
+  min: 0,
+  max: 65535,
+  description: `host port of ${what} (0: not published)`,
+});
 const bind = (def: string): SettingSpec => ({ type: 'string', default: def, pattern: BIND, description: 'host address ports are published on' });
-const secret = (description: string): SettingSpec => ({ type: 'string', default: '', secret: true, generate: true, pattern: /^[A-Za-z0-9_.~+\/=-]{0,256}$/, description });
+const secret = (description: string): SettingSpec => ({
+  type: 'string',
+  default: '',
+  secret: true,
+  generate: true,
+  pattern: /^[A-Za-z0-9_.~+\/=-]{0,256}$/,
+  description,
+});
 
 const sharedNetworks = (keys: NetworkKey[], c: RenderContext) => Object.fromEntries(keys.map((k) => [k, { external: true, name: c.networks[k] }]));
 
@@ -168,7 +181,11 @@ export const TEMPLATES: Template[] = [
             init: true,
             environment: { PDNS_AUTH_API_KEY: '${PDNS_AUTH_API_KEY}' },
             volumes: ['data:/var/lib/powerdns'],
-            ports: [...publish(s.api_bind!, s.api_port!, 8081), ...publish(s.dns_bind!, s.dns_port!, 53, '/udp'), ...publish(s.dns_bind!, s.dns_port!, 53, '/tcp')],
+            ports: [
+              ...publish(s.api_bind!, s.api_port!, 8081),
+              ...publish(s.dns_bind!, s.dns_port!, 53, '/udp'),
+              ...publish(s.dns_bind!, s.dns_port!, 53, '/tcp'),
+            ],
             networks: { shared: { aliases: ['dns'] } },
             labels: label('dns', c),
             healthcheck: { test: ['CMD', 'pdns_control', 'rping'], interval: '5s', timeout: '5s', retries: 5, start_period: '5s' },
@@ -190,7 +207,12 @@ export function mergeSettings(template: Template, current: Record<string, Settin
   for (const [key, value] of Object.entries(patch)) {
     const spec = template.settings[key];
     const field = `settings.${key}`;
-    if (!spec) throw errors.badRequest(`${field}: '${template.name}' has no setting '${key}' (known: ${Object.keys(template.settings).join(', ') || 'none'})`, 'VALIDATION_FAILED', { field });
+    if (!spec)
+      throw errors.badRequest(
+        `${field}: '${template.name}' has no setting '${key}' (known: ${Object.keys(template.settings).join(', ') || 'none'})`,
+        'VALIDATION_FAILED',
+        { field },
+      );
     if (spec.type === 'integer') {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < (spec.min ?? -Infinity) || value > (spec.max ?? Infinity)) {
         throw errors.badRequest(`${field}: must be an integer between ${spec.min} and ${spec.max}`, 'VALIDATION_FAILED', { field });

@@ -33,13 +33,18 @@ let dnsPort: number;
 function run(cmd: string, args: string[], cwd?: string): Promise<{ status: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(cmd, args, { encoding: 'utf8', cwd, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) =>
-      resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }));
+      resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+    );
   });
 }
 const docker = (...args: string[]) => run('docker', args);
 const dig = async (name: string, type: string) => {
   const r = await run('dig', ['@127.0.0.1', '-p', String(dnsPort), '+short', '+norecurse', '+time=2', '+tries=2', name, type]);
-  return r.stdout.split('\n').map((l) => l.trim()).filter(Boolean).sort();
+  return r.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .sort();
 };
 
 async function until<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolean, ms = 60_000): Promise<T> {
@@ -92,8 +97,13 @@ describe('infrastructure services', () => {
 
   it('refuses bad settings with 400 and changes nothing', async () => {
     const bad: Record<string, unknown>[] = [
-      { dns_port: 'fifty-three' }, { dns_port: 70000 }, { image: 'evil image; rm -rf /' }, { image: "x\nprivileged: true" },
-      { api_bind: 'example.com' }, { unknown_key: 'x' }, { api_key: 'has spaces and "quotes"' },
+      { dns_port: 'fifty-three' },
+      { dns_port: 70000 },
+      { image: 'evil image; rm -rf /' },
+      { image: 'x\nprivileged: true' },
+      { api_bind: 'example.com' },
+      { unknown_key: 'x' },
+      { api_key: 'has spaces and "quotes"' },
     ];
     for (const settings of bad) {
       const res = await agent.api('PUT', '/infrastructure/dns/settings', { body: { settings } });
@@ -121,12 +131,18 @@ describe('infrastructure services', () => {
   });
 
   it('starts the DNS server through the dns plugin; it serves the API and records on its ports', async () => {
-    expect((await agent.api('PUT', '/infrastructure/dns/settings', { body: { settings: { image: PDNS_IMAGE, dns_port: dnsPort, dns_bind: '127.0.0.1' } } })).status).toBe(200);
+    expect(
+      (await agent.api('PUT', '/infrastructure/dns/settings', { body: { settings: { image: PDNS_IMAGE, dns_port: dnsPort, dns_bind: '127.0.0.1' } } })).status,
+    ).toBe(200);
     const enabled = await agent.api('POST', '/dns/dnsserver/enable');
     expect(enabled.status, enabled.text).toBe(200);
     expect(enabled.body.data.service).toMatchObject({ status: expect.stringMatching(/running|starting/) });
 
-    const status = await until('dns status', async () => (await agent.api('GET', '/dns/dnsserver/status')).body.data, (d) => d.reachable && d.error === null);
+    const status = await until(
+      'dns status',
+      async () => (await agent.api('GET', '/dns/dnsserver/status')).body.data,
+      (d) => d.reachable && d.error === null,
+    );
     expect(status).toMatchObject({ reachable: true, zone_count: 0, version: expect.any(String) });
 
     const zone = await agent.api('POST', '/dns/dnsserver/zones', { body: { name: `${RUN}.example.`, nameservers: [`ns1.${RUN}.example.`] } });
@@ -137,12 +153,23 @@ describe('infrastructure services', () => {
     expect(rr.status, rr.text).toBe(200);
     expect(await dig(`www.${RUN}.example.`, 'A')).toEqual(['198.51.100.7']);
 
-    const infra = await until('dns healthy', async () => (await agent.api('GET', '/infrastructure/dns')).body.data, (d) => d.health === 'healthy');
-    expect(infra).toMatchObject({ status: 'running', enabled: true, health: 'healthy', services: [expect.objectContaining({ name: 'dns', status: 'running', image: PDNS_IMAGE })] });
-    expect(infra.ports).toEqual(expect.arrayContaining([
-      expect.objectContaining({ service: 'dns', host_port: apiPort, container_port: 8081, protocol: 'tcp' }),
-      expect.objectContaining({ service: 'dns', host_port: dnsPort, container_port: 53, protocol: 'udp' }),
-    ]));
+    const infra = await until(
+      'dns healthy',
+      async () => (await agent.api('GET', '/infrastructure/dns')).body.data,
+      (d) => d.health === 'healthy',
+    );
+    expect(infra).toMatchObject({
+      status: 'running',
+      enabled: true,
+      health: 'healthy',
+      services: [expect.objectContaining({ name: 'dns', status: 'running', image: PDNS_IMAGE })],
+    });
+    expect(infra.ports).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ service: 'dns', host_port: apiPort, container_port: 8081, protocol: 'tcp' }),
+        expect.objectContaining({ service: 'dns', host_port: dnsPort, container_port: 53, protocol: 'udp' }),
+      ]),
+    );
   });
 
   it('shows logs with tail and filter', async () => {
@@ -158,8 +185,25 @@ describe('infrastructure services', () => {
   });
 
   it('lets a deployment container join the shared network and reach the service by its alias', async () => {
-    const started = await docker('run', '-d', '--name', APP_CONTAINER, '--label', 'agent.test=1', '--label', `com.docker.compose.project=${APP}`,
-      '--label', 'com.docker.compose.service=web', 'agent-test/busybox:latest', 'httpd', '-f', '-p', '80', '-h', '/www');
+    const started = await docker(
+      'run',
+      '-d',
+      '--name',
+      APP_CONTAINER,
+      '--label',
+      'agent.test=1',
+      '--label',
+      `com.docker.compose.project=${APP}`,
+      '--label',
+      'com.docker.compose.service=web',
+      'agent-test/busybox:latest',
+      'httpd',
+      '-f',
+      '-p',
+      '80',
+      '-h',
+      '/www',
+    );
     expect(started.status, started.stderr).toBe(0);
     const attached = await agent.api('POST', `/infrastructure/networks/${SHARED}/attach`, { body: { deployment: APP } });
     expect(attached.status, attached.text).toBe(200);
@@ -181,7 +225,11 @@ describe('infrastructure services', () => {
   it('restarts the DNS server through the dns plugin and keeps its zones', async () => {
     const res = await agent.api('POST', '/dns/dnsserver/restart');
     expect(res.status, res.text).toBe(200);
-    await until('dns back', async () => (await agent.api('GET', '/dns/dnsserver/status')).body.data, (d) => d.reachable && d.zone_count === 1);
+    await until(
+      'dns back',
+      async () => (await agent.api('GET', '/dns/dnsserver/status')).body.data,
+      (d) => d.reachable && d.zone_count === 1,
+    );
     expect(await dig(`www.${RUN}.example.`, 'A')).toEqual(['198.51.100.7']);
   });
 
@@ -193,7 +241,11 @@ describe('infrastructure services', () => {
 
     const started = await agent.api('POST', '/infrastructure/dns/start');
     expect(started.status).toBe(200);
-    await until('dns up', async () => (await agent.api('GET', '/dns/dnsserver/status')).body.data, (d) => d.reachable && d.zone_count === 1);
+    await until(
+      'dns up',
+      async () => (await agent.api('GET', '/dns/dnsserver/status')).body.data,
+      (d) => d.reachable && d.zone_count === 1,
+    );
     const stopped = await agent.api('POST', '/infrastructure/dns/stop');
     expect(stopped.status).toBe(200);
     expect(stopped.body.data.status).toBe('stopped');
@@ -208,7 +260,11 @@ describe('infrastructure services', () => {
     expect(started.status, started.text).toBe(200);
     expect(started.body.data.settings.password).toBe('[redacted]');
     expect(started.text).not.toContain(password);
-    const healthy = await until('database healthy', async () => (await agent.api('GET', '/infrastructure/database')).body.data, (d) => d.health === 'healthy');
+    const healthy = await until(
+      'database healthy',
+      async () => (await agent.api('GET', '/infrastructure/database')).body.data,
+      (d) => d.health === 'healthy',
+    );
     expect(healthy.ports).toContainEqual(expect.objectContaining({ service: 'database', host_ip: '127.0.0.1', host_port: port, container_port: 5432 }));
     const test = await agent.api('POST', '/databases/test', { body: { type: 'postgres', host: '127.0.0.1', port, username: 'postgres', password } });
     expect(test.status, test.text).toBe(200);
@@ -229,7 +285,11 @@ describe('infrastructure services', () => {
       body: { settings: { image: REDIS_IMAGE, password, port, bind: '127.0.0.1', max_memory_mb: 64 } },
     });
     expect(started.status, started.text).toBe(200);
-    await until('cache healthy', async () => (await agent.api('GET', '/infrastructure/cache')).body.data, (d) => d.health === 'healthy');
+    await until(
+      'cache healthy',
+      async () => (await agent.api('GET', '/infrastructure/cache')).body.data,
+      (d) => d.health === 'healthy',
+    );
     const cli = (...args: string[]) => run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), '--no-auth-warning', ...args]);
     expect((await cli('-a', password, 'SET', 'greeting', 'hello')).stdout.trim()).toBe('OK');
     expect((await cli('-a', password, 'GET', 'greeting')).stdout.trim()).toBe('hello');

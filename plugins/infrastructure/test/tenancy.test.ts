@@ -21,10 +21,12 @@ const BOX_A = `${RUN}-a-web`;
 function docker(...args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile('docker', args, { encoding: 'utf8' }, (err, stdout, stderr) =>
-      resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }));
+      resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+    );
   });
 }
-const networksOf = async (container: string) => Object.keys(JSON.parse((await docker('inspect', '-f', '{{json .NetworkSettings.Networks}}', container)).stdout));
+const networksOf = async (container: string) =>
+  Object.keys(JSON.parse((await docker('inspect', '-f', '{{json .NetworkSettings.Networks}}', container)).stdout));
 
 describe('infrastructure and tenants', () => {
   let agent: TestAgent;
@@ -39,8 +41,22 @@ describe('infrastructure and tenants', () => {
       config: { infrastructure: { project_prefix: `${RUN}-infra`, network_prefix: NETWORK_PREFIX, labels: { 'agent.test': '1' } } },
     });
     // Tenant A's deployment: a running container of its compose project.
-    const started = await docker('run', '-d', '--name', BOX_A, '--label', 'agent.test=1', '--label', `com.docker.compose.project=${A}`,
-      '--label', 'com.docker.compose.service=web', 'agent-test/busybox:latest', 'sh', '-c', 'while true; do sleep 1; done');
+    const started = await docker(
+      'run',
+      '-d',
+      '--name',
+      BOX_A,
+      '--label',
+      'agent.test=1',
+      '--label',
+      `com.docker.compose.project=${A}`,
+      '--label',
+      'com.docker.compose.service=web',
+      'agent-test/busybox:latest',
+      'sh',
+      '-c',
+      'while true; do sleep 1; done',
+    );
     expect(started.status, started.stderr).toBe(0);
     [alice, bob] = await Promise.all([createTenant(agent, `alice${RUN}`, [A]), createTenant(agent, `bob${RUN}`, [B])]);
     operator = await createGlobalUser(agent, `gop${RUN}`);
@@ -69,7 +85,8 @@ describe('infrastructure and tenants', () => {
         ['POST', `/infrastructure/networks/${SHARED}/attach`, { deployment: own }],
         ['POST', `/infrastructure/networks/${SHARED}/detach`, { deployment: own }],
         ['POST', `/infrastructure/networks/${SHARED}/attach`, { deployment: own === A ? B : A }],
-      ] as const) expectGlobalOnly(await agent.api(method, path, { token, body }), `${who} ${method} ${path} ${JSON.stringify(body ?? '')}`);
+      ] as const)
+        expectGlobalOnly(await agent.api(method, path, { token, body }), `${who} ${method} ${path} ${JSON.stringify(body ?? '')}`);
     }
     // Nothing was created or changed: the shared network does not exist, A's container is on its own network only.
     expect((await docker('network', 'inspect', SHARED)).status).not.toBe(0);

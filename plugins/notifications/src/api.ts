@@ -8,8 +8,16 @@ export type NotificationSeverity = 'info' | 'warning' | 'critical';
 
 /** Kinds of messages targets can subscribe to. */
 export const NOTIFICATION_EVENTS = [
-  'alert.fired', 'alert.resolved', 'health.recovered', 'health.gave_up', 'backup.failed', 'deployment.failed',
-  'certificate.renewal_failed', 'certificate.expiring', 'security.ip_blocked', 'test',
+  'alert.fired',
+  'alert.resolved',
+  'health.recovered',
+  'health.gave_up',
+  'backup.failed',
+  'deployment.failed',
+  'certificate.renewal_failed',
+  'certificate.expiring',
+  'security.ip_blocked',
+  'test',
 ] as const;
 export type NotificationEvent = (typeof NOTIFICATION_EVENTS)[number];
 

@@ -50,10 +50,14 @@ const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((done) => {
     if (signal.aborted) return done();
     const t = setTimeout(done, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(t);
-      done();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        done();
+      },
+      { once: true },
+    );
   });
 
 export class Dispatcher {
@@ -85,10 +89,12 @@ export class Dispatcher {
       const wanted = new Set(m.targets);
       return enabled.filter((t) => wanted.has(t.id) || wanted.has(t.name));
     }
-    return enabled.filter((t) =>
-      (t.events.length === 0 || t.events.includes(m.event)) &&
-      (t.severities.length === 0 || t.severities.includes(m.severity)) &&
-      (t.deployments.length === 0 || (!!m.deployment && t.deployments.includes(m.deployment))));
+    return enabled.filter(
+      (t) =>
+        (t.events.length === 0 || t.events.includes(m.event)) &&
+        (t.severities.length === 0 || t.severities.includes(m.severity)) &&
+        (t.deployments.length === 0 || (!!m.deployment && t.deployments.includes(m.deployment))),
+    );
   }
 
   send(m: NotificationMessage): string[] {
@@ -151,10 +157,27 @@ export class Dispatcher {
     this.record(target, target.id, m, 'failed', attempts, lastError, Date.now() - started);
   }
 
-  private record(target: Target | null, targetId: string, m: Outgoing, status: DeliveryRecord['status'], attempts: number, error: string | null, duration: number): void {
+  private record(
+    target: Target | null,
+    targetId: string,
+    m: Outgoing,
+    status: DeliveryRecord['status'],
+    attempts: number,
+    error: string | null,
+    duration: number,
+  ): void {
     this.insert.run({
-      time: new Date().toISOString(), target_id: targetId, target_name: target?.name ?? targetId, event: m.event, severity: m.severity,
-      title: m.title.slice(0, 500), deployment: m.deployment ?? null, status, attempts, error, duration_ms: duration,
+      time: new Date().toISOString(),
+      target_id: targetId,
+      target_name: target?.name ?? targetId,
+      event: m.event,
+      severity: m.severity,
+      title: m.title.slice(0, 500),
+      deployment: m.deployment ?? null,
+      status,
+      attempts,
+      error,
+      duration_ms: duration,
     });
     if (++this.inserted % 50 === 0) this.trim.run(this.options.logMax);
   }
@@ -173,7 +196,9 @@ export class Dispatcher {
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM deliveries ${clause}`).get(...args) as { n: number }).n;
-    const items = this.db.prepare(`SELECT * FROM deliveries ${clause} ORDER BY id DESC LIMIT ? OFFSET ?`).all(...args, filter.limit, filter.offset) as DeliveryRecord[];
+    const items = this.db
+      .prepare(`SELECT * FROM deliveries ${clause} ORDER BY id DESC LIMIT ? OFFSET ?`)
+      .all(...args, filter.limit, filter.offset) as DeliveryRecord[];
     return { items, total };
   }
 

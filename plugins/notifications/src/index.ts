@@ -36,25 +36,47 @@ const TargetInput = Type.Object({
   id: Type.Optional(Type.String({ pattern: ID, description: 'kept from a previous read; generated when absent' })),
   name: Type.String({ minLength: 1, maxLength: 100 }),
   url: Secret({
-    minLength: 1, maxLength: 2048,
+    minLength: 1,
+    maxLength: 2048,
     description: 'generic+https://…, generic+http://…, slack://…, discord://…, telegram://…, smtp://…; a masked URL read back unchanged keeps the stored one',
   }),
   enabled: Type.Optional(Type.Boolean({ default: true })),
   events: Type.Optional(Type.Array(EventName, { uniqueItems: true, default: [], description: 'events this target receives; empty: all' })),
   severities: Type.Optional(Type.Array(Severity, { uniqueItems: true, default: [], description: 'severities it receives; empty: all' })),
-  deployments: Type.Optional(Type.Array(FilterDeployment, { uniqueItems: true, default: [], description: 'deployments it receives messages about; empty: all. A deleted deployment stays here under its retired name (`<name>~<time>`)' })),
+  deployments: Type.Optional(
+    Type.Array(FilterDeployment, {
+      uniqueItems: true,
+      default: [],
+      description: 'deployments it receives messages about; empty: all. A deleted deployment stays here under its retired name (`<name>~<time>`)',
+    }),
+  ),
 });
 type TargetInput = Static<typeof TargetInput>;
 
 const Delivery = Type.Object({
-  id: Type.Integer(), time: Type.String(), target_id: Type.Union([Type.String(), Type.Null()]), target_name: Type.String(),
-  event: Type.String(), severity: Type.String(), title: Type.String(), deployment: Type.Union([Type.String(), Type.Null()]),
-  status: Type.String(), attempts: Type.Integer(), error: Type.Union([Type.String(), Type.Null()]), duration_ms: Type.Integer(),
+  id: Type.Integer(),
+  time: Type.String(),
+  target_id: Type.Union([Type.String(), Type.Null()]),
+  target_name: Type.String(),
+  event: Type.String(),
+  severity: Type.String(),
+  title: Type.String(),
+  deployment: Type.Union([Type.String(), Type.Null()]),
+  status: Type.String(),
+  attempts: Type.Integer(),
+  error: Type.Union([Type.String(), Type.Null()]),
+  duration_ms: Type.Integer(),
 });
 
 const view = (t: Target) => ({
-  id: t.id, name: t.name, url: maskTargetUrl(t.url), scheme: t.url.slice(0, t.url.indexOf('://')), enabled: t.enabled,
-  events: t.events, severities: t.severities, deployments: t.deployments,
+  id: t.id,
+  name: t.name,
+  url: maskTargetUrl(t.url),
+  scheme: t.url.slice(0, t.url.indexOf('://')),
+  enabled: t.enabled,
+  events: t.events,
+  severities: t.severities,
+  deployments: t.deployments,
 });
 
 export default definePlugin({
@@ -62,17 +84,23 @@ export default definePlugin({
   version: '0.1.0',
   description: 'Notification targets (webhooks, Slack, Discord, Telegram, e-mail) and delivery of agent events',
   config: Type.Object({
-    notifications: Type.Object({
-      retries: Type.Integer({ minimum: 0, maximum: 10, default: 3, description: 'extra attempts after a failed delivery' }),
-      retry_backoff_ms: Type.Integer({ minimum: 1, maximum: 600_000, default: 2000, description: 'wait before the first retry; doubles each time' }),
-      log_max: Type.Integer({ minimum: 10, maximum: 100_000, default: 1000, description: 'delivery log entries kept' }),
-      queue_max: Type.Integer({ minimum: 1, maximum: 10_000, default: 200, description: 'messages waiting per target before the oldest is dropped' }),
-      endpoints: Type.Object({
-        slack: Type.String({ pattern: '^https?://', default: 'https://hooks.slack.com' }),
-        discord: Type.String({ pattern: '^https?://', default: 'https://discord.com' }),
-        telegram: Type.String({ pattern: '^https?://', default: 'https://api.telegram.org' }),
-      }, { default: {}, description: 'API base URLs of the chat services (for a relay or a test double)' }),
-    }, { default: {} }),
+    notifications: Type.Object(
+      {
+        retries: Type.Integer({ minimum: 0, maximum: 10, default: 3, description: 'extra attempts after a failed delivery' }),
+        retry_backoff_ms: Type.Integer({ minimum: 1, maximum: 600_000, default: 2000, description: 'wait before the first retry; doubles each time' }),
+        log_max: Type.Integer({ minimum: 10, maximum: 100_000, default: 1000, description: 'delivery log entries kept' }),
+        queue_max: Type.Integer({ minimum: 1, maximum: 10_000, default: 200, description: 'messages waiting per target before the oldest is dropped' }),
+        endpoints: Type.Object(
+          {
+            slack: Type.String({ pattern: '^https?://', default: 'https://hooks.slack.com' }),
+            discord: Type.String({ pattern: '^https?://', default: 'https://discord.com' }),
+            telegram: Type.String({ pattern: '^https?://', default: 'https://api.telegram.org' }),
+          },
+          { default: {}, description: 'API base URLs of the chat services (for a relay or a test double)' },
+        ),
+      },
+      { default: {} },
+    ),
   }),
   resources: {
     // Global: the targets are everyone's (a team channel, an on-call address); only principals with global scope reach them.
@@ -84,10 +112,19 @@ export default definePlugin({
     const cfg = ctx.config.notifications;
     // Target URLs carry credentials: the document is encrypted at rest.
     const doc = await ctx.store.secureDocument({ targets: [] as Target[] }, 'targets');
-    const dispatcher = new Dispatcher(ctx.store.journal(), () => doc.data.targets, {
-      retries: cfg.retries, backoffMs: cfg.retry_backoff_ms, logMax: cfg.log_max, queueMax: cfg.queue_max,
-      endpoints: cfg.endpoints, agentName: hostname(),
-    }, ctx.log);
+    const dispatcher = new Dispatcher(
+      ctx.store.journal(),
+      () => doc.data.targets,
+      {
+        retries: cfg.retries,
+        backoffMs: cfg.retry_backoff_ms,
+        logMax: cfg.log_max,
+        queueMax: cfg.queue_max,
+        endpoints: cfg.endpoints,
+        agentName: hostname(),
+      },
+      ctx.log,
+    );
     ctx.onClose(() => dispatcher.stop());
 
     const send = async (m: NotificationMessage) => ({ queued: dispatcher.send(m) });
@@ -115,7 +152,10 @@ export default definePlugin({
         let url = t.url;
         if (url.includes(MASK)) {
           if (!previous || maskTargetUrl(previous.url) !== url) {
-            throw errors.badRequest(`${label}: the url contains a masked secret (****); send the full URL`, 'INVALID_TARGET_URL', { field: `[${i}].url`, target: t.name });
+            throw errors.badRequest(`${label}: the url contains a masked secret (****); send the full URL`, 'INVALID_TARGET_URL', {
+              field: `[${i}].url`,
+              target: t.name,
+            });
           }
           url = previous.url;
         }
@@ -129,22 +169,35 @@ export default definePlugin({
         if (ids.has(id)) throw errors.badRequest(`${label}: duplicate id '${id}'`, 'VALIDATION_FAILED', { field: `[${i}].id`, target: t.name });
         ids.add(id);
         return {
-          id, name: t.name, url, enabled: t.enabled ?? true, events: t.events ?? [], severities: t.severities ?? [], deployments: t.deployments ?? [],
+          id,
+          name: t.name,
+          url,
+          enabled: t.enabled ?? true,
+          events: t.events ?? [],
+          severities: t.severities ?? [],
+          deployments: t.deployments ?? [],
         };
       });
     };
 
     ctx.route({
-      method: 'GET', path: '/notifications/targets', permission: 'notifications:read', operationId: 'notifications.listTargets',
+      method: 'GET',
+      path: '/notifications/targets',
+      permission: 'notifications:read',
+      operationId: 'notifications.listTargets',
       summary: 'Delivery targets (secrets in URLs masked)',
       response: Type.Array(TargetView),
       handler: () => doc.data.targets.map(view),
     });
 
     ctx.route({
-      method: 'PUT', path: '/notifications/targets', permission: 'notifications:write', operationId: 'notifications.replaceTargets',
+      method: 'PUT',
+      path: '/notifications/targets',
+      permission: 'notifications:write',
+      operationId: 'notifications.replaceTargets',
       summary: 'Replace the delivery targets (the whole array)',
-      description: 'Each target is a URL plus filters. An invalid URL is refused with 400 naming the target. To keep a stored secret, send back the masked URL from GET unchanged (with the target id).',
+      description:
+        'Each target is a URL plus filters. An invalid URL is refused with 400 naming the target. To keep a stored secret, send back the masked URL from GET unchanged (with the target id).',
       body: Type.Array(TargetInput, { maxItems: 100 }),
       response: Type.Array(TargetView),
       handler: async (req) => {
@@ -157,7 +210,11 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'POST', path: '/notifications/test', permission: 'notifications:write', operationId: 'notifications.test', audit: true,
+      method: 'POST',
+      path: '/notifications/test',
+      permission: 'notifications:write',
+      operationId: 'notifications.test',
+      audit: true,
       summary: 'Send a test message to a URL or a stored target (one attempt, now)',
       body: Type.Object({
         url: Type.Optional(Secret({ minLength: 1, maxLength: 2048 })),
@@ -185,8 +242,13 @@ export default definePlugin({
         const started = Date.now();
         try {
           await dispatcher.sendOnce(target, {
-            event: 'test', severity: 'info', title: 'Test notification', message: message ?? `This is a test message from the agent on ${hostname()}.`,
-            deployment: null, time: new Date().toISOString(), agent: hostname(),
+            event: 'test',
+            severity: 'info',
+            title: 'Test notification',
+            message: message ?? `This is a test message from the agent on ${hostname()}.`,
+            deployment: null,
+            time: new Date().toISOString(),
+            agent: hostname(),
           });
         } catch (err) {
           if (err instanceof DeliveryError) throw new HttpError(502, 'NOTIFICATION_FAILED', `delivery to ${maskTargetUrl(target)} failed: ${err.message}`);
@@ -197,10 +259,14 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'POST', path: '/notifications/send', permission: 'notifications:write', operationId: 'notifications.send',
+      method: 'POST',
+      path: '/notifications/send',
+      permission: 'notifications:write',
+      operationId: 'notifications.send',
       summary: 'Queue a message for the targets that receive it (used by apps such as the observability app)',
-      description: 'With `targets` (ids or names) the message goes to those enabled targets whatever their filters; otherwise to every enabled target whose events, severities and deployments match. '
-        + 'Global, also with a `deployment`: the targets belong to everyone, a principal limited to its deployments may not message them (403 GLOBAL_SCOPE_REQUIRED).',
+      description:
+        'With `targets` (ids or names) the message goes to those enabled targets whatever their filters; otherwise to every enabled target whose events, severities and deployments match. ' +
+        'Global, also with a `deployment`: the targets belong to everyone, a principal limited to its deployments may not message them (403 GLOBAL_SCOPE_REQUIRED).',
       // Not bound to `deployment`: naming one's own deployment must not open the global targets to a scoped principal.
       body: Type.Object({
         event: EventName,
@@ -220,7 +286,10 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'GET', path: '/notifications/deliveries', permission: 'notifications:read', operationId: 'notifications.listDeliveries',
+      method: 'GET',
+      path: '/notifications/deliveries',
+      permission: 'notifications:read',
+      operationId: 'notifications.listDeliveries',
       summary: 'The delivery log, newest first (bounded)',
       query: Type.Object({
         target: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'target id or name' })),

@@ -9,7 +9,10 @@ export interface Endpoints {
 }
 
 export class DeliveryError extends Error {
-  constructor(message: string, readonly retryable = true) {
+  constructor(
+    message: string,
+    readonly retryable = true,
+  ) {
     super(message);
   }
 }
@@ -59,21 +62,34 @@ export async function deliver(target: ParsedTarget, m: Outgoing, endpoints: Endp
       return post(target.url.toString(), payload, `webhook ${target.url.host}`, headers);
     }
     case 'slack':
-      return post(join(endpoints.slack, `/services/${target.tokens.map(encodeURIComponent).join('/')}`), {
-        text: `*${m.title}*\n${plainText(m)}`,
-        ...(target.botname ? { username: target.botname } : {}),
-        ...(target.channel ? { channel: target.channel } : {}),
-      }, 'slack');
+      return post(
+        join(endpoints.slack, `/services/${target.tokens.map(encodeURIComponent).join('/')}`),
+        {
+          text: `*${m.title}*\n${plainText(m)}`,
+          ...(target.botname ? { username: target.botname } : {}),
+          ...(target.channel ? { channel: target.channel } : {}),
+        },
+        'slack',
+      );
     case 'discord':
-      return post(join(endpoints.discord, `/api/webhooks/${target.webhookId}/${encodeURIComponent(target.token)}`), {
-        content: `**${m.title}**\n${plainText(m)}`.slice(0, 2000),
-        ...(target.username ? { username: target.username } : {}),
-      }, 'discord');
+      return post(
+        join(endpoints.discord, `/api/webhooks/${target.webhookId}/${encodeURIComponent(target.token)}`),
+        {
+          content: `**${m.title}**\n${plainText(m)}`.slice(0, 2000),
+          ...(target.username ? { username: target.username } : {}),
+        },
+        'discord',
+      );
     case 'telegram':
       for (const chat of target.chats) {
-        await post(join(endpoints.telegram, `/bot${target.token}/sendMessage`), {
-          chat_id: chat, text: `${m.title}\n${plainText(m)}`.slice(0, 4096),
-        }, `telegram chat ${chat}`);
+        await post(
+          join(endpoints.telegram, `/bot${target.token}/sendMessage`),
+          {
+            chat_id: chat,
+            text: `${m.title}\n${plainText(m)}`.slice(0, 4096),
+          },
+          `telegram chat ${chat}`,
+        );
       }
       return;
     case 'smtp': {

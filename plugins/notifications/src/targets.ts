@@ -15,9 +15,15 @@ export type ParsedTarget =
   | { kind: 'discord'; token: string; webhookId: string; username: string | null }
   | { kind: 'telegram'; token: string; chats: string[] }
   | {
-    kind: 'smtp'; host: string; port: number; username: string; password: string; from: string; to: string[];
-    encryption: 'auto' | 'none' | 'starttls' | 'tls';
-  };
+      kind: 'smtp';
+      host: string;
+      port: number;
+      username: string;
+      password: string;
+      from: string;
+      to: string[];
+      encryption: 'auto' | 'none' | 'starttls' | 'tls';
+    };
 
 export class TargetUrlError extends Error {}
 
@@ -56,6 +62,7 @@ const dec = (s: string) => {
 
 export function parseTargetUrl(raw: string): ParsedTarget {
   if (raw.length > 2048) throw new TargetUrlError('URL longer than 2048 characters');
+  // eslint-disable-next-line no-control-regex -- control characters are what it refuses
   if (/[\s\u0000-\u001f]/.test(raw)) throw new TargetUrlError('URL contains whitespace or control characters');
   const scheme = schemeOf(raw);
   const u = scheme === 'discord' ? new URL('http://discord') : parts(raw, scheme);
@@ -72,7 +79,10 @@ export function parseTargetUrl(raw: string): ParsedTarget {
         throw new TargetUrlError('expected slack://[botname@]tokenA/tokenB/tokenC (the three parts of the webhook URL)');
       }
       // Hostnames are lower-cased by the URL parser: take the tokens from the raw text instead.
-      const rest = raw.slice('slack://'.length).replace(/^[^@/]*@/, '').split(/[?#]/)[0]!;
+      const rest = raw
+        .slice('slack://'.length)
+        .replace(/^[^@/]*@/, '')
+        .split(/[?#]/)[0]!;
       const rawTokens = rest.split('/').filter(Boolean) as [string, string, string];
       return { kind: 'slack', botname: u.username ? dec(u.username) : null, tokens: rawTokens, channel: u.searchParams.get('channel') };
     }
@@ -88,7 +98,10 @@ export function parseTargetUrl(raw: string): ParsedTarget {
     case 'telegram': {
       const token = `${dec(u.username)}${u.password ? `:${dec(u.password)}` : ''}`;
       if (!/^\d{1,20}:[A-Za-z0-9_-]{10,100}$/.test(token)) throw new TargetUrlError('expected telegram://<bot token>@telegram?chats=… (invalid bot token)');
-      const chats = (u.searchParams.get('chats') ?? '').split(',').map((c) => c.trim()).filter(Boolean);
+      const chats = (u.searchParams.get('chats') ?? '')
+        .split(',')
+        .map((c) => c.trim())
+        .filter(Boolean);
       if (chats.length === 0) throw new TargetUrlError('telegram: the chats parameter is required (chats=id1,@channel)');
       if (!chats.every((c) => /^(-?\d{1,20}|@[A-Za-z0-9_]{4,64})$/.test(c))) throw new TargetUrlError('telegram: chats are numeric ids or @channel names');
       return { kind: 'telegram', token, chats };
@@ -96,15 +109,24 @@ export function parseTargetUrl(raw: string): ParsedTarget {
     default: {
       if (!u.hostname || !HOST.test(u.hostname)) throw new TargetUrlError('smtp: a host is required');
       const from = u.searchParams.get('from') ?? '';
-      const to = (u.searchParams.get('to') ?? '').split(',').map((t) => t.trim()).filter(Boolean);
+      const to = (u.searchParams.get('to') ?? '')
+        .split(',')
+        .map((t) => t.trim())
+        .filter(Boolean);
       if (!EMAIL.test(from)) throw new TargetUrlError('smtp: from=<address> is required');
       if (to.length === 0 || !to.every((t) => EMAIL.test(t))) throw new TargetUrlError('smtp: to=<address>[,<address>…] is required');
       const encryption = (u.searchParams.get('encryption') ?? 'auto').toLowerCase();
       if (!['auto', 'none', 'starttls', 'tls'].includes(encryption)) throw new TargetUrlError('smtp: encryption is auto, none, starttls or tls');
       const port = u.port ? Number(u.port) : encryption === 'tls' ? 465 : 587;
       return {
-        kind: 'smtp', host: u.hostname.replace(/^\[|\]$/g, ''), port, username: dec(u.username), password: dec(u.password),
-        from, to, encryption: encryption as 'auto' | 'none' | 'starttls' | 'tls',
+        kind: 'smtp',
+        host: u.hostname.replace(/^\[|\]$/g, ''),
+        port,
+        username: dec(u.username),
+        password: dec(u.password),
+        from,
+        to,
+        encryption: encryption as 'auto' | 'none' | 'starttls' | 'tls',
       };
     }
   }
@@ -131,15 +153,23 @@ export function maskTargetUrl(raw: string): string {
   const [pathPart, ...queryParts] = rest.split('?');
   const query = queryParts.join('?');
   const maskQuery = (q: string) =>
-    q ? `?${q.split('&').map((kv) => {
-      const eq = kv.indexOf('=');
-      if (eq < 0) return kv;
-      return SECRET_QUERY_KEY.test(kv.slice(0, eq)) ? `${kv.slice(0, eq)}=${MASK}` : kv;
-    }).join('&')}` : '';
+    q
+      ? `?${q
+          .split('&')
+          .map((kv) => {
+            const eq = kv.indexOf('=');
+            if (eq < 0) return kv;
+            return SECRET_QUERY_KEY.test(kv.slice(0, eq)) ? `${kv.slice(0, eq)}=${MASK}` : kv;
+          })
+          .join('&')}`
+      : '';
   switch (scheme) {
     case 'slack': {
       const user = userinfo !== null ? `${userinfo}@` : '';
-      return `slack://${user}${pathPart!.split('/').map((t) => (t ? MASK : t)).join('/')}${maskQuery(query)}`;
+      return `slack://${user}${pathPart!
+        .split('/')
+        .map((t) => (t ? MASK : t))
+        .join('/')}${maskQuery(query)}`;
     }
     case 'discord':
     case 'telegram':
@@ -150,7 +180,13 @@ export function maskTargetUrl(raw: string): string {
         const colon = userinfo.indexOf(':');
         user = colon >= 0 ? `${userinfo.slice(0, colon)}:${MASK}@` : `${userinfo}@`;
       }
-      const path = scheme === 'smtp' ? pathPart! : pathPart!.split('/').map((s) => (secretLooking(s) ? MASK : s)).join('/');
+      const path =
+        scheme === 'smtp'
+          ? pathPart!
+          : pathPart!
+              .split('/')
+              .map((s) => (secretLooking(s) ? MASK : s))
+              .join('/');
       return `${scheme}://${user}${path}${maskQuery(query)}`;
     }
   }

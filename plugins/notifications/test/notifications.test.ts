@@ -20,7 +20,8 @@ describe('notifications', () => {
       plugins: ['notifications', FIXTURE],
       config: {
         notifications: {
-          retries: 2, retry_backoff_ms: 100,
+          retries: 2,
+          retry_backoff_ms: 100,
           endpoints: { slack: `${http.url}/slack`, discord: `${http.url}/discord`, telegram: `${http.url}/telegram` },
         },
       },
@@ -32,7 +33,12 @@ describe('notifications', () => {
   });
 
   const targets = () => [
-    { id: 'hook', name: 'webhook', url: `generic+http://hookuser:Hook-Pass-1@127.0.0.1:${new URL(http.url).port}/hook?token=abc123`, events: ['backup.failed', 'test'] },
+    {
+      id: 'hook',
+      name: 'webhook',
+      url: `generic+http://hookuser:Hook-Pass-1@127.0.0.1:${new URL(http.url).port}/hook?token=abc123`,
+      events: ['backup.failed', 'test'],
+    },
     { id: 'slack', name: 'slack', url: SLACK, severities: ['critical'] },
     { id: 'discord', name: 'discord', url: 'discord://Disc0rdT0ken_x@112233445566?username=agent', deployments: ['shop'] },
     { id: 'telegram', name: 'telegram', url: `telegram://${TELEGRAM_TOKEN}@telegram?chats=-100200,@ops_channel`, events: ['certificate.expiring'] },
@@ -58,7 +64,8 @@ describe('notifications', () => {
     const res = await agent.api('GET', '/notifications/targets');
     expect(res.status).toBe(200);
     const text = JSON.stringify(res.body);
-    for (const secret of ['Hook-Pass-1', 'abc123', 'XXXXsecretXXXX', 'T0001', 'Disc0rdT0ken_x', 'ABCdefGHIjklMNOpqr', 'Smtp-Secret-9']) expect(text).not.toContain(secret);
+    for (const secret of ['Hook-Pass-1', 'abc123', 'XXXXsecretXXXX', 'T0001', 'Disc0rdT0ken_x', 'ABCdefGHIjklMNOpqr', 'Smtp-Secret-9'])
+      expect(text).not.toContain(secret);
     const byId = Object.fromEntries(res.body.data.map((t: any) => [t.id, t]));
     expect(byId.hook.url).toBe(`generic+http://hookuser:****@127.0.0.1:${new URL(http.url).port}/hook?token=****`);
     expect(byId.slack.url).toBe('slack://agentbot@****/****/****');
@@ -109,7 +116,9 @@ describe('notifications', () => {
     const direct = await agent.api('POST', '/notifications/test', { body: { url: `generic+http://127.0.0.1:${new URL(http.url).port}/direct` } });
     expect(direct.status).toBe(200);
     http.fail('/nope', 404);
-    const failed = await agent.api('POST', '/notifications/test', { body: { url: `generic+http://u:Very-Secret-Pw@127.0.0.1:${new URL(http.url).port}/nope` } });
+    const failed = await agent.api('POST', '/notifications/test', {
+      body: { url: `generic+http://u:Very-Secret-Pw@127.0.0.1:${new URL(http.url).port}/nope` },
+    });
     expect(failed.status).toBe(502);
     expect(failed.body.code).toBe('NOTIFICATION_FAILED');
     expect(failed.text).not.toContain('Very-Secret-Pw');
@@ -141,7 +150,9 @@ describe('notifications', () => {
     const log = await agent.api('GET', '/notifications/deliveries', { query: { limit: 100 } });
     expect(log.status).toBe(200);
     const rows = log.body.data.map((d: any) => `${d.target_name}:${d.event}:${d.status}`);
-    expect(rows).toEqual(expect.arrayContaining(['webhook:backup.failed:delivered', 'mail:deployment.failed:delivered', 'telegram:certificate.expiring:delivered']));
+    expect(rows).toEqual(
+      expect.arrayContaining(['webhook:backup.failed:delivered', 'mail:deployment.failed:delivered', 'telegram:certificate.expiring:delivered']),
+    );
     expect(rows.some((r: string) => r.startsWith('discord:deployment.failed'))).toBe(false);
     expect(rows.some((r: string) => r.includes('203.0.113.10'))).toBe(false);
     expect(smtp.mails.some((m) => m.subject.includes('203.0.113.10'))).toBe(false);
@@ -160,7 +171,9 @@ describe('notifications', () => {
         { id: 'fine', name: 'fine', url: `generic+http://127.0.0.1:${port}/fine` },
       ],
     });
-    const sent = await agent.api('POST', '/notifications/send', { body: { event: 'alert.fired', severity: 'warning', title: 'cpu high', message: 'cpu above 0.5 for 10s', deployment: 'shop' } });
+    const sent = await agent.api('POST', '/notifications/send', {
+      body: { event: 'alert.fired', severity: 'warning', title: 'cpu high', message: 'cpu above 0.5 for 10s', deployment: 'shop' },
+    });
     expect(sent.status).toBe(202);
     expect(sent.body.data.queued.sort()).toEqual(['broken', 'fine', 'stuck']);
     await http.waitFor((r) => r.path === '/fine' && r.body.title === 'cpu high', 'the healthy target', 5000);
@@ -177,7 +190,9 @@ describe('notifications', () => {
     expect(hits).toHaveLength(3);
     expect(hits[2]!.at - hits[0]!.at).toBeGreaterThanOrEqual(280);
     // Explicit targets go there whatever the filters; unknown names are ignored.
-    const explicit = await agent.api('POST', '/notifications/send', { body: { event: 'health.recovered', severity: 'info', title: 't', message: 'm', targets: ['fine', 'ghost'] } });
+    const explicit = await agent.api('POST', '/notifications/send', {
+      body: { event: 'health.recovered', severity: 'info', title: 't', message: 'm', targets: ['fine', 'ghost'] },
+    });
     expect(explicit.body.data.queued).toEqual(['fine']);
   });
 

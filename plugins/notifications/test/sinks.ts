@@ -46,7 +46,9 @@ export async function startHttpSink(): Promise<HttpSink> {
       let body: unknown = text;
       try {
         body = JSON.parse(text);
-      } catch { /* keep text */ }
+      } catch {
+        /* keep text */
+      }
       received.push({ method: req.method!, path: req.url!, headers: req.headers, body, at: Date.now() });
       const rule = [...failures.entries()].find(([prefix]) => req.url!.startsWith(prefix))?.[1];
       if (rule === 'hang') return void hanging.push(res);
@@ -98,16 +100,19 @@ export async function startSmtpSink(user: string, pass: string): Promise<SmtpSin
       return cb(new Error('invalid credentials'));
     },
     onData(stream, session, cb) {
-      simpleParser(stream).then((parsed) => {
-        mails.push({
-          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-          to: session.envelope.rcptTo.map((r) => r.address),
-          subject: parsed.subject ?? '',
-          text: parsed.text ?? '',
-          user: (session.user as string | undefined) ?? null,
-        });
-        cb();
-      }, (err: Error) => cb(err));
+      simpleParser(stream).then(
+        (parsed) => {
+          mails.push({
+            from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+            to: session.envelope.rcptTo.map((r) => r.address),
+            subject: parsed.subject ?? '',
+            text: parsed.text ?? '',
+            user: (session.user as string | undefined) ?? null,
+          });
+          cb();
+        },
+        (err: Error) => cb(err),
+      );
     },
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -28,7 +28,10 @@ describe('notifications and tenants', () => {
     operator = await createGlobalUser(agent, 'gop');
     const put = await agent.api('PUT', '/notifications/targets', {
       token: operator,
-      body: [{ id: 'team', name: 'team', url: hook('/team') }, { id: 'shop-only', name: 'shop-only', url: hook('/shop-only'), deployments: ['shop'] }],
+      body: [
+        { id: 'team', name: 'team', url: hook('/team') },
+        { id: 'shop-only', name: 'shop-only', url: hook('/shop-only'), deployments: ['shop'] },
+      ],
     });
     expect(put.status, put.text).toBe(200);
   });
@@ -51,7 +54,8 @@ describe('notifications and tenants', () => {
         ['POST', '/notifications/send', { event: 'alert.fired', severity: 'critical', title: `from ${who}`, message: 'm', deployment: other }],
         ['POST', '/notifications/send', { event: 'alert.fired', severity: 'critical', title: `from ${who}`, message: 'm', targets: ['team'] }],
         ['GET', '/notifications/deliveries', undefined],
-      ] as const) expectGlobalOnly(await agent.api(method, path, { token, body }), `${who} ${method} ${path} ${JSON.stringify(body ?? '')}`);
+      ] as const)
+        expectGlobalOnly(await agent.api(method, path, { token, body }), `${who} ${method} ${path} ${JSON.stringify(body ?? '')}`);
     }
     // Give a queued delivery the time to arrive, had one been queued.
     await new Promise((r) => setTimeout(r, 300));
@@ -64,7 +68,10 @@ describe('notifications and tenants', () => {
     const test = await agent.api('POST', '/notifications/test', { token: operator, body: { target_id: 'team', message: 'hello team' } });
     expect(test.status, test.text).toBe(200);
     await http.waitFor((r) => r.path === '/team' && r.body.message === 'hello team');
-    const sent = await agent.api('POST', '/notifications/send', { token: operator, body: { event: 'alert.fired', severity: 'warning', title: 'shop slow', message: 'm', deployment: 'shop' } });
+    const sent = await agent.api('POST', '/notifications/send', {
+      token: operator,
+      body: { event: 'alert.fired', severity: 'warning', title: 'shop slow', message: 'm', deployment: 'shop' },
+    });
     expect(sent.status, sent.text).toBe(202);
     expect(sent.body.data.queued.sort()).toEqual(['shop-only', 'team']);
     await http.waitFor((r) => r.path === '/shop-only' && r.body.title === 'shop slow');
@@ -73,9 +80,11 @@ describe('notifications and tenants', () => {
     expect((await agent.api('GET', '/notifications/deliveries', { token: operator, query: { limit: 0 } })).status).toBe(400);
   });
 
-  it('keeps a deleted deployment\'s filter under its retired name: a new deployment of that name does not inherit the target', async () => {
+  it("keeps a deleted deployment's filter under its retired name: a new deployment of that name does not inherit the target", async () => {
     const retired = 'shop~20240102030405';
-    const emitted = await agent.api('POST', '/test-fixture/emit', { body: { event: 'deployment.deleted', payload: { name: 'shop', removed_files: true, retired_as: retired } } });
+    const emitted = await agent.api('POST', '/test-fixture/emit', {
+      body: { event: 'deployment.deleted', payload: { name: 'shop', removed_files: true, retired_as: retired } },
+    });
     expect(emitted.status).toBe(200);
     const deadline = Date.now() + 5000;
     let filter: string[] = [];
@@ -85,7 +94,10 @@ describe('notifications and tenants', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(filter).toEqual([retired]);
-    const sent = await agent.api('POST', '/notifications/send', { token: operator, body: { event: 'alert.fired', severity: 'warning', title: 'new shop', message: 'm', deployment: 'shop' } });
+    const sent = await agent.api('POST', '/notifications/send', {
+      token: operator,
+      body: { event: 'alert.fired', severity: 'warning', title: 'new shop', message: 'm', deployment: 'shop' },
+    });
     expect(sent.body.data.queued).toEqual(['team']);
     // What was read can be saved back unchanged.
     const current = (await agent.api('GET', '/notifications/targets', { token: operator })).body.data.map(({ scheme: _s, ...t }: Record<string, unknown>) => t);

@@ -6,9 +6,7 @@
  *   deployment's alert rules: a new deployment of the same name must not inherit them.
  * - Authorization of a rule's creator at fire time (alert actions re-check their principal at every run).
  */
-import {
-  deploymentName, Nullable, principalFrom, Type, type PluginContext, type PrincipalDirectory, type PrincipalInfo,
-} from '@agent/sdk';
+import { deploymentName, Nullable, principalFrom, Type, type PluginContext, type PrincipalDirectory, type PrincipalInfo } from '@agent/sdk';
 import type {} from '@agent/plugin-deployments/api';
 
 /** Deletions kept for the app (it reads them within seconds; this only bounds the file). */
@@ -54,21 +52,29 @@ export async function registerAgentRoutes(ctx: PluginContext<any>, principals: P
   });
 
   ctx.route({
-    method: 'GET', path: '/observability/deployment-deletions', permission: 'observability:read', operationId: 'observability.deploymentDeletions',
+    method: 'GET',
+    path: '/observability/deployment-deletions',
+    permission: 'observability:read',
+    operationId: 'observability.deploymentDeletions',
     summary: 'Deployments deleted since a point (the observability app removes their alert rules)',
     description: 'Global: names of deleted deployments are not for principals limited to their deployments. The last 1000 deletions are kept.',
-    query: Type.Object({ after: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: '`seq` of the last deletion already seen' })) }),
+    query: Type.Object({
+      after: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: '`seq` of the last deletion already seen' })),
+    }),
     response: Type.Object({ seq: Type.Integer({ description: 'the last deletion recorded' }), items: Type.Array(DeletionView) }),
     handler: (req) => ({ seq: deletions.data.seq, items: deletions.data.items.filter((d) => d.seq > (req.query.after ?? 0)) }),
   });
 
   ctx.route({
     // Tells whether another principal may act: admins (and the app's system principal) only.
-    method: 'POST', path: '/observability/authorize-action', permission: 'observability:write', operationId: 'observability.authorizeAction',
+    method: 'POST',
+    path: '/observability/authorize-action',
+    permission: 'observability:write',
+    operationId: 'observability.authorizeAction',
     summary: "Whether an alert rule's creator may still run its action on a container of a deployment",
     body: Type.Object({
       principal: Type.String({ pattern: '^(user|api_key|system):[A-Za-z0-9_.-]{1,64}$', description: '`user:<id>`, `api_key:<id>`' }),
-      deployment: Nullable(deploymentName({ description: 'the container\'s deployment; null for a container of no deployment' })),
+      deployment: Nullable(deploymentName({ description: "the container's deployment; null for a container of no deployment" })),
     }),
     audit: false,
     response: Type.Object({ allowed: Type.Boolean(), reason: Nullable(Type.String()) }),

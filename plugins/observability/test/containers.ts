@@ -24,9 +24,23 @@ export interface ContainerSpec {
 export const IMAGE = 'agent-test/busybox:latest';
 
 export async function runContainer(spec: ContainerSpec): Promise<string> {
-  const labels = { 'agent.test': '1', ...(spec.deployment ? { 'com.docker.compose.project': spec.deployment, 'com.docker.compose.service': spec.service ?? 'app' } : {}), ...spec.labels };
-  const args = ['run', '-d', '--name', spec.name, ...Object.entries(labels).flatMap(([k, v]) => ['--label', `${k}=${v}`]), ...(spec.options ?? []), IMAGE,
-    'sh', '-c', `trap 'exit 0' TERM; ${spec.script}`];
+  const labels = {
+    'agent.test': '1',
+    ...(spec.deployment ? { 'com.docker.compose.project': spec.deployment, 'com.docker.compose.service': spec.service ?? 'app' } : {}),
+    ...spec.labels,
+  };
+  const args = [
+    'run',
+    '-d',
+    '--name',
+    spec.name,
+    ...Object.entries(labels).flatMap(([k, v]) => ['--label', `${k}=${v}`]),
+    ...(spec.options ?? []),
+    IMAGE,
+    'sh',
+    '-c',
+    `trap 'exit 0' TERM; ${spec.script}`,
+  ];
   return docker(...args);
 }
 

@@ -28,12 +28,16 @@ const service = (script: string, healthcheck: string[] | null) => `
     labels:
       agent.test: "1"
       agent.obs.run: "${run}"
-${healthcheck ? `    healthcheck:
+${
+  healthcheck
+    ? `    healthcheck:
       test: ${JSON.stringify(healthcheck)}
       interval: 1s
       timeout: 5s
       retries: 1
-` : ''}`;
+`
+    : ''
+}`;
 // api: unhealthy on its first run, healthy once restarted.
 const COMPOSE_C = `services:
   api:${service(`if [ -f /tmp/started ]; then touch /tmp/healthy; fi; touch /tmp/started; ${IDLE}`, ['CMD', 'test', '-f', '/tmp/healthy'])}`;
@@ -55,7 +59,13 @@ describe('observability app', () => {
     await removeContainers(PLAIN);
     await Promise.all([
       runContainer({ name: WEB, deployment: DEP_A, service: 'web', labels: { 'agent.obs.run': run }, script: IDLE }),
-      runContainer({ name: BURNER, deployment: DEP_B, service: 'worker', labels: { 'agent.obs.run': run }, script: `while [ ! -f /tmp/stop ]; do :; done; ${IDLE}` }),
+      runContainer({
+        name: BURNER,
+        deployment: DEP_B,
+        service: 'worker',
+        labels: { 'agent.obs.run': run },
+        script: `while [ ! -f /tmp/stop ]; do :; done; ${IDLE}`,
+      }),
       // Same run, no deployment label: outside any deployment.
       runContainer({ name: OUTSIDER, labels: { 'agent.obs.run': run }, script: IDLE }),
     ]);
@@ -71,16 +81,30 @@ describe('observability app', () => {
     });
     // Targets first: the deployments below turn unhealthy (and recover) right after they start.
     await agent.api('PUT', '/notifications/targets', {
-      body: [{ id: 'ops-hook', name: 'ops-hook', url: `generic+http://127.0.0.1:${new URL(sink.url).port}/alerts`, events: ['health.recovered', 'health.gave_up'] }],
+      body: [
+        { id: 'ops-hook', name: 'ops-hook', url: `generic+http://127.0.0.1:${new URL(sink.url).port}/alerts`, events: ['health.recovered', 'health.gave_up'] },
+      ],
     });
-    for (const [name, compose] of [[DEP_C, COMPOSE_C], [DEP_D, COMPOSE_D]] as const) {
+    for (const [name, compose] of [
+      [DEP_C, COMPOSE_C],
+      [DEP_D, COMPOSE_D],
+    ] as const) {
       const created = await agent.api('POST', '/deployments', { body: { name, compose_content: compose, auto_start: true } });
       expect(created.status, created.text).toBe(201);
       expect(created.body.data.start_error).toBeNull();
     }
     // -a: the health watcher may be restarting the unhealthy api container at this very moment.
     const nameOf = async (deployment: string, svc: string) =>
-      docker('ps', '-a', '--filter', `label=com.docker.compose.project=${deployment}`, '--filter', `label=com.docker.compose.service=${svc}`, '--format', '{{.Names}}');
+      docker(
+        'ps',
+        '-a',
+        '--filter',
+        `label=com.docker.compose.project=${deployment}`,
+        '--filter',
+        `label=com.docker.compose.service=${svc}`,
+        '--format',
+        '{{.Names}}',
+      );
     [SICK, DOOMED, VICTIM] = await Promise.all([nameOf(DEP_C, 'api'), nameOf(DEP_D, 'db'), nameOf(DEP_D, 'worker')]);
     expect(SICK && DOOMED && VICTIM).toBeTruthy();
   });
@@ -101,8 +125,11 @@ describe('observability app', () => {
       return r?.metrics['container.cpu.usage'] !== undefined ? r : undefined;
     }, 'metrics of the web container');
     expect(web.metrics).toMatchObject({
-      'container.cpu.usage': expect.any(Number), 'container.memory.usage': expect.any(Number), 'container.memory.limit': expect.any(Number),
-      'container.network.io.rx': expect.any(Number), 'container.network.io.tx': expect.any(Number),
+      'container.cpu.usage': expect.any(Number),
+      'container.memory.usage': expect.any(Number),
+      'container.memory.limit': expect.any(Number),
+      'container.network.io.rx': expect.any(Number),
+      'container.network.io.tx': expect.any(Number),
     });
     expect(web.metrics['container.memory.usage']).toBeGreaterThan(0);
     expect(web.metrics['container.memory.limit']).toBeGreaterThan(web.metrics['container.memory.usage']);
@@ -162,26 +189,36 @@ describe('observability app', () => {
   it('fires an alert for a CPU-burning container, notifies the webhook, and resolves once it stops', async () => {
     const put = await obs('PUT', '/alerts/rules', {
       // A busy loop gets well over 0.05 CPU even on a loaded 2-core machine; the idle containers stay far below.
-      body: [{ name: 'cpu-burn', deployment: DEP_B, metric: 'container.cpu.usage', comparison: 'above', threshold: 0.05, for_seconds: 2, targets: ['ops-hook'] }],
+      body: [
+        { name: 'cpu-burn', deployment: DEP_B, metric: 'container.cpu.usage', comparison: 'above', threshold: 0.05, for_seconds: 2, targets: ['ops-hook'] },
+      ],
     });
     expect(put.status, put.text).toBe(200);
     const rule = put.body.data[0];
     expect(rule).toMatchObject({ id: expect.any(String), enabled: true, action: '', targets: ['ops-hook'] });
 
-    const firing = await poll(async () => {
-      const res = await obs('GET', '/alerts/firing');
-      return res.body.data.find((a: any) => a.rule_id === rule.id && a.state === 'firing');
-    }, 'the alert to fire', 40_000);
+    const firing = await poll(
+      async () => {
+        const res = await obs('GET', '/alerts/firing');
+        return res.body.data.find((a: any) => a.rule_id === rule.id && a.state === 'firing');
+      },
+      'the alert to fire',
+      40_000,
+    );
     expect(firing).toMatchObject({ container: BURNER, deployment: DEP_B, metric: 'container.cpu.usage' });
     expect(firing.value).toBeGreaterThan(0.05);
     const fired = await sink.waitFor((r) => r.path === '/alerts' && r.body.event === 'alert.fired', 'the firing notification', 20_000);
     expect(fired.body).toMatchObject({ severity: 'warning', title: 'Alert firing: cpu-burn', deployment: DEP_B, message: expect.stringContaining(BURNER) });
 
     await docker('exec', BURNER, 'touch', '/tmp/stop');
-    await poll(async () => {
-      const res = await obs('GET', '/alerts/events', { query: { rule: rule.id } });
-      return res.body.data.find((e: any) => e.state === 'resolved');
-    }, 'the alert to resolve', 40_000);
+    await poll(
+      async () => {
+        const res = await obs('GET', '/alerts/events', { query: { rule: rule.id } });
+        return res.body.data.find((e: any) => e.state === 'resolved');
+      },
+      'the alert to resolve',
+      40_000,
+    );
     const resolved = await sink.waitFor((r) => r.path === '/alerts' && r.body.event === 'alert.resolved', 'the resolved notification');
     expect(resolved.body.title).toBe('Alert resolved: cpu-burn');
     const events = (await obs('GET', '/alerts/events', { query: { rule: rule.id } })).body.data.map((e: any) => e.state);
@@ -190,10 +227,15 @@ describe('observability app', () => {
   });
 
   it('restarts an unhealthy container and lists the recovery', async () => {
-    const recovered = await poll(async () => {
-      const res = await obs('GET', '/health/events', { query: { deployment: DEP_C } });
-      return res.body.data.find((e: any) => e.action === 'recovered' && e.container === SICK);
-    }, 'the recovery of the unhealthy container', 60_000, 500);
+    const recovered = await poll(
+      async () => {
+        const res = await obs('GET', '/health/events', { query: { deployment: DEP_C } });
+        return res.body.data.find((e: any) => e.action === 'recovered' && e.container === SICK);
+      },
+      'the recovery of the unhealthy container',
+      60_000,
+      500,
+    );
     // One restart is enough; a loaded machine may time out a healthcheck and cost another.
     expect(recovered.attempt).toBeGreaterThanOrEqual(1);
     const all = (await obs('GET', '/health/events', { query: { deployment: DEP_C } })).body.data.map((e: any) => e.action);
@@ -209,13 +251,19 @@ describe('observability app', () => {
   });
 
   it('gives up on a container that stays unhealthy, with an event and a notification', async () => {
-    const gaveUp = await poll(async () => {
-      const res = await obs('GET', '/health/events', { query: { deployment: DEP_D } });
-      return res.body.data.find((e: any) => e.action === 'gave_up' && e.container === DOOMED);
-    }, 'the watcher to give up', 90_000, 500);
+    const gaveUp = await poll(
+      async () => {
+        const res = await obs('GET', '/health/events', { query: { deployment: DEP_D } });
+        return res.body.data.find((e: any) => e.action === 'gave_up' && e.container === DOOMED);
+      },
+      'the watcher to give up',
+      90_000,
+      500,
+    );
     expect(gaveUp.attempt).toBe(2);
     const actions = (await obs('GET', '/health/events', { query: { deployment: DEP_D } })).body.data
-      .filter((e: any) => e.container === DOOMED).map((e: any) => `${e.action}:${e.attempt}`);
+      .filter((e: any) => e.container === DOOMED)
+      .map((e: any) => `${e.action}:${e.attempt}`);
     expect(actions).toEqual(['gave_up:2', 'restarted:2', 'restarted:1']);
     const note = await sink.waitFor((r) => r.body?.event === 'health.gave_up', 'the give-up notification');
     expect(note.body).toMatchObject({ severity: 'critical', deployment: DEP_D, message: expect.stringContaining(DOOMED) });
@@ -226,7 +274,18 @@ describe('observability app', () => {
   it('restarts the container once when a rule with action restart fires', async () => {
     const started = await docker('inspect', '-f', '{{.State.StartedAt}}', VICTIM);
     const put = await obs('PUT', '/alerts/rules', {
-      body: [{ id: 'victim-mem', name: 'victim-mem', deployment: DEP_D, metric: 'container.memory.usage', comparison: 'above', threshold: 0, for_seconds: 0, action: 'restart' }],
+      body: [
+        {
+          id: 'victim-mem',
+          name: 'victim-mem',
+          deployment: DEP_D,
+          metric: 'container.memory.usage',
+          comparison: 'above',
+          threshold: 0,
+          for_seconds: 0,
+          action: 'restart',
+        },
+      ],
     });
     expect(put.status, put.text).toBe(200);
     await poll(async () => (await docker('inspect', '-f', '{{.State.StartedAt}}', VICTIM)) !== started, 'the victim to be restarted', 30_000);
@@ -240,12 +299,15 @@ describe('observability app', () => {
     await new Promise((r) => setTimeout(r, 3000));
     const firing = (await obs('GET', '/alerts/firing')).body.data.filter((a: any) => a.rule_id === 'victim-mem');
     expect(firing.map((a: any) => `${a.container}:${a.state}`)).toContain(`${VICTIM}:firing`);
-    expect((await obs('GET', '/health/events', { query: { deployment: DEP_D } })).body.data.filter((e: any) => e.container === VICTIM && e.action === 'restarted')).toHaveLength(1);
+    expect(
+      (await obs('GET', '/health/events', { query: { deployment: DEP_D } })).body.data.filter((e: any) => e.container === VICTIM && e.action === 'restarted'),
+    ).toHaveLength(1);
     expect((await obs('PUT', '/alerts/rules', { body: [] })).status).toBe(200);
   });
 
   it('validates alert rules', async () => {
-    const bad = async (rule: Record<string, unknown>) => obs('PUT', '/alerts/rules', { body: [{ name: 'r', metric: 'container.cpu.usage', comparison: 'above', threshold: 1, for_seconds: 0, ...rule }] });
+    const bad = async (rule: Record<string, unknown>) =>
+      obs('PUT', '/alerts/rules', { body: [{ name: 'r', metric: 'container.cpu.usage', comparison: 'above', threshold: 1, for_seconds: 0, ...rule }] });
     expect((await bad({ metric: 'container.cpu.bogus' })).status).toBe(400);
     expect((await bad({ comparison: 'equal' })).status).toBe(400);
     expect((await bad({ for_seconds: -1 })).status).toBe(400);
@@ -267,8 +329,13 @@ describe('observability app', () => {
       ],
     });
     expect(rules.status).toBe(200);
-    for (const [username, role, level] of [['obsviewer', 'viewer', 'read'], ['obsoperator', 'operator', 'write']] as const) {
-      const created = await agent.api('POST', '/test-fixture/users', { body: { username: `${username}${run}`, password: 'Viewer-Pass-123', role, deployments: { [DEP_A]: level } } });
+    for (const [username, role, level] of [
+      ['obsviewer', 'viewer', 'read'],
+      ['obsoperator', 'operator', 'write'],
+    ] as const) {
+      const created = await agent.api('POST', '/test-fixture/users', {
+        body: { username: `${username}${run}`, password: 'Viewer-Pass-123', role, deployments: { [DEP_A]: level } },
+      });
       expect(created.status, created.text).toBe(201);
     }
     const viewer = await agent.login(`obsviewer${run}`, 'Viewer-Pass-123');
@@ -295,12 +362,23 @@ describe('observability app', () => {
     expect((await obs('GET', '/config', { token: viewer })).status).toBe(403);
 
     // The operator replaces the rules it can change; B's and the host rule stay.
-    const forB = await obs('PUT', '/alerts/rules', { token: operator, body: [{ name: 'x', deployment: DEP_B, metric: 'container.cpu.usage', comparison: 'above', threshold: 1, for_seconds: 0 }] });
+    const forB = await obs('PUT', '/alerts/rules', {
+      token: operator,
+      body: [{ name: 'x', deployment: DEP_B, metric: 'container.cpu.usage', comparison: 'above', threshold: 1, for_seconds: 0 }],
+    });
     expect(forB.status).toBe(404);
     expect(forB.text).not.toContain('mem-b');
-    const global = await obs('PUT', '/alerts/rules', { token: operator, body: [{ name: 'x', metric: 'container.cpu.usage', comparison: 'above', threshold: 1, for_seconds: 0 }] });
+    const global = await obs('PUT', '/alerts/rules', {
+      token: operator,
+      body: [{ name: 'x', metric: 'container.cpu.usage', comparison: 'above', threshold: 1, for_seconds: 0 }],
+    });
     expect([global.status, global.body.code]).toEqual([403, 'GLOBAL_SCOPE_REQUIRED']);
-    const mine = await obs('PUT', '/alerts/rules', { token: operator, body: [{ id: 'cpu-a', name: 'cpu-a', deployment: DEP_A, metric: 'container.cpu.usage', comparison: 'below', threshold: 5, for_seconds: 30, action: 'restart' }] });
+    const mine = await obs('PUT', '/alerts/rules', {
+      token: operator,
+      body: [
+        { id: 'cpu-a', name: 'cpu-a', deployment: DEP_A, metric: 'container.cpu.usage', comparison: 'below', threshold: 5, for_seconds: 30, action: 'restart' },
+      ],
+    });
     expect(mine.status, mine.text).toBe(200);
     expect(mine.body.data.map((r: any) => r.id)).toEqual(['cpu-a']);
     const all = (await obs('GET', '/alerts/rules', { token: admin })).body.data.map((r: any) => r.id).sort();
@@ -312,10 +390,14 @@ describe('observability app', () => {
     const pid = before.body.data.app.pid as number;
     expect(pid).toBeGreaterThan(0);
     process.kill(pid, 'SIGKILL');
-    await poll(async () => {
-      const res = await agent.api('GET', '/plugins/observability');
-      return res.body.data.app.status === 'running' && res.body.data.app.pid !== pid;
-    }, 'the app to be restarted', 30_000);
+    await poll(
+      async () => {
+        const res = await agent.api('GET', '/plugins/observability');
+        return res.body.data.app.status === 'running' && res.body.data.app.pid !== pid;
+      },
+      'the app to be restarted',
+      30_000,
+    );
     const rules = await poll(async () => {
       const res = await obs('GET', '/alerts/rules');
       return res.status === 200 ? res.body.data : undefined;
@@ -330,7 +412,12 @@ describe('observability app', () => {
   it('reads and changes its settings, and refuses unauthenticated callers', async () => {
     const cfg = await obs('GET', '/config');
     expect(cfg.status).toBe(200);
-    expect(cfg.body.data).toMatchObject({ sample_interval: 1, raw_retention: 21600, rollup_retention: 604800, health: { cooldown: 2, max_retries: 2, enabled: true, scope: 'deployments' } });
+    expect(cfg.body.data).toMatchObject({
+      sample_interval: 1,
+      raw_retention: 21600,
+      rollup_retention: 604800,
+      health: { cooldown: 2, max_retries: 2, enabled: true, scope: 'deployments' },
+    });
     const put = await obs('PUT', '/config', { body: { health: { max_retries: 5 }, alerts: { events_max: 500 } } });
     expect(put.status, put.text).toBe(200);
     expect(put.body.data.health).toMatchObject({ max_retries: 5, cooldown: 2 });

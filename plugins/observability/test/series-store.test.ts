@@ -21,7 +21,11 @@ describe('series store (SQLite tiers)', () => {
   const key = { container: 'web-1', deployment: 'shop', metric: 'container.cpu.usage' };
 
   function fill(store: SeriesStore, from: number, to: number) {
-    for (let t = from; t < to; t += 10) store.write(t, [{ key, value: Math.floor((t - T0) / 60) }, { key: { container: null, deployment: null, metric: 'system.cpu.utilization' }, value: 0.5 }]);
+    for (let t = from; t < to; t += 10)
+      store.write(t, [
+        { key, value: Math.floor((t - T0) / 60) },
+        { key: { container: null, deployment: null, metric: 'system.cpu.utilization' }, value: 0.5 },
+      ]);
   }
 
   it('answers the same averages from raw samples, 1-minute and 5-minute rollups', () => {

@@ -40,7 +40,8 @@ async function createDeployment(name: string, token?: string): Promise<string> {
 }
 
 /** Readings of every container, as an admin sees them. */
-const readings = async () => ((await obs('GET', '/metrics/latest')).body.data as any[]).flatMap((g) => g.containers.map((c: any) => ({ ...c, deployment: g.deployment })));
+const readings = async () =>
+  ((await obs('GET', '/metrics/latest')).body.data as any[]).flatMap((g) => g.containers.map((c: any) => ({ ...c, deployment: g.deployment })));
 
 beforeAll(async () => {
   await removeContainers([OUTSIDER]);
@@ -53,10 +54,14 @@ beforeAll(async () => {
   containerOf[B] = await createDeployment(B);
   [alice, bob] = await Promise.all([createTenant(agent, 'alice', A), createTenant(agent, 'bob', B)]);
   globalOperator = await createGlobal(agent, 'gop', 'operator');
-  await poll(async () => {
-    const names = (await readings()).filter((r) => r.metrics['container.memory.usage'] !== undefined).map((r) => r.container);
-    return [containerOf[A], containerOf[B], OUTSIDER].every((n) => names.includes(n));
-  }, 'metrics of both deployments and of the outsider', 60_000);
+  await poll(
+    async () => {
+      const names = (await readings()).filter((r) => r.metrics['container.memory.usage'] !== undefined).map((r) => r.container);
+      return [containerOf[A], containerOf[B], OUTSIDER].every((n) => names.includes(n));
+    },
+    'metrics of both deployments and of the outsider',
+    60_000,
+  );
 }, 180_000);
 
 afterAll(async () => {
@@ -65,12 +70,15 @@ afterAll(async () => {
   await removeContainers([OUTSIDER]);
 });
 
-describe('metrics and health keep to the caller\'s deployments', () => {
+describe("metrics and health keep to the caller's deployments", () => {
   it('shows a tenant its containers only, and refuses it the global routes', async () => {
     for (const [who, token] of principalsOf(alice)) {
       const latest = await obs('GET', '/metrics/latest', { token });
       expect(latest.status, who).toBe(200);
-      expect(latest.body.data.map((g: any) => g.deployment), who).toEqual([A]);
+      expect(
+        latest.body.data.map((g: any) => g.deployment),
+        who,
+      ).toEqual([A]);
       expect(latest.text, who).not.toContain(B);
       expect(latest.text, who).not.toContain(OUTSIDER);
       expect((await obs('GET', '/metrics/latest', { token, query: { deployment: B } })).status, who).toBe(404);
@@ -82,11 +90,19 @@ describe('metrics and health keep to the caller\'s deployments', () => {
       }
       expect((await obs('GET', '/metrics/series', { token, query: { container: containerOf[A], metric: 'container.memory.usage' } })).status, who).toBe(200);
       const health = await obs('GET', '/health', { token });
-      expect(health.body.data.map((h: any) => h.container), who).toEqual([containerOf[A]]);
+      expect(
+        health.body.data.map((h: any) => h.container),
+        who,
+      ).toEqual([containerOf[A]]);
       expect((await obs('GET', '/health', { token, query: { deployment: B } })).status, who).toBe(404);
       expect((await obs('GET', '/health/events', { token, query: { deployment: B } })).status, who).toBe(404);
       // Host metrics, the exposition of every container and the settings are global.
-      for (const [method, path, body] of [['GET', '/metrics/host'], ['GET', '/metrics/prometheus'], ['GET', '/config'], ['PUT', '/config', { sample_interval: 60 }]] as [string, string, unknown?][]) {
+      for (const [method, path, body] of [
+        ['GET', '/metrics/host'],
+        ['GET', '/metrics/prometheus'],
+        ['GET', '/config'],
+        ['PUT', '/config', { sample_interval: 60 }],
+      ] as [string, string, unknown?][]) {
         const res = await obs(method, path, { token, body });
         expect(res.status, `${who} ${method} ${path}`).toBe(403);
         if (method === 'GET') expect(res.body.code, `${who} ${path}`).toBe('GLOBAL_SCOPE_REQUIRED');
@@ -103,21 +119,30 @@ describe('metrics and health keep to the caller\'s deployments', () => {
     expect(prom.text).toContain(OUTSIDER);
     expect((await obs('GET', '/config', { token: globalOperator })).status).toBe(200);
     expect((await obs('PUT', '/config', { token: globalOperator, body: { sample_interval: 60 } })).status).toBe(403);
-    expect((await agent.api('POST', '/observability/authorize-action', { token: globalOperator, body: { principal: 'user:1', deployment: A } })).status).toBe(403);
+    expect((await agent.api('POST', '/observability/authorize-action', { token: globalOperator, body: { principal: 'user:1', deployment: A } })).status).toBe(
+      403,
+    );
   });
 });
 
-describe('alert rules keep to the caller\'s deployments', () => {
-  it('shows and replaces only the tenant\'s rules; others\' and global ones are untouched and unseen', async () => {
+describe("alert rules keep to the caller's deployments", () => {
+  it("shows and replaces only the tenant's rules; others' and global ones are untouched and unseen", async () => {
     const put = await obs('PUT', '/alerts/rules', {
-      body: [rule({ id: 'rule-a', name: 'rule-a', deployment: A }), rule({ id: 'rule-b', name: 'secret-rule-b', deployment: B }),
-        rule({ id: 'rule-all', name: 'every-container', deployment: null }), { id: 'rule-host', name: 'host-cpu', metric: 'system.cpu.utilization', comparison: 'above', threshold: 2, for_seconds: 600 }],
+      body: [
+        rule({ id: 'rule-a', name: 'rule-a', deployment: A }),
+        rule({ id: 'rule-b', name: 'secret-rule-b', deployment: B }),
+        rule({ id: 'rule-all', name: 'every-container', deployment: null }),
+        { id: 'rule-host', name: 'host-cpu', metric: 'system.cpu.utilization', comparison: 'above', threshold: 2, for_seconds: 600 },
+      ],
     });
     expect(put.status, put.text).toBe(200);
     expect(put.body.data.every((r: any) => r.created_by === 'user:1')).toBe(true);
     for (const [who, token] of principalsOf(alice)) {
       const rules = await obs('GET', '/alerts/rules', { token });
-      expect(rules.body.data.map((r: any) => r.id), who).toEqual(['rule-a']);
+      expect(
+        rules.body.data.map((r: any) => r.id),
+        who,
+      ).toEqual(['rule-a']);
       // Another deployment: 404; no deployment (every container, or the host): global.
       const forB = await obs('PUT', '/alerts/rules', { token, body: [rule({ name: 'x', deployment: B })] });
       expect(forB.status, who).toBe(404);
@@ -146,9 +171,16 @@ describe('alert rules keep to the caller\'s deployments', () => {
 
   it('shows a tenant firing alerts and events of its deployment only', async () => {
     // Rules of B and of every container that fire at once (memory above 0).
-    expect((await obs('PUT', '/alerts/rules', {
-      body: [rule({ id: 'fire-b', name: 'fire-b', deployment: B, threshold: 0, for_seconds: 0 }), rule({ id: 'fire-all', name: 'fire-all', threshold: 0, for_seconds: 0 })],
-    })).status).toBe(200);
+    expect(
+      (
+        await obs('PUT', '/alerts/rules', {
+          body: [
+            rule({ id: 'fire-b', name: 'fire-b', deployment: B, threshold: 0, for_seconds: 0 }),
+            rule({ id: 'fire-all', name: 'fire-all', threshold: 0, for_seconds: 0 }),
+          ],
+        })
+      ).status,
+    ).toBe(200);
     await poll(async () => {
       const firing = (await obs('GET', '/alerts/firing')).body.data.map((f: any) => `${f.rule_id}:${f.container}`);
       return [`fire-b:${containerOf[B]}`, `fire-all:${containerOf[A]}`, `fire-all:${OUTSIDER}`].every((k) => firing.includes(k));
@@ -165,9 +197,15 @@ describe('alert rules keep to the caller\'s deployments', () => {
         expect(res.text, `${who} ${path}`).not.toContain('fire-all');
       }
     }
-    const bobRule = await obs('PUT', '/alerts/rules', { token: bob.user, body: [rule({ id: 'fire-b', name: 'fire-b', deployment: B, threshold: 0, for_seconds: 0 }), rule({ id: 'bob-fire', name: 'bob-fire', deployment: B, threshold: 0, for_seconds: 0 })] });
+    const bobRule = await obs('PUT', '/alerts/rules', {
+      token: bob.user,
+      body: [
+        rule({ id: 'fire-b', name: 'fire-b', deployment: B, threshold: 0, for_seconds: 0 }),
+        rule({ id: 'bob-fire', name: 'bob-fire', deployment: B, threshold: 0, for_seconds: 0 }),
+      ],
+    });
     expect(bobRule.status, bobRule.text).toBe(200);
-    await poll(async () => (await obs('GET', '/alerts/firing', { token: bob.key })).body.data.some((f: any) => f.rule_id === 'bob-fire'), 'bob\'s rule to fire');
+    await poll(async () => (await obs('GET', '/alerts/firing', { token: bob.key })).body.data.some((f: any) => f.rule_id === 'bob-fire'), "bob's rule to fire");
     const events = (await obs('GET', '/alerts/events', { token: bob.key })).body.data;
     expect(events.length).toBeGreaterThan(0);
     expect(events.every((e: any) => e.deployment === B && ['fire-b', 'bob-fire'].includes(e.rule_id))).toBe(true);
@@ -176,34 +214,48 @@ describe('alert rules keep to the caller\'s deployments', () => {
   });
 });
 
-describe('alert actions re-check the rule\'s creator when they fire', () => {
+describe("alert actions re-check the rule's creator when they fire", () => {
   it('does not restart for a creator who lost write access, and says why in the alert event', async () => {
     const dave = await createTenant(agent, 'dave', A);
     const started = await docker('inspect', '-f', '{{.State.StartedAt}}', containerOf[A]);
-    const put = await obs('PUT', '/alerts/rules', { token: dave.user, body: [rule({ id: 'dave-restart', name: 'dave-restart', deployment: A, threshold: 0, for_seconds: 4, action: 'restart' })] });
+    const put = await obs('PUT', '/alerts/rules', {
+      token: dave.user,
+      body: [rule({ id: 'dave-restart', name: 'dave-restart', deployment: A, threshold: 0, for_seconds: 4, action: 'restart' })],
+    });
     expect(put.status, put.text).toBe(200);
     expect(put.body.data[0].created_by).toBe(`user:${dave.userId}`);
     // Pending now; by the time it fires, dave no longer has access to A.
     expect((await agent.api('DELETE', `/users/${dave.userId}/deployments/${A}`)).status).toBe(200);
-    const fired = await poll(async () => {
-      const res = await obs('GET', '/alerts/events', { query: { rule: 'dave-restart' } });
-      return res.body.data.find((e: any) => e.state === 'firing');
-    }, 'the rule to fire', 30_000);
+    const fired = await poll(
+      async () => {
+        const res = await obs('GET', '/alerts/events', { query: { rule: 'dave-restart' } });
+        return res.body.data.find((e: any) => e.state === 'firing');
+      },
+      'the rule to fire',
+      30_000,
+    );
     expect(fired.message).toContain('restart not run');
     expect(fired.message).toContain(`no longer has write access to deployment '${A}'`);
     await new Promise((r) => setTimeout(r, 2000));
     expect(await docker('inspect', '-f', '{{.State.StartedAt}}', containerOf[A])).toBe(started);
     const restarts = (await obs('GET', '/health/events', { query: { deployment: A } })).body.data.filter((e: any) => e.action === 'restarted');
     expect(restarts).toEqual([]);
-    expect((await obs('PUT', '/alerts/rules', { body: (await obs('GET', '/alerts/rules')).body.data.filter((r: any) => r.id !== 'dave-restart') })).status).toBe(200);
+    expect(
+      (await obs('PUT', '/alerts/rules', { body: (await obs('GET', '/alerts/rules')).body.data.filter((r: any) => r.id !== 'dave-restart') })).status,
+    ).toBe(200);
   });
 
   it('restarts for a scoped creator who still has write access', async () => {
     const started = await docker('inspect', '-f', '{{.State.StartedAt}}', containerOf[A]);
-    const put = await obs('PUT', '/alerts/rules', { token: alice.key, body: [rule({ id: 'alice-restart', name: 'alice-restart', deployment: A, threshold: 0, for_seconds: 0, action: 'restart' })] });
+    const put = await obs('PUT', '/alerts/rules', {
+      token: alice.key,
+      body: [rule({ id: 'alice-restart', name: 'alice-restart', deployment: A, threshold: 0, for_seconds: 0, action: 'restart' })],
+    });
     expect(put.status, put.text).toBe(200);
     await poll(async () => (await docker('inspect', '-f', '{{.State.StartedAt}}', containerOf[A])) !== started, 'the container to be restarted', 30_000);
-    const fired = (await obs('GET', '/alerts/events', { token: alice.user, query: { rule: 'alice-restart' } })).body.data.find((e: any) => e.state === 'firing');
+    const fired = (await obs('GET', '/alerts/events', { token: alice.user, query: { rule: 'alice-restart' } })).body.data.find(
+      (e: any) => e.state === 'firing',
+    );
     expect(fired.message).toContain('restarting the container');
     expect((await obs('PUT', '/alerts/rules', { token: alice.user, body: [] })).status).toBe(200);
   });
@@ -211,12 +263,19 @@ describe('alert actions re-check the rule\'s creator when they fire', () => {
 
 describe('a deleted deployment', () => {
   it('loses its rules, states and history; its events stay under the retired name; a new one of the same name starts empty', async () => {
-    const put = await obs('PUT', '/alerts/rules', { token: bob.user, body: [rule({ id: 'b-mem', name: 'b-mem', deployment: B, threshold: 0, for_seconds: 0 })] });
+    const put = await obs('PUT', '/alerts/rules', {
+      token: bob.user,
+      body: [rule({ id: 'b-mem', name: 'b-mem', deployment: B, threshold: 0, for_seconds: 0 })],
+    });
     expect(put.status, put.text).toBe(200);
-    await poll(async () => (await obs('GET', '/alerts/events', { query: { deployment: B } })).body.data.some((e: any) => e.rule_id === 'b-mem'), 'b-mem to fire');
+    await poll(
+      async () => (await obs('GET', '/alerts/events', { query: { deployment: B } })).body.data.some((e: any) => e.rule_id === 'b-mem'),
+      'b-mem to fire',
+    );
     const eventsBefore = (await obs('GET', '/alerts/events', { query: { deployment: B, limit: 1000 } })).body.data.map((e: any) => e.id);
     // 5 minutes at one-second steps: the old container's history (it ran for well over ten seconds).
-    const seriesOf = (token: string) => obs('GET', '/metrics/series', { token, query: { container: containerOf[B], metric: 'container.memory.usage', since: '5m' } });
+    const seriesOf = (token: string) =>
+      obs('GET', '/metrics/series', { token, query: { container: containerOf[B], metric: 'container.memory.usage', since: '5m' } });
     expect((await seriesOf(bob.user)).body.data.timestamps.length).toBeGreaterThan(10);
     expect((await agent.api('DELETE', `/deployments/${B}`, { query: { remove_files: true } })).status).toBe(200);
     const deletions = await agent.api('GET', '/observability/deployment-deletions');
@@ -246,6 +305,9 @@ describe('a deleted deployment', () => {
       return res.status === 200 && res.body.data.timestamps.length >= 2 ? res.body.data : undefined;
     }, 'samples of the new container');
     const deletedAt = Date.parse(deletions.body.data.items.find((d: any) => d.name === B).deleted_at);
-    expect(history.timestamps.every((t: number) => t >= deletedAt - 2000), JSON.stringify(history.timestamps)).toBe(true);
+    expect(
+      history.timestamps.every((t: number) => t >= deletedAt - 2000),
+      JSON.stringify(history.timestamps),
+    ).toBe(true);
   });
 });

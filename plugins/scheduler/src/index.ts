@@ -4,7 +4,19 @@
  * scheduler with their status, bounded output and duration.
  */
 import {
-  assertVisible, boundIfVisible, canReach, definePlugin, DEPLOYMENT_OR_RETIRED, deploymentName, errors, optional, Pagination, principalDirectory, RecordId, reply, Type,
+  assertVisible,
+  boundIfVisible,
+  canReach,
+  definePlugin,
+  DEPLOYMENT_OR_RETIRED,
+  deploymentName,
+  errors,
+  optional,
+  Pagination,
+  principalDirectory,
+  RecordId,
+  reply,
+  Type,
 } from '@agent/sdk';
 import { backupsService } from '@agent/plugin-backups/api';
 import { deploymentsService, type DeploymentsService } from '@agent/plugin-deployments/api';
@@ -33,7 +45,6 @@ export default definePlugin({
 
     const bounded = (text: string) => (text.length > OUTPUT_LIMIT ? `${text.slice(0, OUTPUT_LIMIT)}\n… (output truncated at ${OUTPUT_LIMIT} bytes)` : text);
 
-
     const run = async (task: TaskRecord, output: (line: string) => void): Promise<void> => {
       const name = task.deployment_name;
       if (!deployments().get(name)) {
@@ -44,16 +55,28 @@ export default definePlugin({
       const refused = refusal(deps.principals, task);
       if (refused) {
         await tasks.disable(task.id, `not run: ${refused}`);
-        await ctx.audit({
-          action: 'scheduler.run_refused', resource_type: 'scheduler', resource_id: String(task.id), deployment: name, success: false,
-          detail: { reason: refused, run_as: task.run_as?.id ?? null },
-        }).catch(() => undefined); // the refusal is what the run reports (the kernel logs an audit failure)
+        await ctx
+          .audit({
+            action: 'scheduler.run_refused',
+            resource_type: 'scheduler',
+            resource_id: String(task.id),
+            deployment: name,
+            success: false,
+            detail: { reason: refused, run_as: task.run_as?.id ?? null },
+          })
+          .catch(() => undefined); // the refusal is what the run reports (the kernel logs an audit failure)
         throw new Error(`not run: ${refused}; the task was disabled`);
       }
       if (task.task_type === 'backup') {
         const backups = deps.backups;
         if (!backups) throw new Error('the backups plugin is not enabled');
-        const result = await backups.backup({ deployment: name, trigger: 'task', created_by: `scheduler task ${task.id}`, retention: task.retention ?? undefined, description: task.description || `task ${task.id}` });
+        const result = await backups.backup({
+          deployment: name,
+          trigger: 'task',
+          created_by: `scheduler task ${task.id}`,
+          retention: task.retention ?? undefined,
+          description: task.description || `task ${task.id}`,
+        });
         output(`backup ${result.backup_id} completed (${result.size} bytes, job ${result.job_id})`);
       } else if (task.task_type === 'restart') {
         if (task.service) {
@@ -77,7 +100,9 @@ export default definePlugin({
 
     const tasks = new TaskStore(
       await ctx.store.document<TaskDoc>({ next_id: 1, tasks: [], owners: {} }, 'tasks'),
-      ctx.scheduler, (task, output) => run(task, output), ctx.log,
+      ctx.scheduler,
+      (task, output) => run(task, output),
+      ctx.log,
     );
 
     /** Checks that the task can run: deployment, service, command, backups service. */
@@ -112,16 +137,29 @@ export default definePlugin({
     const Command = Type.Array(Type.String({ maxLength: 4096 }), { minItems: 1, maxItems: 64, description: 'argv, run without a shell' });
 
     ctx.route({
-      method: 'GET', path: '/scheduler/tasks', permission: 'scheduler:read', operationId: 'scheduler.listTasks',
-      summary: 'List scheduled tasks (of the deployments the caller reaches)', query: Type.Object({ deployment: Type.Optional(deploymentName()) }),
+      method: 'GET',
+      path: '/scheduler/tasks',
+      permission: 'scheduler:read',
+      operationId: 'scheduler.listTasks',
+      summary: 'List scheduled tasks (of the deployments the caller reaches)',
+      query: Type.Object({ deployment: Type.Optional(deploymentName()) }),
       deployment: (req) => req.query.deployment,
       tenancy: 'filtered',
       response: Type.Array(TaskView),
-      handler: (req) => tasks.list(req.query.deployment).filter((t) => canReach(req.principal, t.deployment_name)).map((t) => tasks.view(t)),
+      handler: (req) =>
+        tasks
+          .list(req.query.deployment)
+          .filter((t) => canReach(req.principal, t.deployment_name))
+          .map((t) => tasks.view(t)),
     });
 
     ctx.route({
-      method: 'POST', path: '/scheduler/tasks', permission: 'scheduler:write', operationId: 'scheduler.createTask', creates: 'id', status: 201,
+      method: 'POST',
+      path: '/scheduler/tasks',
+      permission: 'scheduler:write',
+      operationId: 'scheduler.createTask',
+      creates: 'id',
+      status: 201,
       summary: 'Create a scheduled task (cron expression validated)',
       body: Type.Object({
         deployment_name: deploymentName(),
@@ -140,8 +178,16 @@ export default definePlugin({
         const b = req.body;
         tasks.checkCron(b.cron_expr);
         const input = {
-          deployment_name: b.deployment_name, task_type: b.task_type, cron_expr: b.cron_expr, action: b.action ?? '', description: b.description ?? '',
-          enabled: b.enabled ?? true, service: b.service ?? null, command: b.command ?? null, retention: b.retention ?? null, created_by: req.principal.name,
+          deployment_name: b.deployment_name,
+          task_type: b.task_type,
+          cron_expr: b.cron_expr,
+          action: b.action ?? '',
+          description: b.description ?? '',
+          enabled: b.enabled ?? true,
+          service: b.service ?? null,
+          command: b.command ?? null,
+          retention: b.retention ?? null,
+          created_by: req.principal.name,
           run_as: runAs(req.principal),
         };
         await validate(input);
@@ -151,17 +197,29 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'GET', path: '/scheduler/tasks/:id', permission: 'scheduler:read', operationId: 'scheduler.getTask',
-      summary: 'Task details (next run, last run)', params: Id, deployment: taskDeployment, tenancy: 'filtered',
+      method: 'GET',
+      path: '/scheduler/tasks/:id',
+      permission: 'scheduler:read',
+      operationId: 'scheduler.getTask',
+      summary: 'Task details (next run, last run)',
+      params: Id,
+      deployment: taskDeployment,
+      tenancy: 'filtered',
       response: TaskView,
       handler: (req) => tasks.view(visibleTask(req)),
     });
 
     ctx.route({
-      method: 'PUT', path: '/scheduler/tasks/:id', permission: 'scheduler:write', operationId: 'scheduler.updateTask',
+      method: 'PUT',
+      path: '/scheduler/tasks/:id',
+      permission: 'scheduler:write',
+      operationId: 'scheduler.updateTask',
       summary: 'Update a task (fields given are changed); it then runs with the rights of the caller',
-      description: 'Whoever changes a task (re-enabling it included) becomes the principal it runs as: every run checks that principal still holds scheduler:write and write access to the deployment (and backups:write for backup tasks).',
-      params: Id, deployment: taskDeployment, tenancy: 'filtered',
+      description:
+        'Whoever changes a task (re-enabling it included) becomes the principal it runs as: every run checks that principal still holds scheduler:write and write access to the deployment (and backups:write for backup tasks).',
+      params: Id,
+      deployment: taskDeployment,
+      tenancy: 'filtered',
       body: Type.Object({
         task_type: Type.Optional(Type.Union(TASK_TYPES.map((t) => Type.Literal(t)))),
         cron_expr: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
@@ -184,8 +242,14 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'DELETE', path: '/scheduler/tasks/:id', permission: 'scheduler:write', operationId: 'scheduler.deleteTask',
-      summary: 'Delete a task (its execution history stays)', params: Id, deployment: taskDeployment, tenancy: 'filtered',
+      method: 'DELETE',
+      path: '/scheduler/tasks/:id',
+      permission: 'scheduler:write',
+      operationId: 'scheduler.deleteTask',
+      summary: 'Delete a task (its execution history stays)',
+      params: Id,
+      deployment: taskDeployment,
+      tenancy: 'filtered',
       handler: async (req) => {
         const task = visibleTask(req);
         if (!canReach(req.principal, task.deployment_name, 'write')) throw errors.forbidden(`'write' access to the task's deployment required`);
@@ -195,10 +259,16 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'POST', path: '/scheduler/tasks/:id/run', permission: 'scheduler:write', operationId: 'scheduler.runTask',
+      method: 'POST',
+      path: '/scheduler/tasks/:id/run',
+      permission: 'scheduler:write',
+      operationId: 'scheduler.runTask',
       summary: 'Run a task now; answers with the recorded execution',
-      description: 'The run is checked like a scheduled one: the principal the task runs as must still hold its rights, otherwise the execution fails with the reason and the task is disabled.',
-      params: Id, deployment: taskDeployment, tenancy: 'filtered',
+      description:
+        'The run is checked like a scheduled one: the principal the task runs as must still hold its rights, otherwise the execution fails with the reason and the task is disabled.',
+      params: Id,
+      deployment: taskDeployment,
+      tenancy: 'filtered',
       response: ExecutionView,
       handler: async (req) => {
         const task = visibleTask(req);
@@ -210,8 +280,14 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'GET', path: '/scheduler/tasks/:id/executions', permission: 'scheduler:read', operationId: 'scheduler.taskExecutions',
-      summary: 'Execution history of a task (newest first)', params: Id, deployment: taskDeployment, tenancy: 'filtered',
+      method: 'GET',
+      path: '/scheduler/tasks/:id/executions',
+      permission: 'scheduler:read',
+      operationId: 'scheduler.taskExecutions',
+      summary: 'Execution history of a task (newest first)',
+      params: Id,
+      deployment: taskDeployment,
+      tenancy: 'filtered',
       query: Type.Object(Page),
       response: Type.Array(ExecutionView),
       handler: (req) => {
@@ -221,11 +297,17 @@ export default definePlugin({
     });
 
     ctx.route({
-      method: 'GET', path: '/scheduler/executions', permission: 'scheduler:read', operationId: 'scheduler.recentExecutions',
+      method: 'GET',
+      path: '/scheduler/executions',
+      permission: 'scheduler:read',
+      operationId: 'scheduler.recentExecutions',
       summary: 'Recent executions of every task (newest first)',
-      description: 'Executions of tasks of the deployments the caller reaches. Those of deleted deployments (`deployment` is the retired name) and of tasks whose deployment is unknown are for global principals.',
+      description:
+        'Executions of tasks of the deployments the caller reaches. Those of deleted deployments (`deployment` is the retired name) and of tasks whose deployment is unknown are for global principals.',
       query: Type.Object({
-        deployment: Type.Optional(Type.String({ pattern: DEPLOYMENT_OR_RETIRED, description: 'only executions of tasks of this deployment (or retired name)' })),
+        deployment: Type.Optional(
+          Type.String({ pattern: DEPLOYMENT_OR_RETIRED, description: 'only executions of tasks of this deployment (or retired name)' }),
+        ),
         ...Page,
       }),
       deployment: (req) => req.query.deployment,
@@ -236,7 +318,10 @@ export default definePlugin({
         const offset = req.query.offset ?? 0;
         const only = req.query.deployment;
         if (!only && req.principal.isGlobal) return tasks.recent(limit, offset);
-        const ids = tasks.knownIds().filter((t) => (only ? t.deployment === only : canReach(req.principal, t.deployment))).map((t) => t.id);
+        const ids = tasks
+          .knownIds()
+          .filter((t) => (only ? t.deployment === only : canReach(req.principal, t.deployment)))
+          .map((t) => t.id);
         return tasks.recentOf(ids, limit, offset);
       },
     });

@@ -23,7 +23,8 @@ export function refusal(principals: PrincipalDirectory, task: Pick<TaskRecord, '
   if (!info) return `its creator ${runAs.name} (${runAs.id}) can no longer act: deleted or deactivated, or the key was revoked or has expired`;
   const p = principalFrom(info);
   if (!p.can('scheduler:write')) return `its creator ${runAs.name} (${runAs.id}) no longer holds 'scheduler:write'`;
-  if (!p.canAccessDeployment(task.deployment_name, 'write')) return `its creator ${runAs.name} (${runAs.id}) no longer has write access to deployment '${task.deployment_name}'`;
+  if (!p.canAccessDeployment(task.deployment_name, 'write'))
+    return `its creator ${runAs.name} (${runAs.id}) no longer has write access to deployment '${task.deployment_name}'`;
   if (task.task_type === 'backup' && !p.can('backups:write')) return `its creator ${runAs.name} (${runAs.id}) no longer holds 'backups:write'`;
   return null;
 }

@@ -20,10 +20,14 @@ export const TaskView = Type.Object({
   retention: Type.Union([Type.Integer(), Type.Null()], { description: 'backup tasks: backups of the deployment kept' }),
   disabled_reason: Type.Union([Type.String(), Type.Null()]),
   run_as: Type.Union([Type.Object({ id: Type.String(), name: Type.String() }), Type.Null()], {
-    description: 'the principal (`user:<id>`, `api_key:<id>`) whose current rights every run is checked against: whoever created or last changed the task; null for tasks from before that check (they do not run until re-enabled)',
+    description:
+      'the principal (`user:<id>`, `api_key:<id>`) whose current rights every run is checked against: whoever created or last changed the task; null for tasks from before that check (they do not run until re-enabled)',
   }),
   next_run: Type.Union([Type.String(), Type.Null()]),
-  last_run: Type.Union([Type.Object({ status: Type.String(), started_at: Type.String(), duration_ms: Type.Union([Type.Integer(), Type.Null()]) }), Type.Null()]),
+  last_run: Type.Union([
+    Type.Object({ status: Type.String(), started_at: Type.String(), duration_ms: Type.Union([Type.Integer(), Type.Null()]) }),
+    Type.Null(),
+  ]),
   created_by: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String(),
   updated_at: Type.String(),
@@ -34,7 +38,9 @@ export type TaskRecord = Omit<TaskView, 'next_run' | 'last_run'>;
 export const ExecutionView = Type.Object({
   id: Type.Integer(),
   task_id: Type.Integer(),
-  deployment: Type.Union([Type.String(), Type.Null()], { description: "the task's deployment; `<name>~<time>` once that deployment was deleted; null when unknown" }),
+  deployment: Type.Union([Type.String(), Type.Null()], {
+    description: "the task's deployment; `<name>~<time>` once that deployment was deleted; null when unknown",
+  }),
   trigger: Type.String({ description: 'cron or manual' }),
   status: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed')]),
   started_at: Type.String(),
@@ -50,8 +56,16 @@ const jobName = (id: number) => `task.${id}`;
 const taskIdOf = (e: JobExecution) => Number(e.job.slice('task.'.length));
 
 export const executionView = (e: JobExecution, deployment: string | null): ExecutionView => ({
-  id: e.id, task_id: taskIdOf(e), deployment, trigger: e.trigger, status: e.status, started_at: e.started_at,
-  finished_at: e.finished_at, duration_ms: e.duration_ms, output: e.output, error: e.error,
+  id: e.id,
+  task_id: taskIdOf(e),
+  deployment,
+  trigger: e.trigger,
+  status: e.status,
+  started_at: e.started_at,
+  finished_at: e.finished_at,
+  duration_ms: e.duration_ms,
+  output: e.output,
+  error: e.error,
 });
 
 export type TaskRunner = (task: TaskRecord, output: (line: string) => void, signal: AbortSignal) => Promise<void>;
@@ -226,7 +240,10 @@ export class TaskStore {
 
   /** Recent executions of every task, newest first (also those of tasks whose deployment is unknown). */
   recent(limit: number, offset: number): ExecutionView[] {
-    return this.scheduler.executions({ limit, offset }).filter((e) => e.job.startsWith('task.')).map((e) => this.executionOf(e));
+    return this.scheduler
+      .executions({ limit, offset })
+      .filter((e) => e.job.startsWith('task.'))
+      .map((e) => this.executionOf(e));
   }
 
   /** Recent executions of some tasks only, newest first, paginated over their union. */
@@ -254,10 +271,15 @@ export class TaskStore {
     this.disarm(task.id);
     if (!task.enabled) return;
     try {
-      this.handles.set(task.id, this.scheduler.job({
-        name: jobName(task.id), cron: task.cron_expr, description: task.description || `${task.task_type} ${task.deployment_name}`,
-        run: (ctx) => this.runner(this.get(task.id), ctx.output, ctx.signal),
-      }));
+      this.handles.set(
+        task.id,
+        this.scheduler.job({
+          name: jobName(task.id),
+          cron: task.cron_expr,
+          description: task.description || `${task.task_type} ${task.deployment_name}`,
+          run: (ctx) => this.runner(this.get(task.id), ctx.output, ctx.signal),
+        }),
+      );
     } catch (err) {
       this.log.error('could not schedule task', { task: task.id, error: (err as Error).message });
     }

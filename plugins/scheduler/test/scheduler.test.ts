@@ -36,7 +36,8 @@ async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs =
   }
 }
 
-const createTask = (body: Record<string, unknown>) => agent.api('POST', '/scheduler/tasks', { body: { deployment_name: app, cron_expr: '0 4 * * *', ...body } });
+const createTask = (body: Record<string, unknown>) =>
+  agent.api('POST', '/scheduler/tasks', { body: { deployment_name: app, cron_expr: '0 4 * * *', ...body } });
 
 beforeAll(async () => {
   agent = await startAgent({ plugins, dataDir });
@@ -49,7 +50,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.stop();
   for (const name of [app, gone]) {
-    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter(Boolean);
     if (ids.length) spawnSync('docker', ['rm', '-f', ...ids]);
     spawnSync('docker', ['network', 'rm', `${name}_default`]);
   }
@@ -66,7 +69,9 @@ describe('scheduled tasks', () => {
       expect(res.body.code).toBe('INVALID_CRON');
       expect(res.body.error).toContain('cron_expr');
     }
-    expect((await agent.api('POST', '/scheduler/tasks', { body: { deployment_name: 'no-such-app', task_type: 'restart', cron_expr: '0 4 * * *' } })).status).toBe(404);
+    expect(
+      (await agent.api('POST', '/scheduler/tasks', { body: { deployment_name: 'no-such-app', task_type: 'restart', cron_expr: '0 4 * * *' } })).status,
+    ).toBe(404);
     expect((await createTask({ task_type: 'command', service: 'web' })).status).toBe(400);
     expect((await createTask({ task_type: 'command', service: 'nope', command: ['true'] })).status).toBe(400);
     expect((await createTask({ task_type: 'reboot-host' })).status).toBe(400);
@@ -100,7 +105,11 @@ describe('scheduled tasks', () => {
   });
 
   it('bounds the output of a chatty command', async () => {
-    const res = await createTask({ task_type: 'command', service: 'web', command: ['sh', '-c', 'i=0; while [ $i -lt 4000 ]; do echo line-$i-xxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done'] });
+    const res = await createTask({
+      task_type: 'command',
+      service: 'web',
+      command: ['sh', '-c', 'i=0; while [ $i -lt 4000 ]; do echo line-$i-xxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done'],
+    });
     const run = await agent.api('POST', `/scheduler/tasks/${res.body.data.id}/run`);
     expect(run.body.data.status).toBe('succeeded');
     expect(run.body.data.output.length).toBeLessThan(20_000);
@@ -111,7 +120,10 @@ describe('scheduled tasks', () => {
   it('fires on its cron schedule', async () => {
     const res = await createTask({ task_type: 'command', service: 'web', command: ['echo', 'tick'], cron_expr: '* * * * * *' });
     const id = res.body.data.id;
-    const execs = await until(() => agent.api('GET', `/scheduler/tasks/${id}/executions`), (r) => r.body.data.filter((e: any) => e.trigger === 'cron' && e.status === 'succeeded').length >= 2);
+    const execs = await until(
+      () => agent.api('GET', `/scheduler/tasks/${id}/executions`),
+      (r) => r.body.data.filter((e: any) => e.trigger === 'cron' && e.status === 'succeeded').length >= 2,
+    );
     expect(execs.body.data[0].output).toContain('tick');
     await agent.api('PUT', `/scheduler/tasks/${id}`, { body: { enabled: false } });
     const recent = await agent.api('GET', '/scheduler/executions', { query: { limit: 10 } });
@@ -142,7 +154,10 @@ describe('scheduled tasks', () => {
     const res = await agent.api('POST', '/scheduler/tasks', { body: { deployment_name: gone, task_type: 'restart', cron_expr: '0 4 * * *' } });
     expect(res.status).toBe(201);
     expect((await agent.api('DELETE', `/deployments/${gone}`)).status).toBe(200);
-    await until(() => agent.api('GET', `/scheduler/tasks/${res.body.data.id}`), (r) => r.status === 404);
+    await until(
+      () => agent.api('GET', `/scheduler/tasks/${res.body.data.id}`),
+      (r) => r.status === 404,
+    );
     expect((await agent.api('GET', '/scheduler/tasks')).body.data.map((t: any) => t.deployment_name)).not.toContain(gone);
   });
 

@@ -51,7 +51,10 @@ async function createDeployment(name: string, token?: string) {
 }
 
 async function createTask(token: string, deployment: string, body: Record<string, unknown> = {}): Promise<number> {
-  const res = await agent.api('POST', '/scheduler/tasks', { token, body: { deployment_name: deployment, task_type: 'command', service: 'web', command: ['echo', `hello from ${deployment}`], cron_expr: '0 4 * * *', ...body } });
+  const res = await agent.api('POST', '/scheduler/tasks', {
+    token,
+    body: { deployment_name: deployment, task_type: 'command', service: 'web', command: ['echo', `hello from ${deployment}`], cron_expr: '0 4 * * *', ...body },
+  });
   expect(res.status, res.text).toBe(201);
   return res.body.data.id;
 }
@@ -77,7 +80,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.stop();
   for (const name of [A, B]) {
-    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter(Boolean);
     if (ids.length) spawnSync('docker', ['rm', '-f', ...ids]);
     spawnSync('docker', ['network', 'rm', `${name}_default`]);
   }
@@ -85,15 +90,21 @@ afterAll(async () => {
 });
 
 describe('tasks follow their deployment', () => {
-  it('lists only the tasks and executions of the caller\'s deployments', async () => {
+  it("lists only the tasks and executions of the caller's deployments", async () => {
     for (const [who, token] of principalsOf(alice)) {
       const tasks = await agent.api('GET', '/scheduler/tasks', { token });
       expect(tasks.status, who).toBe(200);
-      expect(tasks.body.data.map((t: any) => t.id), who).toEqual([taskA]);
+      expect(
+        tasks.body.data.map((t: any) => t.id),
+        who,
+      ).toEqual([taskA]);
       const execs = await agent.api('GET', '/scheduler/executions', { token });
       expect(execs.status, who).toBe(200);
       expect(execs.body.data.length, who).toBeGreaterThan(0);
-      expect(execs.body.data.every((e: any) => e.task_id === taskA && e.deployment === A), who).toBe(true);
+      expect(
+        execs.body.data.every((e: any) => e.task_id === taskA && e.deployment === A),
+        who,
+      ).toBe(true);
       for (const text of [tasks.text, execs.text]) expect(text, who).not.toContain(B);
       expect((await agent.api('GET', '/scheduler/tasks', { token, query: { deployment: B } })).status, who).toBe(404);
       expect((await agent.api('GET', '/scheduler/executions', { token, query: { deployment: B } })).status, who).toBe(404);
@@ -106,12 +117,16 @@ describe('tasks follow their deployment', () => {
     }
   });
 
-  it('answers 404 for another tenant\'s task by id, exactly as for an unknown one, and leaves it untouched', async () => {
+  it("answers 404 for another tenant's task by id, exactly as for an unknown one, and leaves it untouched", async () => {
     const before = (await agent.api('GET', `/scheduler/tasks/${taskB}`)).body.data;
     const unknown = 99_999;
     for (const [who, token] of principalsOf(alice)) {
       for (const [method, path, body] of [
-        ['GET', ''], ['PUT', '', { enabled: false, command: ['echo', 'pwned'] }], ['DELETE', ''], ['POST', '/run'], ['GET', '/executions'],
+        ['GET', ''],
+        ['PUT', '', { enabled: false, command: ['echo', 'pwned'] }],
+        ['DELETE', ''],
+        ['POST', '/run'],
+        ['GET', '/executions'],
       ] as [string, string, unknown?][]) {
         const res = await agent.api(method, `/scheduler/tasks/${taskB}${path}`, { token, body });
         const other = await agent.api(method, `/scheduler/tasks/${unknown}${path}`, { token, body });
@@ -136,7 +151,7 @@ describe('tasks follow their deployment', () => {
   });
 });
 
-describe('a task runs with its creator\'s rights of the moment', () => {
+describe("a task runs with its creator's rights of the moment", () => {
   it('does not run once its creator lost its grant: the execution says why and the task is disabled', async () => {
     const dave = await createTenant(agent, 'dave', A);
     const id = await createTask(dave.user, A);
@@ -160,9 +175,15 @@ describe('a task runs with its creator\'s rights of the moment', () => {
   it('stops a cron task whose key was revoked, at its next run', async () => {
     const erin = await createTenant(agent, 'erin', A);
     const id = await createTask(erin.key, A, { cron_expr: '* * * * * *' });
-    await until(() => agent.api('GET', `/scheduler/tasks/${id}/executions`), (r) => r.body.data.some((e: any) => e.trigger === 'cron' && e.status === 'succeeded'));
+    await until(
+      () => agent.api('GET', `/scheduler/tasks/${id}/executions`),
+      (r) => r.body.data.some((e: any) => e.trigger === 'cron' && e.status === 'succeeded'),
+    );
     expect((await agent.api('POST', `/api/apikeys/${erin.keyId}/revoke`, { token: erin.user })).status).toBe(200);
-    const execs = await until(() => agent.api('GET', `/scheduler/tasks/${id}/executions`), (r) => r.body.data[0]?.status === 'failed');
+    const execs = await until(
+      () => agent.api('GET', `/scheduler/tasks/${id}/executions`),
+      (r) => r.body.data[0]?.status === 'failed',
+    );
     expect(execs.body.data[0]).toMatchObject({ trigger: 'cron', status: 'failed' });
     expect(execs.body.data[0].error).toContain('can no longer act');
     const task = (await agent.api('GET', `/scheduler/tasks/${id}`)).body.data;

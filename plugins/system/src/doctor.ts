@@ -23,11 +23,16 @@ export const DoctorView = Type.Object({
 
 export function registerDoctorRoute(ctx: PluginContext, doctor: DoctorService): void {
   ctx.route({
-    method: 'GET', path: '/system/doctor', permission: 'doctor:read', operationId: 'system.doctor', tag: 'system',
+    method: 'GET',
+    path: '/system/doctor',
+    permission: 'doctor:read',
+    operationId: 'system.doctor',
+    tag: 'system',
     summary: 'Check the external parts the enabled plugins use',
-    description: 'Docker engine and compose, nginx, the ACME directory and the clock, the DNS server API, database drivers, '
-      + 'the data folder (free space, modes), secret file modes and the Node.js version: each with its status, what was found '
-      + 'and the command that fixes it. Runs every check now (a few seconds at most). `agentctl doctor` prints it.',
+    description:
+      'Docker engine and compose, nginx, the ACME directory and the clock, the DNS server API, database drivers, ' +
+      'the data folder (free space, modes), secret file modes and the Node.js version: each with its status, what was found ' +
+      'and the command that fixes it. Runs every check now (a few seconds at most). `agentctl doctor` prints it.',
     response: DoctorView,
     handler: () => doctor.run(),
   });

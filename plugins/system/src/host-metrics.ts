@@ -67,6 +67,12 @@ export async function hostMetrics(sampler: CpuSampler, diskPath: string) {
     load: { '1m': l1!, '5m': l5!, '15m': l15! },
     cpu: { count: cpus.length, model: cpus[0]?.model ?? 'unknown', usage_percent: await sampler.usagePercent() },
     memory: { total_bytes: total, available_bytes: available, used_bytes: total - available, usage_percent: percent(total - available, total) },
-    disk: { path: diskPath, total_bytes: diskTotal, free_bytes: diskFree, used_bytes: diskTotal - diskFree, usage_percent: percent(diskTotal - diskFree, diskTotal) },
+    disk: {
+      path: diskPath,
+      total_bytes: diskTotal,
+      free_bytes: diskFree,
+      used_bytes: diskTotal - diskFree,
+      usage_percent: percent(diskTotal - diskFree, diskTotal),
+    },
   };
 }

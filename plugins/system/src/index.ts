@@ -17,8 +17,18 @@ export default definePlugin({
   // deployments and containers each principal reaches (filtered).
   resources: {
     settings: { description: 'runtime settings of the agent and its plugins (secrets masked; global)', operator: 'read', viewer: 'read', owner: 'global' },
-    stats: { description: 'host, Docker and agent statistics (deployment and container counts of the deployments the caller reaches)', operator: 'read', viewer: 'read', owner: 'both' },
-    doctor: { description: 'the doctor report: versions, paths and state of the external parts (admins only by default; global)', operator: 'none', viewer: 'none', owner: 'global' },
+    stats: {
+      description: 'host, Docker and agent statistics (deployment and container counts of the deployments the caller reaches)',
+      operator: 'read',
+      viewer: 'read',
+      owner: 'both',
+    },
+    doctor: {
+      description: 'the doctor report: versions, paths and state of the external parts (admins only by default; global)',
+      operator: 'none',
+      viewer: 'none',
+      owner: 'global',
+    },
   },
   deps: { settings: coreServices.settings, doctor: coreServices.doctor, docker: optional(dockerService), deployments: optional(deploymentsService) },
 

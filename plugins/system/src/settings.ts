@@ -28,27 +28,39 @@ const propsOf = (def: SettingDefinition): Record<string, Json> => (plain(def.sch
 export function registerSettingsRoutes(ctx: PluginContext, registry: SettingsRegistry): { complete(): void } {
   // Completed in `complete()`: the per-plugin sections of the answer and of the body.
   const valuesSchema: Json = Type.Object({}, { description: 'current values by plugin; secrets masked' });
-  const bodySchema: Json = Type.Object({}, {
-    additionalProperties: Type.Record(Type.String(), Type.Unknown()),
-    description: 'a partial update: `{<plugin>: {<setting>: value}}`; unknown sections or keys are refused (400)',
-  });
+  const bodySchema: Json = Type.Object(
+    {},
+    {
+      additionalProperties: Type.Record(Type.String(), Type.Unknown()),
+      description: 'a partial update: `{<plugin>: {<setting>: value}}`; unknown sections or keys are refused (400)',
+    },
+  );
   const restartList: string[] = [];
 
   const describe = () => {
     const values = registry.values();
     return registry.definitions().flatMap((def) =>
       Object.entries(propsOf(def)).map(([name, schema]) => ({
-        key: `${def.plugin}.${name}`, plugin: def.plugin, name, schema, default: schema.default ?? null,
+        key: `${def.plugin}.${name}`,
+        plugin: def.plugin,
+        name,
+        schema,
+        default: schema.default ?? null,
         value: values[def.plugin]?.[name] ?? null,
         apply: def.restart.includes(name) ? ('restart' as const) : ('live' as const),
         secret: def.secret.includes(name),
         ...(def.permissions[name] ? { permission: def.permissions[name] } : {}),
         ...(typeof schema.description === 'string' ? { description: schema.description } : {}),
-      })));
+      })),
+    );
   };
 
   ctx.route({
-    method: 'GET', path: '/settings', permission: 'settings:read', tag: 'settings', operationId: 'settings.get',
+    method: 'GET',
+    path: '/settings',
+    permission: 'settings:read',
+    tag: 'settings',
+    operationId: 'settings.get',
     summary: 'Current agent settings with their schemas; secrets masked; which ones need a restart',
     response: Type.Object({
       values: valuesSchema as never,
@@ -59,9 +71,14 @@ export function registerSettingsRoutes(ctx: PluginContext, registry: SettingsReg
   });
 
   ctx.route({
-    method: 'PUT', path: '/settings', permission: 'settings:write', tag: 'settings', operationId: 'settings.update',
+    method: 'PUT',
+    path: '/settings',
+    permission: 'settings:write',
+    tag: 'settings',
+    operationId: 'settings.update',
     summary: 'Update agent settings (partial: only the keys sent change)',
-    description: 'Send `{<plugin>: {<setting>: value}}`. Unknown sections or keys answer 400. A masked secret sent back unchanged keeps its value. The answer lists the applied keys and those that need a restart.',
+    description:
+      'Send `{<plugin>: {<setting>: value}}`. Unknown sections or keys answer 400. A masked secret sent back unchanged keeps its value. The answer lists the applied keys and those that need a restart.',
     body: bodySchema as never,
     response: Type.Object({
       applied: Type.Array(Type.String()),
@@ -80,7 +97,8 @@ export function registerSettingsRoutes(ctx: PluginContext, registry: SettingsReg
           if (!(key in known)) throw errors.badRequest(`body.${plugin}.${key}: unknown setting`, 'VALIDATION_FAILED', { field: `${plugin}.${key}` });
           const needed = def.permissions[key];
           // Sending a guarded value back unchanged (a read-modify-write of the whole settings) needs nothing more.
-          if (needed && current[plugin]?.[key] !== values[key] && !req.principal.can(needed)) throw errors.forbidden(`changing ${plugin}.${key} needs the permission '${needed}'`);
+          if (needed && current[plugin]?.[key] !== values[key] && !req.principal.can(needed))
+            throw errors.forbidden(`changing ${plugin}.${key} needs the permission '${needed}'`);
         }
       }
       const result = await registry.update(patch);

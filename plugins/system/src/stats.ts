@@ -14,22 +14,38 @@ const Int = Type.Integer({ minimum: 0 });
 
 const StatsView = Type.Object({
   host: Type.Object({
-    hostname: Type.String(), platform: Type.String(), arch: Type.String(), kernel: Type.String(), uptime_seconds: Int,
+    hostname: Type.String(),
+    platform: Type.String(),
+    arch: Type.String(),
+    kernel: Type.String(),
+    uptime_seconds: Int,
     load: Type.Object({ '1m': Num, '5m': Num, '15m': Num }),
     cpu: Type.Object({ count: Int, model: Type.String(), usage_percent: Num }),
     memory: Type.Object({ total_bytes: Int, available_bytes: Int, used_bytes: Int, usage_percent: Num }),
     disk: Type.Object({ path: Type.String(), total_bytes: Int, free_bytes: Int, used_bytes: Int, usage_percent: Num }),
   }),
   deployments: Nullable(Type.Object({ total: Int, by_status: Type.Record(Type.String(), Int) }, { description: 'null without the deployments plugin' })),
-  docker: Nullable(Type.Object({
-    available: Type.Boolean(),
-    version: Nullable(Type.String()),
-    containers: Nullable(Type.Object({ total: Int, running: Int, stopped: Int })),
-    images: Nullable(Type.Integer({ minimum: 0, description: 'null for a principal limited to its deployments (images are global)' })),
-    volumes: Nullable(Type.Integer({ minimum: 0, description: 'null when the docker service does not report it, and for a principal limited to its deployments' })),
-  }, { description: 'null without the docker plugin' })),
+  docker: Nullable(
+    Type.Object(
+      {
+        available: Type.Boolean(),
+        version: Nullable(Type.String()),
+        containers: Nullable(Type.Object({ total: Int, running: Int, stopped: Int })),
+        images: Nullable(Type.Integer({ minimum: 0, description: 'null for a principal limited to its deployments (images are global)' })),
+        volumes: Nullable(
+          Type.Integer({ minimum: 0, description: 'null when the docker service does not report it, and for a principal limited to its deployments' }),
+        ),
+      },
+      { description: 'null without the docker plugin' },
+    ),
+  ),
   agent: Type.Object({
-    version: Type.String(), pid: Int, node_version: Type.String(), uptime_seconds: Int, rss_bytes: Int, heap_used_bytes: Int,
+    version: Type.String(),
+    pid: Int,
+    node_version: Type.String(),
+    uptime_seconds: Int,
+    rss_bytes: Int,
+    heap_used_bytes: Int,
   }),
 });
 
@@ -42,7 +58,8 @@ async function dockerFigures(docker: DockerService, principal: Principal) {
     const running = visible.filter((c) => c.state === 'running').length;
     const volumes = (info as { volumes?: unknown }).volumes;
     return {
-      available: true, version: info.version,
+      available: true,
+      version: info.version,
       containers: { total: visible.length, running, stopped: visible.length - running },
       images: principal.isGlobal ? info.images : null,
       volumes: principal.isGlobal && typeof volumes === 'number' ? volumes : null,
@@ -56,7 +73,12 @@ async function dockerFigures(docker: DockerService, principal: Principal) {
 export function registerStatsRoute(ctx: PluginContext, services: { docker(): DockerService | undefined; deployments(): DeploymentsService | undefined }): void {
   const sampler = new CpuSampler();
   ctx.route({
-    method: 'GET', path: '/stats', permission: 'stats:read', tag: 'system', operationId: 'system.stats', tenancy: 'filtered',
+    method: 'GET',
+    path: '/stats',
+    permission: 'stats:read',
+    tag: 'system',
+    operationId: 'system.stats',
+    tenancy: 'filtered',
     summary: 'System statistics: host CPU, memory, disk, load, uptime; deployments by status; containers, images, volumes; agent version and memory',
     response: StatsView,
     handler: async (req) => {
@@ -75,8 +97,12 @@ export function registerStatsRoute(ctx: PluginContext, services: { docker(): Doc
         deployments: deploymentCounts,
         docker: docker ? await dockerFigures(docker, req.principal) : null,
         agent: {
-          version: ctx.agent.version, pid: process.pid, node_version: process.version, uptime_seconds: Math.round(process.uptime()),
-          rss_bytes: mem.rss, heap_used_bytes: mem.heapUsed,
+          version: ctx.agent.version,
+          pid: process.pid,
+          node_version: process.version,
+          uptime_seconds: Math.round(process.uptime()),
+          rss_bytes: mem.rss,
+          heap_used_bytes: mem.heapUsed,
         },
       };
     },

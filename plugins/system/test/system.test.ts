@@ -54,7 +54,13 @@ describe('settings and stats', () => {
     // Applied live: hello now shouts.
     const greeting = await agent.api('POST', '/api/hello/greetings', { body: { name: 'Ann' } });
     expect(greeting.body.data.message).toBe('HELLO, ANN!');
-    for (const body of [{ nosuch: { a: 1 } }, { access: { nosuch: 1 } }, { access: { retention_days: -1 } }, { access: { retention_days: 'many' } }, { access: 5 }]) {
+    for (const body of [
+      { nosuch: { a: 1 } },
+      { access: { nosuch: 1 } },
+      { access: { retention_days: -1 } },
+      { access: { retention_days: 'many' } },
+      { access: 5 },
+    ]) {
       const bad = await agent.api('PUT', '/api/settings', { body });
       expect(bad.status, JSON.stringify(body)).toBe(400);
       expect(bad.body.code).toBe('VALIDATION_FAILED');

@@ -23,8 +23,8 @@ const COMPOSE = `services:
       agent.test: "1"
 `;
 
-const docker = (...args: string[]) => new Promise<string>((resolve, reject) =>
-  execFile('docker', args, { encoding: 'utf8' }, (err, stdout) => (err ? reject(err) : resolve(stdout))));
+const docker = (...args: string[]) =>
+  new Promise<string>((resolve, reject) => execFile('docker', args, { encoding: 'utf8' }, (err, stdout) => (err ? reject(err) : resolve(stdout))));
 
 describe('system routes and tenants', () => {
   let agent: TestAgent;
@@ -48,7 +48,7 @@ describe('system routes and tenants', () => {
     await docker('rm', '-f', LOOSE).catch(() => undefined);
   });
 
-  it('counts only the caller\'s deployments and containers; host figures for everyone', async () => {
+  it("counts only the caller's deployments and containers; host figures for everyone", async () => {
     for (const [who, token] of [...principals(alice), ...principals(bob)]) {
       const res = await agent.api('GET', '/stats', { token });
       expect(res.status, `${who}: ${res.text}`).toBe(200);
@@ -72,14 +72,23 @@ describe('system routes and tenants', () => {
       expectGlobalOnly(await agent.api('GET', '/settings', { token }), `${who} GET /settings`);
       // Changing settings and the doctor need settings:write and doctor:read, which operators lack: the permission
       // answers first (FORBIDDEN); with them, scope does (below).
-      for (const [method, path] of [['PUT', '/settings'], ['GET', '/system/doctor']] as const) {
+      for (const [method, path] of [
+        ['PUT', '/settings'],
+        ['GET', '/system/doctor'],
+      ] as const) {
         const res = await agent.api(method, path, { token, body: method === 'PUT' ? { access: { retention_days: 1 } } : undefined });
         expect(res.status, `${who} ${method} ${path}`).toBe(403);
       }
     }
     // Whatever its permissions say: a scoped user holding doctor:read and settings:write reaches neither.
     const strong = await agent.api('POST', '/users', {
-      body: { username: `strong${RUN}`, email: `strong${RUN}@example.org`, password: 'Tenant-Pass-2024!x', role: 'operator', permissions: ['doctor:read', 'settings:write'] },
+      body: {
+        username: `strong${RUN}`,
+        email: `strong${RUN}@example.org`,
+        password: 'Tenant-Pass-2024!x',
+        role: 'operator',
+        permissions: ['doctor:read', 'settings:write'],
+      },
     });
     expect(strong.status, strong.text).toBe(201);
     const token = await agent.login(`strong${RUN}`, 'Tenant-Pass-2024!x');

@@ -6,7 +6,21 @@ import { Readable } from 'node:stream';
 import type { SqlStatement } from '@agent/sdk';
 import { toView, type AuditRow } from './query.js';
 
-export const CSV_HEADER = ['id', 'time', 'actor_type', 'actor_id', 'actor_name', 'action', 'resource_type', 'resource_id', 'deployment', 'success', 'status', 'client_ip', 'detail'];
+export const CSV_HEADER = [
+  'id',
+  'time',
+  'actor_type',
+  'actor_id',
+  'actor_name',
+  'action',
+  'resource_type',
+  'resource_id',
+  'deployment',
+  'success',
+  'status',
+  'client_ip',
+  'detail',
+];
 
 /**
  * One CSV field. Cells a spreadsheet would run as a formula (leading `=`, `+`, `-`, `@`, tab or CR) get a leading
@@ -23,8 +37,19 @@ export const csvLine = (values: unknown[]): string => values.map(csvField).join(
 
 function csvRow(row: AuditRow): string {
   return csvLine([
-    row.id, row.time, row.actor_type, row.actor_id, row.actor_name, row.action, row.resource_type, row.resource_id,
-    row.deployment, row.success === 1 ? 'true' : 'false', row.status, row.client_ip, row.detail,
+    row.id,
+    row.time,
+    row.actor_type,
+    row.actor_id,
+    row.actor_name,
+    row.action,
+    row.resource_type,
+    row.resource_id,
+    row.deployment,
+    row.success === 1 ? 'true' : 'false',
+    row.status,
+    row.client_ip,
+    row.detail,
   ]);
 }
 

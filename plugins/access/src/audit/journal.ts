@@ -74,7 +74,10 @@ export class AuditJournal implements AuditSink, AuditJournalService {
   private syncing: Promise<void> | null = null;
 
   /** `legacyPath`: an older agent's journal whose events this one takes over at open (legacy.ts). */
-  constructor(private readonly db: Journal, legacyPath?: string) {
+  constructor(
+    private readonly db: Journal,
+    legacyPath?: string,
+  ) {
     const hasLayout = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_layout'").get() !== undefined;
     let current = hasLayout && (db.prepare('SELECT version FROM audit_layout').pluck().get() as number | undefined) === LAYOUT_VERSION;
     if (!current) db.exec(DERIVED);
@@ -138,8 +141,22 @@ export class AuditJournal implements AuditSink, AuditJournalService {
     }
     const detail = e.detail ? JSON.stringify(e.detail) : null;
     const resourceId = e.resource_id === null || e.resource_id === undefined ? null : String(e.resource_id);
-    this.queue.push(0, this.iso, now, e.actor_type, e.actor_id, e.actor_name ?? null, e.action, e.resource_type, resourceId,
-      e.deployment ?? null, e.success ? 1 : 0, e.status ?? null, e.client_ip ?? null, detail);
+    this.queue.push(
+      0,
+      this.iso,
+      now,
+      e.actor_type,
+      e.actor_id,
+      e.actor_name ?? null,
+      e.action,
+      e.resource_type,
+      resourceId,
+      e.deployment ?? null,
+      e.success ? 1 : 0,
+      e.status ?? null,
+      e.client_ip ?? null,
+      detail,
+    );
     const batch = (this.batch ??= newBatch());
     if (this.queue.length >= FLUSH_BATCH * ROW_WIDTH) this.commitQuietly();
     else if (!this.scheduled && !this.syncing) {
@@ -275,8 +292,11 @@ export class AuditJournal implements AuditSink, AuditJournalService {
     this.lastId = Math.max(maxId, seq);
     let from = 0;
     if (current) {
-      this.blocks = (this.db.prepare('SELECT block, n, min_time AS min, max_time AS max, ordered FROM audit_blocks ORDER BY block').all() as (Omit<BlockInfo, 'ordered'> & { ordered: number })[])
-        .map((b) => ({ ...b, ordered: b.ordered === 1 }));
+      this.blocks = (
+        this.db.prepare('SELECT block, n, min_time AS min, max_time AS max, ordered FROM audit_blocks ORDER BY block').all() as (Omit<BlockInfo, 'ordered'> & {
+          ordered: number;
+        })[]
+      ).map((b) => ({ ...b, ordered: b.ordered === 1 }));
       this.repair();
       const newest = this.blocks.at(-1);
       if (newest) from = newest.block * BLOCK_SIZE;
@@ -358,4 +378,3 @@ export class AuditJournal implements AuditSink, AuditJournalService {
     this.s.putBlock.run(info.block, info.n, info.min, info.max, info.ordered ? 1 : 0);
   }
 }
-

@@ -81,7 +81,8 @@ END;
 `;
 
 /** Columns in INSERT order; the postings' ROW_POS refers to these positions. */
-export const INSERT_COLUMNS = 'id, time, time_ms, actor_type, actor_id, actor_name, action, resource_type, resource_id, deployment, success, status, client_ip, detail';
+export const INSERT_COLUMNS =
+  'id, time, time_ms, actor_type, actor_id, actor_name, action, resource_type, resource_id, deployment, success, status, client_ip, detail';
 export const ROW_WIDTH = 14;
 /** What indexing reads of a stored row, in the same positions (the other columns as NULL). */
 export const INDEX_COLUMNS = 'id, NULL, time_ms, actor_type, actor_id, NULL, action, resource_type, resource_id, deployment, success, NULL, client_ip';

@@ -43,7 +43,10 @@ class Posting {
   n = 0;
   /** UTF-8 length of the value. */
   readonly bytes: number;
-  constructor(readonly value: string, readonly key: number) {
+  constructor(
+    readonly value: string,
+    readonly key: number,
+  ) {
     this.bytes = Buffer.byteLength(value);
   }
   push(offset: number): void {

@@ -21,7 +21,8 @@ export interface AuditFilter {
 
 export type AuditRow = AuditEventRow;
 
-export const COLUMNS = 'id, time, time_ms, actor_type, actor_id, actor_name, action, resource_type, resource_id, deployment, success, status, client_ip, detail';
+export const COLUMNS =
+  'id, time, time_ms, actor_type, actor_id, actor_name, action, resource_type, resource_id, deployment, success, status, client_ip, detail';
 
 export function toView(row: AuditRow) {
   let detail: Record<string, unknown> | null = null;
@@ -33,9 +34,19 @@ export function toView(row: AuditRow) {
     }
   }
   return {
-    id: row.id, time: row.time, actor_type: row.actor_type, actor_id: row.actor_id, actor_name: row.actor_name, action: row.action,
-    resource_type: row.resource_type, resource_id: row.resource_id, deployment: row.deployment, success: row.success === 1,
-    status: row.status, client_ip: row.client_ip, detail,
+    id: row.id,
+    time: row.time,
+    actor_type: row.actor_type,
+    actor_id: row.actor_id,
+    actor_name: row.actor_name,
+    action: row.action,
+    resource_type: row.resource_type,
+    resource_id: row.resource_id,
+    deployment: row.deployment,
+    success: row.success === 1,
+    status: row.status,
+    client_ip: row.client_ip,
+    detail,
   };
 }
 
@@ -88,7 +99,9 @@ export const visibility = (principal: Principal, identity: IdentityService): Whe
 export function toSearch(filter: AuditFilter, anyOf: AuditSearchQuery['anyOf'], page: { limit: number; offset: number; countCap: number }): AuditSearchQuery {
   const { start_time, end_time, ...equals } = filter;
   return {
-    equals, anyOf, ...page,
+    equals,
+    anyOf,
+    ...page,
     start_ms: start_time === undefined ? undefined : Date.parse(start_time),
     end_ms: end_time === undefined ? undefined : Date.parse(end_time),
   };

@@ -1,13 +1,21 @@
 /** `/api/audit/*` and the retention job over the audit journal. */
-import {
-  errors, MAX_INTEGER, RecordId, reply, Seconds, Type,
-  type PluginContext, type Principal, type Static,
-} from '@agent/sdk';
+import { errors, MAX_INTEGER, RecordId, reply, Seconds, Type, type PluginContext, type Principal, type Static } from '@agent/sdk';
 import type { AuditJournalService, IdentityService } from '../api.js';
 import { AuditEventView } from '../schemas.js';
 import { exportStream } from './export.js';
 import {
-  buildWhere, COLUMNS, scopeSql, searchScope, StatementCache, toSearch, toView, visibility, type AuditFilter, type AuditRow, type IdRange, type Where,
+  buildWhere,
+  COLUMNS,
+  scopeSql,
+  searchScope,
+  StatementCache,
+  toSearch,
+  toView,
+  visibility,
+  type AuditFilter,
+  type AuditRow,
+  type IdRange,
+  type Where,
 } from './query.js';
 
 const ActorType = Type.Union([Type.Literal('user'), Type.Literal('api_key'), Type.Literal('system')]);
@@ -45,7 +53,12 @@ const StatsView = Type.Object({
 });
 
 export const AuditSettings = Type.Object({
-  retention_days: Type.Integer({ minimum: 0, maximum: 36500, default: 365, description: 'audit events older than this are deleted daily; 0 keeps them forever' }),
+  retention_days: Type.Integer({
+    minimum: 0,
+    maximum: 36500,
+    default: 365,
+    description: 'audit events older than this are deleted daily; 0 keeps them forever',
+  }),
 });
 
 const DAY_MS = 86_400_000;
@@ -63,9 +76,10 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   const settings = ctx.settings(AuditSettings);
 
   /** Ids bounding a filter's time window (undefined without one): SQL scans read only that rowid range. */
-  const rangeOf = (f: AuditFilter): IdRange | undefined => (f.start_time === undefined && f.end_time === undefined
-    ? undefined
-    : audit.idRange(f.start_time === undefined ? undefined : Date.parse(f.start_time), f.end_time === undefined ? undefined : Date.parse(f.end_time)));
+  const rangeOf = (f: AuditFilter): IdRange | undefined =>
+    f.start_time === undefined && f.end_time === undefined
+      ? undefined
+      : audit.idRange(f.start_time === undefined ? undefined : Date.parse(f.start_time), f.end_time === undefined ? undefined : Date.parse(f.end_time));
 
   /**
    * The rows a stats query aggregates: with column filters or a non-admin's visibility, the ids the journal's search
@@ -90,7 +104,12 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   };
 
   ctx.route({
-    method: 'GET', path: '/audit/events', permission: 'audit:read', tag: 'audit', operationId: 'audit.list', tenancy: 'filtered',
+    method: 'GET',
+    path: '/audit/events',
+    permission: 'audit:read',
+    tag: 'audit',
+    operationId: 'audit.list',
+    tenancy: 'filtered',
     summary: 'Audit events, newest first, with the filters of the spec (limit default 50, max 1000)',
     description: `Non-admins see the events of deployments they can access and their own actions. \`meta.total\` is exact for an unfiltered list or a time window alone, and up to ${COUNT_CAP} matches; beyond, it is ${COUNT_CAP} with \`meta.total_exact: false\` (\`GET /api/audit/stats\` counts exactly).`,
     query: FilterQuery,
@@ -106,14 +125,20 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   });
 
   ctx.route({
-    method: 'GET', path: '/audit/events/:id', permission: 'audit:read', tag: 'audit', operationId: 'audit.get', tenancy: 'filtered',
+    method: 'GET',
+    path: '/audit/events/:id',
+    permission: 'audit:read',
+    tag: 'audit',
+    operationId: 'audit.get',
+    tenancy: 'filtered',
     summary: 'One audit event',
     params: Type.Object({ id: RecordId('audit event id') }),
     response: AuditEventView,
     handler: (req) => {
       db();
       const where = buildWhere({}, visibility(req.principal, identity));
-      const row = statements.get(`SELECT ${COLUMNS} FROM audit_events ${where.sql ? `${where.sql} AND` : 'WHERE'} id = ?`)
+      const row = statements
+        .get(`SELECT ${COLUMNS} FROM audit_events ${where.sql ? `${where.sql} AND` : 'WHERE'} id = ?`)
         .get(...where.params, req.params.id) as AuditRow | undefined;
       if (!row) throw errors.notFound(`audit event ${req.params.id} not found`);
       return toView(row);
@@ -121,7 +146,12 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   });
 
   ctx.route({
-    method: 'GET', path: '/audit/stats', permission: 'audit:read', tag: 'audit', operationId: 'audit.stats', tenancy: 'filtered',
+    method: 'GET',
+    path: '/audit/stats',
+    permission: 'audit:read',
+    tag: 'audit',
+    operationId: 'audit.stats',
+    tenancy: 'filtered',
     summary: 'Audit statistics: totals, by action, actor, resource, success, and per day (UTC)',
     query: Type.Object({
       ...filterFields,
@@ -133,25 +163,48 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
       checkRange(filter);
       const w = statsWhere(filter, req.principal);
       const q = (sql: string, ...extra: unknown[]) => statements.get(sql).all(...w.params, ...extra) as Record<string, unknown>[];
-      const totals = statements.get(`SELECT COUNT(*) AS total, COALESCE(SUM(success), 0) AS ok FROM audit_events ${w.sql}`).get(...w.params) as { total: number; ok: number };
+      const totals = statements.get(`SELECT COUNT(*) AS total, COALESCE(SUM(success), 0) AS ok FROM audit_events ${w.sql}`).get(...w.params) as {
+        total: number;
+        ok: number;
+      };
       return {
         total: totals.total,
         succeeded: totals.ok,
         failed: totals.total - totals.ok,
-        by_action: q(`SELECT action, COUNT(*) AS count, SUM(1 - success) AS failed FROM audit_events ${w.sql} GROUP BY action ORDER BY count DESC, action LIMIT ?`, top) as never,
-        by_actor: q(`SELECT actor_id, actor_type, MAX(actor_name) AS actor_name, COUNT(*) AS count FROM audit_events ${w.sql} GROUP BY actor_id, actor_type ORDER BY count DESC, actor_id LIMIT ?`, top) as never,
-        by_resource: q(`SELECT resource_type, COUNT(*) AS count FROM audit_events ${w.sql} GROUP BY resource_type ORDER BY count DESC, resource_type LIMIT ?`, top) as never,
+        by_action: q(
+          `SELECT action, COUNT(*) AS count, SUM(1 - success) AS failed FROM audit_events ${w.sql} GROUP BY action ORDER BY count DESC, action LIMIT ?`,
+          top,
+        ) as never,
+        by_actor: q(
+          `SELECT actor_id, actor_type, MAX(actor_name) AS actor_name, COUNT(*) AS count FROM audit_events ${w.sql} GROUP BY actor_id, actor_type ORDER BY count DESC, actor_id LIMIT ?`,
+          top,
+        ) as never,
+        by_resource: q(
+          `SELECT resource_type, COUNT(*) AS count FROM audit_events ${w.sql} GROUP BY resource_type ORDER BY count DESC, resource_type LIMIT ?`,
+          top,
+        ) as never,
         // From the totals (success is 0 or 1): one scan less.
-        by_success: [{ success: true, count: totals.ok }, { success: false, count: totals.total - totals.ok }].filter((r) => r.count > 0),
-        per_day: q(`SELECT strftime('%Y-%m-%d', time_ms / 1000, 'unixepoch') AS day, COUNT(*) AS count, SUM(1 - success) AS failed FROM audit_events ${w.sql} GROUP BY day ORDER BY day DESC LIMIT 366`) as never,
+        by_success: [
+          { success: true, count: totals.ok },
+          { success: false, count: totals.total - totals.ok },
+        ].filter((r) => r.count > 0),
+        per_day: q(
+          `SELECT strftime('%Y-%m-%d', time_ms / 1000, 'unixepoch') AS day, COUNT(*) AS count, SUM(1 - success) AS failed FROM audit_events ${w.sql} GROUP BY day ORDER BY day DESC LIMIT 366`,
+        ) as never,
       };
     },
   });
 
   ctx.route({
-    method: 'POST', path: '/audit/export', permission: 'audit:read', tag: 'audit', operationId: 'audit.export', tenancy: 'filtered',
+    method: 'POST',
+    path: '/audit/export',
+    permission: 'audit:read',
+    tag: 'audit',
+    operationId: 'audit.export',
+    tenancy: 'filtered',
     summary: 'Export audit events as CSV (RFC 4180) or a JSON array, streamed, oldest first',
-    description: 'CSV cells that a spreadsheet would evaluate (starting with `=`, `+`, `-`, `@`, tab, CR) are prefixed with an apostrophe. `format: json` answers `application/json`.',
+    description:
+      'CSV cells that a spreadsheet would evaluate (starting with `=`, `+`, `-`, `@`, tab, CR) are prefixed with an apostrophe. `format: json` answers `application/json`.',
     produces: 'text/csv',
     body: Type.Object({
       format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')], { default: 'json' })),
@@ -190,7 +243,11 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   };
 
   ctx.route({
-    method: 'DELETE', path: '/audit/cleanup', permission: 'audit:write', tag: 'audit', operationId: 'audit.cleanup',
+    method: 'DELETE',
+    path: '/audit/cleanup',
+    permission: 'audit:write',
+    tag: 'audit',
+    operationId: 'audit.cleanup',
     summary: 'Delete audit events older than `older_than` seconds',
     query: Type.Object({ older_than: Seconds({ description: 'seconds' }) }),
     response: Type.Object({ events_deleted: Count, older_than: Type.String() }),
@@ -203,7 +260,9 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   });
 
   const retention = ctx.job({
-    name: 'audit-retention', cron: '23 3 * * *', description: 'deletes audit events older than the retention setting',
+    name: 'audit-retention',
+    cron: '23 3 * * *',
+    description: 'deletes audit events older than the retention setting',
     run: async (run) => {
       const days = settings.get().retention_days;
       if (days === 0) {
@@ -218,7 +277,11 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
   });
 
   ctx.route({
-    method: 'POST', path: '/audit/retention/run', permission: 'audit:write', tag: 'audit', operationId: 'audit.retentionRun',
+    method: 'POST',
+    path: '/audit/retention/run',
+    permission: 'audit:write',
+    tag: 'audit',
+    operationId: 'audit.retentionRun',
     summary: 'Apply the retention setting now (the daily job, run at once)',
     response: Type.Object({ status: Type.String(), output: Type.String(), error: Type.Union([Type.String(), Type.Null()]) }),
     handler: async () => {

@@ -56,12 +56,19 @@ export class AuditSearcher {
   private readonly probe;
   private readonly rows;
 
-  constructor(db: Journal, private readonly blocks: () => readonly BlockInfo[]) {
+  constructor(
+    db: Journal,
+    private readonly blocks: () => readonly BlockInfo[],
+  ) {
     // One call reads a term's bucket over a run of blocks (consecutive rows of the key): one call per block was
     // most of the cost of a walk, and a search per block about twice a range step.
     this.bucketIn = db.prepare('SELECT block, terms FROM audit_postings WHERE field = ? AND bucket = ? AND block BETWEEN ? AND ?').raw();
-    this.bucketsIn = db.prepare(`SELECT block, bucket, terms FROM audit_postings
-      WHERE field = ? AND bucket IN (SELECT value FROM json_each(?)) AND block BETWEEN ? AND ?`).raw();
+    this.bucketsIn = db
+      .prepare(
+        `SELECT block, bucket, terms FROM audit_postings
+      WHERE field = ? AND bucket IN (SELECT value FROM json_each(?)) AND block BETWEEN ? AND ?`,
+      )
+      .raw();
     this.timesIn = db.prepare('SELECT id FROM audit_events WHERE id BETWEEN ? AND ? AND time_ms BETWEEN ? AND ? ORDER BY id').pluck();
     this.idsIn = db.prepare('SELECT id FROM audit_events WHERE id BETWEEN ? AND ? ORDER BY id DESC LIMIT ? OFFSET ?').pluck();
     this.countIn = db.prepare('SELECT COUNT(*) FROM audit_events WHERE id BETWEEN ? AND ?').pluck();
@@ -119,7 +126,11 @@ export class AuditSearcher {
       // Postings are read for runs of blocks, growing: a page found in the newest blocks reads few.
       if (filtered && b === fetchedTo) {
         fetchedTo = Math.min(blocks.length, b + run);
-        fetched = this.fetch(blocks.slice(b, fetchedTo).map((x) => x.info.block), terms, anyOf);
+        fetched = this.fetch(
+          blocks.slice(b, fetchedTo).map((x) => x.info.block),
+          terms,
+          anyOf,
+        );
         run = Math.min(run * 2, MAX_RUN);
       }
       const base = info.block * BLOCK_SIZE;

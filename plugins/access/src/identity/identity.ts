@@ -5,8 +5,18 @@
  */
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import {
-  DEPLOYMENT_NAME, errors, lowerLevel, principalFrom, retiredName,
-  type AccessLevel, type AuthKernel, type Principal, type PrincipalDirectory, type PrincipalInfo, type Role, type Scope,
+  DEPLOYMENT_NAME,
+  errors,
+  lowerLevel,
+  principalFrom,
+  retiredName,
+  type AccessLevel,
+  type AuthKernel,
+  type Principal,
+  type PrincipalDirectory,
+  type PrincipalInfo,
+  type Role,
+  type Scope,
 } from '@agent/sdk';
 import type { ApiKeyRecord, DeploymentGrant, IdentityService, UserRecord } from '../api.js';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
@@ -141,9 +151,18 @@ export class Identity implements IdentityService, PrincipalDirectory {
       // Checked again: another request may have taken the name while the password was hashed.
       if (this.usersByName.has(input.username.toLowerCase())) throw errors.conflict(`user '${input.username}' exists`, 'USER_EXISTS');
       const user = this.store.insertUser((id) => ({
-        id, username: input.username, email: input.email, role: input.role,
-        permissions: [...new Set(input.permissions ?? [])], scope, is_active: input.is_active ?? true,
-        created_at: now(), updated_at: now(), last_login_at: null, password_hash: hash, token_version: 1,
+        id,
+        username: input.username,
+        email: input.email,
+        role: input.role,
+        permissions: [...new Set(input.permissions ?? [])],
+        scope,
+        is_active: input.is_active ?? true,
+        created_at: now(),
+        updated_at: now(),
+        last_login_at: null,
+        password_hash: hash,
+        token_version: 1,
       }));
       this.indexUser(user);
       this.invalidate();
@@ -207,11 +226,21 @@ export class Identity implements IdentityService, PrincipalDirectory {
       this.checkPermissions(input.permissions ?? []);
       const key = API_KEY_PREFIX + randomBytes(32).toString('base64url');
       const stored = this.store.insertKey((id) => ({
-        id, user_id: input.user_id, name: input.name, description: input.description ?? '',
-        role: input.role, permissions: [...new Set(input.permissions ?? [])], deployments: [...new Set(input.deployments ?? [])],
-        key_prefix: key.slice(0, API_KEY_PREFIX.length + 6), active: true, created_at: now(),
+        id,
+        user_id: input.user_id,
+        name: input.name,
+        description: input.description ?? '',
+        role: input.role,
+        permissions: [...new Set(input.permissions ?? [])],
+        deployments: [...new Set(input.deployments ?? [])],
+        key_prefix: key.slice(0, API_KEY_PREFIX.length + 6),
+        active: true,
+        created_at: now(),
         expires_at: input.expires_in ? new Date(Date.now() + input.expires_in * 1000).toISOString() : null,
-        revoked_at: null, last_used_at: null, last_used_ip: null, key_hash: sha256(key),
+        revoked_at: null,
+        last_used_at: null,
+        last_used_ip: null,
+        key_hash: sha256(key),
       }));
       this.indexKey(stored);
       this.invalidate();
@@ -239,7 +268,7 @@ export class Identity implements IdentityService, PrincipalDirectory {
   // ---- deployment grants ----
   grants: IdentityService['grants'] = {
     list: (filter) => {
-      const source = filter?.user_id !== undefined ? this.grantsByUser.get(filter.user_id)?.values() ?? [] : this.grantsByKey.values();
+      const source = filter?.user_id !== undefined ? (this.grantsByUser.get(filter.user_id)?.values() ?? []) : this.grantsByKey.values();
       return [...source].filter((g) => filter?.deployment === undefined || g.deployment === filter.deployment).map((g) => ({ ...g }));
     },
     set: async (user_id, deployment, level) => this.setGrant(user_id, deployment, level),
@@ -338,7 +367,7 @@ export class Identity implements IdentityService, PrincipalDirectory {
     const deployments: Record<string, AccessLevel> = {};
     const names = listed ? k.deployments.filter((n) => DEPLOYMENT_NAME_RE.test(n)) : Object.keys(ownerInfo.deployments);
     for (const name of names) {
-      const level = capByRole(name === '*' ? ownerInfo.deployments['*'] ?? null : ownerP.deploymentLevel(name), keyRole);
+      const level = capByRole(name === '*' ? (ownerInfo.deployments['*'] ?? null) : ownerP.deploymentLevel(name), keyRole);
       if (level) deployments[name] = level;
     }
     return { type: 'api_key', id: `api_key:${k.id}`, name: k.name, role, user_id: owner.id, permissions, deployments, scope };
@@ -346,7 +375,14 @@ export class Identity implements IdentityService, PrincipalDirectory {
 
   private systemInfo(name: string): PrincipalInfo {
     return {
-      type: 'system', id: `system:${name}`, name, role: 'admin', user_id: null, permissions: ['*:write'], deployments: { '*': 'admin' }, scope: 'global',
+      type: 'system',
+      id: `system:${name}`,
+      name,
+      role: 'admin',
+      user_id: null,
+      permissions: ['*:write'],
+      deployments: { '*': 'admin' },
+      scope: 'global',
     };
   }
 
@@ -486,8 +522,18 @@ export class Identity implements IdentityService, PrincipalDirectory {
     const generated = configured ? null : randomBytes(15).toString('base64url');
     const hash = await hashPassword(configured ?? generated!);
     const admin = this.store.insertUser((id) => ({
-      id, username: 'admin', email: 'admin@localhost.localdomain', role: 'admin', permissions: [], scope: 'global',
-      is_active: true, created_at: now(), updated_at: now(), last_login_at: null, password_hash: hash, token_version: 1,
+      id,
+      username: 'admin',
+      email: 'admin@localhost.localdomain',
+      role: 'admin',
+      permissions: [],
+      scope: 'global',
+      is_active: true,
+      created_at: now(),
+      updated_at: now(),
+      last_login_at: null,
+      password_hash: hash,
+      token_version: 1,
     }));
     this.indexUser(admin);
     return { created: true, generated };
@@ -502,4 +548,3 @@ export class Identity implements IdentityService, PrincipalDirectory {
     if (used.length) this.store.updateKeys(used);
   }
 }
-

@@ -14,7 +14,16 @@ export async function verifyPassword(hash: string, password: string): Promise<bo
 }
 
 const COMMON = new Set([
-  'password', 'password1', 'password123', '123456789', '1234567890', 'qwertyuiop', 'letmein123', 'administrator', 'changeme123', 'welcome123',
+  'password',
+  'password1',
+  'password123',
+  '123456789',
+  '1234567890',
+  'qwertyuiop',
+  'letmein123',
+  'administrator',
+  'changeme123',
+  'welcome123',
 ]);
 
 /** Why a password is too weak for a user account, or null. */

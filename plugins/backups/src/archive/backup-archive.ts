@@ -149,7 +149,8 @@ async function* fileBody(root: string, rel: string): AsyncGenerator<Buffer> {
     handle = await openInside(root, rel);
   } catch (err) {
     // Removed (or replaced by a symlink or special file) since the walk: recorded as a file that shrank.
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR' || (isHttpError(err) && err.code === UNSAFE_FILE)) return;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR' || (isHttpError(err) && err.code === UNSAFE_FILE))
+      return;
     throw err;
   }
   try {
@@ -243,7 +244,12 @@ export async function writeBackupArchive(opts: WriteOptions): Promise<WrittenArc
             }
           })();
           yield {
-            path, type: 'file', mode: item.mode, mtime: item.mtime, size: item.size, body,
+            path,
+            type: 'file',
+            mode: item.mode,
+            mtime: item.mtime,
+            size: item.size,
+            body,
             onSizeMismatch: (actual) => {
               if (actual > item.size) warnings.push(`${item.rel} grew while it was read; cut at ${item.size} bytes`);
             },
@@ -258,8 +264,14 @@ export async function writeBackupArchive(opts: WriteOptions): Promise<WrittenArc
       progress.step = `database ${dump.service}`;
       report(true);
       const comp: DatabaseComponent = {
-        name: `database:${dump.service}`, type: 'database', service: dump.service, engine: dump.engine, databases: dump.databases,
-        parts: 0, size: 0, sha256: '',
+        name: `database:${dump.service}`,
+        type: 'database',
+        service: dump.service,
+        engine: dump.engine,
+        databases: dump.databases,
+        parts: 0,
+        size: 0,
+        sha256: '',
       };
       const hash = createHash('sha256');
       const running = await dump.open();
@@ -272,8 +284,14 @@ export async function writeBackupArchive(opts: WriteOptions): Promise<WrittenArc
         pending = [];
         pendingSize = 0;
         return {
-          path: `databases/${dump.service}.sql.part-${String(comp.parts).padStart(6, '0')}`, type: 'file', mode: 0o600,
-          mtime: Math.floor(Date.now() / 1000), size, body: (async function* () { yield* data; })(),
+          path: `databases/${dump.service}.sql.part-${String(comp.parts).padStart(6, '0')}`,
+          type: 'file',
+          mode: 0o600,
+          mtime: Math.floor(Date.now() / 1000),
+          size,
+          body: (async function* () {
+            yield* data;
+          })(),
         };
       };
       for await (const chunk of running.stdout) {
@@ -295,7 +313,16 @@ export async function writeBackupArchive(opts: WriteOptions): Promise<WrittenArc
     report(true);
     const manifest: Manifest = { format: FORMAT, ...opts.meta, exclude_patterns: opts.exclude, components, warnings };
     const body = Buffer.from(JSON.stringify(manifest, null, 2));
-    yield { path: 'manifest.json', type: 'file', mode: 0o644, mtime: Math.floor(Date.now() / 1000), size: body.length, body: (async function* () { yield body; })() };
+    yield {
+      path: 'manifest.json',
+      type: 'file',
+      mode: 0o644,
+      mtime: Math.floor(Date.now() / 1000),
+      size: body.length,
+      body: (async function* () {
+        yield body;
+      })(),
+    };
   }
 
   const partial = `${opts.output}.partial`;
@@ -334,7 +361,9 @@ export async function hashFile(path: string, signal?: AbortSignal): Promise<{ sh
 const PART_NAME = /^databases\/([a-z0-9][a-z0-9_.-]{0,62})\.sql\.part-(\d{6})$/;
 
 const asArchiveError = (err: unknown): Error =>
-  err instanceof ArchiveError || (err as Error)?.name === 'AbortError' ? (err as Error) : new ArchiveError(`the archive is corrupted: ${(err as Error).message}`);
+  err instanceof ArchiveError || (err as Error)?.name === 'AbortError'
+    ? (err as Error)
+    : new ArchiveError(`the archive is corrupted: ${(err as Error).message}`);
 
 /** The archive's tar entries, decompressed on the fly; gzip and tar errors become ArchiveError. */
 async function* archiveEntries(path: string) {

@@ -63,14 +63,28 @@ export function encodeHeader(h: Omit<TarHeader, 'type'> & { type: Exclude<EntryT
   if (h.size > MAX_OCTAL_SIZE) pax.push(paxRecord('size', String(h.size)));
   if (Buffer.byteLength(h.linkname) > 100) pax.push(paxRecord('linkpath', h.linkname));
 
-  const main = headerBlock({ ...h, path: name, prefix, size: Math.min(h.size, MAX_OCTAL_SIZE), linkname: Buffer.byteLength(h.linkname) > 100 ? '' : h.linkname });
+  const main = headerBlock({
+    ...h,
+    path: name,
+    prefix,
+    size: Math.min(h.size, MAX_OCTAL_SIZE),
+    linkname: Buffer.byteLength(h.linkname) > 100 ? '' : h.linkname,
+  });
   if (pax.length === 0) return main;
   const paxBody = Buffer.from(pax.join(''));
   const paxHeader = headerBlock({ path: 'PaxHeader', prefix: '', type: 'pax', size: paxBody.length, mode: 0o644, mtime: h.mtime, linkname: '' });
   return Buffer.concat([paxHeader, paxBody, Buffer.alloc(padding(paxBody.length)), main]);
 }
 
-function headerBlock(h: { path: string; prefix: string; type: Exclude<EntryType, 'other'>; size: number; mode: number; mtime: number; linkname: string }): Buffer {
+function headerBlock(h: {
+  path: string;
+  prefix: string;
+  type: Exclude<EntryType, 'other'>;
+  size: number;
+  mode: number;
+  mtime: number;
+  linkname: string;
+}): Buffer {
   const block = Buffer.alloc(BLOCK);
   writeString(block, 0, 100, h.path);
   writeString(block, 100, 8, octal(h.mode & 0o7777, 8));
@@ -113,7 +127,8 @@ export function decodeHeader(block: Buffer): TarHeader {
   const stored = readOctal(block, 148, 8);
   if (stored !== checksum(block)) throw new TarError('tar header checksum mismatch (corrupted archive)');
   const flag = String.fromCharCode(block[156]!);
-  const type: EntryType = flag === '0' || flag === '\0' || flag === '7' ? 'file' : flag === '5' ? 'directory' : flag === '2' ? 'symlink' : flag === 'x' ? 'pax' : 'other';
+  const type: EntryType =
+    flag === '0' || flag === '\0' || flag === '7' ? 'file' : flag === '5' ? 'directory' : flag === '2' ? 'symlink' : flag === 'x' ? 'pax' : 'other';
   const name = readString(block, 0, 100);
   const prefix = readString(block, 257, 6) === 'ustar' ? readString(block, 345, 155) : '';
   return {

@@ -24,7 +24,7 @@ const ZEROS = Buffer.alloc(BLOCK * 2);
 /** Tar bytes for a sequence of entries, ending with the two zero blocks. */
 export async function* writeTar(entries: AsyncIterable<TarInput> | Iterable<TarInput>): AsyncGenerator<Buffer> {
   for await (const entry of entries) {
-    const size = entry.type === 'file' ? entry.size ?? 0 : 0;
+    const size = entry.type === 'file' ? (entry.size ?? 0) : 0;
     yield encodeHeader({ path: entry.path, type: entry.type, size, mode: entry.mode, mtime: entry.mtime, linkname: entry.linkname ?? '' });
     if (entry.type !== 'file') continue;
     let written = 0;

@@ -1,8 +1,20 @@
 /** Routes of backups, restores, jobs, backup configuration and destinations. */
 import { createReadStream } from 'node:fs';
 import {
-  assertVisible, boundIfVisible, canReach, DEPLOYMENT_OR_RETIRED, deploymentName, errors, globalScopeRequired, isRetiredName, Pagination, reply, Type,
-  visibleDeployments, type PluginContext, type Principal,
+  assertVisible,
+  boundIfVisible,
+  canReach,
+  DEPLOYMENT_OR_RETIRED,
+  deploymentName,
+  errors,
+  globalScopeRequired,
+  isRetiredName,
+  Pagination,
+  reply,
+  Type,
+  visibleDeployments,
+  type PluginContext,
+  type Principal,
 } from '@agent/sdk';
 import { ArchiveError } from '../archive/backup-archive.js';
 import { invalidExcludePattern } from '../archive/paths.js';
@@ -21,12 +33,16 @@ export interface BackupRouteDeps {
   deploymentExists(name: string): boolean;
 }
 
-const ExcludePatterns = Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { maxItems: 100, description: 'glob patterns relative to the deployment folder' });
+const ExcludePatterns = Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
+  maxItems: 100,
+  description: 'glob patterns relative to the deployment folder',
+});
 const BACKUP_ID = '^bkp_[0-9]{14}_[0-9a-f]{8}$';
 const JOB_ID = '^job_[0-9]{14}_[0-9a-f]{8}$';
 const Accepted = Type.Object({ job_id: Type.String(), message: Type.String() });
 /** List filter: a deployment, or the retired name of a deleted one (only global principals reach those). */
-const DeploymentFilter = (description: string) => Type.String({ pattern: DEPLOYMENT_OR_RETIRED, description: `${description}; a retired name \`<name>~<time>\` for what a deleted deployment left` });
+const DeploymentFilter = (description: string) =>
+  Type.String({ pattern: DEPLOYMENT_OR_RETIRED, description: `${description}; a retired name \`<name>~<time>\` for what a deleted deployment left` });
 const backupNotFound = (id: string) => () => errors.notFound(`backup '${id}' not found`, 'BACKUP_NOT_FOUND');
 const jobNotFound = (id: string) => () => errors.notFound(`job '${id}' not found`, 'JOB_NOT_FOUND');
 
@@ -52,7 +68,17 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
     return b!;
   };
 
-  const createBackup = (principal: Principal, body: { deployment_name: string; include_files?: boolean; include_database?: boolean; exclude_patterns?: string[]; description?: string; destination?: string }) => {
+  const createBackup = (
+    principal: Principal,
+    body: {
+      deployment_name: string;
+      include_files?: boolean;
+      include_database?: boolean;
+      exclude_patterns?: string[];
+      description?: string;
+      destination?: string;
+    },
+  ) => {
     if (!deps.deploymentExists(body.deployment_name)) throw errors.notFound(`deployment '${body.deployment_name}' not found`);
     const config = configs.get(body.deployment_name);
     const exclude = body.exclude_patterns ?? config.exclude_patterns;
@@ -60,17 +86,27 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
     const destination = body.destination ?? config.destination;
     checkDestination(stores, destination);
     const job = service.startBackup({
-      deployment: body.deployment_name, include_files: body.include_files ?? true, include_database: body.include_database ?? config.include_database,
-      exclude_patterns: exclude, description: body.description ?? '', destination, trigger: 'manual', created_by: who(principal),
+      deployment: body.deployment_name,
+      include_files: body.include_files ?? true,
+      include_database: body.include_database ?? config.include_database,
+      exclude_patterns: exclude,
+      description: body.description ?? '',
+      destination,
+      trigger: 'manual',
+      created_by: who(principal),
     });
     return reply.accepted({ job_id: job.id, message: `backup of '${body.deployment_name}' queued` }, `backup of '${body.deployment_name}' queued`);
   };
 
   // Jobs first: '/backups/jobs' must not be taken for a backup id.
   ctx.route({
-    method: 'GET', path: '/backups/jobs', permission: 'backups:read', operationId: 'backups.listJobs',
+    method: 'GET',
+    path: '/backups/jobs',
+    permission: 'backups:read',
+    operationId: 'backups.listJobs',
     summary: 'List backup, restore and replication jobs (newest first)',
-    description: 'A principal limited to its deployments sees their jobs only; jobs of no deployment (replications) and of deleted deployments (retired names) are for global principals.',
+    description:
+      'A principal limited to its deployments sees their jobs only; jobs of no deployment (replications) and of deleted deployments (retired names) are for global principals.',
     query: Type.Object({
       deployment: Type.Optional(DeploymentFilter('only jobs of this deployment')),
       type: Type.Optional(Type.Union([Type.Literal('backup'), Type.Literal('restore'), Type.Literal('replicate')])),
@@ -91,7 +127,10 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   });
 
   ctx.route({
-    method: 'GET', path: '/backups/jobs/:id', permission: 'backups:read', operationId: 'backups.getJob',
+    method: 'GET',
+    path: '/backups/jobs/:id',
+    permission: 'backups:read',
+    operationId: 'backups.getJob',
     summary: 'Status of a job: progress (step, bytes), error, timings, result',
     params: Type.Object({ id: Type.String({ pattern: JOB_ID }) }),
     deployment: (req) => boundIfVisible(req.principal, jobs.get(req.params.id)?.deployment),
@@ -105,7 +144,10 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   });
 
   ctx.route({
-    method: 'GET', path: '/backups', permission: 'backups:read', operationId: 'backups.list',
+    method: 'GET',
+    path: '/backups',
+    permission: 'backups:read',
+    operationId: 'backups.list',
     summary: 'List backups (newest first)',
     description: 'Backups of the deployments the caller reaches; those of deleted deployments (retired names) for global principals only.',
     query: Type.Object({ deployment: Type.Optional(DeploymentFilter('only backups of this deployment')) }),
@@ -116,7 +158,11 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   });
 
   ctx.route({
-    method: 'POST', path: '/backups', permission: 'backups:write', operationId: 'backups.create', status: 202,
+    method: 'POST',
+    path: '/backups',
+    permission: 'backups:write',
+    operationId: 'backups.create',
+    status: 202,
     summary: 'Back up a deployment (files and database dumps) in the background',
     body: Type.Object({
       deployment_name: deploymentName(),
@@ -132,7 +178,10 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   });
 
   ctx.route({
-    method: 'GET', path: '/backups/:id', permission: 'backups:read', operationId: 'backups.get',
+    method: 'GET',
+    path: '/backups/:id',
+    permission: 'backups:read',
+    operationId: 'backups.get',
     summary: 'Backup details: components with size and SHA-256, destination',
     params: Type.Object({ id: Type.String({ pattern: BACKUP_ID }) }),
     deployment: (req) => boundIfVisible(req.principal, safeGet(service, req.params.id)?.deployment),
@@ -142,7 +191,10 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   });
 
   ctx.route({
-    method: 'DELETE', path: '/backups/:id', permission: 'backups:write', operationId: 'backups.delete',
+    method: 'DELETE',
+    path: '/backups/:id',
+    permission: 'backups:write',
+    operationId: 'backups.delete',
     summary: 'Delete a backup (local archive and uploaded copy)',
     params: Type.Object({ id: Type.String({ pattern: BACKUP_ID }) }),
     deployment: (req) => boundIfVisible(req.principal, safeGet(service, req.params.id)?.deployment),
@@ -157,8 +209,12 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
 
   ctx.route({
     // The archive holds the deployment's .env and database dumps: downloading needs write, not read.
-    method: 'GET', path: '/backups/:id/download', permission: 'backups:write', operationId: 'backups.download',
-    summary: 'Download the archive (.tar.gz, streamed; needs backups:write: it holds secrets)', produces: 'application/gzip',
+    method: 'GET',
+    path: '/backups/:id/download',
+    permission: 'backups:write',
+    operationId: 'backups.download',
+    summary: 'Download the archive (.tar.gz, streamed; needs backups:write: it holds secrets)',
+    produces: 'application/gzip',
     params: Type.Object({ id: Type.String({ pattern: BACKUP_ID }) }),
     deployment: (req) => boundIfVisible(req.principal, safeGet(service, req.params.id)?.deployment),
     deploymentLevel: 'write',
@@ -178,18 +234,23 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   });
 
   ctx.route({
-    method: 'POST', path: '/backups/:id/restore', permission: 'backups:write', operationId: 'backups.restore', status: 202,
+    method: 'POST',
+    path: '/backups/:id/restore',
+    permission: 'backups:write',
+    operationId: 'backups.restore',
+    status: 202,
     summary: 'Restore a backup into the same or a new deployment (verified before anything changes)',
     params: Type.Object({ id: Type.String({ pattern: BACKUP_ID }) }),
     body: Type.Object({
-      target_name: Type.Optional(deploymentName({ description: 'deployment to restore into; default the backup\'s own; a new name creates it' })),
+      target_name: Type.Optional(deploymentName({ description: "deployment to restore into; default the backup's own; a new name creates it" })),
       restore_files: Type.Optional(Type.Boolean({ default: true })),
       restore_database: Type.Optional(Type.Boolean({ description: 'default: true when the backup holds a dump' })),
       auto_start: Type.Optional(Type.Boolean({ default: true })),
     }),
-    description: 'Needs write access to the backup\'s deployment and to the target. Restoring into a new name creates that deployment: '
-      + 'a user limited to its deployments may (it becomes its admin), a key limited to a deployments list may not (403 GLOBAL_SCOPE_REQUIRED). '
-      + 'Backups of a deleted deployment (retired name) are restored by global principals, into a named target.',
+    description:
+      "Needs write access to the backup's deployment and to the target. Restoring into a new name creates that deployment: " +
+      'a user limited to its deployments may (it becomes its admin), a key limited to a deployments list may not (403 GLOBAL_SCOPE_REQUIRED). ' +
+      'Backups of a deleted deployment (retired name) are restored by global principals, into a named target.',
     // An existing target is checked by the core (write); no existing target means a creation (tenancy `create`).
     deployment: (req) => {
       const source = boundIfVisible(req.principal, safeGet(service, req.params.id)?.deployment);
@@ -215,9 +276,13 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
         if (!req.principal.isGlobal && req.principal.type !== 'user') throw globalScopeRequired('creating a deployment by a key limited to its deployments');
       }
       const restore = {
-        backup_id: b.id, target_name: target, restore_files: req.body.restore_files ?? true,
+        backup_id: b.id,
+        target_name: target,
+        restore_files: req.body.restore_files ?? true,
         restore_database: req.body.restore_database ?? b.components.some((c) => c.type === 'database'),
-        auto_start: req.body.auto_start ?? true, principal: req.principal, created_by: who(req.principal),
+        auto_start: req.body.auto_start ?? true,
+        principal: req.principal,
+        created_by: who(req.principal),
       };
       try {
         await service.precheckRestore(restore);
@@ -231,25 +296,41 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   });
 
   ctx.route({
-    method: 'GET', path: '/deployments/:name/backups', permission: 'backups:read', operationId: 'backups.listForDeployment',
-    summary: 'Backups of one deployment (newest first)', tag: 'backups',
-    params: Type.Object({ name: deploymentName() }), deployment: 'name',
+    method: 'GET',
+    path: '/deployments/:name/backups',
+    permission: 'backups:read',
+    operationId: 'backups.listForDeployment',
+    summary: 'Backups of one deployment (newest first)',
+    tag: 'backups',
+    params: Type.Object({ name: deploymentName() }),
+    deployment: 'name',
     response: Type.Array(BackupView),
     handler: (req) => service.list(req.params.name),
   });
 
   ctx.route({
-    method: 'POST', path: '/deployments/:name/backups', permission: 'backups:write', operationId: 'backups.createForDeployment', status: 202,
-    summary: 'Back up one deployment now with its backup configuration', tag: 'backups',
-    params: Type.Object({ name: deploymentName() }), deployment: 'name',
+    method: 'POST',
+    path: '/deployments/:name/backups',
+    permission: 'backups:write',
+    operationId: 'backups.createForDeployment',
+    status: 202,
+    summary: 'Back up one deployment now with its backup configuration',
+    tag: 'backups',
+    params: Type.Object({ name: deploymentName() }),
+    deployment: 'name',
     response: Accepted,
     handler: (req) => createBackup(req.principal, { deployment_name: req.params.name }),
   });
 
   ctx.route({
-    method: 'GET', path: '/deployments/:name/backup-config', permission: 'backups:read', operationId: 'backups.getConfig',
-    summary: 'Backup configuration of a deployment (schedule, retention, contents, destination)', tag: 'backups',
-    params: Type.Object({ name: deploymentName() }), deployment: 'name',
+    method: 'GET',
+    path: '/deployments/:name/backup-config',
+    permission: 'backups:read',
+    operationId: 'backups.getConfig',
+    summary: 'Backup configuration of a deployment (schedule, retention, contents, destination)',
+    tag: 'backups',
+    params: Type.Object({ name: deploymentName() }),
+    deployment: 'name',
     response: BackupConfig,
     handler: (req) => {
       if (!deps.deploymentExists(req.params.name)) throw errors.notFound(`deployment '${req.params.name}' not found`);
@@ -258,9 +339,14 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   });
 
   ctx.route({
-    method: 'PUT', path: '/deployments/:name/backup-config', permission: 'backups:write', operationId: 'backups.setConfig',
-    summary: 'Update the backup configuration; an enabled schedule runs backups and prunes beyond the retention', tag: 'backups',
-    params: Type.Object({ name: deploymentName() }), deployment: 'name',
+    method: 'PUT',
+    path: '/deployments/:name/backup-config',
+    permission: 'backups:write',
+    operationId: 'backups.setConfig',
+    summary: 'Update the backup configuration; an enabled schedule runs backups and prunes beyond the retention',
+    tag: 'backups',
+    params: Type.Object({ name: deploymentName() }),
+    deployment: 'name',
     body: Type.Object({
       enabled: Type.Optional(Type.Boolean()),
       schedule: Type.Optional(Type.String({ minLength: 1, maxLength: 120, description: 'cron expression (5 or 6 fields)' })),
@@ -272,7 +358,17 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
     response: BackupConfig,
     plan: {
       resource: (req) => ({ type: 'backup-config', id: req.params.name }),
-      preview: (req) => ({ changes: [{ type: 'backup-config', id: req.params.name, actions: ['update'], before: configs.get(req.params.name), after: { ...configs.get(req.params.name), ...req.body } }] }),
+      preview: (req) => ({
+        changes: [
+          {
+            type: 'backup-config',
+            id: req.params.name,
+            actions: ['update'],
+            before: configs.get(req.params.name),
+            after: { ...configs.get(req.params.name), ...req.body },
+          },
+        ],
+      }),
       snapshot: (req) => ({ records: { config: configs.get(req.params.name) } }),
     },
     handler: async (req) => {
@@ -284,15 +380,24 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   });
 
   ctx.route({
-    method: 'GET', path: '/backup-destinations', permission: 'backups:read', operationId: 'backups.destinations',
+    method: 'GET',
+    path: '/backup-destinations',
+    permission: 'backups:read',
+    operationId: 'backups.destinations',
     summary: 'Where backups can go: the local folder and every object store (external and managed)',
-    description: 'A catalogue: every principal may choose a destination for its deployments\' backups by name. Endpoints, buckets '
-      + 'and the local folder are global details: principals limited to their deployments get them as null.',
+    description:
+      "A catalogue: every principal may choose a destination for its deployments' backups by name. Endpoints, buckets " +
+      'and the local folder are global details: principals limited to their deployments get them as null.',
     tenancy: 'catalogue',
-    response: Type.Array(Type.Object({
-      name: Type.String(), type: Type.Union([Type.Literal('local'), Type.Literal('external'), Type.Literal('managed')]),
-      endpoint: Type.Union([Type.String(), Type.Null()]), bucket: Type.Union([Type.String(), Type.Null()]), path: Type.Union([Type.String(), Type.Null()]),
-    })),
+    response: Type.Array(
+      Type.Object({
+        name: Type.String(),
+        type: Type.Union([Type.Literal('local'), Type.Literal('external'), Type.Literal('managed')]),
+        endpoint: Type.Union([Type.String(), Type.Null()]),
+        bucket: Type.Union([Type.String(), Type.Null()]),
+        path: Type.Union([Type.String(), Type.Null()]),
+      }),
+    ),
     handler: (req) => {
       const details = req.principal.isGlobal;
       return [

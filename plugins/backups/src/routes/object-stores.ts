@@ -45,14 +45,23 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
   const ownerOf = (bucket: string, key: string) => objectOwner(stores.list(), deps.backupDeployment, bucket, key);
 
   ctx.route({
-    method: 'GET', path: '/object-stores', permission: 'object-stores:read', operationId: 'objectStores.list', tag: 'object-stores',
+    method: 'GET',
+    path: '/object-stores',
+    permission: 'object-stores:read',
+    operationId: 'objectStores.list',
+    tag: 'object-stores',
     summary: 'List registered object stores (credentials are never returned)',
     response: Type.Array(StoreView),
     handler: () => stores.list().map(storeView),
   });
 
   ctx.route({
-    method: 'POST', path: '/object-stores', permission: 'object-stores:write', operationId: 'objectStores.create', tag: 'object-stores', status: 201,
+    method: 'POST',
+    path: '/object-stores',
+    permission: 'object-stores:write',
+    operationId: 'objectStores.create',
+    tag: 'object-stores',
+    status: 201,
     creates: 'name',
     summary: 'Register an external S3-compatible store (credentials kept encrypted)',
     body: Type.Object({
@@ -68,14 +77,24 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
     response: StoreView,
     plan: {
       resource: (req) => ({ type: 'object-store', id: req.body.name }),
-      preview: (req) => ({ changes: [{ type: 'object-store', id: req.body.name, actions: ['create'], after: { ...req.body, secret_access_key: '(secret)' }, sensitive: true }] }),
+      preview: (req) => ({
+        changes: [{ type: 'object-store', id: req.body.name, actions: ['create'], after: { ...req.body, secret_access_key: '(secret)' }, sensitive: true }],
+      }),
       snapshot: (req) => ({ records: { exists: !!stores.find(req.body.name) } }),
     },
     handler: async (req) => {
       const record: StoreRecord = {
-        name: req.body.name, endpoint: req.body.endpoint.replace(/\/+$/, ''), region: req.body.region ?? 'us-east-1',
-        access_key_id: req.body.access_key_id, secret_access_key: req.body.secret_access_key, path_style: req.body.path_style ?? true,
-        bucket: req.body.bucket ?? 'agent-backups', prefix: req.body.prefix ?? '', managed: null, attachments: [], created_at: new Date().toISOString(),
+        name: req.body.name,
+        endpoint: req.body.endpoint.replace(/\/+$/, ''),
+        region: req.body.region ?? 'us-east-1',
+        access_key_id: req.body.access_key_id,
+        secret_access_key: req.body.secret_access_key,
+        path_style: req.body.path_style ?? true,
+        bucket: req.body.bucket ?? 'agent-backups',
+        prefix: req.body.prefix ?? '',
+        managed: null,
+        attachments: [],
+        created_at: new Date().toISOString(),
       };
       await stores.add(record);
       return reply.created(storeView(record), `object store '${record.name}' registered`);
@@ -83,7 +102,12 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
   });
 
   ctx.route({
-    method: 'POST', path: '/object-stores/provision-managed', permission: 'object-stores:write', operationId: 'objectStores.provisionManaged', tag: 'object-stores', status: 201,
+    method: 'POST',
+    path: '/object-stores/provision-managed',
+    permission: 'object-stores:write',
+    operationId: 'objectStores.provisionManaged',
+    tag: 'object-stores',
+    status: 201,
     creates: 'name',
     summary: 'Deploy an S3-compatible store on this host (image built locally), create its credentials and register it',
     body: Type.Object({
@@ -100,13 +124,23 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
   });
 
   ctx.route({
-    method: 'GET', path: '/object-stores/:name', permission: 'object-stores:read', operationId: 'objectStores.get', tag: 'object-stores',
-    summary: 'One object store', params: Name, response: StoreView,
+    method: 'GET',
+    path: '/object-stores/:name',
+    permission: 'object-stores:read',
+    operationId: 'objectStores.get',
+    tag: 'object-stores',
+    summary: 'One object store',
+    params: Name,
+    response: StoreView,
     handler: (req) => storeView(stores.get(req.params.name)),
   });
 
   ctx.route({
-    method: 'DELETE', path: '/object-stores/:name', permission: 'object-stores:write', operationId: 'objectStores.delete', tag: 'object-stores',
+    method: 'DELETE',
+    path: '/object-stores/:name',
+    permission: 'object-stores:write',
+    operationId: 'objectStores.delete',
+    tag: 'object-stores',
     summary: 'Forget a store; a managed one is also removed from this host with remove_deployment=true',
     params: Name,
     query: Type.Object({ remove_deployment: Type.Optional(Type.Boolean({ default: false })) }),
@@ -119,34 +153,58 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
   });
 
   ctx.route({
-    method: 'GET', path: '/object-stores/:name/buckets', permission: 'object-stores:read', operationId: 'objectStores.listBuckets', tag: 'object-stores',
-    summary: 'List buckets', params: Name,
+    method: 'GET',
+    path: '/object-stores/:name/buckets',
+    permission: 'object-stores:read',
+    operationId: 'objectStores.listBuckets',
+    tag: 'object-stores',
+    summary: 'List buckets',
+    params: Name,
     response: Type.Array(Type.Object({ name: Type.String(), created_at: Type.Union([Type.String(), Type.Null()]) })),
     handler: (req) => withClient(stores, req.params.name, (c) => c.listBuckets()),
   });
 
   ctx.route({
-    method: 'POST', path: '/object-stores/:name/buckets', permission: 'object-stores:write', operationId: 'objectStores.createBucket', tag: 'object-stores', status: 201,
-    summary: 'Create a bucket', params: Name, body: Type.Object({ bucket: Bucket }),
+    method: 'POST',
+    path: '/object-stores/:name/buckets',
+    permission: 'object-stores:write',
+    operationId: 'objectStores.createBucket',
+    tag: 'object-stores',
+    status: 201,
+    summary: 'Create a bucket',
+    params: Name,
+    body: Type.Object({ bucket: Bucket }),
     response: Type.Object({ name: Type.String() }),
-    handler: (req) => withClient(stores, req.params.name, async (c) => {
-      await c.createBucket(req.body.bucket);
-      return reply.created({ name: req.body.bucket }, `bucket '${req.body.bucket}' created`);
-    }),
+    handler: (req) =>
+      withClient(stores, req.params.name, async (c) => {
+        await c.createBucket(req.body.bucket);
+        return reply.created({ name: req.body.bucket }, `bucket '${req.body.bucket}' created`);
+      }),
   });
 
   ctx.route({
-    method: 'DELETE', path: '/object-stores/:name/buckets/:bucket', permission: 'object-stores:write', operationId: 'objectStores.deleteBucket', tag: 'object-stores',
-    summary: 'Remove an empty bucket', params: Type.Object({ name: Type.String({ pattern: STORE_NAME }), bucket: Bucket }),
-    handler: (req) => withClient(stores, req.params.name, async (c) => {
-      await c.deleteBucket(req.params.bucket);
-      return reply.ok(null, `bucket '${req.params.bucket}' removed`);
-    }),
+    method: 'DELETE',
+    path: '/object-stores/:name/buckets/:bucket',
+    permission: 'object-stores:write',
+    operationId: 'objectStores.deleteBucket',
+    tag: 'object-stores',
+    summary: 'Remove an empty bucket',
+    params: Type.Object({ name: Type.String({ pattern: STORE_NAME }), bucket: Bucket }),
+    handler: (req) =>
+      withClient(stores, req.params.name, async (c) => {
+        await c.deleteBucket(req.params.bucket);
+        return reply.ok(null, `bucket '${req.params.bucket}' removed`);
+      }),
   });
 
   ctx.route({
-    method: 'GET', path: '/object-stores/:name/objects', permission: 'object-stores:read', operationId: 'objectStores.listObjects', tag: 'object-stores',
-    summary: 'List objects of a bucket (prefix; token pagination: meta.next_token)', params: Name,
+    method: 'GET',
+    path: '/object-stores/:name/objects',
+    permission: 'object-stores:read',
+    operationId: 'objectStores.listObjects',
+    tag: 'object-stores',
+    summary: 'List objects of a bucket (prefix; token pagination: meta.next_token)',
+    params: Name,
     query: Type.Object({
       bucket: Bucket,
       prefix: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -154,18 +212,26 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
       token: Type.Optional(Type.String({ maxLength: 2048, description: 'meta.next_token of the previous page' })),
     }),
     response: Type.Array(ObjectInfo),
-    handler: (req) => withClient(stores, req.params.name, async (c) => {
-      const limit = req.query.limit ?? 100;
-      const page = await c.listObjects(req.query.bucket, { prefix: req.query.prefix, limit, token: req.query.token });
-      // Backups of deployments the caller may not read are left out (a page may then hold fewer than `limit`).
-      const items = page.items.filter((o) => mayList(req.principal, ownerOf(req.query.bucket, o.key)));
-      return reply.ok(items, undefined, { limit, next_token: page.next_token });
-    }),
+    handler: (req) =>
+      withClient(stores, req.params.name, async (c) => {
+        const limit = req.query.limit ?? 100;
+        const page = await c.listObjects(req.query.bucket, { prefix: req.query.prefix, limit, token: req.query.token });
+        // Backups of deployments the caller may not read are left out (a page may then hold fewer than `limit`).
+        const items = page.items.filter((o) => mayList(req.principal, ownerOf(req.query.bucket, o.key)));
+        return reply.ok(items, undefined, { limit, next_token: page.next_token });
+      }),
   });
 
   ctx.route({
-    method: 'POST', path: '/object-stores/:name/objects', permission: 'object-stores:write', operationId: 'objectStores.uploadObject', tag: 'object-stores', status: 201,
-    summary: 'Upload an object: the request body is streamed to the store as is', params: Name, rawBody: true,
+    method: 'POST',
+    path: '/object-stores/:name/objects',
+    permission: 'object-stores:write',
+    operationId: 'objectStores.uploadObject',
+    tag: 'object-stores',
+    status: 201,
+    summary: 'Upload an object: the request body is streamed to the store as is',
+    params: Name,
+    rawBody: true,
     query: Type.Object({ bucket: Bucket, key: Key }),
     response: Type.Object({ bucket: Type.String(), key: Type.String(), size: Type.Integer(), etag: Type.String() }),
     handler: async (req) => {
@@ -184,15 +250,25 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
         req.raw.req.pipe(counted);
         req.raw.req.once('error', (err) => counted.destroy(err));
         const contentType = typeof req.headers['content-type'] === 'string' ? req.headers['content-type'] : undefined;
-        const out = await c.upload(req.query.bucket, req.query.key, counted, { length: Number.isFinite(length) ? length : undefined, contentType, signal: req.signal });
+        const out = await c.upload(req.query.bucket, req.query.key, counted, {
+          length: Number.isFinite(length) ? length : undefined,
+          contentType,
+          signal: req.signal,
+        });
         return reply.created({ bucket: req.query.bucket, key: req.query.key, size, etag: out.etag }, `uploaded ${req.query.key}`);
       });
     },
   });
 
   ctx.route({
-    method: 'GET', path: '/object-stores/:name/objects/download', permission: 'object-stores:read', operationId: 'objectStores.downloadObject', tag: 'object-stores',
-    summary: 'Download an object (streamed)', params: Name, produces: 'application/octet-stream',
+    method: 'GET',
+    path: '/object-stores/:name/objects/download',
+    permission: 'object-stores:read',
+    operationId: 'objectStores.downloadObject',
+    tag: 'object-stores',
+    summary: 'Download an object (streamed)',
+    params: Name,
+    produces: 'application/octet-stream',
     query: Type.Object({ bucket: Bucket, key: Key }),
     handler: async (req) => {
       checkKey(req.query.key);
@@ -202,7 +278,9 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
         const got = await client.download(req.query.bucket, req.query.key, req.signal);
         got.body.once('close', () => client.destroy());
         return reply.stream(got.body, {
-          contentType: got.contentType ?? 'application/octet-stream', length: got.length ?? undefined, filename: req.query.key.split('/').pop() || 'object',
+          contentType: got.contentType ?? 'application/octet-stream',
+          length: got.length ?? undefined,
+          filename: req.query.key.split('/').pop() || 'object',
         });
       } catch (err) {
         client.destroy();
@@ -212,8 +290,14 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
   });
 
   ctx.route({
-    method: 'DELETE', path: '/object-stores/:name/objects', permission: 'object-stores:write', operationId: 'objectStores.deleteObject', tag: 'object-stores',
-    summary: 'Remove an object', params: Name, query: Type.Object({ bucket: Bucket, key: Key }),
+    method: 'DELETE',
+    path: '/object-stores/:name/objects',
+    permission: 'object-stores:write',
+    operationId: 'objectStores.deleteObject',
+    tag: 'object-stores',
+    summary: 'Remove an object',
+    params: Name,
+    query: Type.Object({ bucket: Bucket, key: Key }),
     handler: async (req) => {
       checkKey(req.query.key);
       assertMayTouch(req.principal, ownerOf(req.query.bucket, req.query.key), 'write', req.query.key);
@@ -226,7 +310,11 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
   });
 
   ctx.route({
-    method: 'POST', path: '/object-stores/:name/attach', permission: 'object-stores:write', operationId: 'objectStores.attach', tag: 'object-stores',
+    method: 'POST',
+    path: '/object-stores/:name/attach',
+    permission: 'object-stores:write',
+    operationId: 'objectStores.attach',
+    tag: 'object-stores',
     summary: 'Give a deployment the store endpoint and credentials (S3_* env vars) and network access; the deployment is recreated',
     params: Name,
     body: Type.Object({
@@ -247,7 +335,12 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
   });
 
   ctx.route({
-    method: 'POST', path: '/object-stores/:name/replicate', permission: 'object-stores:write', operationId: 'objectStores.replicate', tag: 'object-stores', status: 202,
+    method: 'POST',
+    path: '/object-stores/:name/replicate',
+    permission: 'object-stores:write',
+    operationId: 'objectStores.replicate',
+    tag: 'object-stores',
+    status: 202,
     summary: 'Copy every object to another store (identical objects skipped); the job result reports copied, skipped, failed, bytes',
     params: Name,
     body: Type.Object({
@@ -263,25 +356,37 @@ export function registerStoreRoutes(ctx: PluginContext<any>, deps: StoreRouteDep
       // Copying a backup is downloading it: objects the caller could not download stay behind (counted `denied`).
       const principal = req.principal;
       const accept = (bucket: string, key: string) => mayTouch(principal, ownerOf(bucket, key), 'read');
-      const job = jobs.submit({
-        type: 'replicate', deployment: null, trigger: 'manual', created_by: req.principal.name,
-        run: async (jctx) => {
-          const a = new ObjectStoreClient(source);
-          const b = new ObjectStoreClient(target);
-          try {
-            const report = await replicate(a, b, {
-              buckets: req.body.buckets, prefix: req.body.prefix, signal: jctx.signal, accept,
-              onProgress: (r) => jctx.progress({ step: `copied ${r.copied}, skipped ${r.skipped}, failed ${r.failed}`, bytes: r.bytes }),
-            });
-            if (report.failed > 0 && report.copied === 0 && report.skipped === 0) throw new Error(`every copy failed: ${report.errors[0]}`);
-            return { ...report };
-          } finally {
-            a.destroy();
-            b.destroy();
-          }
+      const job = jobs.submit(
+        {
+          type: 'replicate',
+          deployment: null,
+          trigger: 'manual',
+          created_by: req.principal.name,
+          run: async (jctx) => {
+            const a = new ObjectStoreClient(source);
+            const b = new ObjectStoreClient(target);
+            try {
+              const report = await replicate(a, b, {
+                buckets: req.body.buckets,
+                prefix: req.body.prefix,
+                signal: jctx.signal,
+                accept,
+                onProgress: (r) => jctx.progress({ step: `copied ${r.copied}, skipped ${r.skipped}, failed ${r.failed}`, bytes: r.bytes }),
+              });
+              if (report.failed > 0 && report.copied === 0 && report.skipped === 0) throw new Error(`every copy failed: ${report.errors[0]}`);
+              return { ...report };
+            } finally {
+              a.destroy();
+              b.destroy();
+            }
+          },
         },
-      }, 'replicate');
-      return reply.accepted({ job_id: job.id, message: `replication ${source.name} → ${target.name} queued` }, `replication ${source.name} → ${target.name} queued`);
+        'replicate',
+      );
+      return reply.accepted(
+        { job_id: job.id, message: `replication ${source.name} → ${target.name} queued` },
+        `replication ${source.name} → ${target.name} queued`,
+      );
     },
   });
 }

@@ -35,6 +35,7 @@ export const BUCKET_NAME = '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$';
 export function invalidObjectKey(key: string): string | null {
   if (key === '') return 'is empty';
   if (Buffer.byteLength(key) > 1024) return 'is longer than 1024 bytes';
+  // eslint-disable-next-line no-control-regex -- control characters are what it refuses
   if (/[\x00-\x1f\x7f]/.test(key)) return 'contains control characters';
   if (key.startsWith('/')) return "must not start with '/'";
   if (key.split('/').some((s) => s === '..' || s === '.')) return "must not contain '.' or '..' segments";
@@ -51,12 +52,21 @@ export function s3Error(err: unknown, what: string): HttpError {
   const code = (err as { Code?: string })?.Code ?? name;
   const message = (err as Error)?.message ?? String(err);
   switch (code) {
-    case 'NoSuchBucket': return errors.notFound(`${what}: bucket not found`, 'BUCKET_NOT_FOUND');
-    case 'NoSuchKey': case 'NotFound': return errors.notFound(`${what}: object not found`, 'OBJECT_NOT_FOUND');
-    case 'BucketAlreadyExists': case 'BucketAlreadyOwnedByYou': return errors.conflict(`${what}: the bucket already exists`, 'BUCKET_EXISTS');
-    case 'BucketNotEmpty': return errors.conflict(`${what}: the bucket is not empty`, 'BUCKET_NOT_EMPTY');
-    case 'InvalidBucketName': return errors.badRequest(`${what}: invalid bucket name`, 'VALIDATION_FAILED');
-    case 'InvalidAccessKeyId': case 'SignatureDoesNotMatch': case 'AccessDenied':
+    case 'NoSuchBucket':
+      return errors.notFound(`${what}: bucket not found`, 'BUCKET_NOT_FOUND');
+    case 'NoSuchKey':
+    case 'NotFound':
+      return errors.notFound(`${what}: object not found`, 'OBJECT_NOT_FOUND');
+    case 'BucketAlreadyExists':
+    case 'BucketAlreadyOwnedByYou':
+      return errors.conflict(`${what}: the bucket already exists`, 'BUCKET_EXISTS');
+    case 'BucketNotEmpty':
+      return errors.conflict(`${what}: the bucket is not empty`, 'BUCKET_NOT_EMPTY');
+    case 'InvalidBucketName':
+      return errors.badRequest(`${what}: invalid bucket name`, 'VALIDATION_FAILED');
+    case 'InvalidAccessKeyId':
+    case 'SignatureDoesNotMatch':
+    case 'AccessDenied':
       return errors.badGateway(`${what}: the object store refused the credentials (${code})`, 'OBJECT_STORE_AUTH_FAILED');
   }
   // S3ServiceException carries `$fault`; checked by shape so the SDK need not be loaded here.
@@ -127,14 +137,29 @@ export class ObjectStoreClient {
     await this.call(`delete bucket ${bucket}`, () => s3.send(new c.DeleteBucketCommand({ Bucket: bucket })));
   }
 
-  async listObjects(bucket: string, options: { prefix?: string; limit?: number; token?: string } = {}): Promise<{ items: ObjectInfo[]; next_token: string | null }> {
+  async listObjects(
+    bucket: string,
+    options: { prefix?: string; limit?: number; token?: string } = {},
+  ): Promise<{ items: ObjectInfo[]; next_token: string | null }> {
     const { s3, sdk: c } = await this.s3();
-    const out = await this.call(`list objects of ${bucket}`, () => s3.send(new c.ListObjectsV2Command({
-      Bucket: bucket, Prefix: options.prefix || undefined, MaxKeys: options.limit ?? 1000, ContinuationToken: options.token || undefined,
-    })));
+    const out = await this.call(`list objects of ${bucket}`, () =>
+      s3.send(
+        new c.ListObjectsV2Command({
+          Bucket: bucket,
+          Prefix: options.prefix || undefined,
+          MaxKeys: options.limit ?? 1000,
+          ContinuationToken: options.token || undefined,
+        }),
+      ),
+    );
     return {
-      items: (out.Contents ?? []).map((o) => ({ key: o.Key ?? '', size: o.Size ?? 0, etag: (o.ETag ?? '').replace(/"/g, ''), last_modified: o.LastModified?.toISOString() ?? null })),
-      next_token: out.IsTruncated ? out.NextContinuationToken ?? null : null,
+      items: (out.Contents ?? []).map((o) => ({
+        key: o.Key ?? '',
+        size: o.Size ?? 0,
+        etag: (o.ETag ?? '').replace(/"/g, ''),
+        last_modified: o.LastModified?.toISOString() ?? null,
+      })),
+      next_token: out.IsTruncated ? (out.NextContinuationToken ?? null) : null,
     };
   }
 
@@ -163,12 +188,24 @@ export class ObjectStoreClient {
    * Streams a body into an object. With a known length up to 64 MiB it is one PUT; otherwise a multipart upload
    * whose parts (8 MiB) are the only thing held in memory.
    */
-  async upload(bucket: string, key: string, body: Readable, options: { length?: number; contentType?: string; metadata?: Record<string, string>; signal?: AbortSignal } = {}): Promise<{ etag: string }> {
+  async upload(
+    bucket: string,
+    key: string,
+    body: Readable,
+    options: { length?: number; contentType?: string; metadata?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<{ etag: string }> {
     const { s3, storage } = await this.s3();
     return this.call(`upload ${key}`, async () => {
       const upload = new storage.Upload({
         client: s3,
-        params: { Bucket: bucket, Key: key, Body: body, ContentType: options.contentType ?? 'application/octet-stream', ContentLength: options.length, Metadata: options.metadata },
+        params: {
+          Bucket: bucket,
+          Key: key,
+          Body: body,
+          ContentType: options.contentType ?? 'application/octet-stream',
+          ContentLength: options.length,
+          Metadata: options.metadata,
+        },
         partSize: 8 * 1024 * 1024,
         queueSize: 2,
         leavePartsOnError: false,
@@ -184,7 +221,11 @@ export class ObjectStoreClient {
     });
   }
 
-  async download(bucket: string, key: string, signal?: AbortSignal): Promise<{ body: Readable; length: number | null; contentType: string | null; etag: string }> {
+  async download(
+    bucket: string,
+    key: string,
+    signal?: AbortSignal,
+  ): Promise<{ body: Readable; length: number | null; contentType: string | null; etag: string }> {
     const { s3, sdk: c } = await this.s3();
     const out = await this.call(`download ${key}`, () => s3.send(new c.GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal }));
     return { body: out.Body as Readable, length: out.ContentLength ?? null, contentType: out.ContentType ?? null, etag: (out.ETag ?? '').replace(/"/g, '') };

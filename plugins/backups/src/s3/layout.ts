@@ -55,5 +55,7 @@ export const mayList = (p: Principal, owner: ObjectOwner): boolean =>
 export function assertMayTouch(p: Principal, owner: ObjectOwner, access: 'read' | 'write', key: string): void {
   if (mayTouch(p, owner, access)) return;
   if (!owner.deployments.every((d) => canReach(p, d, 'read'))) throw errors.notFound(`object '${key}' not found`, 'OBJECT_NOT_FOUND');
-  throw errors.forbidden(`object '${key}' is a backup of a deployment: ${access === 'write' || owner.archive ? "'backups:write' and write access to the deployment" : "'backups:read'"} required`);
+  throw errors.forbidden(
+    `object '${key}' is a backup of a deployment: ${access === 'write' || owner.archive ? "'backups:write' and write access to the deployment" : "'backups:read'"} required`,
+  );
 }

@@ -62,16 +62,19 @@ export class ManagedStores {
       await writeFile(join(root, 'etc', 'group'), 'root:x:0:\nobjstore:x:1000:\n');
       await mkdir(join(dir, 'data'), { recursive: true });
       await writeFile(join(dir, 'data', '.keep'), '');
-      await writeFile(join(dir, 'Dockerfile'), [
-        'FROM scratch',
-        'COPY rootfs/ /',
-        'COPY --chown=1000:1000 data/ /data/',
-        'USER 1000:1000',
-        'ENV S3_DATA=/data S3_PORT=9000',
-        'EXPOSE 9000',
-        'ENTRYPOINT ["/usr/local/bin/node", "/app/objstore.mjs"]',
-        '',
-      ].join('\n'));
+      await writeFile(
+        join(dir, 'Dockerfile'),
+        [
+          'FROM scratch',
+          'COPY rootfs/ /',
+          'COPY --chown=1000:1000 data/ /data/',
+          'USER 1000:1000',
+          'ENV S3_DATA=/data S3_PORT=9000',
+          'EXPOSE 9000',
+          'ENTRYPOINT ["/usr/local/bin/node", "/app/objstore.mjs"]',
+          '',
+        ].join('\n'),
+      );
       const project = `agent-objstore-build-${randomBytes(3).toString('hex')}`;
       // The agent's own build goes through the same guarded compose path as any deployment.
       const checked = await docker.compose.check({ project, dir, content: `services:\n  objstore:\n    build: .\n    image: ${OBJSTORE_IMAGE}\n` });
@@ -110,7 +113,9 @@ export class ManagedStores {
       `      - "127.0.0.1:${input.port === 0 ? '' : input.port}:9000"`,
       '    volumes:',
       '      - data:/data',
-      ...(Object.keys(this.deps.labels).length ? ['    labels:', ...Object.entries(this.deps.labels).map(([k, v]) => `      ${JSON.stringify(k)}: ${JSON.stringify(v)}`)] : []),
+      ...(Object.keys(this.deps.labels).length
+        ? ['    labels:', ...Object.entries(this.deps.labels).map(([k, v]) => `      ${JSON.stringify(k)}: ${JSON.stringify(v)}`)]
+        : []),
       '    networks:',
       '      default: {}',
       '      store:',
@@ -122,21 +127,36 @@ export class ManagedStores {
       '  data: {}',
       '',
     ].join('\n');
-    await deployments.create({
-      name: deployment, compose_content: compose, auto_start: true,
-      env_vars: [{ key: 'S3_ACCESS_KEY', value: accessKey }, { key: 'S3_SECRET_KEY', value: secretKey }],
-      // Its network has a name of its own so that attached deployments can join it.
-      exceptions: [`networks.name:${network}`],
-    }, principal);
+    await deployments.create(
+      {
+        name: deployment,
+        compose_content: compose,
+        auto_start: true,
+        env_vars: [
+          { key: 'S3_ACCESS_KEY', value: accessKey },
+          { key: 'S3_SECRET_KEY', value: secretKey },
+        ],
+        // Its network has a name of its own so that attached deployments can join it.
+        exceptions: [`networks.name:${network}`],
+      },
+      principal,
+    );
     try {
       const container = await deployments.serviceContainer(deployment, 's3');
       const port = container?.ports.find((p) => p.private === 9000 && p.public)?.public;
       if (!port) throw new Error('the store container publishes no port');
       const record: StoreRecord = {
-        name: input.name, endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', access_key_id: accessKey, secret_access_key: secretKey,
-        path_style: true, bucket: input.bucket, prefix: '',
+        name: input.name,
+        endpoint: `http://127.0.0.1:${port}`,
+        region: 'us-east-1',
+        access_key_id: accessKey,
+        secret_access_key: secretKey,
+        path_style: true,
+        bucket: input.bucket,
+        prefix: '',
         managed: { deployment, service: 's3', internal_endpoint: `http://${alias}:9000`, network, alias },
-        attachments: [], created_at: new Date().toISOString(),
+        attachments: [],
+        created_at: new Date().toISOString(),
       };
       const client = new ObjectStoreClient(record);
       try {
@@ -172,9 +192,17 @@ export class ManagedStores {
   private envFor(record: StoreRecord, bucket: string, prefix: string): Record<string, string> {
     const endpoint = record.managed?.internal_endpoint ?? record.endpoint;
     return {
-      S3_ENDPOINT: endpoint, S3_REGION: record.region, S3_BUCKET: bucket, S3_PREFIX: prefix, S3_FORCE_PATH_STYLE: String(record.path_style),
-      S3_ACCESS_KEY_ID: record.access_key_id, S3_SECRET_ACCESS_KEY: record.secret_access_key,
-      AWS_ACCESS_KEY_ID: record.access_key_id, AWS_SECRET_ACCESS_KEY: record.secret_access_key, AWS_REGION: record.region, AWS_ENDPOINT_URL_S3: endpoint,
+      S3_ENDPOINT: endpoint,
+      S3_REGION: record.region,
+      S3_BUCKET: bucket,
+      S3_PREFIX: prefix,
+      S3_FORCE_PATH_STYLE: String(record.path_style),
+      S3_ACCESS_KEY_ID: record.access_key_id,
+      S3_SECRET_ACCESS_KEY: record.secret_access_key,
+      AWS_ACCESS_KEY_ID: record.access_key_id,
+      AWS_SECRET_ACCESS_KEY: record.secret_access_key,
+      AWS_REGION: record.region,
+      AWS_ENDPOINT_URL_S3: endpoint,
     };
   }
 
@@ -206,7 +234,11 @@ export class ManagedStores {
       try {
         await docker.networks.connect(record.managed.network, c.id);
       } catch (err) {
-        this.deps.log.warn('could not connect a container to the store network', { container: c.name, network: record.managed.network, error: (err as Error).message });
+        this.deps.log.warn('could not connect a container to the store network', {
+          container: c.name,
+          network: record.managed.network,
+          error: (err as Error).message,
+        });
       }
     }
   }
@@ -218,4 +250,3 @@ export class ManagedStores {
     }
   }
 }
-

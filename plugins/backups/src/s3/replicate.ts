@@ -20,7 +20,13 @@ const SOURCE_ETAG = 'agent-source-etag';
 export async function replicate(
   source: ObjectStoreClient,
   target: ObjectStoreClient,
-  options: { buckets?: string[]; prefix?: string; signal?: AbortSignal; accept?(bucket: string, key: string): boolean; onProgress?(report: ReplicateReport): void },
+  options: {
+    buckets?: string[];
+    prefix?: string;
+    signal?: AbortSignal;
+    accept?(bucket: string, key: string): boolean;
+    onProgress?(report: ReplicateReport): void;
+  },
 ): Promise<ReplicateReport> {
   const buckets = options.buckets ?? (await source.listBuckets()).map((b) => b.name);
   const report: ReplicateReport = { buckets, copied: 0, skipped: 0, failed: 0, denied: 0, bytes: 0, errors: [] };
@@ -47,7 +53,10 @@ export async function replicate(
       try {
         const got = await source.download(bucket, obj.key, options.signal);
         await target.upload(bucket, obj.key, got.body, {
-          length: got.length ?? undefined, contentType: got.contentType ?? undefined, metadata: { [SOURCE_ETAG]: got.etag }, signal: options.signal,
+          length: got.length ?? undefined,
+          contentType: got.contentType ?? undefined,
+          metadata: { [SOURCE_ETAG]: got.etag },
+          signal: options.signal,
         });
         report.copied++;
         report.bytes += obj.size;

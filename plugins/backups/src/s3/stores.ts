@@ -43,10 +43,18 @@ export const StoreView = Type.Object({
 export type StoreView = Static<typeof StoreView>;
 
 export const storeView = (s: StoreRecord): StoreView => ({
-  name: s.name, type: s.managed ? 'managed' : 'external', endpoint: s.endpoint, region: s.region, path_style: s.path_style,
-  bucket: s.bucket, prefix: s.prefix, access_key_id_hint: `${s.access_key_id.slice(0, 4)}…`,
-  deployment: s.managed?.deployment ?? null, internal_endpoint: s.managed?.internal_endpoint ?? null,
-  attachments: s.attachments, created_at: s.created_at,
+  name: s.name,
+  type: s.managed ? 'managed' : 'external',
+  endpoint: s.endpoint,
+  region: s.region,
+  path_style: s.path_style,
+  bucket: s.bucket,
+  prefix: s.prefix,
+  access_key_id_hint: `${s.access_key_id.slice(0, 4)}…`,
+  deployment: s.managed?.deployment ?? null,
+  internal_endpoint: s.managed?.internal_endpoint ?? null,
+  attachments: s.attachments,
+  created_at: s.created_at,
 });
 
 export class StoreRegistry {

@@ -10,7 +10,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 export const MARIADB_IMAGE = 'agent-test/mariadb-backups:10.11';
-const PROGRAMS = ['/usr/sbin/mariadbd', '/usr/bin/mariadb', '/usr/bin/mariadb-dump', '/usr/bin/mariadb-install-db', '/usr/bin/my_print_defaults', '/usr/bin/mariadb-admin'];
+const PROGRAMS = [
+  '/usr/sbin/mariadbd',
+  '/usr/bin/mariadb',
+  '/usr/bin/mariadb-dump',
+  '/usr/bin/mariadb-install-db',
+  '/usr/bin/my_print_defaults',
+  '/usr/bin/mariadb-admin',
+];
 const UID = 999;
 
 const ENTRYPOINT = `#!/bin/sh
@@ -63,7 +70,11 @@ export function ensureMariadbImage(): string {
     }
     for (const lib of libs) copyInto(root, lib);
     // Names the official image (and the agent) look for.
-    for (const [link, target] of [['/usr/bin/mysql', 'mariadb'], ['/usr/bin/mysqldump', 'mariadb-dump']]) symlinkSync(target, join(root, link));
+    for (const [link, target] of [
+      ['/usr/bin/mysql', 'mariadb'],
+      ['/usr/bin/mysqldump', 'mariadb-dump'],
+    ])
+      symlinkSync(target, join(root, link));
     cpSync('/usr/share/mysql', join(root, 'usr/share/mysql'), { recursive: true, dereference: true });
     if (existsSync('/usr/share/mariadb')) cpSync('/usr/share/mariadb', join(root, 'usr/share/mariadb'), { recursive: true, dereference: true });
     writeFileSync(join(root, 'etc/mysql/my.cnf'), '[mysqld]\nuser=mysql\nsocket=/run/mysqld/mysqld.sock\n[client]\nsocket=/run/mysqld/mysqld.sock\n');
@@ -74,10 +85,23 @@ export function ensureMariadbImage(): string {
     chmodSync(join(root, 'tmp'), 0o1777);
     const tar = spawnSync('tar', ['-C', root, '-c', '.'], { maxBuffer: 1024 * 1024 * 1024 });
     if (tar.status !== 0) throw new Error(`tar failed: ${tar.stderr}`);
-    const imp = spawnSync('docker', [
-      'import', '-c', 'USER mysql', '-c', 'ENV PATH=/usr/local/bin:/usr/bin:/usr/sbin:/bin', '-c', 'VOLUME /var/lib/mysql',
-      '-c', 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]', '-', MARIADB_IMAGE,
-    ], { input: tar.stdout, maxBuffer: 16 * 1024 * 1024 });
+    const imp = spawnSync(
+      'docker',
+      [
+        'import',
+        '-c',
+        'USER mysql',
+        '-c',
+        'ENV PATH=/usr/local/bin:/usr/bin:/usr/sbin:/bin',
+        '-c',
+        'VOLUME /var/lib/mysql',
+        '-c',
+        'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]',
+        '-',
+        MARIADB_IMAGE,
+      ],
+      { input: tar.stdout, maxBuffer: 16 * 1024 * 1024 },
+    );
     if (imp.status !== 0) throw new Error(`docker import failed: ${imp.stderr}`);
     return MARIADB_IMAGE;
   } finally {

@@ -81,10 +81,23 @@ export function ensurePostgresImage(): string {
     chmodSync(join(root, 'tmp'), 0o1777);
     const tar = spawnSync('tar', ['-C', root, '-c', '.'], { maxBuffer: 1024 * 1024 * 1024 });
     if (tar.status !== 0) throw new Error(`tar failed: ${tar.stderr}`);
-    const imp = spawnSync('docker', [
-      'import', '-c', 'USER postgres', '-c', 'ENV PATH=/usr/local/bin:/bin', '-c', 'VOLUME /var/lib/postgresql/data',
-      '-c', 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]', '-', POSTGRES_IMAGE,
-    ], { input: tar.stdout, maxBuffer: 16 * 1024 * 1024 });
+    const imp = spawnSync(
+      'docker',
+      [
+        'import',
+        '-c',
+        'USER postgres',
+        '-c',
+        'ENV PATH=/usr/local/bin:/bin',
+        '-c',
+        'VOLUME /var/lib/postgresql/data',
+        '-c',
+        'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]',
+        '-',
+        POSTGRES_IMAGE,
+      ],
+      { input: tar.stdout, maxBuffer: 16 * 1024 * 1024 },
+    );
     if (imp.status !== 0) throw new Error(`docker import failed: ${imp.stderr}`);
     return POSTGRES_IMAGE;
   } finally {

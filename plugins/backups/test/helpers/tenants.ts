@@ -19,7 +19,12 @@ export interface Tenant {
   deployment: string;
 }
 
-export async function createUser(agent: TestAgent, username: string, role: 'operator' | 'viewer', extra: Record<string, unknown> = {}): Promise<{ id: number; token: string }> {
+export async function createUser(
+  agent: TestAgent,
+  username: string,
+  role: 'operator' | 'viewer',
+  extra: Record<string, unknown> = {},
+): Promise<{ id: number; token: string }> {
   const res = await agent.api('POST', '/users', { body: { username, email: `${username}@example.test`, password: TENANT_PASSWORD, role, ...extra } });
   expect(res.status, res.text).toBe(201);
   return { id: res.body.data.id, token: await agent.login(username, TENANT_PASSWORD) };
@@ -47,4 +52,7 @@ export async function createGlobal(agent: TestAgent, label: string, role: 'opera
 }
 
 /** Every tenant principal: its user and its key. */
-export const principalsOf = (t: Tenant): [string, string][] => [['user', t.user], ['key', t.key]];
+export const principalsOf = (t: Tenant): [string, string][] => [
+  ['user', t.user],
+  ['key', t.key],
+];

@@ -27,17 +27,21 @@ function run<T = any>(conn: Conn, sql: string, values?: unknown[]): Promise<T> {
 const toNumber = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 /** `mysql_native_password` hash, so the clear password never appears in a statement (MariaDB). */
-const nativeHash = (password: string) =>
-  '*' + createHash('sha1').update(createHash('sha1').update(password, 'utf8').digest()).digest('hex').toUpperCase();
+const nativeHash = (password: string) => '*' + createHash('sha1').update(createHash('sha1').update(password, 'utf8').digest()).digest('hex').toUpperCase();
 
 export async function openMysql(spec: ConnectionSpec): Promise<DbSession> {
   const where = { host: spec.host, port: spec.port };
   const options: mysql.ConnectionOptions = {
-    host: spec.address, port: spec.port, user: spec.username, password: spec.password,
+    host: spec.address,
+    port: spec.port,
+    user: spec.username,
+    password: spec.password,
     database: spec.database ?? undefined,
     connectTimeout: spec.connectTimeout * 1000,
     charset: 'utf8mb4',
-    supportBigNumbers: true, bigNumberStrings: true, dateStrings: true,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    dateStrings: true,
     multipleStatements: false,
     // A server must not be able to ask the agent for local files.
     flags: ['-LOCAL_FILES'],
@@ -151,9 +155,11 @@ export async function openMysql(spec: ConnectionSpec): Promise<DbSession> {
     info,
     listDatabases: () =>
       wrap(async () => {
-        const rows = await run<{ name: string; size: string | null }[]>(conn,
+        const rows = await run<{ name: string; size: string | null }[]>(
+          conn,
           'SELECT s.SCHEMA_NAME AS name, SUM(t.DATA_LENGTH + t.INDEX_LENGTH) AS size FROM information_schema.SCHEMATA s ' +
-          'LEFT JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = s.SCHEMA_NAME GROUP BY s.SCHEMA_NAME ORDER BY s.SCHEMA_NAME');
+            'LEFT JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = s.SCHEMA_NAME GROUP BY s.SCHEMA_NAME ORDER BY s.SCHEMA_NAME',
+        );
         return rows.map((r): DatabaseInfo => ({ name: r.name, size_bytes: toNumber(r.size) ?? 0, system: SYSTEM_SCHEMAS.has(r.name) }));
       }),
 
@@ -161,12 +167,19 @@ export async function openMysql(spec: ConnectionSpec): Promise<DbSession> {
       wrap(async () => {
         const found = await run<unknown[]>(conn, 'SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [database]);
         if (found.length === 0) throw new HttpError(404, 'DB_NOT_FOUND', `database '${database}' does not exist (or this login cannot see it)`);
-        const rows = await run<Record<string, string | null>[]>(conn,
+        const rows = await run<Record<string, string | null>[]>(
+          conn,
           'SELECT TABLE_SCHEMA AS s, TABLE_NAME AS n, TABLE_TYPE AS t, ENGINE AS e, TABLE_ROWS AS r, DATA_LENGTH + INDEX_LENGTH AS b ' +
-          'FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME', [database]);
+            'FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME',
+          [database],
+        );
         return rows.map((r): TableInfo => ({
-          schema: String(r.s), name: String(r.n), type: TABLE_TYPES[String(r.t)] ?? String(r.t).toLowerCase(),
-          rows_estimate: toNumber(r.r), size_bytes: toNumber(r.b), engine: r.e ?? null,
+          schema: String(r.s),
+          name: String(r.n),
+          type: TABLE_TYPES[String(r.t)] ?? String(r.t).toLowerCase(),
+          rows_estimate: toNumber(r.r),
+          size_bytes: toNumber(r.b),
+          engine: r.e ?? null,
         }));
       }),
 

@@ -11,7 +11,6 @@ import { POSTGRES_PRIVILEGES, DATABASE_PRIVILEGES, TABLE_PRIVILEGES } from './pr
 import { takeWithinBudget } from '../statement.js';
 import type { ConnectionSpec, DatabaseInfo, DbSession, GrantInput, QueryOptions, QueryResult, TableInfo } from '../types.js';
 
-
 const RELKINDS: Record<string, string> = { r: 'table', v: 'view', m: 'materialized_view', p: 'partitioned_table', f: 'foreign_table' };
 
 /** Dates and times stay in PostgreSQL's text form (no time-zone guessing); everything else as pg parses it. */
@@ -41,7 +40,10 @@ const toNumber = (v: unknown): number | null => (v === null || v === undefined ?
 export async function openPostgres(spec: ConnectionSpec): Promise<DbSession> {
   const where = { host: spec.host, port: spec.port };
   const client = new pg.Client({
-    host: spec.address, port: spec.port, user: spec.username, password: spec.password,
+    host: spec.address,
+    port: spec.port,
+    user: spec.username,
+    password: spec.password,
     database: spec.database ?? 'postgres',
     connectionTimeoutMillis: spec.connectTimeout * 1000,
     application_name: 'host-agent',
@@ -88,7 +90,8 @@ export async function openPostgres(spec: ConnectionSpec): Promise<DbSession> {
             if (err) return reject(err);
             result = res;
             resolve(got as unknown as unknown[][]);
-          }));
+          }),
+        );
         const room = opts.limit - rows.length;
         const taken = takeWithinBudget(batch.slice(0, room), opts.maxBytes, budget);
         rows.push(...taken);
@@ -114,7 +117,8 @@ export async function openPostgres(spec: ConnectionSpec): Promise<DbSession> {
       wrap(async () => {
         const { rows } = await client.query<{ name: string; size: string | null; tpl: boolean }>(
           "SELECT datname AS name, CASE WHEN has_database_privilege(datname, 'CONNECT') THEN pg_database_size(datname) END AS size, " +
-          'datistemplate AS tpl FROM pg_database WHERE datallowconn ORDER BY datname');
+            'datistemplate AS tpl FROM pg_database WHERE datallowconn ORDER BY datname',
+        );
         return rows.map((r): DatabaseInfo => ({ name: r.name, size_bytes: toNumber(r.size), system: r.tpl }));
       }),
 
@@ -122,16 +126,20 @@ export async function openPostgres(spec: ConnectionSpec): Promise<DbSession> {
       wrap(async () => {
         const { rows } = await client.query<{ s: string; n: string; k: string; r: string | null; b: string | null }>(
           'SELECT n.nspname AS s, c.relname AS n, c.relkind AS k, c.reltuples::bigint AS r, pg_total_relation_size(c.oid) AS b ' +
-          'FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace ' +
-          "WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f') AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%' " +
-          'ORDER BY 1, 2');
+            'FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace ' +
+            "WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f') AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%' " +
+            'ORDER BY 1, 2',
+        );
         return rows.map((r): TableInfo => {
           const estimate = toNumber(r.r);
           return {
-            schema: r.s, name: r.n, type: RELKINDS[r.k] ?? r.k,
+            schema: r.s,
+            name: r.n,
+            type: RELKINDS[r.k] ?? r.k,
             // -1 means never analysed; views have no row count.
             rows_estimate: r.k === 'v' || estimate === null || estimate < 0 ? null : estimate,
-            size_bytes: toNumber(r.b), engine: null,
+            size_bytes: toNumber(r.b),
+            engine: null,
           };
         });
       }),
@@ -191,7 +199,10 @@ export async function openPostgres(spec: ConnectionSpec): Promise<DbSession> {
         const statements: string[] = [];
         if (g.table) {
           if (!all && dbPrivs.length) throw new HttpError(400, 'DB_PRIVILEGE_UNSUPPORTED', `${dbPrivs.join(', ')} apply to a database, not a table`);
-          const exists = await client.query("SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r','v','m','p','f')", [g.schema, g.table]);
+          const exists = await client.query(
+            "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r','v','m','p','f')",
+            [g.schema, g.table],
+          );
           if (exists.rowCount === 0) throw new HttpError(404, 'DB_TABLE_NOT_FOUND', `table '${g.schema}.${g.table}' does not exist in '${g.database}'`);
           statements.push(`GRANT USAGE ON SCHEMA ${ident(g.schema)} TO ${who}`);
           statements.push(`GRANT ${tablePrivs.join(', ')} ON TABLE ${ident(g.schema)}.${ident(g.table)} TO ${who}${grantOption}`);

@@ -27,8 +27,12 @@ const LogLineSchema = Type.Object({
 });
 
 const SourceSchema = Type.Object({
-  id: Type.String(), name: Type.String(), type: Type.Union([Type.Literal('container'), Type.Literal('file')]),
-  path: Type.Union([Type.String(), Type.Null()]), format: Type.Union([Type.String(), Type.Null()]), builtin: Type.Boolean(),
+  id: Type.String(),
+  name: Type.String(),
+  type: Type.Union([Type.Literal('container'), Type.Literal('file')]),
+  path: Type.Union([Type.String(), Type.Null()]),
+  format: Type.Union([Type.String(), Type.Null()]),
+  builtin: Type.Boolean(),
 });
 
 export interface KindSources {
@@ -60,10 +64,16 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
   };
 
   ctx.route({
-    method: 'GET', path: '/deployments/:name/logs', permission: 'deployments:read', operationId: 'deployments.logs', tag: 'deployments',
+    method: 'GET',
+    path: '/deployments/:name/logs',
+    permission: 'deployments:read',
+    operationId: 'deployments.logs',
+    tag: 'deployments',
     summary: 'Logs of a deployment',
-    description: 'Container output of every service (merged by time) or of one `service`, or a file `source`. The last `tail` lines (default 100, 0 = all) that contain `filter`.',
-    params: NameParams, deployment: 'name',
+    description:
+      'Container output of every service (merged by time) or of one `service`, or a file `source`. The last `tail` lines (default 100, 0 = all) that contain `filter`.',
+    params: NameParams,
+    deployment: 'name',
     query: Type.Object(LogQuery),
     response: Type.Array(LogLineSchema),
     handler: async (req) => {
@@ -80,13 +90,18 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
   });
 
   ctx.websocket({
-    path: '/deployments/:name/logs/stream', permission: 'deployments:read', operationId: 'deployments.logsStream', tag: 'deployments',
+    path: '/deployments/:name/logs/stream',
+    permission: 'deployments:read',
+    operationId: 'deployments.logsStream',
+    tag: 'deployments',
     summary: 'Follow the logs of a deployment (websocket)',
-    description: 'Send the token as the first message; the server answers `{"type":"ready"}`, then the last `tail` lines and every new line as `{"type":"line", service, container, stream, time, text}`. '
-      + `The history is capped at ${WS_HISTORY_MAX_LINES} lines (also for \`tail=0\`); use GET /logs for more. `
-      + 'Container streams end with `{"type":"end"}` and a normal close when the containers stop; file sources are followed until the client leaves. '
-      + `A client that reads too slowly (more than 1 MiB of lines waiting for it) is closed with code ${SLOW_FOLLOWER_CLOSE}.`,
-    params: NameParams, deployment: 'name',
+    description:
+      'Send the token as the first message; the server answers `{"type":"ready"}`, then the last `tail` lines and every new line as `{"type":"line", service, container, stream, time, text}`. ' +
+      `The history is capped at ${WS_HISTORY_MAX_LINES} lines (also for \`tail=0\`); use GET /logs for more. ` +
+      'Container streams end with `{"type":"end"}` and a normal close when the containers stop; file sources are followed until the client leaves. ' +
+      `A client that reads too slowly (more than 1 MiB of lines waiting for it) is closed with code ${SLOW_FOLLOWER_CLOSE}.`,
+    params: NameParams,
+    deployment: 'name',
     query: Type.Object(LogQuery),
     handler: async (conn, req) => {
       const entry = manager.require(req.params.name);
@@ -111,25 +126,38 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
   });
 
   ctx.route({
-    method: 'GET', path: '/deployments/:name/log-sources', permission: 'deployments:read', operationId: 'deployments.logSources', tag: 'deployments',
+    method: 'GET',
+    path: '/deployments/:name/log-sources',
+    permission: 'deployments:read',
+    operationId: 'deployments.logSources',
+    tag: 'deployments',
     summary: 'Log sources: container output, built-in file sources of the deployment kind, custom ones',
-    params: NameParams, deployment: 'name',
+    params: NameParams,
+    deployment: 'name',
     response: Type.Array(SourceSchema),
     handler: (req) => sources(manager.require(req.params.name)),
   });
 
   ctx.route({
-    method: 'PUT', path: '/deployments/:name/log-sources', permission: 'deployments:write', operationId: 'deployments.setLogSources', tag: 'deployments',
+    method: 'PUT',
+    path: '/deployments/:name/log-sources',
+    permission: 'deployments:write',
+    operationId: 'deployments.setLogSources',
+    tag: 'deployments',
     summary: 'Replace the custom file log sources',
     description: 'Paths are relative to the deployment folder; absolute paths and `..` are refused (400 `INVALID_PATH`). The files need not exist yet.',
-    params: NameParams, deployment: 'name',
+    params: NameParams,
+    deployment: 'name',
     body: Type.Object({
-      sources: Type.Array(Type.Object({
-        id: Type.String({ pattern: SOURCE_ID }),
-        name: Type.String({ minLength: 1, maxLength: 100 }),
-        path: Type.String({ minLength: 1, maxLength: 1024, description: 'file path relative to the deployment folder' }),
-        format: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,31}$', description: 'e.g. text, json, nginx' })),
-      }), { maxItems: 50 }),
+      sources: Type.Array(
+        Type.Object({
+          id: Type.String({ pattern: SOURCE_ID }),
+          name: Type.String({ minLength: 1, maxLength: 100 }),
+          path: Type.String({ minLength: 1, maxLength: 1024, description: 'file path relative to the deployment folder' }),
+          format: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,31}$', description: 'e.g. text, json, nginx' })),
+        }),
+        { maxItems: 50 },
+      ),
     }),
     response: Type.Array(SourceSchema),
     handler: async (req) => {
@@ -142,24 +170,45 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
   });
 
   ctx.route({
-    method: 'GET', path: '/deployments/:name/stats', permission: 'deployments:read', operationId: 'deployments.stats', tag: 'deployments',
+    method: 'GET',
+    path: '/deployments/:name/stats',
+    permission: 'deployments:read',
+    operationId: 'deployments.stats',
+    tag: 'deployments',
     summary: 'Resource usage of every running container of the deployment',
     description: 'One-shot engine statistics, fetched in parallel: CPU %, memory usage/limit/%, network rx/tx bytes, block I/O bytes, pids.',
-    params: NameParams, deployment: 'name',
-    response: Type.Array(Type.Object({
-      id: Type.String(), name: Type.String(), deployment: Type.Union([Type.String(), Type.Null()]), service: Type.Union([Type.String(), Type.Null()]),
-      cpu_percent: Type.Number(), memory_usage: Type.Integer(), memory_limit: Type.Integer(), memory_percent: Type.Number(),
-      network_rx: Type.Integer(), network_tx: Type.Integer(), block_read: Type.Integer(), block_write: Type.Integer(), pids: Type.Integer(),
-      read_at: Type.String(),
-    })),
+    params: NameParams,
+    deployment: 'name',
+    response: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        name: Type.String(),
+        deployment: Type.Union([Type.String(), Type.Null()]),
+        service: Type.Union([Type.String(), Type.Null()]),
+        cpu_percent: Type.Number(),
+        memory_usage: Type.Integer(),
+        memory_limit: Type.Integer(),
+        memory_percent: Type.Number(),
+        network_rx: Type.Integer(),
+        network_tx: Type.Integer(),
+        block_read: Type.Integer(),
+        block_write: Type.Integer(),
+        pids: Type.Integer(),
+        read_at: Type.String(),
+      }),
+    ),
     handler: async (req) => {
       const entry = manager.require(req.params.name);
       const running = await containersOf(entry, undefined, true);
-      const stats = await Promise.all(running.map((c) => docker.stats(c.id).catch((err) => {
-        // A container that stopped meanwhile has no statistics: leave it out.
-        if ((err as { status?: number }).status === 404 || (err as { status?: number }).status === 409) return null;
-        throw err;
-      })));
+      const stats = await Promise.all(
+        running.map((c) =>
+          docker.stats(c.id).catch((err) => {
+            // A container that stopped meanwhile has no statistics: leave it out.
+            if ((err as { status?: number }).status === 404 || (err as { status?: number }).status === 409) return null;
+            throw err;
+          }),
+        ),
+      );
       return stats.filter((s) => s !== null);
     },
   });

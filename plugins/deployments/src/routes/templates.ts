@@ -3,7 +3,11 @@ import { errors, Nullable, Type, type PluginContext, compareText } from '@agent/
 import { TEMPLATE_ID, type TemplateCatalog } from '../templates.js';
 
 const TemplateSchema = Type.Object({
-  id: Type.String(), name: Type.String(), description: Type.String(), category: Type.String(), tags: Type.Array(Type.String()),
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  category: Type.String(),
+  tags: Type.Array(Type.String()),
   env: Type.Array(Type.Object({ key: Type.String(), description: Type.String(), default: Type.String(), secret: Type.Boolean(), required: Type.Boolean() })),
   default_port: Nullable(Type.Integer()),
   services: Type.Array(Type.String()),
@@ -19,7 +23,12 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
   };
 
   ctx.route({
-    method: 'GET', path: '/templates', permission: 'templates:read', operationId: 'templates.list', tenancy: 'catalogue', tag: 'templates',
+    method: 'GET',
+    path: '/templates',
+    permission: 'templates:read',
+    operationId: 'templates.list',
+    tenancy: 'catalogue',
+    tag: 'templates',
     summary: 'List templates',
     query: Type.Object({
       category: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9 _-]{0,39}$' })),
@@ -29,7 +38,8 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
     handler: async (req) => {
       await catalog.ready();
       const q = req.query.search?.toLowerCase();
-      return catalog.list()
+      return catalog
+        .list()
         .filter((t) => !req.query.category || t.category === req.query.category)
         .filter((t) => !q || [t.id, t.name, t.description, ...t.tags].some((s) => s.toLowerCase().includes(q)))
         .map(view);
@@ -37,7 +47,12 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
   });
 
   ctx.route({
-    method: 'GET', path: '/templates/categories', permission: 'templates:read', operationId: 'templates.categories', tenancy: 'catalogue', tag: 'templates',
+    method: 'GET',
+    path: '/templates/categories',
+    permission: 'templates:read',
+    operationId: 'templates.categories',
+    tenancy: 'catalogue',
+    tag: 'templates',
     summary: 'Template categories with counts',
     response: Type.Array(Type.Object({ category: Type.String(), count: Type.Integer() })),
     handler: async () => {
@@ -49,7 +64,11 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
   });
 
   ctx.route({
-    method: 'POST', path: '/templates/refresh', permission: 'templates:write', operationId: 'templates.refresh', tag: 'templates',
+    method: 'POST',
+    path: '/templates/refresh',
+    permission: 'templates:write',
+    operationId: 'templates.refresh',
+    tag: 'templates',
     summary: 'Reload templates from disk',
     description: 'Answers how many templates loaded and which folders are invalid (and why); invalid ones are skipped.',
     response: Type.Object({ count: Type.Integer(), invalid: Type.Array(Type.Object({ folder: Type.String(), error: Type.String() })), path: Type.String() }),
@@ -57,7 +76,12 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
   });
 
   ctx.route({
-    method: 'GET', path: '/templates/:id', permission: 'templates:read', operationId: 'templates.get', tenancy: 'catalogue', tag: 'templates',
+    method: 'GET',
+    path: '/templates/:id',
+    permission: 'templates:read',
+    operationId: 'templates.get',
+    tenancy: 'catalogue',
+    tag: 'templates',
     summary: 'One template',
     params: IdParams,
     response: TemplateSchema,
@@ -70,16 +94,29 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
   });
 
   ctx.route({
-    method: 'GET', path: '/templates/:id/compose', permission: 'templates:read', operationId: 'templates.compose', tenancy: 'catalogue', tag: 'templates',
+    method: 'GET',
+    path: '/templates/:id/compose',
+    permission: 'templates:read',
+    operationId: 'templates.compose',
+    tenancy: 'catalogue',
+    tag: 'templates',
     summary: 'Compose file of a template',
     description: 'Ready for `POST /api/deployments` (`compose_content`), with the env variables to fill in as `env_vars`.',
     params: IdParams,
-    response: Type.Object({ id: Type.String(), compose_content: Type.String(), env: Type.Array(Type.Object({ key: Type.String(), value: Type.String(), secret: Type.Boolean(), required: Type.Boolean() })) }),
+    response: Type.Object({
+      id: Type.String(),
+      compose_content: Type.String(),
+      env: Type.Array(Type.Object({ key: Type.String(), value: Type.String(), secret: Type.Boolean(), required: Type.Boolean() })),
+    }),
     handler: async (req) => {
       await catalog.ready();
       const t = catalog.get(req.params.id);
       if (!t) throw errors.notFound(`template '${req.params.id}' not found`);
-      return { id: t.id, compose_content: await catalog.compose(t.id), env: t.env.map((e) => ({ key: e.key, value: e.default, secret: e.secret, required: e.required })) };
+      return {
+        id: t.id,
+        compose_content: await catalog.compose(t.id),
+        env: t.env.map((e) => ({ key: e.key, value: e.default, secret: e.secret, required: e.required })),
+      };
     },
   });
 }

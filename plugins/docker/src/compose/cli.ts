@@ -28,14 +28,17 @@ function locate(program: string): string | null {
     try {
       accessSync(path, constants.X_OK);
       return path;
-    } catch { /* not here */ }
+    } catch {
+      /* not here */
+    }
   }
   return null;
 }
 
 /** The compose command to use (absolute program path), or null when none is installed. */
 export async function detectCompose(choice: ComposeChoice): Promise<string[] | null> {
-  const candidates = choice === 'docker compose' ? [['docker', 'compose']] : choice === 'docker-compose' ? [['docker-compose']] : [['docker', 'compose'], ['docker-compose']];
+  const candidates =
+    choice === 'docker compose' ? [['docker', 'compose']] : choice === 'docker-compose' ? [['docker-compose']] : [['docker', 'compose'], ['docker-compose']];
   for (const [program, ...rest] of candidates) {
     const path = locate(program!);
     if (path && (await works([path, ...rest]))) return [path, ...rest];
@@ -76,7 +79,13 @@ export function interpolationEnv(flavour: 'v1' | 'v2', configDir: string): Recor
 }
 
 /** Runs compose with `args` (global options and subcommand) in `cwd`; output is collected (bounded) and streamed by line. */
-export async function runCompose(command: string[], dockerHost: string | null, cwd: string, args: string[], options: ComposeRunOptions = {}): Promise<ComposeRunResult & { stdout: string }> {
+export async function runCompose(
+  command: string[],
+  dockerHost: string | null,
+  cwd: string,
+  args: string[],
+  options: ComposeRunOptions = {},
+): Promise<ComposeRunResult & { stdout: string }> {
   const child = execa(command[0]!, [...command.slice(1), ...args], {
     cwd,
     env: options.env ?? baseEnv(dockerHost),

@@ -84,17 +84,29 @@ function mapStrings(value: unknown, fn: (s: string) => string): any {
  */
 export function serializeModel(model: Record<string, unknown>): string {
   const escaped = mapStrings(model, (s) => s.replace(/\$/g, '$$$$'));
-  return JSON.stringify(escaped, null, 1).replace(/[\u007f-\u009f\u2028\u2029\ufeff\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) + '\n';
+  return (
+    JSON.stringify(escaped, null, 1).replace(/[\u007f-\u009f\u2028\u2029\ufeff\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) +
+    '\n'
+  );
 }
 
 /** `.env` text both compose flavours read back as the same values. */
 function envText(vars: Record<string, string>): string {
-  return Object.entries(vars).map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`).join('\n') + '\n';
+  return (
+    Object.entries(vars)
+      .map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`)
+      .join('\n') + '\n'
+  );
 }
 
 function hostSafetyError(violations: HostSafetyViolation[], prepared: PreparedSource | null): HttpError {
   const first = violations[0]!;
-  const where = prepared && first.service ? prepared.position(['services', first.service, first.key.split('.')[0]!]) : prepared ? prepared.position(first.key.split('.')) : '';
+  const where =
+    prepared && first.service
+      ? prepared.position(['services', first.service, first.key.split('.')[0]!])
+      : prepared
+        ? prepared.position(first.key.split('.'))
+        : '';
   const more = violations.length > 1 ? ` (and ${violations.length - 1} more, see \`violations\`)` : '';
   return errors.badRequest(
     `${first.service ? `service '${first.service}': ` : ''}${first.key}: ${first.why}${where}; refused by the host-safety policy, an admin may grant the exception '${first.exception}'${more}`,
@@ -126,7 +138,10 @@ export class ComposeGuard {
       const dir = await mkdtemp(join(this.opts.root, '.probe-'));
       try {
         await writeFile(join(dir, 'probe.yml'), 'services:\n  probe:\n    image: probe\n    command: "a $$b"\n');
-        const r = await runCompose(command, this.opts.dockerHost, dir, ['-f', join(dir, 'probe.yml'), '--project-directory', dir, '-p', 'probe', 'config'], { env: interpolationEnv(flavourOf(command), dir), stdout: true });
+        const r = await runCompose(command, this.opts.dockerHost, dir, ['-f', join(dir, 'probe.yml'), '--project-directory', dir, '-p', 'probe', 'config'], {
+          env: interpolationEnv(flavourOf(command), dir),
+          stdout: true,
+        });
         if (r.exit_code !== 0) throw errors.unavailable(`compose does not work: ${r.output.trim().split('\n').slice(-3).join(' ')}`, 'COMPOSE_UNAVAILABLE');
         return /a \$\$b/.test(r.stdout);
       } finally {
@@ -149,7 +164,16 @@ export class ComposeGuard {
     const env = source.env ?? {};
     const exceptions = [...new Set(source.exceptions ?? [])].sort();
     const envDir = join(projectDir, 'env');
-    const prepared = await prepareSource({ project: source.project, dir, content: source.content, env, enforce, envDir, files: source.files, dropName: flavour === 'v1' });
+    const prepared = await prepareSource({
+      project: source.project,
+      dir,
+      content: source.content,
+      env,
+      enforce,
+      envDir,
+      files: source.files,
+      dropName: flavour === 'v1',
+    });
     const hash = sha256(JSON.stringify([POLICY_VERSION, flavour, source.project, dir, prepared.text, Object.entries(env).sort(), exceptions, enforce]));
 
     const known = this.byHash.get(hash) ?? (await this.load(source.project, hash));
@@ -165,13 +189,22 @@ export class ComposeGuard {
     try {
       await writeFile(join(staging, 'source.yml'), prepared.text, { mode: 0o600 });
       await writeFile(join(staging, 'source.env'), envText(env), { mode: 0o600 });
-      const r = await runCompose(command, this.opts.dockerHost, staging, [
-        '--env-file', join(staging, 'source.env'), '-f', join(staging, 'source.yml'), '--project-directory', dir, '-p', source.project, 'config',
-      ], { env: interpolationEnv(flavour, join(staging, 'docker-config')), stdout: true });
+      const r = await runCompose(
+        command,
+        this.opts.dockerHost,
+        staging,
+        ['--env-file', join(staging, 'source.env'), '-f', join(staging, 'source.yml'), '--project-directory', dir, '-p', source.project, 'config'],
+        { env: interpolationEnv(flavour, join(staging, 'docker-config')), stdout: true },
+      );
       // Relative paths of extended services resolve against the file's own folder: that is the project folder.
       const unstage = (s: string) => s.split(`${staging}/source.yml`).join('the compose file').split(staging).join(dir);
       if (r.exit_code !== 0) {
-        const message = unstage(r.output).trim().split('\n').filter((l) => !/^\s*$/.test(l)).slice(-6).join('\n');
+        const message = unstage(r.output)
+          .trim()
+          .split('\n')
+          .filter((l) => !/^\s*$/.test(l))
+          .slice(-6)
+          .join('\n');
         throw errors.badRequest(`compose_content: compose refused the file: ${message}`, 'INVALID_COMPOSE', { field: 'compose_content' });
       }
       const raw = parse(r.stdout, { version: flavour === 'v1' ? '1.1' : '1.2', merge: true, maxAliasCount: -1 }) as Record<string, any>;
@@ -187,15 +220,31 @@ export class ComposeGuard {
     const existing = policy.containerNames.length ? await this.opts.containerNames() : [];
     for (const { service, name } of policy.containerNames) {
       const taken = existing.find((c) => c.name === name && c.project !== source.project);
-      if (taken) violations.push({ service, key: 'container_name', value: name, exception: `container_name:${name}`, why: `container name '${name}' is taken by ${taken.project ? `project '${taken.project}'` : 'a container outside any project'}` });
+      if (taken)
+        violations.push({
+          service,
+          key: 'container_name',
+          value: name,
+          exception: `container_name:${name}`,
+          why: `container name '${name}' is taken by ${taken.project ? `project '${taken.project}'` : 'a container outside any project'}`,
+        });
     }
     for (const f of prepared.findings) violations.push({ service: null, key: f.key, value: f.value, exception: f.key, why: f.why });
     if (enforce && violations.length) throw hostSafetyError(violations, prepared);
 
     const envValue = env.COMPOSE_PROFILES;
     const kept: KeptFile = {
-      project: source.project, dir, hash, flavour, model, granted: policy.granted, violations: enforce ? [] : violations,
-      hostPaths: policy.hostPaths, exceptions, enforce, profiles: envValue === undefined ? null : envValue,
+      project: source.project,
+      dir,
+      hash,
+      flavour,
+      model,
+      granted: policy.granted,
+      violations: enforce ? [] : violations,
+      hostPaths: policy.hostPaths,
+      exceptions,
+      enforce,
+      profiles: envValue === undefined ? null : envValue,
       envCopies: prepared.envCopies.map((c) => c.name),
     };
     await writeAtomic(join(projectDir, `${hash}.meta.json`), JSON.stringify(kept));
@@ -215,10 +264,18 @@ export class ComposeGuard {
       const env = def?.environment;
       const keys = Array.isArray(env) ? env.map((e: unknown) => String(e).split('=')[0]!) : env && typeof env === 'object' ? Object.keys(env) : [];
       const stray = keys.filter((k) => !known.has(k));
-      if (stray.length) out.push({ service, key: 'env_file', value: stray.join(', '), exception: 'env_file', why: `compose read variables (${stray.slice(0, 5).join(', ')}) from a file the agent did not check` });
+      if (stray.length)
+        out.push({
+          service,
+          key: 'env_file',
+          value: stray.join(', '),
+          exception: 'env_file',
+          why: `compose read variables (${stray.slice(0, 5).join(', ')}) from a file the agent did not check`,
+        });
       for (const f of Array.isArray(def?.env_file) ? def.env_file : def?.env_file ? [def.env_file] : []) {
         const path = typeof f === 'string' ? f : String(f?.path ?? '');
-        if (!path.startsWith(envDir + '/')) out.push({ service, key: 'env_file', value: path, exception: 'env_file', why: `compose reads '${path}', a file the agent did not check` });
+        if (!path.startsWith(envDir + '/'))
+          out.push({ service, key: 'env_file', value: path, exception: 'env_file', why: `compose reads '${path}', a file the agent did not check` });
       }
     }
     return out;
@@ -229,10 +286,23 @@ export class ComposeGuard {
     if (existing) return existing;
     const services = Object.keys((file.model.services ?? {}) as Record<string, unknown>);
     const pub: CheckedCompose = Object.freeze({
-      project: file.project, dir: file.dir, hash: file.hash, flavour: file.flavour, model: deepFreeze(file.model),
-      services: Object.freeze(services), granted: Object.freeze([...file.granted]), violations: Object.freeze([...file.violations]),
+      project: file.project,
+      dir: file.dir,
+      hash: file.hash,
+      flavour: file.flavour,
+      model: deepFreeze(file.model),
+      services: Object.freeze(services),
+      granted: Object.freeze([...file.granted]),
+      violations: Object.freeze([...file.violations]),
     });
-    const kept: Kept = { public: pub, hostPaths: file.hostPaths, exceptions: file.exceptions, enforce: file.enforce, profiles: file.profiles, envCopies: file.envCopies };
+    const kept: Kept = {
+      public: pub,
+      hostPaths: file.hostPaths,
+      exceptions: file.exceptions,
+      enforce: file.enforce,
+      profiles: file.profiles,
+      envCopies: file.envCopies,
+    };
     this.issued.set(pub, kept);
     this.byHash.set(file.hash, kept);
     // A bounded memory: the files on disk stay the record.
@@ -263,11 +333,21 @@ export class ComposeGuard {
   /** Drops kept models of a project except `keep`, the one that last ran and the newest few; then unused env copies. */
   private async prune(project: string, keep: string): Promise<void> {
     const dir = this.projectDir(project);
-    const last = await readFile(join(dir, 'last'), 'utf8').then((t) => t.trim(), () => '');
+    const last = await readFile(join(dir, 'last'), 'utf8').then(
+      (t) => t.trim(),
+      () => '',
+    );
     const metas: { hash: string; mtime: number }[] = [];
     for (const name of await readdir(dir)) {
       const m = /^([0-9a-f]{64})\.meta\.json$/.exec(name);
-      if (m) metas.push({ hash: m[1]!, mtime: await stat(join(dir, name)).then((st) => st.mtimeMs, () => 0) });
+      if (m)
+        metas.push({
+          hash: m[1]!,
+          mtime: await stat(join(dir, name)).then(
+            (st) => st.mtimeMs,
+            () => 0,
+          ),
+        });
     }
     metas.sort((a, b) => b.mtime - a.mtime);
     const keepSet = new Set([keep, last, ...metas.slice(0, KEEP).map((m) => m.hash)]);
@@ -295,7 +375,7 @@ export class ComposeGuard {
     if (!kept) throw errors.internal('compose runs only models the guard checked');
     const { project, dir, hash } = checked;
     const projectDir = this.projectDir(project);
-    for (const s of 'services' in command ? command.services ?? [] : []) {
+    for (const s of 'services' in command ? (command.services ?? []) : []) {
       if (!SERVICE.test(s) || !checked.services.includes(s)) throw errors.badRequest(`project '${project}' has no service '${s}'`, 'VALIDATION_FAILED');
     }
     if (kept.enforce && (command.command === 'up' || command.command === 'restart' || command.command === 'build')) {
@@ -318,7 +398,14 @@ export class ComposeGuard {
 function subcommand(c: ComposeCommand): string[] {
   switch (c.command) {
     case 'up':
-      return ['up', '-d', ...(c.noRecreate ? ['--no-recreate'] : []), ...(c.forceRecreate ? ['--force-recreate'] : []), ...(c.removeOrphans ? ['--remove-orphans'] : []), ...(c.services ?? [])];
+      return [
+        'up',
+        '-d',
+        ...(c.noRecreate ? ['--no-recreate'] : []),
+        ...(c.forceRecreate ? ['--force-recreate'] : []),
+        ...(c.removeOrphans ? ['--remove-orphans'] : []),
+        ...(c.services ?? []),
+      ];
     case 'stop':
       return ['stop', ...(c.services ?? [])];
     case 'restart':

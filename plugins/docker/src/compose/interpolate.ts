@@ -9,11 +9,16 @@ export function interpolateString(value: string, env: Record<string, string>): s
     const set = Object.prototype.hasOwnProperty.call(env, name);
     const current = set ? env[name]! : '';
     switch (op) {
-      case ':-': return set && current !== '' ? current : interpolateString(arg ?? '', env);
-      case '-': return set ? current : interpolateString(arg ?? '', env);
-      case ':+': return set && current !== '' ? interpolateString(arg ?? '', env) : '';
-      case '+': return set ? interpolateString(arg ?? '', env) : '';
-      default: return current;
+      case ':-':
+        return set && current !== '' ? current : interpolateString(arg ?? '', env);
+      case '-':
+        return set ? current : interpolateString(arg ?? '', env);
+      case ':+':
+        return set && current !== '' ? interpolateString(arg ?? '', env) : '';
+      case '+':
+        return set ? interpolateString(arg ?? '', env) : '';
+      default:
+        return current;
     }
   });
 }

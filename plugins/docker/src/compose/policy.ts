@@ -70,19 +70,41 @@ export function realish(path: string): string {
 const inside = (folder: string, path: string) => path === folder || path.startsWith(folder + sep);
 
 /** Sockets that hand out the container runtime (root on the host). */
-const RUNTIME_SOCKET = /(^|\/)(docker|containerd|podman|crio|cri-dockerd)\.sock$|^\/run\/(docker|containerd|podman|crio)(\/|$)|^\/var\/run\/(docker|containerd|podman|crio)(\/|$)/;
+const RUNTIME_SOCKET =
+  /(^|\/)(docker|containerd|podman|crio|cri-dockerd)\.sock$|^\/run\/(docker|containerd|podman|crio)(\/|$)|^\/var\/run\/(docker|containerd|podman|crio)(\/|$)/;
 
 /** Capabilities Docker grants by default: adding them again changes nothing. */
 const DEFAULT_CAPS = new Set([
-  'AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE', 'NET_RAW', 'SETFCAP',
-  'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT',
+  'AUDIT_WRITE',
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'MKNOD',
+  'NET_BIND_SERVICE',
+  'NET_RAW',
+  'SETFCAP',
+  'SETGID',
+  'SETPCAP',
+  'SETUID',
+  'SYS_CHROOT',
 ]);
 
 /** Sysctls that only affect the container's own namespaces (the "safe" set of container orchestrators). */
 const SAFE_SYSCTLS = new Set([
-  'kernel.shm_rmid_forced', 'net.core.somaxconn', 'net.ipv4.ip_local_port_range', 'net.ipv4.ip_unprivileged_port_start',
-  'net.ipv4.ip_local_reserved_ports', 'net.ipv4.ping_group_range', 'net.ipv4.tcp_syncookies', 'net.ipv4.tcp_keepalive_time',
-  'net.ipv4.tcp_keepalive_intvl', 'net.ipv4.tcp_keepalive_probes', 'net.ipv4.tcp_fin_timeout', 'net.ipv4.tcp_tw_reuse',
+  'kernel.shm_rmid_forced',
+  'net.core.somaxconn',
+  'net.ipv4.ip_local_port_range',
+  'net.ipv4.ip_unprivileged_port_start',
+  'net.ipv4.ip_local_reserved_ports',
+  'net.ipv4.ping_group_range',
+  'net.ipv4.tcp_syncookies',
+  'net.ipv4.tcp_keepalive_time',
+  'net.ipv4.tcp_keepalive_intvl',
+  'net.ipv4.tcp_keepalive_probes',
+  'net.ipv4.tcp_fin_timeout',
+  'net.ipv4.tcp_tw_reuse',
 ]);
 
 /** Logging drivers that keep logs on this host and readable by the agent. */
@@ -103,7 +125,10 @@ class Scope {
   readonly services: Set<string>;
   readonly dir: string;
 
-  constructor(readonly input: PolicyInput, readonly model: Record<string, any>) {
+  constructor(
+    readonly input: PolicyInput,
+    readonly model: Record<string, any>,
+  ) {
     this.services = new Set(Object.keys(isMap(model.services) ? model.services : {}));
     this.dir = this.real(input.dir);
   }
@@ -138,19 +163,22 @@ class Scope {
     }
     const why = socket
       ? `'${abs}' is the container runtime socket: whoever holds it is root on the host`
-      : real === abs ? `host path '${abs}' is outside the deployment folder` : `host path '${abs}' leads to '${real}', outside the deployment folder`;
+      : real === abs
+        ? `host path '${abs}' is outside the deployment folder`
+        : `host path '${abs}' leads to '${real}', outside the deployment folder`;
     this.refuse(service, key, abs, exception, why);
   }
 
   labels(service: string | null, key: string, value: unknown): void {
     for (const name of Object.keys(toMap(value))) {
-      if (RESERVED_LABEL.test(name)) this.refuse(service, key, name, `labels:${name}`, `label '${name}' belongs to compose or the agent (it would claim another project)`);
+      if (RESERVED_LABEL.test(name))
+        this.refuse(service, key, name, `labels:${name}`, `label '${name}' belongs to compose or the agent (it would claim another project)`);
     }
   }
 }
 
 const isMap = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const show = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v) ?? String(v));
+const show = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v)));
 const asList = (v: unknown): unknown[] => (Array.isArray(v) ? v : v === undefined || v === null ? [] : [v]);
 
 /** `{a: b}` or `['a=b', 'c']` as a map. */
@@ -178,22 +206,26 @@ const allowed = (note: string): KeyRule => ({ status: 'allowed', note });
 const checked = (note: string, check: Check): KeyRule => ({ status: 'checked', note, check });
 /** Refused unless an admin granted `exception(value)` for exactly this value. */
 const refused = (note: string, exception: (value: any) => string | string[]): KeyRule => ({
-  status: 'refused', note,
+  status: 'refused',
+  note,
   check: (value, scope, service, key) => {
     for (const id of asList(exception(value))) scope.refuse(service, key, value, String(id), note);
   },
 });
 
 /** Namespace modes: the container's own, another service of this project, or (refused) the host's / a foreign container's. */
-const namespace = (ownValues: string[], what: string): Check => (value, scope, service, key) => {
-  const v = String(value ?? '');
-  if (ownValues.includes(v)) return;
-  const m = /^service:(.+)$/.exec(v);
-  if (m && scope.services.has(m[1]!)) return;
-  if (v === 'host') return scope.refuse(service, key, v, `${key}:host`, `the host's ${what} namespace is not allowed`);
-  if (v.startsWith('container:')) return scope.refuse(service, key, v, `${key}:${v}`, `joining the ${what} namespace of a container outside this project is not allowed`);
-  scope.refuse(service, key, v, `${key}:${v}`, `${what} mode '${v}' is not allowed`);
-};
+const namespace =
+  (ownValues: string[], what: string): Check =>
+  (value, scope, service, key) => {
+    const v = String(value ?? '');
+    if (ownValues.includes(v)) return;
+    const m = /^service:(.+)$/.exec(v);
+    if (m && scope.services.has(m[1]!)) return;
+    if (v === 'host') return scope.refuse(service, key, v, `${key}:host`, `the host's ${what} namespace is not allowed`);
+    if (v.startsWith('container:'))
+      return scope.refuse(service, key, v, `${key}:${v}`, `joining the ${what} namespace of a container outside this project is not allowed`);
+    scope.refuse(service, key, v, `${key}:${v}`, `${what} mode '${v}' is not allowed`);
+  };
 
 // ---- services -----------------------------------------------------------------------------------------------------
 
@@ -208,7 +240,8 @@ const checkVolumes: Check = (value, scope, service, key) => {
       const [source, , mode = 'rw'] = parts as [string, string, string?];
       const modes = mode.split(',');
       for (const m of modes) {
-        if (PROPAGATION_SHARED.has(m)) scope.refuse(service, key, item, `volumes.propagation:${m}`, `mount propagation '${m}' lets mounts cross between the host and the container`);
+        if (PROPAGATION_SHARED.has(m))
+          scope.refuse(service, key, item, `volumes.propagation:${m}`, `mount propagation '${m}' lets mounts cross between the host and the container`);
         else if (!VOLUME_MODES.has(m)) scope.refuse(service, key, item, `volumes.mode:${m}`, `volume mode '${m}' is not known to the policy`);
       }
       if (source.startsWith('/') || source.startsWith('.') || source.startsWith('~')) scope.hostPath(service, key, source, !modes.includes('ro'), 'volumes');
@@ -227,7 +260,13 @@ const checkVolumes: Check = (value, scope, service, key) => {
     if (type === 'bind') {
       const propagation = item.bind?.propagation;
       if (propagation && PROPAGATION_SHARED.has(String(propagation))) {
-        scope.refuse(service, `${key}.bind.propagation`, propagation, `volumes.propagation:${propagation}`, `mount propagation '${propagation}' lets mounts cross between the host and the container`);
+        scope.refuse(
+          service,
+          `${key}.bind.propagation`,
+          propagation,
+          `volumes.propagation:${propagation}`,
+          `mount propagation '${propagation}' lets mounts cross between the host and the container`,
+        );
       }
       if (typeof item.source !== 'string' || !item.source) scope.refuse(service, key, item, 'volumes:bind-without-source', 'a bind mount needs a source');
       else scope.hostPath(service, key, item.source, item.read_only !== true, 'volumes');
@@ -286,10 +325,27 @@ const checkLogging: Check = (value, scope, service, key) => {
 const checkNetworkMode: Check = (value, scope, service, key) => namespace(['bridge', 'none', 'default'], 'network')(value, scope, service, key);
 
 const BUILD_KEYS: Record<string, 'ok' | 'refused'> = {
-  context: 'ok', dockerfile: 'ok', dockerfile_inline: 'ok', args: 'ok', target: 'ok', labels: 'ok', shm_size: 'ok',
-  extra_hosts: 'ok', isolation: 'ok', pull: 'ok', no_cache: 'ok', tags: 'ok', platforms: 'ok', cache_from: 'ok',
-  network: 'ok', ulimits: 'ok',
-  additional_contexts: 'refused', ssh: 'refused', secrets: 'refused', privileged: 'refused', entitlements: 'refused',
+  context: 'ok',
+  dockerfile: 'ok',
+  dockerfile_inline: 'ok',
+  args: 'ok',
+  target: 'ok',
+  labels: 'ok',
+  shm_size: 'ok',
+  extra_hosts: 'ok',
+  isolation: 'ok',
+  pull: 'ok',
+  no_cache: 'ok',
+  tags: 'ok',
+  platforms: 'ok',
+  cache_from: 'ok',
+  network: 'ok',
+  ulimits: 'ok',
+  additional_contexts: 'refused',
+  ssh: 'refused',
+  secrets: 'refused',
+  privileged: 'refused',
+  entitlements: 'refused',
   cache_to: 'refused',
 };
 
@@ -312,12 +368,14 @@ const checkBuild: Check = (value, scope, service, key) => {
     if (typeof build.dockerfile === 'string') {
       const ctx = isAbsolute(context) ? context : resolve(scope.input.dir, context);
       const file = resolve(ctx, build.dockerfile);
-      if (!inside(resolve(ctx), file)) scope.refuse(service, `${key}.dockerfile`, build.dockerfile, `build:${file}`, 'the dockerfile must be inside the build context');
+      if (!inside(resolve(ctx), file))
+        scope.refuse(service, `${key}.dockerfile`, build.dockerfile, `build:${file}`, 'the dockerfile must be inside the build context');
     }
   }
   if (build.network === 'host') scope.refuse(service, `${key}.network`, 'host', 'build.network:host', "building on the host's network is not allowed");
   for (const from of asList(build.cache_from)) {
-    if (/(^|,)type=(local|tar)/.test(String(from))) scope.refuse(service, `${key}.cache_from`, from, `build.cache_from:${from}`, 'a build cache from host files is not allowed');
+    if (/(^|,)type=(local|tar)/.test(String(from)))
+      scope.refuse(service, `${key}.cache_from`, from, `build.cache_from:${from}`, 'a build cache from host files is not allowed');
   }
   if (build.labels !== undefined) scope.labels(service, `${key}.labels`, build.labels);
 };
@@ -325,18 +383,23 @@ const checkBuild: Check = (value, scope, service, key) => {
 const checkDeploy: Check = (value, scope, service, key) => {
   if (!isMap(value)) return;
   for (const k of Object.keys(value)) {
-    if (!['mode', 'replicas', 'labels', 'update_config', 'rollback_config', 'restart_policy', 'placement', 'endpoint_mode', 'resources'].includes(k) && !k.startsWith('x-')) {
+    if (
+      !['mode', 'replicas', 'labels', 'update_config', 'rollback_config', 'restart_policy', 'placement', 'endpoint_mode', 'resources'].includes(k) &&
+      !k.startsWith('x-')
+    ) {
       scope.refuse(service, `${key}.${k}`, value[k], `key:${key}.${k}`, `deploy '${k}' is not classified by the policy`);
     }
   }
   if (value.labels !== undefined) scope.labels(service, `${key}.labels`, value.labels);
   const devices = value.resources?.reservations?.devices;
-  if (devices !== undefined && asList(devices).length) scope.refuse(service, `${key}.resources.reservations.devices`, devices, 'gpus', 'device reservations (GPUs) give the container host devices');
+  if (devices !== undefined && asList(devices).length)
+    scope.refuse(service, `${key}.resources.reservations.devices`, devices, 'gpus', 'device reservations (GPUs) give the container host devices');
 };
 
 const checkHooks: Check = (value, scope, service, key) => {
   for (const hook of asList(value)) {
-    if (isMap(hook) && hook.privileged === true) scope.refuse(service, `${key}.privileged`, true, 'privileged', 'a privileged hook runs with every host privilege');
+    if (isMap(hook) && hook.privileged === true)
+      scope.refuse(service, `${key}.privileged`, true, 'privileged', 'a privileged hook runs with every host privilege');
   }
 };
 
@@ -352,7 +415,10 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
   annotations: allowed('metadata only'),
   attach: allowed('log attachment of `up`'),
   blkio_config: allowed('I/O weights and throttles'),
-  build: checked('context (and dockerfile) inside the folder; refused: `additional_contexts`, `ssh`, `secrets`, `privileged`, `entitlements`, `cache_to`, host network, remote contexts, host-file caches', checkBuild),
+  build: checked(
+    'context (and dockerfile) inside the folder; refused: `additional_contexts`, `ssh`, `secrets`, `privileged`, `entitlements`, `cache_to`, host network, remote contexts, host-file caches',
+    checkBuild,
+  ),
   cap_add: checked("only Docker's default capabilities (adding them is a no-op); anything else needs `cap_add:<CAP>`", checkCapAdd),
   cap_drop: allowed('drops privileges'),
   cgroup: checked('`private` only; `host` needs `cgroup:host`', namespace(['', 'private'], 'cgroup')),
@@ -362,8 +428,14 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
   container_name: checked('must not collide with a container of another project', (value, scope, service) => {
     if (service) scope.containerNames.push({ service, name: String(value) });
   }),
-  cpu_count: allowed('limit'), cpu_percent: allowed('limit'), cpu_period: allowed('limit'), cpu_quota: allowed('limit'),
-  cpu_rt_period: allowed('limit'), cpu_rt_runtime: allowed('limit'), cpu_shares: allowed('limit'), cpus: allowed('limit'),
+  cpu_count: allowed('limit'),
+  cpu_percent: allowed('limit'),
+  cpu_period: allowed('limit'),
+  cpu_quota: allowed('limit'),
+  cpu_rt_period: allowed('limit'),
+  cpu_rt_runtime: allowed('limit'),
+  cpu_shares: allowed('limit'),
+  cpus: allowed('limit'),
   cpuset: allowed('limit'),
   credential_spec: refused('reads a host file or registry value (Windows)', () => 'credential_spec'),
   depends_on: allowed('ordering inside the project'),
@@ -371,14 +443,17 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
   develop: allowed('only used by `compose watch`, which the agent never runs'),
   device_cgroup_rules: refused('opens host devices to the container', (v) => asList(v).map((r) => `device_cgroup_rules:${r}`)),
   devices: checked('every host device needs `devices:<path>`', checkDevices),
-  dns: allowed('resolver of the container'), dns_opt: allowed('resolver options'), dns_search: allowed('resolver search domains'),
+  dns: allowed('resolver of the container'),
+  dns_opt: allowed('resolver options'),
+  dns_search: allowed('resolver search domains'),
   domainname: allowed('inside the container'),
   entrypoint: allowed('runs inside the container'),
   env_file: checked('files inside the folder only, read by the agent without following symlinks and handed to compose as private copies', checkEnvFile),
   environment: allowed('inside the container'),
   expose: allowed('documentation of ports'),
   extends: checked('services of the same file only (`extends.file` is refused before compose reads anything)', (value, scope, service, key) => {
-    if (isMap(value) && value.file !== undefined) scope.refuse(service, `${key}.file`, value.file, 'extends.file', 'extending a service of another file is not allowed');
+    if (isMap(value) && value.file !== undefined)
+      scope.refuse(service, `${key}.file`, value.file, 'extends.file', 'extending a service of another file is not allowed');
   }),
   external_links: refused('links to containers outside the project', () => 'external_links'),
   extra_hosts: allowed('host entries inside the container'),
@@ -388,25 +463,40 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
   hostname: allowed('inside the container'),
   image: allowed('any image'),
   init: allowed('an init process inside the container'),
-  ipc: checked('own, `shareable`, `none` or `service:<same project>`; `host` and `container:` need an exception', namespace(['', 'private', 'shareable', 'none'], 'IPC')),
+  ipc: checked(
+    'own, `shareable`, `none` or `service:<same project>`; `host` and `container:` need an exception',
+    namespace(['', 'private', 'shareable', 'none'], 'IPC'),
+  ),
   isolation: allowed('Windows isolation technology; no effect on Linux'),
   label_file: refused('reads labels from a host file', () => 'label_file'),
-  labels: checked('compose, swarm and agent label namespaces are refused (they would claim another project)', (value, scope, service, key) => scope.labels(service, key, value)),
+  labels: checked('compose, swarm and agent label namespaces are refused (they would claim another project)', (value, scope, service, key) =>
+    scope.labels(service, key, value),
+  ),
   links: allowed('services of the same project'),
   logging: checked('drivers `json-file`, `local`, `none`; others need `logging:<driver>`', checkLogging),
   mac_address: allowed('inside the container network'),
-  mem_limit: allowed('limit'), mem_reservation: allowed('limit'), mem_swappiness: allowed('limit'), memswap_limit: allowed('limit'),
+  mem_limit: allowed('limit'),
+  mem_reservation: allowed('limit'),
+  mem_swappiness: allowed('limit'),
+  memswap_limit: allowed('limit'),
   network_mode: checked('`bridge`, `none` or `service:<same project>`; `host`, `container:` and named networks need an exception', checkNetworkMode),
-  networks: checked('networks of the project (checked at the top level) with aliases and addresses; endpoint `driver_opts` need an exception', (value, scope, service, key) => {
-    if (!isMap(value)) return;
-    for (const [network, endpoint] of Object.entries(value)) {
-      if (!isMap(endpoint)) continue;
-      for (const k of Object.keys(endpoint)) {
-        if (['aliases', 'ipv4_address', 'ipv6_address', 'link_local_ips', 'priority', 'gw_priority', 'mac_address', 'interface_name'].includes(k) || k.startsWith('x-')) continue;
-        scope.refuse(service, `${key}.${network}.${k}`, endpoint[k], `networks.endpoint:${k}`, `network endpoint option '${k}' is not allowed`);
+  networks: checked(
+    'networks of the project (checked at the top level) with aliases and addresses; endpoint `driver_opts` need an exception',
+    (value, scope, service, key) => {
+      if (!isMap(value)) return;
+      for (const [network, endpoint] of Object.entries(value)) {
+        if (!isMap(endpoint)) continue;
+        for (const k of Object.keys(endpoint)) {
+          if (
+            ['aliases', 'ipv4_address', 'ipv6_address', 'link_local_ips', 'priority', 'gw_priority', 'mac_address', 'interface_name'].includes(k) ||
+            k.startsWith('x-')
+          )
+            continue;
+          scope.refuse(service, `${key}.${network}.${k}`, endpoint[k], `networks.endpoint:${k}`, `network endpoint option '${k}' is not allowed`);
+        }
       }
-    }
-  }),
+    },
+  ),
   oom_kill_disable: checked('`true` needs `oom_kill_disable`', (value, scope, service, key) => {
     if (value === true) scope.refuse(service, key, value, 'oom_kill_disable', 'a container the OOM killer cannot stop can exhaust the host');
   }),
@@ -426,7 +516,8 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
   read_only: allowed('restricts the container'),
   restart: allowed('restart policy'),
   runtime: checked('`runc` only; any other runtime needs `runtime:<name>`', (value, scope, service, key) => {
-    if (value !== 'runc' && value !== undefined && value !== null && value !== '') scope.refuse(service, key, value, `runtime:${value}`, `container runtime '${value}' is not allowed`);
+    if (value !== 'runc' && value !== undefined && value !== null && value !== '')
+      scope.refuse(service, key, value, `runtime:${value}`, `container runtime '${value}' is not allowed`);
   }),
   scale: allowed('number of containers'),
   secrets: allowed('references to top-level secrets (checked there)'),
@@ -444,7 +535,10 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
   user: allowed('user inside the container'),
   userns_mode: checked('must stay unset; `host` needs `userns_mode:host`', namespace([''], 'user')),
   uts: checked('must stay unset; `host` needs `uts:host`', namespace([''], 'UTS')),
-  volumes: checked('bind sources inside the folder (symlinks resolved; none below a read-write bind of the same project); named and anonymous volumes, tmpfs; host paths, the runtime socket and shared propagation need an exception', checkVolumes),
+  volumes: checked(
+    'bind sources inside the folder (symlinks resolved; none below a read-write bind of the same project); named and anonymous volumes, tmpfs; host paths, the runtime socket and shared propagation need an exception',
+    checkVolumes,
+  ),
   volumes_from: checked('services of the same project; `container:` needs an exception', checkVolumesFrom),
   working_dir: allowed('inside the container'),
 };
@@ -458,7 +552,13 @@ const checkOwnName = (scope: Scope, section: string, key: string, def: Record<st
   if (def.name === undefined || def.name === null) return;
   const name = String(def.name);
   if (defaultName(scope.input.project, key).includes(name)) return;
-  scope.refuse(null, `${section}.${key}.name`, name, `${section}.name:${name}`, `a ${section === 'networks' ? 'network' : 'volume'} named '${name}' may belong to another project`);
+  scope.refuse(
+    null,
+    `${section}.${key}.name`,
+    name,
+    `${section}.name:${name}`,
+    `a ${section === 'networks' ? 'network' : 'volume'} named '${name}' may belong to another project`,
+  );
 };
 
 const checkNetworks = (value: unknown, scope: Scope): void => {
@@ -467,7 +567,10 @@ const checkNetworks = (value: unknown, scope: Scope): void => {
     const def = isMap(def0) ? def0 : {};
     const at = `networks.${key}`;
     for (const k of Object.keys(def)) {
-      if (!['name', 'external', 'driver', 'driver_opts', 'ipam', 'internal', 'attachable', 'enable_ipv4', 'enable_ipv6', 'labels'].includes(k) && !k.startsWith('x-')) {
+      if (
+        !['name', 'external', 'driver', 'driver_opts', 'ipam', 'internal', 'attachable', 'enable_ipv4', 'enable_ipv6', 'labels'].includes(k) &&
+        !k.startsWith('x-')
+      ) {
         scope.refuse(null, `${at}.${k}`, def[k], `key:${at}.${k}`, `network '${k}' is not classified by the policy`);
       }
     }
@@ -479,10 +582,22 @@ const checkNetworks = (value: unknown, scope: Scope): void => {
     }
     checkOwnName(scope, 'networks', key, def);
     if (def.driver !== undefined && def.driver !== null && def.driver !== 'bridge') {
-      scope.refuse(null, `${at}.driver`, def.driver, `networks.driver:${def.driver}`, `network driver '${def.driver}' attaches containers beyond a private bridge`);
+      scope.refuse(
+        null,
+        `${at}.driver`,
+        def.driver,
+        `networks.driver:${def.driver}`,
+        `network driver '${def.driver}' attaches containers beyond a private bridge`,
+      );
     }
     if (isMap(def.driver_opts) && Object.keys(def.driver_opts).length) {
-      scope.refuse(null, `${at}.driver_opts`, def.driver_opts, `networks.driver_opts:${key}`, 'network driver options can attach the bridge to host interfaces');
+      scope.refuse(
+        null,
+        `${at}.driver_opts`,
+        def.driver_opts,
+        `networks.driver_opts:${key}`,
+        'network driver options can attach the bridge to host interfaces',
+      );
     }
     if (isMap(def.ipam)) {
       if (def.ipam.driver !== undefined && def.ipam.driver !== null && def.ipam.driver !== 'default') {
@@ -491,7 +606,13 @@ const checkNetworks = (value: unknown, scope: Scope): void => {
       for (const cfg of asList(def.ipam.config)) {
         const subnet = isMap(cfg) ? cfg.subnet : undefined;
         if (subnet !== undefined && !PRIVATE_NETS.some((re) => re.test(String(subnet)))) {
-          scope.refuse(null, `${at}.ipam.config.subnet`, subnet, `networks.ipam:${key}`, `subnet '${subnet}' is not a private range (it could shadow host routes)`);
+          scope.refuse(
+            null,
+            `${at}.ipam.config.subnet`,
+            subnet,
+            `networks.ipam:${key}`,
+            `subnet '${subnet}' is not a private range (it could shadow host routes)`,
+          );
         }
       }
     }
@@ -521,29 +642,37 @@ const checkTopVolumes = (value: unknown, scope: Scope): void => {
     }
     if (isMap(def.driver_opts) && Object.keys(def.driver_opts).length) {
       const device = def.driver_opts.device;
-      scope.refuse(null, `${at}.driver_opts`, device ?? def.driver_opts, `volumes.driver_opts:${key}`,
-        device !== undefined ? `volume driver options mount '${device}' from the host` : 'volume driver options can mount host paths or remote shares');
+      scope.refuse(
+        null,
+        `${at}.driver_opts`,
+        device ?? def.driver_opts,
+        `volumes.driver_opts:${key}`,
+        device !== undefined ? `volume driver options mount '${device}' from the host` : 'volume driver options can mount host paths or remote shares',
+      );
     }
     if (def.labels !== undefined) scope.labels(null, `${at}.labels`, def.labels);
   }
 };
 
 /** `configs` and `secrets`: file sources are host paths (compose bind-mounts them); external ones are refused. */
-const checkFileObjects = (section: 'configs' | 'secrets') => (value: unknown, scope: Scope): void => {
-  if (!isMap(value)) return;
-  for (const [key, def0] of Object.entries(value)) {
-    const def = isMap(def0) ? def0 : {};
-    const at = `${section}.${key}`;
-    for (const k of Object.keys(def)) {
-      if (!['name', 'file', 'environment', 'content', 'external', 'labels', 'template_driver'].includes(k) && !k.startsWith('x-')) {
-        scope.refuse(null, `${at}.${k}`, def[k], `key:${at}.${k}`, `'${k}' is not classified by the policy`);
+const checkFileObjects =
+  (section: 'configs' | 'secrets') =>
+  (value: unknown, scope: Scope): void => {
+    if (!isMap(value)) return;
+    for (const [key, def0] of Object.entries(value)) {
+      const def = isMap(def0) ? def0 : {};
+      const at = `${section}.${key}`;
+      for (const k of Object.keys(def)) {
+        if (!['name', 'file', 'environment', 'content', 'external', 'labels', 'template_driver'].includes(k) && !k.startsWith('x-')) {
+          scope.refuse(null, `${at}.${k}`, def[k], `key:${at}.${k}`, `'${k}' is not classified by the policy`);
+        }
       }
+      if (def.external === true || isMap(def.external))
+        scope.refuse(null, `${at}.external`, key, `${section}.external:${key}`, `external ${section} are swarm objects outside this project`);
+      if (typeof def.file === 'string') scope.hostPath(null, `${at}.file`, def.file, false, section);
+      if (def.labels !== undefined) scope.labels(null, `${at}.labels`, def.labels);
     }
-    if (def.external === true || isMap(def.external)) scope.refuse(null, `${at}.external`, key, `${section}.external:${key}`, `external ${section} are swarm objects outside this project`);
-    if (typeof def.file === 'string') scope.hostPath(null, `${at}.file`, def.file, false, section);
-    if (def.labels !== undefined) scope.labels(null, `${at}.labels`, def.labels);
-  }
-};
+  };
 
 const TOP_LEVEL: Record<string, KeyRule & { checkTop?: (value: unknown, scope: Scope) => void }> = {
   version: allowed('informative'),
@@ -551,10 +680,22 @@ const TOP_LEVEL: Record<string, KeyRule & { checkTop?: (value: unknown, scope: S
     if (String(value) !== scope.input.project) scope.refuse(null, 'name', value, `name:${value}`, `the project name must be '${scope.input.project}'`);
   }),
   services: checked('every service key is classified in the table below', () => undefined),
-  networks: { ...checked('own bridge networks (private IPAM subnets); `external`, other drivers, `driver_opts` and foreign names need an exception', () => undefined), checkTop: checkNetworks },
-  volumes: { ...checked('own local volumes; `external`, other drivers, `driver_opts` (they can bind host paths) and foreign names need an exception', () => undefined), checkTop: checkTopVolumes },
-  configs: { ...checked('`file` inside the folder (as a bind mount), `content`, `environment`; `external` needs an exception', () => undefined), checkTop: checkFileObjects('configs') },
-  secrets: { ...checked('`file` inside the folder (as a bind mount), `content`, `environment`; `external` needs an exception', () => undefined), checkTop: checkFileObjects('secrets') },
+  networks: {
+    ...checked('own bridge networks (private IPAM subnets); `external`, other drivers, `driver_opts` and foreign names need an exception', () => undefined),
+    checkTop: checkNetworks,
+  },
+  volumes: {
+    ...checked('own local volumes; `external`, other drivers, `driver_opts` (they can bind host paths) and foreign names need an exception', () => undefined),
+    checkTop: checkTopVolumes,
+  },
+  configs: {
+    ...checked('`file` inside the folder (as a bind mount), `content`, `environment`; `external` needs an exception', () => undefined),
+    checkTop: checkFileObjects('configs'),
+  },
+  secrets: {
+    ...checked('`file` inside the folder (as a bind mount), `content`, `environment`; `external` needs an exception', () => undefined),
+    checkTop: checkFileObjects('secrets'),
+  },
   include: refused('pulls in other files (refused before compose reads anything)', () => 'include'),
   models: refused('AI model runners outside the container model', () => 'models'),
 };
@@ -590,8 +731,13 @@ export function checkModel(model: Record<string, any>, input: PolicyInput): Poli
   for (const p of scope.hostPaths) {
     const above = writable.find((w) => w.real !== p.real && inside(w.real, p.real));
     if (above) {
-      scope.refuse(p.service, p.key, p.source, `volumes.nested:${p.real}`,
-        `'${p.source}' lies below '${above.source}', which ${above.service ? `service '${above.service}'` : 'the project'} mounts read-write: a container could replace it with a symlink before the next start`);
+      scope.refuse(
+        p.service,
+        p.key,
+        p.source,
+        `volumes.nested:${p.real}`,
+        `'${p.source}' lies below '${above.source}', which ${above.service ? `service '${above.service}'` : 'the project'} mounts read-write: a container could replace it with a symlink before the next start`,
+      );
     }
   }
   return { violations: scope.violations, granted: [...scope.granted].sort(), hostPaths: scope.hostPaths, containerNames: scope.containerNames };
@@ -610,7 +756,10 @@ export function recheckHostPaths(paths: HostPath[], input: PolicyInput): Violati
     if (now === p.real && inside(dir, now)) continue;
     if (input.exceptions.has(`volumes:${now}`)) continue;
     out.push({
-      service: p.service, key: p.key, value: p.source, exception: `volumes:${now}`,
+      service: p.service,
+      key: p.key,
+      value: p.source,
+      exception: `volumes:${now}`,
       why: `'${p.source}' now leads to '${now}' (it was '${p.real}' when checked): something replaced it with a symlink`,
     });
   }

@@ -48,13 +48,20 @@ export interface PreparedSource {
   findings: { key: string; value: string; why: string }[];
 }
 
-const invalid = (message: string, extra: Record<string, unknown> = {}) =>
-  errors.badRequest(message, 'INVALID_COMPOSE', { field: 'compose_content', ...extra });
+const invalid = (message: string, extra: Record<string, unknown> = {}) => errors.badRequest(message, 'INVALID_COMPOSE', { field: 'compose_content', ...extra });
 
 const refuse = (key: string, value: string, why: string, exception: string | null, service: string | null = null) =>
-  errors.badRequest(`${service ? `service '${service}': ` : ''}${key}: ${why} (refused by the host-safety policy${exception ? `; an admin may grant the exception '${exception}'` : ''})`, 'HOST_SAFETY', {
-    service, key, value, exception, violations: [{ service, key, value, exception, why }],
-  });
+  errors.badRequest(
+    `${service ? `service '${service}': ` : ''}${key}: ${why} (refused by the host-safety policy${exception ? `; an admin may grant the exception '${exception}'` : ''})`,
+    'HOST_SAFETY',
+    {
+      service,
+      key,
+      value,
+      exception,
+      violations: [{ service, key, value, exception, why }],
+    },
+  );
 
 function positionIn(doc: Document, counter: LineCounter, path: (string | number)[]): string {
   for (let i = path.length; i > 0; i--) {
@@ -106,7 +113,10 @@ interface EnvFileEntry {
 }
 
 function envFileEntries(node: Node, service: string | null): EnvFileEntry[] {
-  const bad = () => invalid(`compose_content: ${service ? `service '${service}': ` : ''}env_file must be a path or a list of paths written out (no aliases)`, { key: 'env_file' });
+  const bad = () =>
+    invalid(`compose_content: ${service ? `service '${service}': ` : ''}env_file must be a path or a list of paths written out (no aliases)`, {
+      key: 'env_file',
+    });
   const entry = (n: unknown): EnvFileEntry => {
     if (isScalar(n) && typeof n.value === 'string') return { path: n.value, extra: {} };
     if (isMap(n)) {
@@ -131,9 +141,15 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
   if (doc.errors.length) {
     const e = doc.errors[0]!;
     const pos = e.linePos?.[0];
-    throw errors.badRequest(`compose_content: invalid YAML${pos ? ` at line ${pos.line}, column ${pos.col}` : ''}: ${e.message.split('\n')[0]}`, 'INVALID_YAML', {
-      field: 'compose_content', line: pos?.line ?? null, column: pos?.col ?? null,
-    });
+    throw errors.badRequest(
+      `compose_content: invalid YAML${pos ? ` at line ${pos.line}, column ${pos.col}` : ''}: ${e.message.split('\n')[0]}`,
+      'INVALID_YAML',
+      {
+        field: 'compose_content',
+        line: pos?.line ?? null,
+        column: pos?.col ?? null,
+      },
+    );
   }
   if (!isMap(doc.contents)) throw invalid('compose_content: the file must be a mapping with a `services` key');
   const at = (path: (string | number)[]) => positionIn(doc, counter, path);
@@ -158,7 +174,8 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
   }
   for (const [name, svc] of Object.entries(services as Record<string, any>)) {
     if (!SERVICE_NAME.test(name)) throw invalid(`compose_content: invalid service name '${name}'${at(['services', name])}`, { service: name });
-    if (!svc || typeof svc !== 'object' || Array.isArray(svc)) throw invalid(`compose_content: service '${name}' must be a mapping${at(['services', name])}`, { service: name });
+    if (!svc || typeof svc !== 'object' || Array.isArray(svc))
+      throw invalid(`compose_content: service '${name}' must be a mapping${at(['services', name])}`, { service: name });
     for (const key of Object.keys(svc)) {
       if (!key.startsWith('x-') && !isClassifiedKey('service', key) && input.enforce) {
         throw invalid(`compose_content: service '${name}': unknown key '${key}'${at(['services', name, key])}`, { service: name, key });
@@ -168,7 +185,10 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
       throw invalid(`compose_content: service '${name}' needs an 'image' or a 'build'${at(['services', name])}`, { service: name, key: 'image' });
     }
     if (svc.image !== undefined && (typeof svc.image !== 'string' || !svc.image.trim())) {
-      throw invalid(`compose_content: service '${name}': 'image' must be a non-empty string${at(['services', name, 'image'])}`, { service: name, key: 'image' });
+      throw invalid(`compose_content: service '${name}': 'image' must be a non-empty string${at(['services', name, 'image'])}`, {
+        service: name,
+        key: 'image',
+      });
     }
   }
 
@@ -181,13 +201,16 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
       const key = pair.key.value;
       const service = serviceOf(path);
       try {
-        if (key === 'label_file') fileRead('label_file', String((pair.value as Node | null)?.toJSON?.() ?? ''), 'reading labels from a file is not allowed', service);
+        if (key === 'label_file')
+          fileRead('label_file', String((pair.value as Node | null)?.toJSON?.() ?? ''), 'reading labels from a file is not allowed', service);
         if (key === 'extends') {
           const value = isAlias(pair.value) ? pair.value.resolve(doc) : pair.value;
-          if (isMap(value) && value.has('file')) fileRead('extends.file', String(value.get('file')), 'extending a service of another file is not allowed', service);
+          if (isMap(value) && value.has('file'))
+            fileRead('extends.file', String(value.get('file')), 'extending a service of another file is not allowed', service);
         }
         if (key === 'env_file' && pair.value) {
-          if (isAlias(pair.value)) throw invalid(`compose_content: ${service ? `service '${service}': ` : ''}env_file must be written out (no aliases)`, { key: 'env_file' });
+          if (isAlias(pair.value))
+            throw invalid(`compose_content: ${service ? `service '${service}': ` : ''}env_file must be written out (no aliases)`, { key: 'env_file' });
           const node = pair.value as Node;
           const range = node.range;
           if (!range) return;

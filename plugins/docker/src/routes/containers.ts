@@ -23,10 +23,15 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
   const summaryOf = async (id: string) => (await engine.listContainers({ all: true })).find((c) => c.id === id) ?? null;
 
   ctx.route({
-    method: 'GET', path: '/containers', permission: 'containers:read', operationId: 'containers.list', tag: 'containers',
+    method: 'GET',
+    path: '/containers',
+    permission: 'containers:read',
+    operationId: 'containers.list',
+    tag: 'containers',
     summary: 'List containers',
-    description: 'Containers of the deployments the caller can access; those of no deployment only for a principal with global scope. '
-      + 'With `deployment`, only that deployment\'s (404 when the caller has no access to it).',
+    description:
+      'Containers of the deployments the caller can access; those of no deployment only for a principal with global scope. ' +
+      "With `deployment`, only that deployment's (404 when the caller has no access to it).",
     tenancy: 'filtered',
     deployment: (req) => req.query.deployment,
     query: Type.Object({
@@ -42,12 +47,19 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
 
   for (const action of ['start', 'stop', 'restart'] as const) {
     ctx.route({
-      method: 'POST', path: `/containers/:id/${action}`, permission: 'containers:write', operationId: `containers.${action}`, tag: 'containers',
+      method: 'POST',
+      path: `/containers/:id/${action}`,
+      permission: 'containers:write',
+      operationId: `containers.${action}`,
+      tag: 'containers',
       summary: `${action[0]!.toUpperCase()}${action.slice(1)} a container`,
-      description: 'Needs write access to the container\'s deployment; a container of no deployment needs global scope.',
+      description: "Needs write access to the container's deployment; a container of no deployment needs global scope.",
       tenancy: 'filtered',
       params: IdParams,
-      query: action === 'start' ? undefined : Type.Object({ timeout: Type.Optional(Type.Integer({ minimum: 0, maximum: 600, default: 10, description: 'seconds before SIGKILL' })) }),
+      query:
+        action === 'start'
+          ? undefined
+          : Type.Object({ timeout: Type.Optional(Type.Integer({ minimum: 0, maximum: 600, default: 10, description: 'seconds before SIGKILL' })) }),
       response: ContainerSummary,
       handler: async (req) => {
         const details = await target(req.params.id, req.principal, 'write');
@@ -63,9 +75,14 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
   }
 
   ctx.route({
-    method: 'DELETE', path: '/containers/:id', permission: 'containers:write', operationId: 'containers.delete', tag: 'containers',
+    method: 'DELETE',
+    path: '/containers/:id',
+    permission: 'containers:write',
+    operationId: 'containers.delete',
+    tag: 'containers',
     summary: 'Remove a stopped container',
-    description: 'Refused with 409 `CONTAINER_RUNNING` while the container runs (stop it first). Needs write access to the container\'s deployment; a container of no deployment needs global scope.',
+    description:
+      "Refused with 409 `CONTAINER_RUNNING` while the container runs (stop it first). Needs write access to the container's deployment; a container of no deployment needs global scope.",
     tenancy: 'filtered',
     params: IdParams,
     query: Type.Object({ volumes: Type.Optional(Type.Boolean({ default: false, description: 'also remove its anonymous volumes' })) }),
@@ -79,9 +96,13 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
   });
 
   ctx.route({
-    method: 'GET', path: '/containers/:id/logs', permission: 'containers:read', operationId: 'containers.logs', tag: 'containers',
+    method: 'GET',
+    path: '/containers/:id/logs',
+    permission: 'containers:read',
+    operationId: 'containers.logs',
+    tag: 'containers',
     summary: 'Logs of a container',
-    description: 'Needs read access to the container\'s deployment; a container of no deployment needs global scope.',
+    description: "Needs read access to the container's deployment; a container of no deployment needs global scope.",
     tenancy: 'filtered',
     params: IdParams,
     query: Type.Object({

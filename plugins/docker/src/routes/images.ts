@@ -9,7 +9,10 @@ import type { PullJobs } from '../pull-jobs.js';
 import { summaryFromList } from '../mapping.js';
 
 const IMAGE_REF = '^(?!.*\\.\\.)[a-z0-9][a-z0-9._/:@-]{0,254}$';
-const IMAGE_ID = Type.String({ pattern: '^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$', description: 'image id (sha256:…, short id) or reference (name:tag); URL-encode slashes' });
+const IMAGE_ID = Type.String({
+  pattern: '^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$',
+  description: 'image id (sha256:…, short id) or reference (name:tag); URL-encode slashes',
+});
 
 export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls: PullJobs): void {
   const listImages = async () => {
@@ -41,21 +44,33 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
   };
 
   ctx.route({
-    method: 'GET', path: '/images', permission: 'images:read', operationId: 'images.list', tag: 'images',
+    method: 'GET',
+    path: '/images',
+    permission: 'images:read',
+    operationId: 'images.list',
+    tag: 'images',
     summary: 'List images',
     description: 'Each image names the deployments whose containers use it (`deployment` is the first of them). Global scope only.',
     response: Type.Array(Image),
     handler: async () => {
       engine.assertAvailable();
-      return (await listImages()).sort((a, b) => compareText((a.tags[0] ?? a.id), b.tags[0] ?? b.id));
+      return (await listImages()).sort((a, b) => compareText(a.tags[0] ?? a.id, b.tags[0] ?? b.id));
     },
   });
 
   ctx.route({
-    method: 'POST', path: '/images/pull', permission: 'images:write', operationId: 'images.pull', tag: 'images', status: 202,
+    method: 'POST',
+    path: '/images/pull',
+    permission: 'images:write',
+    operationId: 'images.pull',
+    tag: 'images',
+    status: 202,
     summary: 'Pull an image (background job)',
-    description: 'Answers 202 with a job; follow it with `GET /api/images/pulls/:id`. Registry credentials come from the credentials service when one matches the registry.',
-    body: Type.Object({ image: Type.String({ pattern: IMAGE_REF, description: 'image reference, e.g. `nginx:1.27` or `registry.example.com/team/app:2`; `:latest` when no tag' }) }),
+    description:
+      'Answers 202 with a job; follow it with `GET /api/images/pulls/:id`. Registry credentials come from the credentials service when one matches the registry.',
+    body: Type.Object({
+      image: Type.String({ pattern: IMAGE_REF, description: 'image reference, e.g. `nginx:1.27` or `registry.example.com/team/app:2`; `:latest` when no tag' }),
+    }),
     response: Type.Object({ job_id: Type.String(), image: Type.String(), status: Type.String() }),
     handler: async (req) => {
       const job = await pulls.start(req.body.image);
@@ -64,14 +79,22 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
   });
 
   ctx.route({
-    method: 'GET', path: '/images/pulls', permission: 'images:read', operationId: 'images.pulls', tag: 'images',
+    method: 'GET',
+    path: '/images/pulls',
+    permission: 'images:read',
+    operationId: 'images.pulls',
+    tag: 'images',
     summary: 'Recent image pull jobs',
     response: Type.Array(PullJob),
     handler: () => pulls.list(),
   });
 
   ctx.route({
-    method: 'GET', path: '/images/pulls/:id', permission: 'images:read', operationId: 'images.pullStatus', tag: 'images',
+    method: 'GET',
+    path: '/images/pulls/:id',
+    permission: 'images:read',
+    operationId: 'images.pullStatus',
+    tag: 'images',
     summary: 'One image pull job: status and progress',
     params: Type.Object({ id: Type.String({ format: 'uuid', pattern: '^[0-9a-f-]{36}$' }) }),
     response: PullJob,
@@ -83,7 +106,11 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
   });
 
   ctx.route({
-    method: 'DELETE', path: '/images/:id', permission: 'images:write', operationId: 'images.delete', tag: 'images',
+    method: 'DELETE',
+    path: '/images/:id',
+    permission: 'images:write',
+    operationId: 'images.delete',
+    tag: 'images',
     summary: 'Delete an image',
     description: 'Refused with 409 `IMAGE_IN_USE` while any container (running or stopped) uses it.',
     params: Type.Object({ id: IMAGE_ID }),
@@ -98,16 +125,26 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
       const users = untagOnly ? undefined : (await listImages()).find((i) => i.id === inspected.Id);
       if (users?.in_use) {
         // Global principals only reach this route: they see every deployment.
-        throw errors.conflict(`image '${req.params.id}' is used by ${users.containers.length} container(s)${users.deployments.length ? ` of ${users.deployments.join(', ')}` : ''}`, 'IMAGE_IN_USE', { containers: users.containers.length });
+        throw errors.conflict(
+          `image '${req.params.id}' is used by ${users.containers.length} container(s)${users.deployments.length ? ` of ${users.deployments.join(', ')}` : ''}`,
+          'IMAGE_IN_USE',
+          { containers: users.containers.length },
+        );
       }
       // Removing by tag only untags when other tags remain; by id needs force then.
       const target = byId ? inspected.Id : req.params.id;
-      const result = (await engine.call(`image '${req.params.id}'`, () => engine.client.getImage(target).remove({ force: req.query.force ?? false }))) as { Deleted?: string; Untagged?: string }[];
-      return reply.ok({
-        id: inspected.Id,
-        deleted: result.filter((r) => r.Deleted).map((r) => r.Deleted!),
-        untagged: result.filter((r) => r.Untagged).map((r) => r.Untagged!),
-      }, `image ${req.params.id} deleted`);
+      const result = (await engine.call(`image '${req.params.id}'`, () => engine.client.getImage(target).remove({ force: req.query.force ?? false }))) as {
+        Deleted?: string;
+        Untagged?: string;
+      }[];
+      return reply.ok(
+        {
+          id: inspected.Id,
+          deleted: result.filter((r) => r.Deleted).map((r) => r.Deleted!),
+          untagged: result.filter((r) => r.Untagged).map((r) => r.Untagged!),
+        },
+        `image ${req.params.id} deleted`,
+      );
     },
   });
 }

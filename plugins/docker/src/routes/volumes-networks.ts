@@ -41,28 +41,47 @@ export function volumeRoutes(ctx: PluginContext<any>, engine: DockerEngine): voi
   const view = (v: Docker.VolumeInspectInfo & { CreatedAt?: string }, byVolume: Map<string, User[]>, principal: Principal) => {
     const using = byVolume.get(v.Name) ?? [];
     return {
-      name: v.Name, driver: v.Driver, mountpoint: v.Mountpoint, scope: v.Scope ?? 'local', created_at: v.CreatedAt ?? null,
-      labels: v.Labels ?? {}, containers: visibleNames(principal, using), in_use: using.length > 0, deployment: v.Labels?.[PROJECT_LABEL] ?? null,
+      name: v.Name,
+      driver: v.Driver,
+      mountpoint: v.Mountpoint,
+      scope: v.Scope ?? 'local',
+      created_at: v.CreatedAt ?? null,
+      labels: v.Labels ?? {},
+      containers: visibleNames(principal, using),
+      in_use: using.length > 0,
+      deployment: v.Labels?.[PROJECT_LABEL] ?? null,
     };
   };
 
   ctx.route({
-    method: 'GET', path: '/volumes', permission: 'volumes:read', operationId: 'volumes.list', tag: 'volumes',
+    method: 'GET',
+    path: '/volumes',
+    permission: 'volumes:read',
+    operationId: 'volumes.list',
+    tag: 'volumes',
     summary: 'List volumes',
     description: 'Volumes of the deployments the caller can access; those of no deployment only for a principal with global scope.',
     tenancy: 'filtered',
     response: Type.Array(Volume),
     handler: async (req) => {
       const [list, byVolume] = await Promise.all([engine.call('volumes', () => engine.client.listVolumes()), users()]);
-      return (list.Volumes ?? []).filter((v) => canReach(req.principal, v.Labels?.[PROJECT_LABEL] ?? null))
-        .map((v) => view(v, byVolume, req.principal)).sort((a, b) => compareText(a.name, b.name));
+      return (list.Volumes ?? [])
+        .filter((v) => canReach(req.principal, v.Labels?.[PROJECT_LABEL] ?? null))
+        .map((v) => view(v, byVolume, req.principal))
+        .sort((a, b) => compareText(a.name, b.name));
     },
   });
 
   ctx.route({
-    method: 'POST', path: '/volumes', permission: 'volumes:write', operationId: 'volumes.create', creates: 'name', tag: 'volumes', status: 201,
+    method: 'POST',
+    path: '/volumes',
+    permission: 'volumes:write',
+    operationId: 'volumes.create',
+    creates: 'name',
+    tag: 'volumes',
+    status: 201,
     summary: 'Create a volume',
-    description: 'Global: a deployment\'s volumes come from its compose file. A volume labelled with a deployment\'s project needs write access to it.',
+    description: "Global: a deployment's volumes come from its compose file. A volume labelled with a deployment's project needs write access to it.",
     body: Type.Object({
       name: Type.String({ pattern: OBJECT_NAME }),
       driver: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_.-]{0,63}$', default: 'local' })),
@@ -70,20 +89,29 @@ export function volumeRoutes(ctx: PluginContext<any>, engine: DockerEngine): voi
     }),
     response: Volume,
     handler: async (req) => {
-      const existing = await engine.call('volumes', () => engine.client.listVolumes({ filters: JSON.stringify({ name: [req.body.name] }) } as Docker.VolumeListOptions));
+      const existing = await engine.call('volumes', () =>
+        engine.client.listVolumes({ filters: JSON.stringify({ name: [req.body.name] }) } as Docker.VolumeListOptions),
+      );
       if ((existing.Volumes ?? []).some((v) => v.Name === req.body.name)) throw errors.conflict(`volume '${req.body.name}' already exists`, 'VOLUME_EXISTS');
       const labels = req.body.labels ?? {};
       assertCanReach(req.principal, labels[PROJECT_LABEL] ?? null, `deployment '${labels[PROJECT_LABEL]}'`, 'write');
-      await engine.call(`volume '${req.body.name}'`, () => engine.client.createVolume({ Name: req.body.name, Driver: req.body.driver ?? 'local', Labels: labels }));
+      await engine.call(`volume '${req.body.name}'`, () =>
+        engine.client.createVolume({ Name: req.body.name, Driver: req.body.driver ?? 'local', Labels: labels }),
+      );
       const created = await engine.call(`volume '${req.body.name}'`, () => engine.client.getVolume(req.body.name).inspect());
       return reply.created(view(created, new Map(), req.principal), `volume ${req.body.name} created`);
     },
   });
 
   ctx.route({
-    method: 'DELETE', path: '/volumes/:name', permission: 'volumes:write', operationId: 'volumes.delete', tag: 'volumes',
+    method: 'DELETE',
+    path: '/volumes/:name',
+    permission: 'volumes:write',
+    operationId: 'volumes.delete',
+    tag: 'volumes',
     summary: 'Delete a volume',
-    description: 'Refused with 409 `VOLUME_IN_USE` while a container (running or stopped) mounts it. Needs write access to the volume\'s deployment; a volume of no deployment needs global scope.',
+    description:
+      "Refused with 409 `VOLUME_IN_USE` while a container (running or stopped) mounts it. Needs write access to the volume's deployment; a volume of no deployment needs global scope.",
     tenancy: 'filtered',
     params: Type.Object({ name: Type.String({ pattern: OBJECT_NAME }) }),
     response: Type.Object({ name: Type.String(), deployment: Type.Union([Type.String(), Type.Null()]) }),
@@ -111,53 +139,89 @@ export function networkRoutes(ctx: PluginContext<any>, engine: DockerEngine): vo
   const view = (n: Docker.NetworkInspectInfo, byNetwork: Map<string, User[]>, principal: Principal) => {
     const using = byNetwork.get(n.Name) ?? [];
     return {
-      id: n.Id, name: n.Name, driver: n.Driver, scope: n.Scope, internal: n.Internal ?? false, created_at: n.Created ?? null,
-      labels: n.Labels ?? {}, containers: visibleNames(principal, using), in_use: using.length > 0, deployment: n.Labels?.[PROJECT_LABEL] ?? null,
+      id: n.Id,
+      name: n.Name,
+      driver: n.Driver,
+      scope: n.Scope,
+      internal: n.Internal ?? false,
+      created_at: n.Created ?? null,
+      labels: n.Labels ?? {},
+      containers: visibleNames(principal, using),
+      in_use: using.length > 0,
+      deployment: n.Labels?.[PROJECT_LABEL] ?? null,
     };
   };
 
   ctx.route({
-    method: 'GET', path: '/networks', permission: 'networks:read', operationId: 'networks.list', tag: 'networks',
+    method: 'GET',
+    path: '/networks',
+    permission: 'networks:read',
+    operationId: 'networks.list',
+    tag: 'networks',
     summary: 'List networks',
-    description: 'Networks of the deployments the caller can access; those of no deployment (bridge, shared networks, …) only for a principal with global scope.',
+    description:
+      'Networks of the deployments the caller can access; those of no deployment (bridge, shared networks, …) only for a principal with global scope.',
     tenancy: 'filtered',
     response: Type.Array(Network),
     handler: async (req) => {
       const [list, byNetwork] = await Promise.all([engine.call('networks', () => engine.client.listNetworks()), users()]);
-      return list.filter((n) => canReach(req.principal, n.Labels?.[PROJECT_LABEL] ?? null))
-        .map((n) => view(n, byNetwork, req.principal)).sort((a, b) => compareText(a.name, b.name));
+      return list
+        .filter((n) => canReach(req.principal, n.Labels?.[PROJECT_LABEL] ?? null))
+        .map((n) => view(n, byNetwork, req.principal))
+        .sort((a, b) => compareText(a.name, b.name));
     },
   });
 
   ctx.route({
-    method: 'POST', path: '/networks', permission: 'networks:write', operationId: 'networks.create', creates: 'name', tag: 'networks', status: 201,
+    method: 'POST',
+    path: '/networks',
+    permission: 'networks:write',
+    operationId: 'networks.create',
+    creates: 'name',
+    tag: 'networks',
+    status: 201,
     summary: 'Create a network',
-    description: 'Global: a deployment\'s networks come from its compose file. A network labelled with a deployment\'s project needs write access to it.',
+    description: "Global: a deployment's networks come from its compose file. A network labelled with a deployment's project needs write access to it.",
     body: Type.Object({
       name: Type.String({ pattern: OBJECT_NAME }),
-      driver: Type.Optional(Type.Union([Type.Literal('bridge'), Type.Literal('overlay'), Type.Literal('macvlan'), Type.Literal('ipvlan')], { default: 'bridge' })),
+      driver: Type.Optional(
+        Type.Union([Type.Literal('bridge'), Type.Literal('overlay'), Type.Literal('macvlan'), Type.Literal('ipvlan')], { default: 'bridge' }),
+      ),
       internal: Type.Optional(Type.Boolean({ default: false, description: 'no route to the outside' })),
       labels: Type.Optional(LabelMap),
     }),
     response: Network,
     handler: async (req) => {
       if (BUILTIN_NETWORKS.has(req.body.name)) throw errors.conflict(`'${req.body.name}' is a built-in network`, 'NETWORK_EXISTS');
-      const existing = await engine.call('networks', () => engine.client.listNetworks({ filters: JSON.stringify({ name: [req.body.name] }) } as Docker.NetworkListOptions));
+      const existing = await engine.call('networks', () =>
+        engine.client.listNetworks({ filters: JSON.stringify({ name: [req.body.name] }) } as Docker.NetworkListOptions),
+      );
       if (existing.some((n) => n.Name === req.body.name)) throw errors.conflict(`network '${req.body.name}' already exists`, 'NETWORK_EXISTS');
       const labels = req.body.labels ?? {};
       assertCanReach(req.principal, labels[PROJECT_LABEL] ?? null, `deployment '${labels[PROJECT_LABEL]}'`, 'write');
-      const network = await engine.call(`network '${req.body.name}'`, () => engine.client.createNetwork({
-        Name: req.body.name, Driver: req.body.driver ?? 'bridge', Internal: req.body.internal ?? false, Labels: labels, CheckDuplicate: true,
-      }));
+      const network = await engine.call(`network '${req.body.name}'`, () =>
+        engine.client.createNetwork({
+          Name: req.body.name,
+          Driver: req.body.driver ?? 'bridge',
+          Internal: req.body.internal ?? false,
+          Labels: labels,
+          CheckDuplicate: true,
+        }),
+      );
       const inspected = (await engine.call(`network '${req.body.name}'`, () => network.inspect())) as Docker.NetworkInspectInfo;
       return reply.created(view(inspected, new Map(), req.principal), `network ${req.body.name} created`);
     },
   });
 
   ctx.route({
-    method: 'DELETE', path: '/networks/:name', permission: 'networks:write', operationId: 'networks.delete', tag: 'networks',
+    method: 'DELETE',
+    path: '/networks/:name',
+    permission: 'networks:write',
+    operationId: 'networks.delete',
+    tag: 'networks',
     summary: 'Delete a network',
-    description: 'Refused with 409 `NETWORK_IN_USE` while containers are attached, and `NETWORK_BUILTIN` for bridge/host/none. Needs write access to the network\'s deployment; a network of no deployment needs global scope.',
+    description:
+      "Refused with 409 `NETWORK_IN_USE` while containers are attached, and `NETWORK_BUILTIN` for bridge/host/none. Needs write access to the network's deployment; a network of no deployment needs global scope.",
     tenancy: 'filtered',
     params: Type.Object({ name: Type.String({ pattern: OBJECT_NAME }) }),
     response: Type.Object({ name: Type.String(), deployment: Type.Union([Type.String(), Type.Null()]) }),
@@ -167,7 +231,9 @@ export function networkRoutes(ctx: PluginContext<any>, engine: DockerEngine): vo
         assertCanReach(req.principal, null, `network '${req.params.name}'`, 'write');
         throw errors.conflict(`'${req.params.name}' is a built-in network and cannot be deleted`, 'NETWORK_BUILTIN');
       }
-      const network = (await engine.call(`network '${req.params.name}'`, () => engine.client.getNetwork(req.params.name).inspect())) as Docker.NetworkInspectInfo;
+      const network = (await engine.call(`network '${req.params.name}'`, () =>
+        engine.client.getNetwork(req.params.name).inspect(),
+      )) as Docker.NetworkInspectInfo;
       const deployment = network.Labels?.[PROJECT_LABEL] ?? null;
       assertCanReach(req.principal, deployment, `network '${req.params.name}'`, 'write');
       const using = (await users()).get(network.Name) ?? [];

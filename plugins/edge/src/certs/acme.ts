@@ -22,8 +22,7 @@ export class AcmeIssuer {
     private readonly dataDir: string,
     private readonly webroot: string,
     private readonly log: Logger,
-  ) {
-  }
+  ) {}
 
   private load(): Promise<typeof Acme> {
     return (acmeModule ??= import('acme-client').then(cjsExports).then((acme) => {

@@ -10,15 +10,25 @@ import type { AcmeIssuer } from './acme.js';
 import type { CertInfo } from './store.js';
 
 const Certificate = Type.Object({
-  domain: Type.String(), names: Type.Array(Type.String()), issuer: Type.String(), not_before: Type.String(), not_after: Type.String(),
-  days_left: Type.Integer(), status: Type.Union([Type.Literal('valid'), Type.Literal('expiring'), Type.Literal('expired')]),
-  auto_renew: Type.Boolean(), deployment: Nullable(Type.String()), last_error: Nullable(Type.String()),
+  domain: Type.String(),
+  names: Type.Array(Type.String()),
+  issuer: Type.String(),
+  not_before: Type.String(),
+  not_after: Type.String(),
+  days_left: Type.Integer(),
+  status: Type.Union([Type.Literal('valid'), Type.Literal('expiring'), Type.Literal('expired')]),
+  auto_renew: Type.Boolean(),
+  deployment: Nullable(Type.String()),
+  last_error: Nullable(Type.String()),
 });
 
 export class Certificates {
   private readonly inflight = new Map<string, Promise<CertInfo>>();
 
-  constructor(private readonly rt: Runtime, private readonly issuer: AcmeIssuer) {}
+  constructor(
+    private readonly rt: Runtime,
+    private readonly issuer: AcmeIssuer,
+  ) {}
 
   /** The names a certificate for `domain` must cover: the domain and the aliases of its entries. */
   namesFor(domain: string): string[] {
@@ -52,12 +62,15 @@ export class Certificates {
         throw errors.badGateway(`certificate for ${domain} not obtained: ${message}`, 'CERTIFICATE_FAILED');
       }
       // nginx reads the new files on reload; the render switches SSL domains to HTTPS.
-      await edge.mutate((draft) => {
-        const meta = draft.certificates.find((c) => c.domain === domain);
-        const fields = { names, deployment: this.deploymentOf(domain), last_error: null, last_attempt_at: attempt };
-        if (meta) Object.assign(meta, fields);
-        else draft.certificates.push({ domain, auto_renew: true, ...fields });
-      }, { force: true });
+      await edge.mutate(
+        (draft) => {
+          const meta = draft.certificates.find((c) => c.domain === domain);
+          const fields = { names, deployment: this.deploymentOf(domain), last_error: null, last_attempt_at: attempt };
+          if (meta) Object.assign(meta, fields);
+          else draft.certificates.push({ domain, auto_renew: true, ...fields });
+        },
+        { force: true },
+      );
       ctx.events.emit('certificate.issued', { domain });
       return edge.certs.info(domain)!;
     })().finally(() => this.inflight.delete(domain));
@@ -107,7 +120,12 @@ export class Certificates {
 
   view(info: CertInfo) {
     const meta = this.rt.edge.state.certificates.find((c) => c.domain === info.domain);
-    return { ...info, auto_renew: meta?.auto_renew ?? true, deployment: this.deploymentOf(info.domain) ?? meta?.deployment ?? null, last_error: meta?.last_error ?? null };
+    return {
+      ...info,
+      auto_renew: meta?.auto_renew ?? true,
+      deployment: this.deploymentOf(info.domain) ?? meta?.deployment ?? null,
+      last_error: meta?.last_error ?? null,
+    };
   }
 }
 
@@ -129,9 +147,16 @@ export function certificateRoutes(rt: Runtime, certs: Certificates): void {
   };
 
   ctx.route({
-    method: 'GET', path: '/certificates', permission: 'certificates:read', operationId: 'certificates.list', tag: 'certificates', tenancy: 'filtered',
-    summary: 'Certificates with validity, status (valid, expiring, expired) and the deployment using them', response: Type.Array(Certificate),
-    description: "A principal limited to deployments sees the certificates of its deployments' domains; those of names no deployment uses (or a deleted one used) are global.",
+    method: 'GET',
+    path: '/certificates',
+    permission: 'certificates:read',
+    operationId: 'certificates.list',
+    tag: 'certificates',
+    tenancy: 'filtered',
+    summary: 'Certificates with validity, status (valid, expiring, expired) and the deployment using them',
+    response: Type.Array(Certificate),
+    description:
+      "A principal limited to deployments sees the certificates of its deployments' domains; those of names no deployment uses (or a deleted one used) are global.",
     handler: async (req) => {
       const out = [];
       for (const domain of await edge.certs.domains()) {
@@ -144,10 +169,15 @@ export function certificateRoutes(rt: Runtime, certs: Certificates): void {
   });
 
   ctx.route({
-    method: 'POST', path: '/certificates', permission: 'certificates:write', operationId: 'certificates.request', tag: 'certificates', status: 201,
+    method: 'POST',
+    path: '/certificates',
+    permission: 'certificates:write',
+    operationId: 'certificates.request',
+    tag: 'certificates',
+    status: 201,
     creates: 'domain',
     summary: 'Obtain a certificate (ACME HTTP-01 through the proxy) for a domain and its aliases',
-    description: "Bound to the deployment whose domain it is; for a name no deployment uses, global.",
+    description: 'Bound to the deployment whose domain it is; for a name no deployment uses, global.',
     body: Type.Object({ domain: Type.String({ maxLength: 253, pattern: HOSTNAME }) }),
     deployment: (req) => boundTo(req.principal, req.body.domain),
     response: Certificate,
@@ -160,17 +190,31 @@ export function certificateRoutes(rt: Runtime, certs: Certificates): void {
   });
 
   ctx.route({
-    method: 'POST', path: '/certificates/renew', permission: 'certificates:write', operationId: 'certificates.renew', tag: 'certificates',
+    method: 'POST',
+    path: '/certificates/renew',
+    permission: 'certificates:write',
+    operationId: 'certificates.renew',
+    tag: 'certificates',
     summary: 'Renew every certificate that expires within certificates.renew_before_days (or `within_days`)',
-    query: Type.Object({ within_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: 'renew those expiring within this many days' })) }),
-    response: Type.Object({ renewed: Type.Array(Type.String()), failed: Type.Array(Type.Object({ domain: Type.String(), error: Type.String() })), checked: Type.Integer() }),
+    query: Type.Object({
+      within_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: 'renew those expiring within this many days' })),
+    }),
+    response: Type.Object({
+      renewed: Type.Array(Type.String()),
+      failed: Type.Array(Type.Object({ domain: Type.String(), error: Type.String() })),
+      checked: Type.Integer(),
+    }),
     handler: (req) => certs.renewDue(req.query.within_days),
   });
 
   ctx.route({
-    method: 'DELETE', path: '/certificates/:domain', permission: 'certificates:write', operationId: 'certificates.delete', tag: 'certificates',
+    method: 'DELETE',
+    path: '/certificates/:domain',
+    permission: 'certificates:write',
+    operationId: 'certificates.delete',
+    tag: 'certificates',
     summary: 'Delete a certificate (domains using it fall back to HTTP)',
-    description: "Bound to the deployment whose domain it is; for a name no deployment uses, global.",
+    description: 'Bound to the deployment whose domain it is; for a name no deployment uses, global.',
     params: Type.Object({ domain: Type.String({ maxLength: 253, pattern: HOSTNAME }) }),
     deployment: (req) => boundTo(req.principal, req.params.domain),
     handler: async (req) => {
@@ -182,12 +226,17 @@ export function certificateRoutes(rt: Runtime, certs: Certificates): void {
       await edge.mutate((draft) => {
         draft.certificates = draft.certificates.filter((c) => c.domain !== domain);
       });
-      return reply.ok(null, fallback ? `certificate of ${domain} deleted; the domain is served over HTTP until a new one is obtained` : `certificate of ${domain} deleted`);
+      return reply.ok(
+        null,
+        fallback ? `certificate of ${domain} deleted; the domain is served over HTTP until a new one is obtained` : `certificate of ${domain} deleted`,
+      );
     },
   });
 
   ctx.job({
-    name: 'certificates-renew', cron: ctx.config.certificates.renew_cron, description: 'renews certificates close to expiry and obtains missing ones',
+    name: 'certificates-renew',
+    cron: ctx.config.certificates.renew_cron,
+    description: 'renews certificates close to expiry and obtains missing ones',
     run: async (run) => {
       certs.ensure('daily job');
       const r = await certs.renewDue();

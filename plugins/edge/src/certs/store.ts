@@ -20,7 +20,10 @@ export interface CertInfo {
 const DAY = 86_400_000;
 
 export class CertStore {
-  constructor(readonly dir: string, private readonly renewBeforeDays: number) {}
+  constructor(
+    readonly dir: string,
+    private readonly renewBeforeDays: number,
+  ) {}
 
   paths(domain: string) {
     const folder = join(this.dir, domain);
@@ -43,7 +46,11 @@ export class CertStore {
     const x = new X509Certificate(pem);
     const notAfter = Date.parse(x.validTo);
     const daysLeft = Math.floor((notAfter - now) / DAY);
-    const names = (x.subjectAltName ?? '').split(',').map((s) => s.trim()).filter((s) => s.startsWith('DNS:')).map((s) => s.slice(4));
+    const names = (x.subjectAltName ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s.startsWith('DNS:'))
+      .map((s) => s.slice(4));
     return {
       domain,
       names,
@@ -57,7 +64,10 @@ export class CertStore {
 
   async domains(): Promise<string[]> {
     const entries = await readdir(this.dir, { withFileTypes: true }).catch(() => []);
-    return entries.filter((e) => e.isDirectory() && this.has(e.name)).map((e) => e.name).sort();
+    return entries
+      .filter((e) => e.isDirectory() && this.has(e.name))
+      .map((e) => e.name)
+      .sort();
   }
 
   /** Writes key and chain atomically; the key is 0600. */

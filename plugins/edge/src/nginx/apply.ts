@@ -58,9 +58,19 @@ export class NginxApplier {
   async diff(desired: Map<string, string>): Promise<{ diff: string; changed: string[]; removed: string[] }> {
     const current = await this.current();
     const { changed, removed } = compare(current, desired);
-    const parts = [...changed, ...removed].sort().map((f) =>
-      createTwoFilesPatch(current.has(f) ? `a/${f}` : '/dev/null', desired.has(f) ? `b/${f}` : '/dev/null', current.get(f) ?? '', desired.get(f) ?? '', '', '', { context: 3 }),
-    );
+    const parts = [...changed, ...removed]
+      .sort()
+      .map((f) =>
+        createTwoFilesPatch(
+          current.has(f) ? `a/${f}` : '/dev/null',
+          desired.has(f) ? `b/${f}` : '/dev/null',
+          current.get(f) ?? '',
+          desired.get(f) ?? '',
+          '',
+          '',
+          { context: 3 },
+        ),
+      );
     return { diff: parts.join(''), changed, removed };
   }
 
@@ -145,7 +155,15 @@ function compare(current: Map<string, string>, desired: Map<string, string>) {
 
 /** The useful lines of nginx's output (the `[emerg]` ones), bounded. */
 function nginxMessage(output: string): string {
-  const lines = output.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const important = lines.filter((l) => /\[(emerg|alert|crit|error)\]/.test(l));
-  return (important.length ? important : lines).join('; ').replace(/^nginx: /, '').slice(0, 1000) || 'no output';
+  return (
+    (important.length ? important : lines)
+      .join('; ')
+      .replace(/^nginx: /, '')
+      .slice(0, 1000) || 'no output'
+  );
 }

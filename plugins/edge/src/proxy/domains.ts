@@ -58,7 +58,9 @@ export function domainRoutes(rt: Runtime): {
     const { parsed } = await rt.deployments().compose(deployment);
     const services = Object.keys((parsed.services ?? {}) as Record<string, unknown>);
     if (!services.includes(service)) {
-      throw errors.badRequest(`service: '${service}' is not a service of deployment '${deployment}' (${services.join(', ') || 'none'})`, 'VALIDATION_FAILED', { field: 'service' });
+      throw errors.badRequest(`service: '${service}' is not a service of deployment '${deployment}' (${services.join(', ') || 'none'})`, 'VALIDATION_FAILED', {
+        field: 'service',
+      });
     }
   };
 
@@ -82,9 +84,18 @@ export function domainRoutes(rt: Runtime): {
     await checkService(deployment, body.service);
     const now = new Date().toISOString();
     const entry: DomainEntry = {
-      id: draft.next_id++, deployment, service: body.service, domain: fields.domain!, container_port: body.container_port,
-      path_prefix: fields.path_prefix ?? '/', strip_prefix: fields.strip_prefix ?? false, ssl: fields.ssl ?? { enabled: false },
-      aliases: (fields.aliases ?? []).filter((a) => a !== fields.domain), created_at: now, updated_at: now, last_upstream: null,
+      id: draft.next_id++,
+      deployment,
+      service: body.service,
+      domain: fields.domain!,
+      container_port: body.container_port,
+      path_prefix: fields.path_prefix ?? '/',
+      strip_prefix: fields.strip_prefix ?? false,
+      ssl: fields.ssl ?? { enabled: false },
+      aliases: (fields.aliases ?? []).filter((a) => a !== fields.domain),
+      created_at: now,
+      updated_at: now,
+      last_upstream: null,
     };
     checkClaims(draft, entry, principal);
     draft.domains.push(entry);
@@ -112,9 +123,18 @@ export function domainRoutes(rt: Runtime): {
   };
 
   const view = (d: DomainEntry) => ({
-    id: d.id, deployment: d.deployment, service: d.service, domain: d.domain, container_port: d.container_port,
-    path_prefix: d.path_prefix, strip_prefix: d.strip_prefix, ssl: { enabled: d.ssl.enabled }, aliases: [...d.aliases],
-    created_at: d.created_at, updated_at: d.updated_at, upstream: d.last_upstream,
+    id: d.id,
+    deployment: d.deployment,
+    service: d.service,
+    domain: d.domain,
+    container_port: d.container_port,
+    path_prefix: d.path_prefix,
+    strip_prefix: d.strip_prefix,
+    ssl: { enabled: d.ssl.enabled },
+    aliases: [...d.aliases],
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+    upstream: d.last_upstream,
     https: d.ssl.enabled && edge.certs.has(d.domain),
   });
 
@@ -126,17 +146,38 @@ export function domainRoutes(rt: Runtime): {
 
   const planChange = async (type: 'create' | 'update' | 'delete', id: string, change: (draft: EdgeState) => Promise<DomainEntry> | DomainEntry) => {
     let entry: DomainEntry | undefined;
-    const before = (() => { const e = edge.state.domains.find((d) => String(d.id) === id); return e ? view(e) : undefined; })();
-    const { diff } = await edge.preview(async (draft) => { entry = await change(draft); });
+    const before = (() => {
+      const e = edge.state.domains.find((d) => String(d.id) === id);
+      return e ? view(e) : undefined;
+    })();
+    const { diff } = await edge.preview(async (draft) => {
+      entry = await change(draft);
+    });
     return {
       summary: `${type} domain ${entry?.domain ?? id}`,
-      changes: [{ type: 'domain', id: entry?.domain ?? id, actions: [type], before: type === 'create' ? undefined : before, after: type === 'delete' ? undefined : entry && { ...view(entry), upstream: entry.last_upstream }, diff }],
+      changes: [
+        {
+          type: 'domain',
+          id: entry?.domain ?? id,
+          actions: [type],
+          before: type === 'create' ? undefined : before,
+          after: type === 'delete' ? undefined : entry && { ...view(entry), upstream: entry.last_upstream },
+          diff,
+        },
+      ],
     };
   };
 
   ctx.route({
-    method: 'GET', path: '/deployments/:name/domains', permission: 'proxy:read', operationId: 'domains.list', tag: 'domains',
-    summary: 'List the domains of a deployment', deployment: 'name', params: NameParams, response: Type.Array(Domain),
+    method: 'GET',
+    path: '/deployments/:name/domains',
+    permission: 'proxy:read',
+    operationId: 'domains.list',
+    tag: 'domains',
+    summary: 'List the domains of a deployment',
+    deployment: 'name',
+    params: NameParams,
+    response: Type.Array(Domain),
     handler: (req) => {
       assertDeployment(req.params.name);
       return edge.state.domains.filter((d) => d.deployment === req.params.name).map(view);
@@ -144,9 +185,17 @@ export function domainRoutes(rt: Runtime): {
   });
 
   ctx.route({
-    method: 'POST', path: '/deployments/:name/domains', permission: 'proxy:write', operationId: 'domains.add', tag: 'domains', status: 201,
-    summary: 'Add a domain to a deployment (renders its nginx vhost, tests, reloads)', deployment: 'name',
-    params: NameParams, body: AddBody, response: Domain,
+    method: 'POST',
+    path: '/deployments/:name/domains',
+    permission: 'proxy:write',
+    operationId: 'domains.add',
+    tag: 'domains',
+    status: 201,
+    summary: 'Add a domain to a deployment (renders its nginx vhost, tests, reloads)',
+    deployment: 'name',
+    params: NameParams,
+    body: AddBody,
+    response: Domain,
     plan: {
       resource: (req) => ({ type: 'domain', id: `${req.params.name}/${req.body.domain}` }),
       preview: (req) => planChange('create', req.body.domain, (draft) => add(draft, req.params.name, req.body, req.principal)),
@@ -160,14 +209,26 @@ export function domainRoutes(rt: Runtime): {
   });
 
   ctx.route({
-    method: 'PUT', path: '/deployments/:name/domains/:domainId', permission: 'proxy:write', operationId: 'domains.update', tag: 'domains',
-    summary: 'Update a domain of a deployment', deployment: 'name', params: IdParams, body: UpdateBody, response: Domain,
+    method: 'PUT',
+    path: '/deployments/:name/domains/:domainId',
+    permission: 'proxy:write',
+    operationId: 'domains.update',
+    tag: 'domains',
+    summary: 'Update a domain of a deployment',
+    deployment: 'name',
+    params: IdParams,
+    body: UpdateBody,
+    response: Domain,
     plan: {
       resource: (req) => ({ type: 'domain', id: `${req.params.name}/${req.params.domainId}` }),
-      preview: (req) => planChange('update', String(req.params.domainId), (draft) => update(draft, req.params.name, req.params.domainId, req.body, req.principal)),
+      preview: (req) =>
+        planChange('update', String(req.params.domainId), (draft) => update(draft, req.params.name, req.params.domainId, req.body, req.principal)),
       snapshot: (req) => {
         const e = edge.state.domains.find((d) => d.id === req.params.domainId);
-        return snapshot(req.params.name, [e?.domain, req.body.domain].filter((h): h is string => !!h));
+        return snapshot(
+          req.params.name,
+          [e?.domain, req.body.domain].filter((h): h is string => !!h),
+        );
       },
     },
     handler: async (req) => {
@@ -178,8 +239,14 @@ export function domainRoutes(rt: Runtime): {
   });
 
   ctx.route({
-    method: 'DELETE', path: '/deployments/:name/domains/:domainId', permission: 'proxy:write', operationId: 'domains.remove', tag: 'domains',
-    summary: 'Remove a domain from a deployment (its vhost is removed and nginx reloaded)', deployment: 'name', params: IdParams,
+    method: 'DELETE',
+    path: '/deployments/:name/domains/:domainId',
+    permission: 'proxy:write',
+    operationId: 'domains.remove',
+    tag: 'domains',
+    summary: 'Remove a domain from a deployment (its vhost is removed and nginx reloaded)',
+    deployment: 'name',
+    params: IdParams,
     plan: {
       resource: (req) => ({ type: 'domain', id: `${req.params.name}/${req.params.domainId}` }),
       preview: (req) => planChange('delete', String(req.params.domainId), (draft) => remove(draft, req.params.name, req.params.domainId)),

@@ -10,10 +10,33 @@ import type { EventType, SecurityEventInput, Severity } from './events.js';
 
 /** Paths probed by scanners and exploit kits; matched against the lower-cased path. */
 const ATTACK_PATHS: RegExp[] = [
-  /\/\.env(\b|$)/, /\/\.git\//, /\/\.aws\//, /\/\.ssh\//, /\/wp-login\.php/, /\/wp-admin/, /\/xmlrpc\.php/, /\/phpmyadmin/,
-  /\/pma\//, /\/cgi-bin\/.*\.(sh|cgi|pl)/, /\/etc\/passwd/, /\.\.(\/|%2f)/, /%2e%2e/, /\/boaform/, /\/hnap1/, /\/actuator\/(env|heapdump)/,
-  /\/vendor\/phpunit/, /\/shell\?/, /\/console\/?$/, /\/server-status/, /\/\.ds_store/, /\/config\.php/, /\/setup\.php/,
-  /<script/, /union(\s|%20|\+)+select/, /\/solr\/admin/, /\/manager\/html/,
+  /\/\.env(\b|$)/,
+  /\/\.git\//,
+  /\/\.aws\//,
+  /\/\.ssh\//,
+  /\/wp-login\.php/,
+  /\/wp-admin/,
+  /\/xmlrpc\.php/,
+  /\/phpmyadmin/,
+  /\/pma\//,
+  /\/cgi-bin\/.*\.(sh|cgi|pl)/,
+  /\/etc\/passwd/,
+  /\.\.(\/|%2f)/,
+  /%2e%2e/,
+  /\/boaform/,
+  /\/hnap1/,
+  /\/actuator\/(env|heapdump)/,
+  /\/vendor\/phpunit/,
+  /\/shell\?/,
+  /\/console\/?$/,
+  /\/server-status/,
+  /\/\.ds_store/,
+  /\/config\.php/,
+  /\/setup\.php/,
+  /<script/,
+  /union(\s|%20|\+)+select/,
+  /\/solr\/admin/,
+  /\/manager\/html/,
 ];
 
 /** All of them in one expression: one pass over the path per record instead of one per pattern. */
@@ -30,7 +53,11 @@ interface SourceState {
 }
 
 const SEVERITY: Record<EventType, Severity> = {
-  scan: 'medium', auth_failure: 'high', attack_path: 'high', blocked_ip_hit: 'low', rate_limit: 'medium',
+  scan: 'medium',
+  auth_failure: 'high',
+  attack_path: 'high',
+  blocked_ip_hit: 'low',
+  rate_limit: 'medium',
 };
 
 /** Types whose source is blocked automatically when auto-block is on. */
@@ -61,8 +88,15 @@ export class Detector {
       if (last !== undefined && r.time_ms - last < window) return;
       st.lastRaised[type] = r.time_ms;
       out.push({
-        time_ms: r.time_ms, type, severity: SEVERITY[type], source_ip: r.source_ip, deployment: r.deployment || null,
-        host: r.host, path: r.path, details: { ...details, status: r.status, method: r.method, user_agent: r.user_agent }, auto_blocked: false,
+        time_ms: r.time_ms,
+        type,
+        severity: SEVERITY[type],
+        source_ip: r.source_ip,
+        deployment: r.deployment || null,
+        host: r.host,
+        path: r.path,
+        details: { ...details, status: r.status, method: r.method, user_agent: r.user_agent },
+        auto_blocked: false,
       });
     };
     for (const r of records) {

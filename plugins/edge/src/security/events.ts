@@ -34,13 +34,28 @@ export interface EventFilter {
 }
 
 interface Raw {
-  id: number; time_ms: number; type: EventType; severity: Severity; source_ip: string; deployment: string;
-  host: string; path: string; details: string; auto_blocked: number;
+  id: number;
+  time_ms: number;
+  type: EventType;
+  severity: Severity;
+  source_ip: string;
+  deployment: string;
+  host: string;
+  path: string;
+  details: string;
+  auto_blocked: number;
 }
 
 const toEvent = (r: Raw): SecurityEvent => ({
-  id: r.id, time: new Date(r.time_ms).toISOString(), type: r.type, severity: r.severity, source_ip: r.source_ip,
-  deployment: r.deployment || null, host: r.host, path: r.path, details: JSON.parse(r.details) as Record<string, unknown>,
+  id: r.id,
+  time: new Date(r.time_ms).toISOString(),
+  type: r.type,
+  severity: r.severity,
+  source_ip: r.source_ip,
+  deployment: r.deployment || null,
+  host: r.host,
+  path: r.path,
+  details: JSON.parse(r.details) as Record<string, unknown>,
   auto_blocked: r.auto_blocked === 1,
 });
 
@@ -67,8 +82,14 @@ export class SecurityEvents {
   }
 
   add(e: SecurityEventInput): number {
-    return Number(this.db.prepare(`INSERT INTO security_events (time_ms, type, severity, source_ip, deployment, host, path, details, auto_blocked)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(e.time_ms, e.type, e.severity, e.source_ip, e.deployment ?? '', e.host, e.path, JSON.stringify(e.details), e.auto_blocked ? 1 : 0).lastInsertRowid);
+    return Number(
+      this.db
+        .prepare(
+          `INSERT INTO security_events (time_ms, type, severity, source_ip, deployment, host, path, details, auto_blocked)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(e.time_ms, e.type, e.severity, e.source_ip, e.deployment ?? '', e.host, e.path, JSON.stringify(e.details), e.auto_blocked ? 1 : 0).lastInsertRowid,
+    );
   }
 
   markBlocked(id: number): void {
@@ -116,16 +137,27 @@ export class SecurityEvents {
   stats(f: EventFilter, sinceMs: number) {
     const { sql, params } = this.where(f);
     const and = sql ? `${sql} AND` : 'WHERE';
-    const count = (extra = '', p: unknown[] = []) => (this.db.prepare(`SELECT COUNT(*) AS n FROM security_events ${extra || sql}`).get(...(extra ? p : params)) as { n: number }).n;
-    const group = (col: string) => Object.fromEntries((this.db.prepare(`SELECT ${col} AS k, COUNT(*) AS n FROM security_events ${sql} GROUP BY ${col}`).all(...params) as { k: string; n: number }[]).map((r) => [r.k, r.n]));
+    const count = (extra = '', p: unknown[] = []) =>
+      (this.db.prepare(`SELECT COUNT(*) AS n FROM security_events ${extra || sql}`).get(...(extra ? p : params)) as { n: number }).n;
+    const group = (col: string) =>
+      Object.fromEntries(
+        (this.db.prepare(`SELECT ${col} AS k, COUNT(*) AS n FROM security_events ${sql} GROUP BY ${col}`).all(...params) as { k: string; n: number }[]).map(
+          (r) => [r.k, r.n],
+        ),
+      );
     return {
       total: count(),
       last_24h: count(`${and} time_ms >= ?`, [...params, sinceMs]),
       auto_blocked: count(`${and} auto_blocked = 1`, params),
       by_type: group('type'),
       by_severity: group('severity'),
-      top_ips: (this.db.prepare(`SELECT source_ip AS ip, COUNT(*) AS events, MAX(time_ms) AS last FROM security_events ${sql} GROUP BY source_ip ORDER BY events DESC LIMIT 10`).all(...params) as { ip: string; events: number; last: number }[])
-        .map((r) => ({ ip: r.ip, events: r.events, last_seen: new Date(r.last).toISOString() })),
+      top_ips: (
+        this.db
+          .prepare(
+            `SELECT source_ip AS ip, COUNT(*) AS events, MAX(time_ms) AS last FROM security_events ${sql} GROUP BY source_ip ORDER BY events DESC LIMIT 10`,
+          )
+          .all(...params) as { ip: string; events: number; last: number }[]
+      ).map((r) => ({ ip: r.ip, events: r.events, last_seen: new Date(r.last).toISOString() })),
     };
   }
 

@@ -1,7 +1,21 @@
 /** Security endpoints: blocked IPs, whitelist, protected routes, deployment settings, events. */
 import bcrypt from 'bcryptjs';
 import {
-  canReach, deploymentName, deploymentOrRetired, errors, MAX_SECONDS, Nullable, Pagination, RecordId, reply, Secret, Seconds, Type, type PluginSettings, type Principal, type Static,
+  canReach,
+  deploymentName,
+  deploymentOrRetired,
+  errors,
+  MAX_SECONDS,
+  Nullable,
+  Pagination,
+  RecordId,
+  reply,
+  Secret,
+  Seconds,
+  Type,
+  type PluginSettings,
+  type Principal,
+  type Static,
   visibleDeployments,
 } from '@agent/sdk';
 import { checkCidr, checkIp, checkText, checkUrlPath } from '../validate.js';
@@ -17,36 +31,67 @@ const USERNAME = /^[A-Za-z0-9._@-]{1,64}$/;
 const BCRYPT_COST = 9;
 
 const Blocked = Type.Object({
-  ip: Type.String(), reason: Type.String(), deployment: Nullable(Type.String()), auto: Type.Boolean(),
-  created_at: Type.String(), expires_at: Nullable(Type.String()), remaining_seconds: Nullable(Type.Integer()),
+  ip: Type.String(),
+  reason: Type.String(),
+  deployment: Nullable(Type.String()),
+  auto: Type.Boolean(),
+  created_at: Type.String(),
+  expires_at: Nullable(Type.String()),
+  remaining_seconds: Nullable(Type.Integer()),
 });
 const Whitelist = Type.Object({ id: Type.Integer(), type: Type.String(), value: Type.String(), description: Type.String(), created_at: Type.String() });
 const Protected = Type.Object({
-  id: Type.Integer(), path: Type.String(), method: Type.String(), auth_type: Type.String(), username: Type.String(),
-  deployment: Type.String(), enabled: Type.Boolean(), created_at: Type.String(), updated_at: Type.String(),
+  id: Type.Integer(),
+  path: Type.String(),
+  method: Type.String(),
+  auth_type: Type.String(),
+  username: Type.String(),
+  deployment: Type.String(),
+  enabled: Type.Boolean(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
 });
 const DepSecurity = Type.Object({
   enabled: Type.Boolean(),
   blocked_ips: Type.Array(Type.String({ maxLength: 64 }), { maxItems: 1000 }),
   protected_paths: Type.Array(Type.Object({ pattern: Type.String({ maxLength: 512 }), enabled: Type.Boolean() }), { maxItems: 200 }),
-  rate_limits: Type.Array(Type.Object({
-    path: Type.String({ maxLength: 512 }), rate: Type.Integer({ minimum: 1, maximum: 100_000, description: 'requests per second per source' }),
-    burst: Type.Integer({ minimum: 0, maximum: 100_000 }), enabled: Type.Boolean(),
-  }), { maxItems: 50 }),
+  rate_limits: Type.Array(
+    Type.Object({
+      path: Type.String({ maxLength: 512 }),
+      rate: Type.Integer({ minimum: 1, maximum: 100_000, description: 'requests per second per source' }),
+      burst: Type.Integer({ minimum: 0, maximum: 100_000 }),
+      enabled: Type.Boolean(),
+    }),
+    { maxItems: 50 },
+  ),
 });
 const EventSchema = Type.Object({
-  id: Type.Integer(), time: Type.String(), type: Type.String(), severity: Type.String(), source_ip: Type.String(),
-  deployment: Nullable(Type.String()), host: Type.String(), path: Type.String(), details: Type.Record(Type.String(), Type.Unknown()),
+  id: Type.Integer(),
+  time: Type.String(),
+  type: Type.String(),
+  severity: Type.String(),
+  source_ip: Type.String(),
+  deployment: Nullable(Type.String()),
+  host: Type.String(),
+  path: Type.String(),
+  details: Type.Record(Type.String(), Type.Unknown()),
   auto_blocked: Type.Boolean(),
 });
 
 const ipOrCidr = (value: string, field: string) => (value.includes('/') ? checkCidr(value, field) : checkIp(value, field));
 
-export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEvents, settings: PluginSettings<typeof SecuritySettings>, refresh: () => Promise<unknown>): void {
+export function securityRoutes(
+  rt: Runtime,
+  blocks: Blocks,
+  events: SecurityEvents,
+  settings: PluginSettings<typeof SecuritySettings>,
+  refresh: () => Promise<unknown>,
+): void {
   const { ctx, edge } = rt;
 
   const blockedView = (b: (typeof edge.state.blocked)[number]) => ({
-    ...b, remaining_seconds: b.expires_at ? Math.max(0, Math.round((Date.parse(b.expires_at) - Date.now()) / 1000)) : null,
+    ...b,
+    remaining_seconds: b.expires_at ? Math.max(0, Math.round((Date.parse(b.expires_at) - Date.now()) / 1000)) : null,
   });
   const protectedView = ({ password_hash: _hash, ...r }: ProtectedRoute) => r;
   const assertDeployment = (name: string, field = 'deployment') => {
@@ -55,14 +100,26 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
 
   // --- blocked IPs -------------------------------------------------------------------------------------------
   ctx.route({
-    method: 'GET', path: '/security/blocked-ips', permission: 'security:read', operationId: 'security.listBlockedIps', tag: 'security',
-    summary: 'Blocked addresses (expired blocks are lifted automatically)', response: Type.Array(Blocked), tenancy: 'filtered',
+    method: 'GET',
+    path: '/security/blocked-ips',
+    permission: 'security:read',
+    operationId: 'security.listBlockedIps',
+    tag: 'security',
+    summary: 'Blocked addresses (expired blocks are lifted automatically)',
+    response: Type.Array(Blocked),
+    tenancy: 'filtered',
     description: 'A principal limited to deployments sees the blocks tied to its deployments; blocks for every site are global.',
     handler: (req) => edge.state.blocked.filter((b) => !isExpired(b) && canReach(req.principal, b.deployment)).map(blockedView),
   });
 
   ctx.route({
-    method: 'POST', path: '/security/blocked-ips', permission: 'security:write', operationId: 'security.blockIp', creates: 'ip', tag: 'security', status: 201,
+    method: 'POST',
+    path: '/security/blocked-ips',
+    permission: 'security:write',
+    operationId: 'security.blockIp',
+    creates: 'ip',
+    tag: 'security',
+    status: 201,
     summary: 'Block an address or range in the proxy (403), optionally for a duration or one deployment',
     description: 'With `deployment`, bound to that deployment; without, the block applies to every site: global.',
     body: Type.Object({
@@ -83,7 +140,11 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   });
 
   ctx.route({
-    method: 'DELETE', path: '/security/blocked-ips/:ip', permission: 'security:write', operationId: 'security.unblockIp', tag: 'security',
+    method: 'DELETE',
+    path: '/security/blocked-ips/:ip',
+    permission: 'security:write',
+    operationId: 'security.unblockIp',
+    tag: 'security',
     summary: 'Unblock an address: its block for one deployment (`deployment`), or every block of it',
     description: 'With `deployment`, bound to that deployment and removes only its block; without, removes every block of the address: global.',
     params: Type.Object({ ip: Type.String({ maxLength: 64 }) }),
@@ -100,13 +161,23 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
 
   // --- whitelist ---------------------------------------------------------------------------------------------
   ctx.route({
-    method: 'GET', path: '/security/whitelist', permission: 'security:read', operationId: 'security.listWhitelist', tag: 'security',
-    summary: 'Whitelist entries: addresses, ranges and paths never denied', response: Type.Array(Whitelist),
+    method: 'GET',
+    path: '/security/whitelist',
+    permission: 'security:read',
+    operationId: 'security.listWhitelist',
+    tag: 'security',
+    summary: 'Whitelist entries: addresses, ranges and paths never denied',
+    response: Type.Array(Whitelist),
     handler: () => edge.state.whitelist,
   });
 
   ctx.route({
-    method: 'POST', path: '/security/whitelist', permission: 'security:write', operationId: 'security.addWhitelist', tag: 'security', status: 201,
+    method: 'POST',
+    path: '/security/whitelist',
+    permission: 'security:write',
+    operationId: 'security.addWhitelist',
+    tag: 'security',
+    status: 201,
     creates: 'id',
     summary: 'Whitelist an address, a range or a path prefix (overrides blocks)',
     body: Type.Object({
@@ -117,9 +188,11 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
     response: Whitelist,
     handler: async (req) => {
       const { type } = req.body;
-      const value = type === 'ip' ? checkIp(req.body.value, 'value') : type === 'cidr' ? checkCidr(req.body.value, 'value') : checkUrlPath(req.body.value, 'value');
+      const value =
+        type === 'ip' ? checkIp(req.body.value, 'value') : type === 'cidr' ? checkCidr(req.body.value, 'value') : checkUrlPath(req.body.value, 'value');
       const description = checkText(req.body.description ?? '', 'description');
-      if (edge.state.whitelist.some((w) => w.type === type && w.value === value)) throw errors.conflict(`${type} '${value}' is already whitelisted`, 'WHITELIST_EXISTS');
+      if (edge.state.whitelist.some((w) => w.type === type && w.value === value))
+        throw errors.conflict(`${type} '${value}' is already whitelisted`, 'WHITELIST_EXISTS');
       const { result } = await edge.mutate((draft) => {
         const entry = { id: draft.next_id++, type, value, description, created_at: new Date().toISOString() };
         draft.whitelist.push(entry);
@@ -130,8 +203,13 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   });
 
   ctx.route({
-    method: 'DELETE', path: '/security/whitelist/:id', permission: 'security:write', operationId: 'security.removeWhitelist', tag: 'security',
-    summary: 'Remove a whitelist entry', params: Type.Object({ id: RecordId() }),
+    method: 'DELETE',
+    path: '/security/whitelist/:id',
+    permission: 'security:write',
+    operationId: 'security.removeWhitelist',
+    tag: 'security',
+    summary: 'Remove a whitelist entry',
+    params: Type.Object({ id: RecordId() }),
     handler: async (req) => {
       if (!edge.state.whitelist.some((w) => w.id === req.params.id)) throw errors.notFound(`whitelist entry ${req.params.id} not found`);
       await edge.mutate((draft) => {
@@ -148,13 +226,20 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
     const password = i > 0 ? value.slice(i + 1) : '';
     // eslint-disable-next-line no-control-regex
     if (!USERNAME.test(user) || password.length < 1 || password.length > 128 || /[\u0000-\u001f\u007f]/.test(password)) {
-      throw errors.badRequest("credentials: expected '<user>:<password>' (user: letters, digits, . _ @ -; password: 1-128 printable characters)", 'VALIDATION_FAILED', { field: 'credentials' });
+      throw errors.badRequest(
+        "credentials: expected '<user>:<password>' (user: letters, digits, . _ @ -; password: 1-128 printable characters)",
+        'VALIDATION_FAILED',
+        { field: 'credentials' },
+      );
     }
     return { username: user, password_hash: await bcrypt.hash(password, BCRYPT_COST) };
   };
   const ProtectedBody = {
     path: Type.String({ maxLength: 512, description: 'URL path prefix to protect' }),
-    method: Type.Union(METHODS.map((m) => Type.Literal(m)), { description: 'HTTP method, or ALL' }),
+    method: Type.Union(
+      METHODS.map((m) => Type.Literal(m)),
+      { description: 'HTTP method, or ALL' },
+    ),
     auth_type: Type.Literal('basic'),
     credentials: Secret({ maxLength: 200, description: '<user>:<password> (stored as a bcrypt hash)' }),
     deployment: deploymentName(),
@@ -178,14 +263,25 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   };
 
   ctx.route({
-    method: 'GET', path: '/security/protected-routes', permission: 'security:read', operationId: 'security.listProtectedRoutes', tag: 'security',
-    summary: 'Routes behind basic authentication in the proxy', response: Type.Array(Protected), tenancy: 'filtered',
+    method: 'GET',
+    path: '/security/protected-routes',
+    permission: 'security:read',
+    operationId: 'security.listProtectedRoutes',
+    tag: 'security',
+    summary: 'Routes behind basic authentication in the proxy',
+    response: Type.Array(Protected),
+    tenancy: 'filtered',
     description: 'Only the routes of deployments the caller reaches.',
     handler: (req) => edge.state.protected.filter((p) => req.principal.canAccessDeployment(p.deployment)).map(protectedView),
   });
 
   ctx.route({
-    method: 'POST', path: '/security/protected-routes', permission: 'security:write', operationId: 'security.addProtectedRoute', tag: 'security', status: 201,
+    method: 'POST',
+    path: '/security/protected-routes',
+    permission: 'security:write',
+    operationId: 'security.addProtectedRoute',
+    tag: 'security',
+    status: 201,
     creates: 'id',
     summary: "Protect a path of a deployment's domains with basic authentication",
     body: Type.Object({ ...ProtectedBody, enabled: Type.Optional(Type.Boolean({ default: true })) }),
@@ -199,8 +295,15 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
       const { result } = await edge.mutate((draft) => {
         const now = new Date().toISOString();
         const route: ProtectedRoute = {
-          id: draft.next_id++, path, method: req.body.method, auth_type: 'basic', ...creds, deployment: req.body.deployment,
-          enabled: req.body.enabled ?? true, created_at: now, updated_at: now,
+          id: draft.next_id++,
+          path,
+          method: req.body.method,
+          auth_type: 'basic',
+          ...creds,
+          deployment: req.body.deployment,
+          enabled: req.body.enabled ?? true,
+          created_at: now,
+          updated_at: now,
         };
         draft.protected.push(route);
         return route;
@@ -210,11 +313,17 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   });
 
   ctx.route({
-    method: 'PUT', path: '/security/protected-routes/:id', permission: 'security:write', operationId: 'security.updateProtectedRoute', tag: 'security',
-    summary: 'Update a protected route', params: Type.Object({ id: RecordId() }),
+    method: 'PUT',
+    path: '/security/protected-routes/:id',
+    permission: 'security:write',
+    operationId: 'security.updateProtectedRoute',
+    tag: 'security',
+    summary: 'Update a protected route',
+    params: Type.Object({ id: RecordId() }),
     description: "Bound to the route's deployment (and to the new one when `deployment` moves it); an unknown id, or another tenant's, is 404.",
     body: Type.Partial(Type.Object({ ...ProtectedBody, enabled: Type.Boolean() })),
-    deployment: (req) => routeDeployment(req.principal, req.params.id), tenancy: 'filtered',
+    deployment: (req) => routeDeployment(req.principal, req.params.id),
+    tenancy: 'filtered',
     response: Protected,
     handler: async (req) => {
       const existing = routeOr404(req.principal, req.params.id);
@@ -240,10 +349,16 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   });
 
   ctx.route({
-    method: 'DELETE', path: '/security/protected-routes/:id', permission: 'security:write', operationId: 'security.removeProtectedRoute', tag: 'security',
-    summary: 'Remove a protected route', params: Type.Object({ id: RecordId() }),
+    method: 'DELETE',
+    path: '/security/protected-routes/:id',
+    permission: 'security:write',
+    operationId: 'security.removeProtectedRoute',
+    tag: 'security',
+    summary: 'Remove a protected route',
+    params: Type.Object({ id: RecordId() }),
     description: "Bound to the route's deployment; an unknown id, or another tenant's, is 404.",
-    deployment: (req) => routeDeployment(req.principal, req.params.id), tenancy: 'filtered',
+    deployment: (req) => routeDeployment(req.principal, req.params.id),
+    tenancy: 'filtered',
     handler: async (req) => {
       routeOr404(req.principal, req.params.id);
       await edge.mutate((draft) => {
@@ -256,8 +371,15 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   // --- per-deployment settings -------------------------------------------------------------------------------
   const NameParams = Type.Object({ name: deploymentName() });
   ctx.route({
-    method: 'GET', path: '/deployments/:name/security', permission: 'security:read', operationId: 'security.getDeployment', tag: 'security',
-    summary: "A deployment's security settings (enforced in its vhosts)", deployment: 'name', params: NameParams, response: DepSecurity,
+    method: 'GET',
+    path: '/deployments/:name/security',
+    permission: 'security:read',
+    operationId: 'security.getDeployment',
+    tag: 'security',
+    summary: "A deployment's security settings (enforced in its vhosts)",
+    deployment: 'name',
+    params: NameParams,
+    response: DepSecurity,
     handler: (req) => {
       if (!rt.deployments().get(req.params.name)) throw errors.notFound(`deployment '${req.params.name}' not found`);
       return edge.state.deployment_security[req.params.name] ?? defaultDeploymentSecurity();
@@ -265,9 +387,16 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   });
 
   ctx.route({
-    method: 'PUT', path: '/deployments/:name/security', permission: 'security:write', operationId: 'security.updateDeployment', tag: 'security',
+    method: 'PUT',
+    path: '/deployments/:name/security',
+    permission: 'security:write',
+    operationId: 'security.updateDeployment',
+    tag: 'security',
     summary: "Replace a deployment's security settings: blocked addresses, paths closed to non-whitelisted sources, rate limits",
-    deployment: 'name', params: NameParams, body: Type.Partial(DepSecurity), response: DepSecurity,
+    deployment: 'name',
+    params: NameParams,
+    body: Type.Partial(DepSecurity),
+    response: DepSecurity,
     handler: async (req) => {
       const name = req.params.name;
       if (!rt.deployments().get(name)) throw errors.notFound(`deployment '${name}' not found`);
@@ -275,8 +404,12 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
       const next: DeploymentSecurity = {
         enabled: req.body.enabled ?? current.enabled,
         blocked_ips: req.body.blocked_ips ? [...new Set(req.body.blocked_ips.map((ip, i) => ipOrCidr(ip, `blocked_ips[${i}]`)))] : current.blocked_ips,
-        protected_paths: req.body.protected_paths?.map((p, i) => ({ pattern: checkUrlPath(p.pattern, `protected_paths[${i}].pattern`), enabled: p.enabled })) ?? current.protected_paths,
-        rate_limits: req.body.rate_limits?.map((r, i) => ({ path: checkUrlPath(r.path, `rate_limits[${i}].path`), rate: r.rate, burst: r.burst, enabled: r.enabled })) ?? current.rate_limits,
+        protected_paths:
+          req.body.protected_paths?.map((p, i) => ({ pattern: checkUrlPath(p.pattern, `protected_paths[${i}].pattern`), enabled: p.enabled })) ??
+          current.protected_paths,
+        rate_limits:
+          req.body.rate_limits?.map((r, i) => ({ path: checkUrlPath(r.path, `rate_limits[${i}].path`), rate: r.rate, burst: r.burst, enabled: r.enabled })) ??
+          current.rate_limits,
       };
       await edge.mutate((draft) => {
         draft.deployment_security[name] = next;
@@ -287,14 +420,25 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
 
   // --- settings, capture, refresh ----------------------------------------------------------------------------
   ctx.route({
-    method: 'GET', path: '/settings/security', permission: 'security:read', operationId: 'security.getSettings', tag: 'security',
-    summary: 'Security settings: detection thresholds, auto-block, durations', response: SecuritySettings,
+    method: 'GET',
+    path: '/settings/security',
+    permission: 'security:read',
+    operationId: 'security.getSettings',
+    tag: 'security',
+    summary: 'Security settings: detection thresholds, auto-block, durations',
+    response: SecuritySettings,
     handler: () => settings.get(),
   });
 
   ctx.route({
-    method: 'PUT', path: '/settings/security', permission: 'security:write', operationId: 'security.updateSettings', tag: 'security',
-    summary: 'Update security settings', body: Type.Partial(SecuritySettings), response: SecuritySettings,
+    method: 'PUT',
+    path: '/settings/security',
+    permission: 'security:write',
+    operationId: 'security.updateSettings',
+    tag: 'security',
+    summary: 'Update security settings',
+    body: Type.Partial(SecuritySettings),
+    response: SecuritySettings,
     handler: async (req) => {
       await settings.set(req.body as Partial<Static<typeof SecuritySettings>>);
       return settings.get();
@@ -308,13 +452,24 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
     source: edge.layout.accessLog,
   });
   ctx.route({
-    method: 'GET', path: '/security/realtime-capture', permission: 'security:read', operationId: 'security.getRealtimeCapture', tag: 'security',
-    summary: 'Whether traffic and events are captured in real time (else by a periodic scan)', response: CaptureStatus,
+    method: 'GET',
+    path: '/security/realtime-capture',
+    permission: 'security:read',
+    operationId: 'security.getRealtimeCapture',
+    tag: 'security',
+    summary: 'Whether traffic and events are captured in real time (else by a periodic scan)',
+    response: CaptureStatus,
     handler: captureStatus,
   });
   ctx.route({
-    method: 'PUT', path: '/security/realtime-capture', permission: 'security:write', operationId: 'security.setRealtimeCapture', tag: 'security',
-    summary: 'Enable or disable real-time capture', body: Type.Object({ enabled: Type.Boolean() }), response: CaptureStatus,
+    method: 'PUT',
+    path: '/security/realtime-capture',
+    permission: 'security:write',
+    operationId: 'security.setRealtimeCapture',
+    tag: 'security',
+    summary: 'Enable or disable real-time capture',
+    body: Type.Object({ enabled: Type.Boolean() }),
+    response: CaptureStatus,
     handler: async (req) => {
       await settings.set({ realtime_capture: req.body.enabled });
       return captureStatus();
@@ -322,9 +477,18 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   });
 
   ctx.route({
-    method: 'POST', path: '/security/refresh', permission: 'security:write', operationId: 'security.refresh', tag: 'security',
+    method: 'POST',
+    path: '/security/refresh',
+    permission: 'security:write',
+    operationId: 'security.refresh',
+    tag: 'security',
     summary: 'Regenerate every proxy file (vhosts and security includes), test and reload nginx',
-    response: Type.Object({ regenerated: Type.Array(Type.String()), removed: Type.Array(Type.String()), reloaded: Type.Boolean(), errors: Type.Array(Type.String()) }),
+    response: Type.Object({
+      regenerated: Type.Array(Type.String()),
+      removed: Type.Array(Type.String()),
+      reloaded: Type.Boolean(),
+      errors: Type.Array(Type.String()),
+    }),
     handler: async () => {
       try {
         await blocks.sweep();
@@ -347,25 +511,48 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
     ...Pagination(50, 1000),
   });
   ctx.route({
-    method: 'GET', path: '/security/events', permission: 'security:read', operationId: 'security.listEvents', tag: 'security',
-    summary: 'Security events detected from the proxy traffic', query: EventQuery, response: Type.Array(EventSchema), tenancy: 'filtered',
-    description: "Events of the caller's deployments; events of no deployment (unknown hosts) and of deleted ones (retired names) only for global principals. `deployment` naming one the caller does not reach is 404.",
+    method: 'GET',
+    path: '/security/events',
+    permission: 'security:read',
+    operationId: 'security.listEvents',
+    tag: 'security',
+    summary: 'Security events detected from the proxy traffic',
+    query: EventQuery,
+    response: Type.Array(EventSchema),
+    tenancy: 'filtered',
+    description:
+      "Events of the caller's deployments; events of no deployment (unknown hosts) and of deleted ones (retired names) only for global principals. `deployment` naming one the caller does not reach is 404.",
     handler: (req) => {
       const q = req.query;
       const visible = filterScope(req.principal, q.deployment);
       const limit = q.limit ?? 50;
       const offset = q.offset ?? 0;
-      const { items, total } = events.list({
-        type: q.type, source_ip: q.source_ip ? checkIp(q.source_ip, 'source_ip') : undefined, deployment: q.deployment, deployments: visible,
-        start_ms: timeParam(q.start_time, 'start_time'), end_ms: timeParam(q.end_time, 'end_time'),
-      }, limit, offset);
+      const { items, total } = events.list(
+        {
+          type: q.type,
+          source_ip: q.source_ip ? checkIp(q.source_ip, 'source_ip') : undefined,
+          deployment: q.deployment,
+          deployments: visible,
+          start_ms: timeParam(q.start_time, 'start_time'),
+          end_ms: timeParam(q.end_time, 'end_time'),
+        },
+        limit,
+        offset,
+      );
       return reply.page(items, { total, limit, offset });
     },
   });
 
   ctx.route({
-    method: 'GET', path: '/security/events/:id', permission: 'security:read', operationId: 'security.getEvent', tag: 'security',
-    summary: 'One security event', params: Type.Object({ id: RecordId() }), response: EventSchema, tenancy: 'filtered',
+    method: 'GET',
+    path: '/security/events/:id',
+    permission: 'security:read',
+    operationId: 'security.getEvent',
+    tag: 'security',
+    summary: 'One security event',
+    params: Type.Object({ id: RecordId() }),
+    response: EventSchema,
+    tenancy: 'filtered',
     description: 'An event the caller may not see is 404, like an unknown id.',
     handler: (req) => {
       const e = events.get(req.params.id);
@@ -375,12 +562,18 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   });
 
   ctx.route({
-    method: 'GET', path: '/security/ips/:ip/events', permission: 'security:read', operationId: 'security.ipEvents', tag: 'security',
+    method: 'GET',
+    path: '/security/ips/:ip/events',
+    permission: 'security:read',
+    operationId: 'security.ipEvents',
+    tag: 'security',
     summary: 'Every event of one source address, with its block status',
-    description: "Events of the caller's deployments. For a principal limited to deployments, `blocked` is about the blocks tied to them, and the whitelist (global) is not shown (`whitelisted: null`).",
+    description:
+      "Events of the caller's deployments. For a principal limited to deployments, `blocked` is about the blocks tied to them, and the whitelist (global) is not shown (`whitelisted: null`).",
     params: Type.Object({ ip: Type.String({ maxLength: 64 }) }),
     query: Type.Object(Pagination(50, 1000)),
-    response: Type.Array(EventSchema), tenancy: 'filtered',
+    response: Type.Array(EventSchema),
+    tenancy: 'filtered',
     handler: (req) => {
       const ip = checkIp(req.params.ip, 'ip');
       const limit = req.query.limit ?? 50;
@@ -390,27 +583,42 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
       const blocked = visible
         ? edge.state.blocked.some((b) => b.ip === ip && !isExpired(b) && !!b.deployment && visible.includes(b.deployment))
         : !!blocks.activeBlock(ip);
-      return reply.ok(items, blocked ? `${ip} is blocked` : `${ip} is not blocked`, { total, limit, offset, blocked, whitelisted: visible ? null : blocks.whitelisted(ip) });
+      return reply.ok(items, blocked ? `${ip} is blocked` : `${ip} is not blocked`, {
+        total,
+        limit,
+        offset,
+        blocked,
+        whitelisted: visible ? null : blocks.whitelisted(ip),
+      });
     },
   });
 
   ctx.route({
-    method: 'GET', path: '/security/stats', permission: 'security:read', operationId: 'security.stats', tag: 'security',
+    method: 'GET',
+    path: '/security/stats',
+    permission: 'security:read',
+    operationId: 'security.stats',
+    tag: 'security',
     summary: 'Overview: events by type and severity, top sources, blocks, whitelist, protected routes, capture mode',
     response: Type.Object({
       events: Type.Object({
-        total: Type.Integer(), last_24h: Type.Integer(), auto_blocked: Type.Integer(),
-        by_type: Type.Record(Type.String(), Type.Integer()), by_severity: Type.Record(Type.String(), Type.Integer()),
+        total: Type.Integer(),
+        last_24h: Type.Integer(),
+        auto_blocked: Type.Integer(),
+        by_type: Type.Record(Type.String(), Type.Integer()),
+        by_severity: Type.Record(Type.String(), Type.Integer()),
         top_ips: Type.Array(Type.Object({ ip: Type.String(), events: Type.Integer(), last_seen: Type.String() })),
       }),
-      blocked_ips: Type.Integer(), auto_blocked_ips: Type.Integer(),
+      blocked_ips: Type.Integer(),
+      auto_blocked_ips: Type.Integer(),
       whitelist_entries: Nullable(Type.Integer({ description: 'null for a principal limited to deployments (the whitelist is global)' })),
       protected_routes: Type.Integer(),
       auto_block: Nullable(Type.Boolean({ description: 'null for a principal limited to deployments (a global setting)' })),
       realtime_capture: Nullable(Type.Boolean({ description: 'null for a principal limited to deployments (a global setting)' })),
     }),
     tenancy: 'filtered',
-    description: "Counts only what the caller sees: events, blocks and protected routes of its deployments; global state (whitelist, settings, blocks for every site) only for global principals.",
+    description:
+      'Counts only what the caller sees: events, blocks and protected routes of its deployments; global state (whitelist, settings, blocks for every site) only for global principals.',
     handler: (req) => {
       const p = req.principal;
       const active = edge.state.blocked.filter((b) => !isExpired(b) && canReach(p, b.deployment));
@@ -427,8 +635,13 @@ export function securityRoutes(rt: Runtime, blocks: Blocks, events: SecurityEven
   });
 
   ctx.route({
-    method: 'POST', path: '/security/cleanup', permission: 'security:write', operationId: 'security.cleanup', tag: 'security',
-    summary: 'Remove events older than `older_than` seconds', body: Type.Object({ older_than: Seconds({ minimum: 0 }) }),
+    method: 'POST',
+    path: '/security/cleanup',
+    permission: 'security:write',
+    operationId: 'security.cleanup',
+    tag: 'security',
+    summary: 'Remove events older than `older_than` seconds',
+    body: Type.Object({ older_than: Seconds({ minimum: 0 }) }),
     response: Type.Object({ events_deleted: Type.Integer() }),
     handler: (req) => ({ events_deleted: events.cleanup(Date.now() - req.body.older_than * 1000) }),
   });

@@ -21,7 +21,11 @@ export class Blocks {
   async block(input: { ip: string; reason: string; duration?: number | null; deployment?: string | null; auto: boolean }): Promise<BlockedIp> {
     const now = new Date();
     const entry: BlockedIp = {
-      ip: input.ip, reason: input.reason, deployment: input.deployment ?? null, auto: input.auto, created_at: now.toISOString(),
+      ip: input.ip,
+      reason: input.reason,
+      deployment: input.deployment ?? null,
+      auto: input.auto,
+      created_at: now.toISOString(),
       expires_at: input.duration ? new Date(now.getTime() + input.duration * 1000).toISOString() : null,
     };
     await this.rt.edge.mutate((draft) => {
@@ -61,7 +65,9 @@ export class Blocks {
     const delay = Math.min(Math.max(next - Date.now() + 50, 50), 60_000);
     this.sweepTimer = setTimeout(() => {
       this.sweepTimer = null;
-      this.sweep().catch((err) => this.rt.ctx.log.warn('block expiry failed', { error: (err as Error).message })).finally(() => this.schedule());
+      this.sweep()
+        .catch((err) => this.rt.ctx.log.warn('block expiry failed', { error: (err as Error).message }))
+        .finally(() => this.schedule());
     }, delay);
     this.sweepTimer.unref();
   }

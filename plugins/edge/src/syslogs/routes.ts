@@ -19,15 +19,22 @@ interface Source {
 }
 
 const SourceSchema = Type.Object({
-  id: Type.String(), name: Type.String(), type: Type.String(), path: Nullable(Type.String()), container: Nullable(Type.String()),
-  available: Type.Boolean(), size: Nullable(Type.Integer()),
+  id: Type.String(),
+  name: Type.String(),
+  type: Type.String(),
+  path: Nullable(Type.String()),
+  container: Nullable(Type.String()),
+  available: Type.Boolean(),
+  size: Nullable(Type.Integer()),
 });
 const LineSchema = Type.Object({ line: Type.String(), time: Nullable(Type.String()), stream: Nullable(Type.String()) });
 const Query = Type.Object({
   source: Type.String({ pattern: '^[a-z0-9][a-z0-9:_.-]{0,200}$', default: 'proxy-access', description: 'source id (see /system/logs/sources)' }),
   tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 100, description: 'last lines; 0 = all' })),
   filter: Type.Optional(Type.String({ maxLength: 200, description: 'keep lines containing this text' })),
-  deployment: Type.Optional(deploymentName({ description: 'only the access-log lines of this deployment (source proxy-access); bound to it. Without: global' })),
+  deployment: Type.Optional(
+    deploymentName({ description: 'only the access-log lines of this deployment (source proxy-access); bound to it. Without: global' }),
+  ),
 });
 const ACCESS = 'proxy-access';
 
@@ -40,12 +47,23 @@ export function systemLogRoutes(rt: Runtime): void {
   };
 
   const sources = async (): Promise<Source[]> => {
-    const out = [fileSource('proxy-access', 'proxy access log (JSON)', edge.layout.accessLog), fileSource('proxy-error', 'proxy error log', ctx.config.proxy.error_log)];
+    const out = [
+      fileSource('proxy-access', 'proxy access log (JSON)', edge.layout.accessLog),
+      fileSource('proxy-error', 'proxy error log', ctx.config.proxy.error_log),
+    ];
     const docker = rt.docker();
     if (docker?.available()) {
       const label = ctx.config.traffic.infrastructure_label;
       for (const c of await docker.listContainers({ all: true, labels: { [label]: '' } })) {
-        out.push({ id: `container:${c.name}`, name: `${c.labels[label] || c.name} (infrastructure container)`, type: 'container', path: null, container: c.name, available: c.state === 'running', size: null });
+        out.push({
+          id: `container:${c.name}`,
+          name: `${c.labels[label] || c.name} (infrastructure container)`,
+          type: 'container',
+          path: null,
+          container: c.name,
+          available: c.state === 'running',
+          size: null,
+        });
       }
     }
     return out;
@@ -86,16 +104,27 @@ export function systemLogRoutes(rt: Runtime): void {
     rt.docker()!.containerLogs(s.container!, { tail, follow, timestamps: true, signal });
 
   ctx.route({
-    method: 'GET', path: '/system/logs/sources', permission: 'system-logs:read', operationId: 'system.logSources', tag: 'system',
-    summary: 'Host log sources: proxy access and error logs, shared infrastructure containers', response: Type.Array(SourceSchema),
+    method: 'GET',
+    path: '/system/logs/sources',
+    permission: 'system-logs:read',
+    operationId: 'system.logSources',
+    tag: 'system',
+    summary: 'Host log sources: proxy access and error logs, shared infrastructure containers',
+    response: Type.Array(SourceSchema),
     handler: () => sources(),
   });
 
   ctx.route({
-    method: 'GET', path: '/system/logs', permission: 'system-logs:read', operationId: 'system.logs', tag: 'system',
-    summary: 'Read a host log source (last lines, text filter, one deployment)', query: Query,
+    method: 'GET',
+    path: '/system/logs',
+    permission: 'system-logs:read',
+    operationId: 'system.logs',
+    tag: 'system',
+    summary: 'Read a host log source (last lines, text filter, one deployment)',
+    query: Query,
     description: 'With `deployment`, bound to it (its access-log lines only); without, global.',
-    deployment: (req) => req.query.deployment, response: Type.Array(LineSchema),
+    deployment: (req) => req.query.deployment,
+    response: Type.Array(LineSchema),
     handler: async (req) => {
       const s = await source(req.query);
       const tail = req.query.tail ?? 100;
@@ -111,8 +140,12 @@ export function systemLogRoutes(rt: Runtime): void {
   });
 
   ctx.websocket({
-    path: '/system/logs/stream', permission: 'system-logs:read', operationId: 'system.logsStream', tag: 'system',
-    summary: 'Follow a host log source (same query as /system/logs); messages are {line, time, stream}', query: Query,
+    path: '/system/logs/stream',
+    permission: 'system-logs:read',
+    operationId: 'system.logsStream',
+    tag: 'system',
+    summary: 'Follow a host log source (same query as /system/logs); messages are {line, time, stream}',
+    query: Query,
     description: 'With `deployment`, bound to it (its access-log lines only); without, global.',
     deployment: (req) => req.query.deployment,
     handler: async (conn, req) => {
@@ -122,12 +155,18 @@ export function systemLogRoutes(rt: Runtime): void {
       if (s.type === 'file') {
         const { lines, end } = s.available ? await tailLines(s.path!, tail, keep) : { lines: [], end: 0 };
         for (const line of lines) await conn.send({ line, time: null, stream: null });
-        await followFile(s.path!, end, async (appended) => {
-          for (const line of appended) if (keep(line)) await conn.send({ line, time: null, stream: null });
-        }, conn.signal);
+        await followFile(
+          s.path!,
+          end,
+          async (appended) => {
+            for (const line of appended) if (keep(line)) await conn.send({ line, time: null, stream: null });
+          },
+          conn.signal,
+        );
         return;
       }
-      for await (const l of await containerLines(s, tail, true, conn.signal)) if (keep(l.text)) await conn.send({ line: l.text, time: l.time, stream: l.stream });
+      for await (const l of await containerLines(s, tail, true, conn.signal))
+        if (keep(l.text)) await conn.send({ line: l.text, time: l.time, stream: l.stream });
       conn.close(1000, 'source ended');
     },
   });

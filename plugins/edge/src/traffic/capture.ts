@@ -26,18 +26,24 @@ export class Capture {
     private readonly settings: PluginSettings<typeof SecuritySettings>,
   ) {
     this.detector = new Detector(() => settings.get());
-    this.reader = new AccessLogReader(rt.edge.layout.accessLog, journal.db, journal, {
-      observe: (records) => this.observe(records),
-      // The events' ids only exist once committed; a rolled-back read blocks no one.
-      end: (committed) => {
-        const decided = this.decided;
-        this.decided = [];
-        for (const d of decided) {
-          if (committed) this.autoBlock(d);
-          else this.pendingBlocks.delete(d.ip);
-        }
+    this.reader = new AccessLogReader(
+      rt.edge.layout.accessLog,
+      journal.db,
+      journal,
+      {
+        observe: (records) => this.observe(records),
+        // The events' ids only exist once committed; a rolled-back read blocks no one.
+        end: (committed) => {
+          const decided = this.decided;
+          this.decided = [];
+          for (const d of decided) {
+            if (committed) this.autoBlock(d);
+            else this.pendingBlocks.delete(d.ip);
+          }
+        },
       },
-    }, rt.ctx.log);
+      rt.ctx.log,
+    );
   }
 
   /** Records already in the journal → security events (and automatic blocks). */
@@ -54,7 +60,8 @@ export class Capture {
   }
 
   private autoBlock({ ip, id, reason, duration }: { ip: string; id: number; reason: string; duration: number }): void {
-    this.blocks.block({ ip, reason, duration, auto: true })
+    this.blocks
+      .block({ ip, reason, duration, auto: true })
       .then(() => this.events.markBlocked(id))
       .catch((err) => this.rt.ctx.log.error('auto-block failed', { ip, error: (err as Error).message }))
       .finally(() => this.pendingBlocks.delete(ip));

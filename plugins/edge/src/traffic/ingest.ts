@@ -41,15 +41,19 @@ export class AccessLogReader {
     this.ingest = db.transaction((text: string, ino: number, offset: number) => {
       const rows = journal.appender();
       let n = 0;
-      parseLines(text, (records) => {
-        rows.append(records);
-        n += records.length;
-        try {
-          this.sink.observe(records);
-        } catch (err) {
-          this.log.error('traffic observation failed', { error: (err as Error).message });
-        }
-      }, GROUP);
+      parseLines(
+        text,
+        (records) => {
+          rows.append(records);
+          n += records.length;
+          try {
+            this.sink.observe(records);
+          } catch (err) {
+            this.log.error('traffic observation failed', { error: (err as Error).message });
+          }
+        },
+        GROUP,
+      );
       rows.finish();
       this.save(ino, offset);
       return n;
@@ -57,11 +61,18 @@ export class AccessLogReader {
   }
 
   private position(): { ino: number; offset: number } {
-    return (this.db.prepare('SELECT ino, offset FROM ingest_position WHERE path = ?').get(this.path) as { ino: number; offset: number } | undefined) ?? { ino: -1, offset: 0 };
+    return (
+      (this.db.prepare('SELECT ino, offset FROM ingest_position WHERE path = ?').get(this.path) as { ino: number; offset: number } | undefined) ?? {
+        ino: -1,
+        offset: 0,
+      }
+    );
   }
 
   private save(ino: number, offset: number): void {
-    this.db.prepare('INSERT INTO ingest_position (path, ino, offset) VALUES (?, ?, ?) ON CONFLICT(path) DO UPDATE SET ino = excluded.ino, offset = excluded.offset').run(this.path, ino, offset);
+    this.db
+      .prepare('INSERT INTO ingest_position (path, ino, offset) VALUES (?, ?, ?) ON CONFLICT(path) DO UPDATE SET ino = excluded.ino, offset = excluded.offset')
+      .run(this.path, ino, offset);
   }
 
   /** Reads every complete line appended since the last call; returns how many records it ingested. */
@@ -123,9 +134,11 @@ export class AccessLogReader {
   follow(intervalMs: number): void {
     if (this.timer) return;
     const tick = () => {
-      this.readNew().catch((err) => this.log.warn('access log read failed', { error: (err as Error).message })).finally(() => {
-        if (this.timer) this.timer = setTimeout(tick, intervalMs);
-      });
+      this.readNew()
+        .catch((err) => this.log.warn('access log read failed', { error: (err as Error).message }))
+        .finally(() => {
+          if (this.timer) this.timer = setTimeout(tick, intervalMs);
+        });
     };
     this.timer = setTimeout(tick, 0);
   }

@@ -53,8 +53,17 @@ export interface TrafficRow {
 }
 
 interface RawRow {
-  id: number; time_ms: number; deployment: string; host: string; method: string; path: string; status: number;
-  bytes: number; duration_ms: number; source_ip: string; user_agent: string;
+  id: number;
+  time_ms: number;
+  deployment: string;
+  host: string;
+  method: string;
+  path: string;
+  status: number;
+  bytes: number;
+  duration_ms: number;
+  source_ip: string;
+  user_agent: string;
 }
 
 /** `*` wildcards become LIKE `%`; without a wildcard the pattern matches anywhere in the path. */
@@ -106,7 +115,13 @@ export interface TrafficAppender {
   finish(): void;
 }
 
-interface Span { first_id: number; last_id: number; min_time: number; max_time: number; rows: number }
+interface Span {
+  first_id: number;
+  last_id: number;
+  min_time: number;
+  max_time: number;
+  rows: number;
+}
 
 export class TrafficJournal {
   private readonly insertOne: SqlStatement;
@@ -162,7 +177,9 @@ export class TrafficJournal {
     this.insertOne = db.prepare(`INSERT OR FAIL INTO traffic ${cols} VALUES ${values(1)}`);
     // Many rows per statement: far fewer calls into SQLite per line.
     this.insertWide = db.prepare(`INSERT OR FAIL INTO traffic ${cols} VALUES ${values(ROWS_PER_STATEMENT)}`);
-    this.bumpCount = db.prepare('INSERT INTO traffic_counts (deployment, method, status, n) VALUES (?, ?, ?, ?) ON CONFLICT (deployment, method, status) DO UPDATE SET n = n + excluded.n');
+    this.bumpCount = db.prepare(
+      'INSERT INTO traffic_counts (deployment, method, status, n) VALUES (?, ?, ?, ?) ON CONFLICT (deployment, method, status) DO UPDATE SET n = n + excluded.n',
+    );
     this.lastSpan = db.prepare('SELECT first_id, last_id, min_time, max_time, rows FROM traffic_spans ORDER BY first_id DESC LIMIT 1');
     this.putSpan = db.prepare('INSERT OR REPLACE INTO traffic_spans (first_id, last_id, min_time, max_time, rows) VALUES (?, ?, ?, ?, ?)');
     this.insertBatch = db.transaction((records: TrafficRecord[]) => {
@@ -174,14 +191,18 @@ export class TrafficJournal {
       // Rows older than `before` can only sit in spans that start before it.
       const hi = (db.prepare('SELECT MAX(last_id) AS hi FROM traffic_spans WHERE min_time < ?').get(before) as { hi: number | null }).hi;
       if (hi === null) return 0;
-      const gone = db.prepare('SELECT deployment, method, status, COUNT(*) AS n FROM traffic WHERE id <= ? AND time_ms < ? GROUP BY deployment, method, status').all(hi, before) as { deployment: string; method: string; status: number; n: number }[];
+      const gone = db
+        .prepare('SELECT deployment, method, status, COUNT(*) AS n FROM traffic WHERE id <= ? AND time_ms < ? GROUP BY deployment, method, status')
+        .all(hi, before) as { deployment: string; method: string; status: number; n: number }[];
       const dec = db.prepare('UPDATE traffic_counts SET n = n - ? WHERE deployment = ? AND method = ? AND status = ?');
       for (const g of gone) dec.run(g.n, g.deployment, g.method, g.status);
       db.prepare('DELETE FROM traffic_counts WHERE n <= 0').run();
       const n = db.prepare('DELETE FROM traffic WHERE id <= ? AND time_ms < ?').run(hi, before).changes;
       // Spans the cut went through keep their bounds (still valid) with their rows counted again.
       db.prepare('DELETE FROM traffic_spans WHERE max_time < ? AND last_id <= ?').run(before, hi);
-      db.prepare(`UPDATE traffic_spans SET rows = (SELECT COUNT(*) FROM traffic WHERE id BETWEEN first_id AND last_id) WHERE min_time < ? AND first_id <= ?`).run(before, hi);
+      db.prepare(
+        `UPDATE traffic_spans SET rows = (SELECT COUNT(*) FROM traffic WHERE id BETWEEN first_id AND last_id) WHERE min_time < ? AND first_id <= ?`,
+      ).run(before, hi);
       db.prepare('DELETE FROM traffic_spans WHERE rows = 0').run();
       return n;
     });
@@ -192,10 +213,18 @@ export class TrafficJournal {
     const spans = (this.db.prepare('SELECT COUNT(*) AS n FROM traffic_spans').get() as { n: number }).n;
     if (spans > 0) return;
     this.db.transaction(() => {
-      this.db.prepare(`INSERT INTO traffic_spans (first_id, last_id, min_time, max_time, rows)
-        SELECT MIN(id), MAX(id), MIN(time_ms), MAX(time_ms), COUNT(*) FROM traffic GROUP BY id / ${SPAN_ROWS}`).run();
+      this.db
+        .prepare(
+          `INSERT INTO traffic_spans (first_id, last_id, min_time, max_time, rows)
+        SELECT MIN(id), MAX(id), MIN(time_ms), MAX(time_ms), COUNT(*) FROM traffic GROUP BY id / ${SPAN_ROWS}`,
+        )
+        .run();
       this.db.prepare('DELETE FROM traffic_counts').run();
-      this.db.prepare('INSERT INTO traffic_counts (deployment, method, status, n) SELECT deployment, method, status, COUNT(*) FROM traffic GROUP BY deployment, method, status').run();
+      this.db
+        .prepare(
+          'INSERT INTO traffic_counts (deployment, method, status, n) SELECT deployment, method, status, COUNT(*) FROM traffic GROUP BY deployment, method, status',
+        )
+        .run();
     })();
   }
 
@@ -220,14 +249,24 @@ export class TrafficJournal {
         for (let k = 0; k < ROWS_PER_STATEMENT; k++) {
           const r = records[i + k]!;
           const o = k * 10;
-          flat[o] = r.time_ms; flat[o + 1] = r.deployment; flat[o + 2] = r.host; flat[o + 3] = r.method; flat[o + 4] = r.path;
-          flat[o + 5] = r.status; flat[o + 6] = r.bytes; flat[o + 7] = r.duration_ms; flat[o + 8] = r.source_ip; flat[o + 9] = r.user_agent;
+          flat[o] = r.time_ms;
+          flat[o + 1] = r.deployment;
+          flat[o + 2] = r.host;
+          flat[o + 3] = r.method;
+          flat[o + 4] = r.path;
+          flat[o + 5] = r.status;
+          flat[o + 6] = r.bytes;
+          flat[o + 7] = r.duration_ms;
+          flat[o + 8] = r.source_ip;
+          flat[o + 9] = r.user_agent;
         }
         lastId = Number(this.insertWide.run(...flat).lastInsertRowid);
       }
       for (; i < records.length; i++) {
         const r = records[i]!;
-        lastId = Number(this.insertOne.run(r.time_ms, r.deployment, r.host, r.method, r.path, r.status, r.bytes, r.duration_ms, r.source_ip, r.user_agent).lastInsertRowid);
+        lastId = Number(
+          this.insertOne.run(r.time_ms, r.deployment, r.host, r.method, r.path, r.status, r.bytes, r.duration_ms, r.source_ip, r.user_agent).lastInsertRowid,
+        );
       }
       return lastId;
     };
@@ -273,8 +312,10 @@ export class TrafficJournal {
 
   /** The ids that can hold rows of a time window (null: none can). */
   private idRange(start?: number, end?: number): { lo: number; hi: number } | null {
-    const lo = start === undefined ? null : (this.db.prepare('SELECT MIN(first_id) AS v FROM traffic_spans WHERE max_time >= ?').get(start) as { v: number | null }).v;
-    const hi = end === undefined ? null : (this.db.prepare('SELECT MAX(last_id) AS v FROM traffic_spans WHERE min_time <= ?').get(end) as { v: number | null }).v;
+    const lo =
+      start === undefined ? null : (this.db.prepare('SELECT MIN(first_id) AS v FROM traffic_spans WHERE max_time >= ?').get(start) as { v: number | null }).v;
+    const hi =
+      end === undefined ? null : (this.db.prepare('SELECT MAX(last_id) AS v FROM traffic_spans WHERE min_time <= ?').get(end) as { v: number | null }).v;
     if ((start !== undefined && lo === null) || (end !== undefined && hi === null)) return null;
     return { lo: lo ?? 0, hi: hi ?? Number.MAX_SAFE_INTEGER };
   }
@@ -374,7 +415,9 @@ export class TrafficJournal {
     if (parts) return { items: this.mergedPage(parts, limit, offset).map(toRow), total, capped };
     let rows: RawRow[];
     if (where.sql && total <= RARE_MATCHES) {
-      rows = this.db.prepare(`SELECT * FROM traffic WHERE id IN (SELECT id FROM traffic ${where.sql}) ORDER BY id DESC LIMIT ? OFFSET ?`).all(...where.params, limit, offset) as RawRow[];
+      rows = this.db
+        .prepare(`SELECT * FROM traffic WHERE id IN (SELECT id FROM traffic ${where.sql}) ORDER BY id DESC LIMIT ? OFFSET ?`)
+        .all(...where.params, limit, offset) as RawRow[];
     } else {
       const page = this.where(f, true)!;
       rows = this.db.prepare(`SELECT * FROM traffic ${page.sql} ORDER BY id DESC LIMIT ? OFFSET ?`).all(...page.params, limit, offset) as RawRow[];
@@ -384,12 +427,15 @@ export class TrafficJournal {
 
   /** Exact total of a filter on a time window alone: whole spans by their row counts, cut spans row by row. */
   private windowTotal(f: TrafficFilter): number | undefined {
-    if (f.deployment !== undefined || f.deployments || f.method || f.status_code !== undefined || f.status_group || f.source_ip || f.host || f.path) return undefined;
+    if (f.deployment !== undefined || f.deployments || f.method || f.status_code !== undefined || f.status_group || f.source_ip || f.host || f.path)
+      return undefined;
     const start = f.start_ms ?? -Infinity;
     const end = f.end_ms ?? Infinity;
     let total = 0;
     const cut = this.db.prepare('SELECT COUNT(*) AS n FROM traffic WHERE id BETWEEN ? AND ? AND time_ms >= ? AND time_ms <= ?');
-    for (const s of this.db.prepare('SELECT first_id, last_id, min_time, max_time, rows FROM traffic_spans WHERE max_time >= ? AND min_time <= ?').iterate(start, end) as IterableIterator<{ first_id: number; last_id: number; min_time: number; max_time: number; rows: number }>) {
+    for (const s of this.db
+      .prepare('SELECT first_id, last_id, min_time, max_time, rows FROM traffic_spans WHERE max_time >= ? AND min_time <= ?')
+      .iterate(start, end) as IterableIterator<{ first_id: number; last_id: number; min_time: number; max_time: number; rows: number }>) {
       if (s.min_time >= start && s.max_time <= end) total += s.rows;
       else total += (cut.get(s.first_id, s.last_id, start, end) as { n: number }).n;
     }
@@ -411,9 +457,11 @@ export class TrafficJournal {
 
   /** Count of a filter on deployments and/or status with other conditions: part by part, up to the cap. */
   private partsCount(p: Parts, exact: boolean): { total: number; capped: boolean } {
-    const count = this.db.prepare(exact
-      ? `SELECT COUNT(*) AS n FROM traffic WHERE ${p.key}${p.rest.sql}`
-      : `SELECT COUNT(*) AS n FROM (SELECT 1 FROM traffic WHERE ${p.key}${p.rest.sql} LIMIT ?)`);
+    const count = this.db.prepare(
+      exact
+        ? `SELECT COUNT(*) AS n FROM traffic WHERE ${p.key}${p.rest.sql}`
+        : `SELECT COUNT(*) AS n FROM (SELECT 1 FROM traffic WHERE ${p.key}${p.rest.sql} LIMIT ?)`,
+    );
     let total = 0;
     for (const key of p.keys) {
       total += (count.get(...key, ...p.rest.params, ...(exact ? [] : [COUNT_CAP + 1 - total])) as { n: number }).n;
@@ -430,8 +478,17 @@ export class TrafficJournal {
   private parts(f: TrafficFilter): Parts | undefined {
     const byDeployment = f.deployment !== undefined || f.deployments !== undefined;
     if (!byDeployment && f.status_code === undefined && !f.status_group) return undefined;
-    const keyFilter = this.where({ deployment: f.deployment, deployments: f.deployments, method: f.method, status_code: f.status_code, status_group: f.status_group })!;
-    const rows = this.db.prepare(`SELECT DISTINCT ${byDeployment ? 'deployment, ' : ''}status FROM traffic_counts ${keyFilter.sql} ${keyFilter.sql ? 'AND' : 'WHERE'} n > 0 LIMIT ${MAX_PARTS + 1}`)
+    const keyFilter = this.where({
+      deployment: f.deployment,
+      deployments: f.deployments,
+      method: f.method,
+      status_code: f.status_code,
+      status_group: f.status_group,
+    })!;
+    const rows = this.db
+      .prepare(
+        `SELECT DISTINCT ${byDeployment ? 'deployment, ' : ''}status FROM traffic_counts ${keyFilter.sql} ${keyFilter.sql ? 'AND' : 'WHERE'} n > 0 LIMIT ${MAX_PARTS + 1}`,
+      )
       .all(...keyFilter.params) as { deployment?: string; status: number }[];
     if (rows.length > MAX_PARTS) return undefined;
     const rest = this.where({ method: f.method, host: f.host, path: f.path, start_ms: f.start_ms, end_ms: f.end_ms }, true) ?? { sql: 'WHERE 0', params: [] };
@@ -448,8 +505,10 @@ export class TrafficJournal {
   }
 
   private count(where: { sql: string; params: unknown[] }, exact: boolean): { total: number; capped: boolean } {
-    if (exact || !where.sql) return { total: (this.db.prepare(`SELECT COUNT(*) AS n FROM traffic ${where.sql}`).get(...where.params) as { n: number }).n, capped: false };
-    const n = (this.db.prepare(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM traffic ${where.sql} LIMIT ${COUNT_CAP + 1})`).get(...where.params) as { n: number }).n;
+    if (exact || !where.sql)
+      return { total: (this.db.prepare(`SELECT COUNT(*) AS n FROM traffic ${where.sql}`).get(...where.params) as { n: number }).n, capped: false };
+    const n = (this.db.prepare(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM traffic ${where.sql} LIMIT ${COUNT_CAP + 1})`).get(...where.params) as { n: number })
+      .n;
     return n > COUNT_CAP ? { total: COUNT_CAP, capped: true } : { total: n, capped: false };
   }
 
@@ -463,7 +522,7 @@ export class TrafficJournal {
     let full = false;
     let straddle = false;
     for (const hour of this.hours(f.start_ms, f.end_ms)) {
-      const found = (inHour.all(...where.params, hour) as { id: number }[]);
+      const found = inHour.all(...where.params, hour) as { id: number }[];
       total += found.length;
       // One more hour once the page is full: lines stamped a moment apart may straddle an hour in log order.
       if (!straddle) {
@@ -484,11 +543,16 @@ export class TrafficJournal {
   stats(f: TrafficFilter) {
     const where = this.where(f) ?? { sql: 'WHERE 0', params: [] };
     type Acc = { deployment: string | null; requests: number; bytes: number; status: Record<string, number>; durations: number[] };
-    const groups = () => ({ '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 } as Record<string, number>);
+    const groups = () => ({ '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 }) as Record<string, number>;
     const per = new Map<string, Acc>();
     const all: number[] = [];
     const total = { requests: 0, bytes: 0, status: groups() };
-    for (const row of this.db.prepare(`SELECT deployment, status, bytes, duration_ms FROM traffic ${where.sql}`).iterate(...where.params) as IterableIterator<{ deployment: string; status: number; bytes: number; duration_ms: number }>) {
+    for (const row of this.db.prepare(`SELECT deployment, status, bytes, duration_ms FROM traffic ${where.sql}`).iterate(...where.params) as IterableIterator<{
+      deployment: string;
+      status: number;
+      bytes: number;
+      duration_ms: number;
+    }>) {
       let s = per.get(row.deployment);
       if (!s) per.set(row.deployment, (s = { deployment: row.deployment || null, requests: 0, bytes: 0, status: groups(), durations: [] }));
       const key = `${Math.floor(row.status / 100)}xx`;
@@ -506,7 +570,8 @@ export class TrafficJournal {
       const sorted = Float64Array.from(values).sort();
       return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
     };
-    const deployments = [...per.values()].sort((a, b) => b.requests - a.requests)
+    const deployments = [...per.values()]
+      .sort((a, b) => b.requests - a.requests)
       .map(({ durations, ...s }) => ({ ...s, p50_ms: pct(durations, 0.5), p95_ms: pct(durations, 0.95) }));
     return { total: { ...total, p50_ms: pct(all, 0.5), p95_ms: pct(all, 0.95) }, deployments };
   }
@@ -515,15 +580,21 @@ export class TrafficJournal {
   top(f: TrafficFilter, column: 'path' | 'source_ip', limit: number): { value: string; requests: number }[] {
     const where = this.where(f);
     if (!where) return [];
-    return this.db.prepare(`SELECT ${column} AS value, COUNT(*) AS requests FROM traffic ${where.sql} GROUP BY ${column} ORDER BY requests DESC LIMIT ?`).all(...where.params, limit) as { value: string; requests: number }[];
+    return this.db
+      .prepare(`SELECT ${column} AS value, COUNT(*) AS requests FROM traffic ${where.sql} GROUP BY ${column} ORDER BY requests DESC LIMIT ?`)
+      .all(...where.params, limit) as { value: string; requests: number }[];
   }
 
   /** Requests for host names no deployment owns (the default server), by host. */
   unknownDomains(f: TrafficFilter, limit: number) {
     const where = this.where({ ...f, deployment: '' });
     if (!where) return [];
-    return this.db.prepare(`SELECT host, COUNT(*) AS requests, COUNT(DISTINCT source_ip) AS sources, MIN(time_ms) AS first, MAX(time_ms) AS last
-      FROM traffic ${where.sql} GROUP BY host ORDER BY requests DESC LIMIT ?`).all(...where.params, limit) as { host: string; requests: number; sources: number; first: number; last: number }[];
+    return this.db
+      .prepare(
+        `SELECT host, COUNT(*) AS requests, COUNT(DISTINCT source_ip) AS sources, MIN(time_ms) AS first, MAX(time_ms) AS last
+      FROM traffic ${where.sql} GROUP BY host ORDER BY requests DESC LIMIT ?`,
+      )
+      .all(...where.params, limit) as { host: string; requests: number; sources: number; first: number; last: number }[];
   }
 
   cleanup(olderThanMs: number): number {
@@ -537,9 +608,13 @@ export class TrafficJournal {
    * between them: a deployment with millions of rows does not hold the event loop (or the ingester) for seconds.
    */
   async retire(name: string, retiredAs: string, untilMs: number, chunk = RETIRE_ROWS): Promise<number> {
-    const statuses = (this.db.prepare('SELECT DISTINCT status FROM traffic_counts WHERE deployment = ?').all(name) as { status: number }[]).map((r) => r.status);
+    const statuses = (this.db.prepare('SELECT DISTINCT status FROM traffic_counts WHERE deployment = ?').all(name) as { status: number }[]).map(
+      (r) => r.status,
+    );
     const bound = this.db.prepare(`SELECT id FROM traffic WHERE deployment = ? AND status = ? AND time_ms <= ? ORDER BY id LIMIT 1 OFFSET ?`);
-    const groups = this.db.prepare('SELECT method, COUNT(*) AS n FROM traffic WHERE deployment = ? AND status = ? AND time_ms <= ? AND id <= ? GROUP BY method');
+    const groups = this.db.prepare(
+      'SELECT method, COUNT(*) AS n FROM traffic WHERE deployment = ? AND status = ? AND time_ms <= ? AND id <= ? GROUP BY method',
+    );
     const move = this.db.prepare('UPDATE traffic SET deployment = ? WHERE deployment = ? AND status = ? AND time_ms <= ? AND id <= ?');
     const dec = this.db.prepare('UPDATE traffic_counts SET n = n - ? WHERE deployment = ? AND method = ? AND status = ?');
     const step = this.db.transaction((status: number, hi: number): number => {
@@ -567,6 +642,15 @@ export class TrafficJournal {
 }
 
 const toRow = (r: RawRow): TrafficRow => ({
-  id: r.id, time: new Date(r.time_ms).toISOString(), deployment: r.deployment || null, host: r.host, method: r.method,
-  path: r.path, status: r.status, bytes: r.bytes, duration_ms: r.duration_ms, source_ip: r.source_ip, user_agent: r.user_agent,
+  id: r.id,
+  time: new Date(r.time_ms).toISOString(),
+  deployment: r.deployment || null,
+  host: r.host,
+  method: r.method,
+  path: r.path,
+  status: r.status,
+  bytes: r.bytes,
+  duration_ms: r.duration_ms,
+  source_ip: r.source_ip,
+  user_agent: r.user_agent,
 });

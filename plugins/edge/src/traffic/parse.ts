@@ -10,9 +10,18 @@ import type { TrafficRecord } from './journal.js';
 
 /** The agent's log_format (render.ts writes it from this list): JSON keys in order, each with its nginx variable. */
 export const LOG_FIELDS = [
-  ['time', '$msec'], ['deployment', '$agent_deployment'], ['host', '$host'], ['method', '$request_method'],
-  ['path', '$request_uri'], ['status', '$status'], ['bytes', '$body_bytes_sent'], ['duration', '$request_time'],
-  ['ip', '$remote_addr'], ['ua', '$http_user_agent'], ['blocked', '$agent_block_hit'], ['protected', '$agent_protected'],
+  ['time', '$msec'],
+  ['deployment', '$agent_deployment'],
+  ['host', '$host'],
+  ['method', '$request_method'],
+  ['path', '$request_uri'],
+  ['status', '$status'],
+  ['bytes', '$body_bytes_sent'],
+  ['duration', '$request_time'],
+  ['ip', '$remote_addr'],
+  ['ua', '$http_user_agent'],
+  ['blocked', '$agent_block_hit'],
+  ['protected', '$agent_protected'],
   ['user', '$remote_user'],
 ] as const;
 const KEYS = LOG_FIELDS.map(([key]) => key);
@@ -46,8 +55,19 @@ function toRecord(o: Fields): TrafficRecord | null {
 /** The same from the regular expression's groups (in KEYS order). */
 function fromMatch(m: RegExpExecArray): TrafficRecord | null {
   return toRecord({
-    time: m[1], deployment: m[2], host: m[3], method: m[4], path: m[5], status: m[6], bytes: m[7], duration: m[8],
-    ip: m[9], ua: m[10], blocked: m[11], protected: m[12], user: m[13],
+    time: m[1],
+    deployment: m[2],
+    host: m[3],
+    method: m[4],
+    path: m[5],
+    status: m[6],
+    bytes: m[7],
+    duration: m[8],
+    ip: m[9],
+    ua: m[10],
+    blocked: m[11],
+    protected: m[12],
+    user: m[13],
   });
 }
 

@@ -6,17 +6,37 @@ import type { Runtime } from '../runtime.js';
 import { COUNT_CAP, type TrafficJournal } from './journal.js';
 
 const TrafficItem = Type.Object({
-  id: Type.Integer(), time: Type.String(), deployment: Nullable(Type.String()), host: Type.String(), method: Type.String(),
-  path: Type.String(), status: Type.Integer(), bytes: Type.Integer(), duration_ms: Type.Number(), source_ip: Type.String(), user_agent: Type.String(),
+  id: Type.Integer(),
+  time: Type.String(),
+  deployment: Nullable(Type.String()),
+  host: Type.String(),
+  method: Type.String(),
+  path: Type.String(),
+  status: Type.Integer(),
+  bytes: Type.Integer(),
+  duration_ms: Type.Number(),
+  source_ip: Type.String(),
+  user_agent: Type.String(),
 });
 const StatusGroups = Type.Record(Type.String(), Type.Integer());
 const DeploymentStats = Type.Object({
-  deployment: Nullable(Type.String()), requests: Type.Integer(), bytes: Type.Integer(), status: StatusGroups,
-  p50_ms: Nullable(Type.Number()), p95_ms: Nullable(Type.Number()),
+  deployment: Nullable(Type.String()),
+  requests: Type.Integer(),
+  bytes: Type.Integer(),
+  status: StatusGroups,
+  p50_ms: Nullable(Type.Number()),
+  p95_ms: Nullable(Type.Number()),
 });
 const Stats = Type.Object({
-  since: Type.String(), until: Nullable(Type.String()),
-  total: Type.Object({ requests: Type.Integer(), bytes: Type.Integer(), status: StatusGroups, p50_ms: Nullable(Type.Number()), p95_ms: Nullable(Type.Number()) }),
+  since: Type.String(),
+  until: Nullable(Type.String()),
+  total: Type.Object({
+    requests: Type.Integer(),
+    bytes: Type.Integer(),
+    status: StatusGroups,
+    p50_ms: Nullable(Type.Number()),
+    p95_ms: Nullable(Type.Number()),
+  }),
   deployments: Type.Array(DeploymentStats),
 });
 const DAY = 86_400_000;
@@ -33,9 +53,15 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
   const { ctx } = rt;
 
   ctx.route({
-    method: 'GET', path: '/traffic/logs', permission: 'traffic:read', operationId: 'traffic.logs', tag: 'traffic',
-    summary: 'Requests the proxy served, newest first (in the order the proxy logged them)', tenancy: 'filtered',
-    description: "Rows of the caller's deployments; rows of unknown hosts and of deleted deployments (retired names) only for global principals. `deployment` naming one the caller does not reach is 404.",
+    method: 'GET',
+    path: '/traffic/logs',
+    permission: 'traffic:read',
+    operationId: 'traffic.logs',
+    tag: 'traffic',
+    summary: 'Requests the proxy served, newest first (in the order the proxy logged them)',
+    tenancy: 'filtered',
+    description:
+      "Rows of the caller's deployments; rows of unknown hosts and of deleted deployments (retired names) only for global principals. `deployment` naming one the caller does not reach is 404.",
     query: Type.Object({
       deployment: Type.Optional(deploymentOrRetired()),
       method: Type.Optional(Type.String({ pattern: '^[A-Z]{3,10}$', description: 'HTTP method' })),
@@ -46,7 +72,9 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       start_time: TimeQuery(),
       end_time: TimeQuery(),
       ...Pagination(100, 1000),
-      exact_total: Type.Optional(Type.Boolean({ default: false, description: `count every match (slower); by default counting stops at ${COUNT_CAP} and meta.total_capped says so` })),
+      exact_total: Type.Optional(
+        Type.Boolean({ default: false, description: `count every match (slower); by default counting stops at ${COUNT_CAP} and meta.total_capped says so` }),
+      ),
     }),
     response: Type.Array(TrafficItem),
     handler: (req) => {
@@ -54,18 +82,34 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       const visible = filterScope(req.principal, q.deployment);
       const limit = q.limit ?? 100;
       const offset = q.offset ?? 0;
-      const { items, total, capped } = journal.query({
-        deployment: q.deployment, deployments: visible, method: q.method, status_group: q.status_group, status_code: q.status_code,
-        source_ip: q.source_ip ? checkIp(q.source_ip, 'source_ip') : undefined, path: q.path,
-        start_ms: timeParam(q.start_time, 'start_time'), end_ms: timeParam(q.end_time, 'end_time'),
-      }, limit, offset, q.exact_total ?? false);
+      const { items, total, capped } = journal.query(
+        {
+          deployment: q.deployment,
+          deployments: visible,
+          method: q.method,
+          status_group: q.status_group,
+          status_code: q.status_code,
+          source_ip: q.source_ip ? checkIp(q.source_ip, 'source_ip') : undefined,
+          path: q.path,
+          start_ms: timeParam(q.start_time, 'start_time'),
+          end_ms: timeParam(q.end_time, 'end_time'),
+        },
+        limit,
+        offset,
+        q.exact_total ?? false,
+      );
       return reply.ok(items, undefined, { total, limit, offset, total_capped: capped });
     },
   });
 
   ctx.route({
-    method: 'GET', path: '/traffic/stats', permission: 'traffic:read', operationId: 'traffic.stats', tag: 'traffic',
-    summary: 'Requests per deployment and status group, bytes, p50/p95 latency (default: last 24 h)', tenancy: 'filtered',
+    method: 'GET',
+    path: '/traffic/stats',
+    permission: 'traffic:read',
+    operationId: 'traffic.stats',
+    tag: 'traffic',
+    summary: 'Requests per deployment and status group, bytes, p50/p95 latency (default: last 24 h)',
+    tenancy: 'filtered',
     description: "Counts only the caller's deployments (totals included); unknown hosts and retired names only for global principals.",
     query: Type.Object({
       deployment: Type.Optional(deploymentOrRetired()),
@@ -83,7 +127,11 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
   });
 
   ctx.route({
-    method: 'GET', path: '/traffic/unknown-domains', permission: 'traffic:read', operationId: 'traffic.unknownDomains', tag: 'traffic',
+    method: 'GET',
+    path: '/traffic/unknown-domains',
+    permission: 'traffic:read',
+    operationId: 'traffic.unknownDomains',
+    tag: 'traffic',
     summary: 'Requests for host names no deployment owns, by host (default: last 7 days)',
     description: 'Hosts no deployment owns belong to no tenant: global.',
     query: Type.Object({
@@ -91,16 +139,27 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       end_time: TimeQuery(),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
     }),
-    response: Type.Array(Type.Object({ host: Type.String(), requests: Type.Integer(), sources: Type.Integer(), first_seen: Type.String(), last_seen: Type.String() })),
+    response: Type.Array(
+      Type.Object({ host: Type.String(), requests: Type.Integer(), sources: Type.Integer(), first_seen: Type.String(), last_seen: Type.String() }),
+    ),
     handler: (req) => {
       const start = timeParam(req.query.start_time, 'start_time') ?? Date.now() - 7 * DAY;
-      return journal.unknownDomains({ start_ms: start, end_ms: timeParam(req.query.end_time, 'end_time') }, req.query.limit ?? 100)
-        .map((r) => ({ host: r.host, requests: r.requests, sources: r.sources, first_seen: new Date(r.first).toISOString(), last_seen: new Date(r.last).toISOString() }));
+      return journal.unknownDomains({ start_ms: start, end_ms: timeParam(req.query.end_time, 'end_time') }, req.query.limit ?? 100).map((r) => ({
+        host: r.host,
+        requests: r.requests,
+        sources: r.sources,
+        first_seen: new Date(r.first).toISOString(),
+        last_seen: new Date(r.last).toISOString(),
+      }));
     },
   });
 
   ctx.route({
-    method: 'POST', path: '/traffic/cleanup', permission: 'traffic:write', operationId: 'traffic.cleanup', tag: 'traffic',
+    method: 'POST',
+    path: '/traffic/cleanup',
+    permission: 'traffic:write',
+    operationId: 'traffic.cleanup',
+    tag: 'traffic',
     summary: 'Remove traffic records older than `older_than` seconds',
     body: Type.Object({ older_than: Seconds({ minimum: 0 }) }),
     response: Type.Object({ deleted: Type.Integer() }),
@@ -108,13 +167,31 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
   });
 
   ctx.route({
-    method: 'GET', path: '/deployments/:name/traffic', permission: 'traffic:read', operationId: 'traffic.deployment', tag: 'traffic',
+    method: 'GET',
+    path: '/deployments/:name/traffic',
+    permission: 'traffic:read',
+    operationId: 'traffic.deployment',
+    tag: 'traffic',
     summary: "A deployment's traffic statistics since a time (`since`: 15m, 24h, 7d or RFC 3339; default 24h)",
-    deployment: 'name', params: Type.Object({ name: deploymentName() }),
-    query: Type.Object({ since: Type.Optional(Type.String({ maxLength: 40, pattern: '^([0-9]{1,6}[smhd]|[0-9]{4}-[0-9]{2}-[0-9]{2}T.+)$', description: '15m, 24h, 7d (up to 6 digits) or an RFC 3339 time' })) }),
+    deployment: 'name',
+    params: Type.Object({ name: deploymentName() }),
+    query: Type.Object({
+      since: Type.Optional(
+        Type.String({
+          maxLength: 40,
+          pattern: '^([0-9]{1,6}[smhd]|[0-9]{4}-[0-9]{2}-[0-9]{2}T.+)$',
+          description: '15m, 24h, 7d (up to 6 digits) or an RFC 3339 time',
+        }),
+      ),
+    }),
     response: Type.Object({
-      deployment: Type.String(), since: Type.String(), requests: Type.Integer(), bytes: Type.Integer(), status: StatusGroups,
-      p50_ms: Nullable(Type.Number()), p95_ms: Nullable(Type.Number()),
+      deployment: Type.String(),
+      since: Type.String(),
+      requests: Type.Integer(),
+      bytes: Type.Integer(),
+      status: StatusGroups,
+      p50_ms: Nullable(Type.Number()),
+      p95_ms: Nullable(Type.Number()),
       top_paths: Type.Array(Type.Object({ path: Type.String(), requests: Type.Integer() })),
       top_sources: Type.Array(Type.Object({ source_ip: Type.String(), requests: Type.Integer() })),
     }),
@@ -126,9 +203,13 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       const row = s.deployments[0];
       const top = (col: 'path' | 'source_ip') => journal.top({ deployment: name, start_ms: since }, col, 10);
       return {
-        deployment: name, since: new Date(since).toISOString(),
-        requests: row?.requests ?? 0, bytes: row?.bytes ?? 0, status: row?.status ?? { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 },
-        p50_ms: row?.p50_ms ?? null, p95_ms: row?.p95_ms ?? null,
+        deployment: name,
+        since: new Date(since).toISOString(),
+        requests: row?.requests ?? 0,
+        bytes: row?.bytes ?? 0,
+        status: row?.status ?? { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 },
+        p50_ms: row?.p50_ms ?? null,
+        p95_ms: row?.p95_ms ?? null,
         top_paths: top('path').map((r) => ({ path: r.value, requests: r.requests })),
         top_sources: top('source_ip').map((r) => ({ source_ip: r.value, requests: r.requests })),
       };

@@ -15,7 +15,11 @@ export class AgentClient {
   private notifyMissingLogged = false;
   private readonly api: ApiClient;
 
-  constructor(baseUrl: string, token: string, private readonly log: Logger) {
+  constructor(
+    baseUrl: string,
+    token: string,
+    private readonly log: Logger,
+  ) {
     this.api = new ApiClient({ url: baseUrl, token, userAgent: 'observability-app', timeoutMs: 60_000 });
   }
 

@@ -34,8 +34,16 @@ export interface Rule {
 
 /** What a rule does (what a writer changes); `created_by` and `written_at` are the app's. */
 export const ruleContent = (r: Rule) => ({
-  id: r.id, name: r.name, deployment: r.deployment, metric: r.metric, comparison: r.comparison, threshold: r.threshold,
-  for_seconds: r.for_seconds, enabled: r.enabled, targets: r.targets, action: r.action,
+  id: r.id,
+  name: r.name,
+  deployment: r.deployment,
+  metric: r.metric,
+  comparison: r.comparison,
+  threshold: r.threshold,
+  for_seconds: r.for_seconds,
+  enabled: r.enabled,
+  targets: r.targets,
+  action: r.action,
 });
 export const sameContent = (a: Rule, b: Rule): boolean => JSON.stringify(ruleContent(a)) === JSON.stringify(ruleContent(b));
 
@@ -62,7 +70,11 @@ export interface AlertActions {
   restart(containerId: string, containerName: string, deployment: string | null, reason: string): Promise<void>;
 }
 
-export const normalizeRule = (r: RuleInput, id?: string, by: { created_by: string | null; written_at: string | null } = { created_by: null, written_at: null }): Rule => ({
+export const normalizeRule = (
+  r: RuleInput,
+  id?: string,
+  by: { created_by: string | null; written_at: string | null } = { created_by: null, written_at: null },
+): Rule => ({
   id: id ?? r.id ?? randomUUID().slice(0, 8),
   name: r.name,
   deployment: r.deployment ?? null,
@@ -167,11 +179,22 @@ export class AlertEngine {
         }
         if (!state) {
           const fresh: AlertState = {
-            key, rule_id: rule.id, container: subject.container, container_id: subject.id, deployment: subject.deployment,
-            state: 'pending', since: now, value: subject.value,
+            key,
+            rule_id: rule.id,
+            container: subject.container,
+            container_id: subject.id,
+            deployment: subject.deployment,
+            state: 'pending',
+            since: now,
+            value: subject.value,
           };
           this.states.set(key, fresh);
-          this.record(rule, fresh, 'pending', `${this.describe(rule, fresh)} is ${fmt(rule.metric, subject.value)}, ${rule.comparison} ${fmt(rule.metric, rule.threshold)}`);
+          this.record(
+            rule,
+            fresh,
+            'pending',
+            `${this.describe(rule, fresh)} is ${fmt(rule.metric, subject.value)}, ${rule.comparison} ${fmt(rule.metric, rule.threshold)}`,
+          );
           if (rule.for_seconds === 0) this.fire(rule, fresh, now);
           continue;
         }
@@ -203,8 +226,16 @@ export class AlertEngine {
 
   private record(rule: Rule, s: AlertState, state: 'pending' | 'firing' | 'resolved', message: string, value: number | null = s.value): void {
     this.journal.addAlertEvent({
-      rule_id: rule.id, rule_name: rule.name, deployment: s.deployment, container: s.container, metric: rule.metric,
-      value, threshold: rule.threshold, state, message, rule_scope: rule.deployment ?? '*',
+      rule_id: rule.id,
+      rule_name: rule.name,
+      deployment: s.deployment,
+      container: s.container,
+      metric: rule.metric,
+      value,
+      threshold: rule.threshold,
+      state,
+      message,
+      rule_scope: rule.deployment ?? '*',
     });
   }
 
@@ -235,13 +266,27 @@ export class AlertEngine {
   private announce(rule: Rule, s: AlertState, message: string): void {
     this.record(rule, s, 'firing', message);
     this.log.info('alert firing', { rule: rule.name, container: s.container, value: s.value });
-    void this.actions.notify({ event: 'alert.fired', severity: 'warning', title: `Alert firing: ${rule.name}`, message, deployment: s.deployment, targets: rule.targets });
+    void this.actions.notify({
+      event: 'alert.fired',
+      severity: 'warning',
+      title: `Alert firing: ${rule.name}`,
+      message,
+      deployment: s.deployment,
+      targets: rule.targets,
+    });
   }
 
   private resolve(rule: Rule, s: AlertState, value: number | null, why: string): void {
     const message = `${this.describe(rule, s)}: ${why}${value === null ? '' : ` (${fmt(rule.metric, value)})`}`;
     this.record(rule, s, 'resolved', message, value);
     this.log.info('alert resolved', { rule: rule.name, container: s.container });
-    void this.actions.notify({ event: 'alert.resolved', severity: 'info', title: `Alert resolved: ${rule.name}`, message, deployment: s.deployment, targets: rule.targets });
+    void this.actions.notify({
+      event: 'alert.resolved',
+      severity: 'info',
+      title: `Alert resolved: ${rule.name}`,
+      message,
+      deployment: s.deployment,
+      targets: rule.targets,
+    });
   }
 }

@@ -27,7 +27,10 @@ export interface EngineEvent {
 }
 
 export class EngineError extends Error {
-  constructor(message: string, readonly status: number | null) {
+  constructor(
+    message: string,
+    readonly status: number | null,
+  ) {
     super(message);
   }
 }
@@ -42,7 +45,10 @@ export class DockerClient {
   private readonly reachabilityListeners: ((reachable: boolean, error: string | null) => void)[] = [];
 
   /** `eventsRetryMs`: the waits between reconnections of the event stream (shorter in tests). */
-  constructor(readonly socketPath: string, private readonly eventsRetryMs: { first: number; max: number } = EVENTS_RETRY_MS) {}
+  constructor(
+    readonly socketPath: string,
+    private readonly eventsRetryMs: { first: number; max: number } = EVENTS_RETRY_MS,
+  ) {}
 
   /**
    * Called when the engine starts or stops answering (not at every failed attempt): the app says so once,
@@ -70,7 +76,9 @@ export class DockerClient {
             let message = text;
             try {
               message = (JSON.parse(text) as { message?: string }).message ?? text;
-            } catch { /* plain text */ }
+            } catch {
+              /* plain text */
+            }
             return reject(new EngineError(`${method} ${path}: ${res.statusCode} ${message.trim()}`, res.statusCode ?? null));
           }
           try {
@@ -112,10 +120,14 @@ export class DockerClient {
     let retryTimer: NodeJS.Timeout | null = null;
     let delay = this.eventsRetryMs.first;
     // One abort listener for the whole follow (one per connection attempt would pile up while the engine is away).
-    signal.addEventListener('abort', () => {
-      if (retryTimer) clearTimeout(retryTimer);
-      current?.destroy();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        if (retryTimer) clearTimeout(retryTimer);
+        current?.destroy();
+      },
+      { once: true },
+    );
     const connect = () => {
       retryTimer = null;
       if (signal.aborted) return;
@@ -144,7 +156,9 @@ export class DockerClient {
             if (!line) continue;
             try {
               onEvent(JSON.parse(line) as EngineEvent);
-            } catch { /* ignore a malformed line */ }
+            } catch {
+              /* ignore a malformed line */
+            }
           }
         });
         res.on('end', () => retry());

@@ -43,14 +43,16 @@ const forbidden = (message: string, code = 'FORBIDDEN') => new AppError(403, cod
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
 const seriesAnswer = (r: QueryResult) => ({
-  since: iso(r.since), until: iso(r.until), step: r.step, timestamps: r.timestamps,
+  since: iso(r.since),
+  until: iso(r.until),
+  step: r.step,
+  timestamps: r.timestamps,
   series: r.series.map((s) => ({ container: s.key.container, metric: s.key.metric, values: s.values })),
 });
 
 export function createHandlers(d: Deps): Record<string, Handler> {
   const cfg = () => d.settings.get();
-  const visibleReadings = (req: Request): ContainerReading[] =>
-    [...d.collector.latest.values()].filter((r) => canReach(req.principal, r.info.deployment));
+  const visibleReadings = (req: Request): ContainerReading[] => [...d.collector.latest.values()].filter((r) => canReach(req.principal, r.info.deployment));
   /** A deployment named in the query must be one the caller can see (404 otherwise, like the core). */
   /** An alert event is seen with its container's deployment and its rule's (`*`: a global rule). */
   const ruleVisible = (p: Request['principal'], scope: string | null) => scope === null || canUseRuleScope(p, scope === '*' ? null : scope, 'read');
@@ -78,12 +80,17 @@ export function createHandlers(d: Deps): Record<string, Handler> {
         groups.set(r.info.deployment, list);
       }
       return [...groups.entries()]
-        .sort(([a], [b]) => compareText((a ?? '\uffff'), b ?? '\uffff'))
+        .sort(([a], [b]) => compareText(a ?? '\uffff', b ?? '\uffff'))
         .map(([deployment, list]) => ({
           deployment,
-          containers: list.sort((a, b) => compareText(a.info.name, b.info.name)).map((r) => ({
-            container: r.info.name, id: r.info.id, metrics: r.metrics, updated: new Date(r.updated).toISOString(),
-          })),
+          containers: list
+            .sort((a, b) => compareText(a.info.name, b.info.name))
+            .map((r) => ({
+              container: r.info.name,
+              id: r.info.id,
+              metrics: r.metrics,
+              updated: new Date(r.updated).toISOString(),
+            })),
         }));
     },
 
@@ -109,7 +116,11 @@ export function createHandlers(d: Deps): Record<string, Handler> {
       const r = d.store.query(rows, sinceOf(req), cfg().sample_interval, cfg().raw_retention);
       const host = d.collector.host;
       return {
-        since: iso(r.since), until: iso(r.until), step: r.step, timestamps: r.timestamps, latest: host.metrics,
+        since: iso(r.since),
+        until: iso(r.until),
+        step: r.step,
+        timestamps: r.timestamps,
+        latest: host.metrics,
         updated: host.updated ? new Date(host.updated).toISOString() : null,
         series: r.series.map((s) => ({ metric: s.key.metric, values: s.values })),
       };
@@ -127,7 +138,15 @@ export function createHandlers(d: Deps): Record<string, Handler> {
         .sort((a, b) => compareText(a.name, b.name))
         .map((c) => {
           const w = d.watcher.status(c.name);
-          return { container: c.name, id: c.id, deployment: c.deployment, status: c.health, state: c.state, restarts_by_watcher: w.restarts, gave_up: w.gaveUp };
+          return {
+            container: c.name,
+            id: c.id,
+            deployment: c.deployment,
+            status: c.health,
+            state: c.state,
+            restarts_by_watcher: w.restarts,
+            gave_up: w.gaveUp,
+          };
         });
     },
 
@@ -169,8 +188,13 @@ export function createHandlers(d: Deps): Record<string, Handler> {
         }
         if (host && deployment !== null) throw badRequest(`${at}.deployment: host metric ${raw.metric} is not tied to a deployment`);
         if (deployment === null) {
-          if (!p.isGlobal) throw forbidden(`${at}.deployment: rules of every container or of the host are global; you are limited to your deployments`, 'GLOBAL_SCOPE_REQUIRED');
-          if (!canUseRuleScope(p, null, 'write')) throw forbidden(`${at}.deployment: rules of every container or of the host need write access to every deployment`);
+          if (!p.isGlobal)
+            throw forbidden(
+              `${at}.deployment: rules of every container or of the host are global; you are limited to your deployments`,
+              'GLOBAL_SCOPE_REQUIRED',
+            );
+          if (!canUseRuleScope(p, null, 'write'))
+            throw forbidden(`${at}.deployment: rules of every container or of the host need write access to every deployment`);
         } else {
           // The same answers as the core's for a deployment named in a request.
           if (!p.deploymentLevel(deployment)) throw notFound(`${at}.deployment: deployment '${deployment}'`);
@@ -195,16 +219,30 @@ export function createHandlers(d: Deps): Record<string, Handler> {
     },
 
     'observability.firingAlerts': (req) =>
-      d.alerts.firing()
+      d.alerts
+        .firing()
         .filter((s) => canReach(req.principal, s.deployment) && canUseRuleScope(req.principal, s.rule.deployment, 'read'))
         .map((s) => ({
-          rule_id: s.rule.id, rule_name: s.rule.name, deployment: s.deployment, container: s.container, metric: s.rule.metric,
-          comparison: s.rule.comparison, threshold: s.rule.threshold, value: s.value, state: s.state, since: new Date(s.since).toISOString(),
+          rule_id: s.rule.id,
+          rule_name: s.rule.name,
+          deployment: s.deployment,
+          container: s.container,
+          metric: s.rule.metric,
+          comparison: s.rule.comparison,
+          threshold: s.rule.threshold,
+          value: s.value,
+          state: s.state,
+          since: new Date(s.since).toISOString(),
         })),
 
     'observability.alertEvents': (req) => {
       const deployment = deploymentParam(req, false);
-      return d.journal.alertEvents((dep, row) => canReach(req.principal, dep) && ruleVisible(req.principal, row.rule_scope), { deployment, rule: req.query.get('rule') ?? undefined, limit: limitOf(req) })
+      return d.journal
+        .alertEvents((dep, row) => canReach(req.principal, dep) && ruleVisible(req.principal, row.rule_scope), {
+          deployment,
+          rule: req.query.get('rule') ?? undefined,
+          limit: limitOf(req),
+        })
         .map(({ rule_scope: _scope, ...event }) => event);
     },
 

@@ -79,7 +79,13 @@ export class HealthWatcher {
         w.gaveUp = true;
         const message = `${c.name} is still unhealthy after ${w.attempts} restart(s); the health watcher gave up`;
         this.journal.addHealthEvent({ container: c.name, deployment: c.deployment, action: 'gave_up', attempt: w.attempts, message });
-        void this.actions.notify({ event: 'health.gave_up', severity: 'critical', title: `Container still unhealthy: ${c.name}`, message, deployment: c.deployment });
+        void this.actions.notify({
+          event: 'health.gave_up',
+          severity: 'critical',
+          title: `Container still unhealthy: ${c.name}`,
+          message,
+          deployment: c.deployment,
+        });
         this.log.warn('health watcher gave up', { container: c.name });
         continue;
       }
@@ -89,15 +95,33 @@ export class HealthWatcher {
       const attempt = w.attempts;
       const watch = w;
       this.log.info('restarting unhealthy container', { container: c.name, attempt });
-      this.actions.restart(c.id).then(() => {
-        this.journal.addHealthEvent({ container: c.name, deployment: c.deployment, action: 'restarted', attempt, message: `${c.name} was unhealthy: restarted (attempt ${attempt} of ${opts.max_retries})` });
-      }, (err: unknown) => {
-        this.journal.addHealthEvent({ container: c.name, deployment: c.deployment, action: 'restart_failed', attempt, message: `restarting ${c.name} failed: ${(err as Error).message}` });
-        this.log.warn('restart failed', { container: c.name, error: String(err) });
-      }).finally(() => {
-        watch.restarting = false;
-        watch.lastRestart = Date.now();
-      });
+      this.actions
+        .restart(c.id)
+        .then(
+          () => {
+            this.journal.addHealthEvent({
+              container: c.name,
+              deployment: c.deployment,
+              action: 'restarted',
+              attempt,
+              message: `${c.name} was unhealthy: restarted (attempt ${attempt} of ${opts.max_retries})`,
+            });
+          },
+          (err: unknown) => {
+            this.journal.addHealthEvent({
+              container: c.name,
+              deployment: c.deployment,
+              action: 'restart_failed',
+              attempt,
+              message: `restarting ${c.name} failed: ${(err as Error).message}`,
+            });
+            this.log.warn('restart failed', { container: c.name, error: String(err) });
+          },
+        )
+        .finally(() => {
+          watch.restarting = false;
+          watch.lastRestart = Date.now();
+        });
     }
     // Forget containers not seen for an hour (removed for good).
     for (const [name, w] of this.watches) if (now - w.seen > 3600_000) this.watches.delete(name);

@@ -12,7 +12,10 @@ interface Counters {
 export class HostSampler {
   private previous: Counters | null = null;
 
-  constructor(private readonly diskPath: string, private readonly procDir = '/proc') {}
+  constructor(
+    private readonly diskPath: string,
+    private readonly procDir = '/proc',
+  ) {}
 
   async sample(): Promise<Record<string, number>> {
     const [stat, meminfo, netdev, fs] = await Promise.all([

@@ -35,7 +35,10 @@ export class Journal {
   private readonly db: BetterSqlite3.Database;
   private writes = 0;
 
-  constructor(file: string, private readonly max: () => number) {
+  constructor(
+    file: string,
+    private readonly max: () => number,
+  ) {
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.exec(`
@@ -58,20 +61,34 @@ export class Journal {
   }
 
   addAlertEvent(e: Omit<AlertEventRow, 'id' | 'time'>): void {
-    this.db.prepare(`INSERT INTO alert_events (time, rule_id, rule_name, deployment, container, metric, value, threshold, state, message, rule_scope)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(new Date().toISOString(), e.rule_id, e.rule_name, e.deployment, e.container, e.metric, e.value, e.threshold, e.state, e.message, e.rule_scope);
+    this.db
+      .prepare(
+        `INSERT INTO alert_events (time, rule_id, rule_name, deployment, container, metric, value, threshold, state, message, rule_scope)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(new Date().toISOString(), e.rule_id, e.rule_name, e.deployment, e.container, e.metric, e.value, e.threshold, e.state, e.message, e.rule_scope);
     this.trim();
   }
 
   addHealthEvent(e: Omit<HealthEventRow, 'id' | 'time'>): void {
-    this.db.prepare('INSERT INTO health_events (time, container, deployment, action, attempt, message) VALUES (?, ?, ?, ?, ?, ?)')
+    this.db
+      .prepare('INSERT INTO health_events (time, container, deployment, action, attempt, message) VALUES (?, ?, ?, ?, ?, ?)')
       .run(new Date().toISOString(), e.container, e.deployment, e.action, e.attempt, e.message);
     this.trim();
   }
 
   /** Newest first, filtered by `visible` (the caller's scope and grants) while reading, up to `limit`. */
-  alertEvents(visible: (deployment: string | null, row: AlertEventRow) => boolean, filter: { deployment?: string; rule?: string; limit: number }): AlertEventRow[] {
-    return this.select<AlertEventRow>('alert_events', visible, filter.limit, filter.deployment, filter.rule ? ['rule_id = ? OR rule_name = ?', filter.rule, filter.rule] : null);
+  alertEvents(
+    visible: (deployment: string | null, row: AlertEventRow) => boolean,
+    filter: { deployment?: string; rule?: string; limit: number },
+  ): AlertEventRow[] {
+    return this.select<AlertEventRow>(
+      'alert_events',
+      visible,
+      filter.limit,
+      filter.deployment,
+      filter.rule ? ['rule_id = ? OR rule_name = ?', filter.rule, filter.rule] : null,
+    );
   }
 
   healthEvents(visible: (deployment: string | null, row: HealthEventRow) => boolean, filter: { deployment?: string; limit: number }): HealthEventRow[] {
@@ -85,14 +102,21 @@ export class Journal {
   retireDeployment(deployment: string, retiredAs: string, before: string): number {
     let n = 0;
     this.db.transaction(() => {
-      n += this.db.prepare(`UPDATE alert_events SET deployment = ?, rule_scope = CASE WHEN rule_scope = ? THEN ? ELSE rule_scope END WHERE deployment = ? AND time <= ?`)
+      n += this.db
+        .prepare(`UPDATE alert_events SET deployment = ?, rule_scope = CASE WHEN rule_scope = ? THEN ? ELSE rule_scope END WHERE deployment = ? AND time <= ?`)
         .run(retiredAs, deployment, retiredAs, deployment, before).changes;
       n += this.db.prepare('UPDATE health_events SET deployment = ? WHERE deployment = ? AND time <= ?').run(retiredAs, deployment, before).changes;
     })();
     return n;
   }
 
-  private select<T extends { deployment: string | null }>(table: string, visible: (d: string | null, row: T) => boolean, limit: number, deployment: string | undefined, extra: [string, ...unknown[]] | null): T[] {
+  private select<T extends { deployment: string | null }>(
+    table: string,
+    visible: (d: string | null, row: T) => boolean,
+    limit: number,
+    deployment: string | undefined,
+    extra: [string, ...unknown[]] | null,
+  ): T[] {
     const where: string[] = [];
     const args: unknown[] = [];
     if (deployment) {

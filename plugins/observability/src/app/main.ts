@@ -28,8 +28,13 @@ const store = new SeriesStore(join(env.dataDir, 'series.sqlite'));
 const journal = new Journal(join(env.dataDir, 'events.sqlite'), () => config().alerts.events_max);
 const docker = new DockerClient(config().docker_socket);
 const agent = new AgentClient(env.agentUrl, env.agentToken, log);
-const collector = new Collector(docker, new HostSampler(config().disk_path || env.dataDir), store,
-  () => ({ labels: config().container_labels, concurrency: config().stats_concurrency }), log);
+const collector = new Collector(
+  docker,
+  new HostSampler(config().disk_path || env.dataDir),
+  store,
+  () => ({ labels: config().container_labels, concurrency: config().stats_concurrency }),
+  log,
+);
 
 // What hangs on a deleted deployment's name does not pass to a new deployment of that name (the agent tells which
 // deployments were deleted; see known-deployments.ts): its alert rules and alert states go, as does its containers'
@@ -50,12 +55,19 @@ const restart = async (containerId: string, name: string, deployment: string | n
     await agent.restartContainer(containerId);
     journal.addHealthEvent({ container: name, deployment, action: 'restarted', attempt: 0, message: `${name} restarted: ${reason}` });
   } catch (err) {
-    journal.addHealthEvent({ container: name, deployment, action: 'restart_failed', attempt: 0, message: `restarting ${name} failed (${reason}): ${(err as Error).message}` });
+    journal.addHealthEvent({
+      container: name,
+      deployment,
+      action: 'restart_failed',
+      attempt: 0,
+      message: `restarting ${name} failed (${reason}): ${(err as Error).message}`,
+    });
   }
 };
 /** Alert actions run with their rule creator's rights of the moment, as the agent tells them. */
 const authorize = async (creator: string | null, deployment: string | null): Promise<string | null> => {
-  if (!creator) return 'the rule has no recorded creator (written before alert actions were checked against their creator): write it again to run its action with your rights';
+  if (!creator)
+    return 'the rule has no recorded creator (written before alert actions were checked against their creator): write it again to run its action with your rights';
   try {
     return await agent.actionRefusal(creator, deployment);
   } catch (err) {
@@ -63,7 +75,13 @@ const authorize = async (creator: string | null, deployment: string | null): Pro
   }
 };
 const alerts = new AlertEngine(env.dataDir, journal, { notify: (m) => agent.notify(m), restart, authorize }, log, () => config().health.cooldown * 1000);
-const watcher = new HealthWatcher(journal, { restart: (id) => agent.restartContainer(id), notify: (m) => agent.notify(m) }, () => config().health, log, managed);
+const watcher = new HealthWatcher(
+  journal,
+  { restart: (id) => agent.restartContainer(id), notify: (m) => agent.notify(m) },
+  () => config().health,
+  log,
+  managed,
+);
 
 /** The watcher needs to know which projects are this agent's deployments before it looks at them. */
 async function checkHealth(list: ContainerInfo[]): Promise<void> {
@@ -100,14 +118,21 @@ docker.followEvents((e) => {
   if (!e.Action.startsWith('health_status') || pending) return;
   pending = setTimeout(() => {
     pending = null;
-    collector.refreshContainers().then((list) => checkHealth(list), () => undefined);
+    collector.refreshContainers().then(
+      (list) => checkHealth(list),
+      () => undefined,
+    );
   }, 200);
 }, stopping.signal);
 // The docker plugin warns about a missing engine (once, naming the routes that answer 503); the app only says
 // what it means for metrics, once per outage.
 let engineAway = false;
 docker.onReachability((reachable, error) => {
-  if (!reachable) log.info('container metrics and the health watcher wait for the Docker engine (it does not answer); they resume when it does', { socket: docker.socketPath, error });
+  if (!reachable)
+    log.info('container metrics and the health watcher wait for the Docker engine (it does not answer); they resume when it does', {
+      socket: docker.socketPath,
+      error,
+    });
   else if (engineAway) log.info('the Docker engine answers again: container metrics and the health watcher resume', { socket: docker.socketPath });
   engineAway = !reachable;
 });

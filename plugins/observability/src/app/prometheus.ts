@@ -20,7 +20,11 @@ export function exposition(readings: ContainerReading[], host: { metrics: Record
   for (const m of HOST_METRICS) {
     const v = host.metrics[m.name];
     if (v === undefined) continue;
-    out.push(`# HELP ${m.prometheus} ${escapeHelp(`${m.description} (${m.name})`)}`, `# TYPE ${m.prometheus} gauge`, `${m.prometheus} ${num(v)} ${host.updated}`);
+    out.push(
+      `# HELP ${m.prometheus} ${escapeHelp(`${m.description} (${m.name})`)}`,
+      `# TYPE ${m.prometheus} gauge`,
+      `${m.prometheus} ${num(v)} ${host.updated}`,
+    );
   }
   return `${out.join('\n')}\n`;
 }

@@ -72,7 +72,12 @@ export class SeriesStore {
       CREATE TABLE IF NOT EXISTS rollups5 (series INTEGER NOT NULL, ts INTEGER NOT NULL, avg REAL NOT NULL, min REAL NOT NULL, max REAL NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (series, ts)) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     `);
-    for (const row of this.db.prepare('SELECT id, container, deployment, metric FROM series').all() as { id: number; container: string; deployment: string | null; metric: string }[]) {
+    for (const row of this.db.prepare('SELECT id, container, deployment, metric FROM series').all() as {
+      id: number;
+      container: string;
+      deployment: string | null;
+      metric: string;
+    }[]) {
       const key: SeriesRow = { id: row.id, container: row.container === '' ? null : row.container, deployment: row.deployment, metric: row.metric };
       this.ids.set(`${row.container}\u0000${row.metric}`, key);
     }
@@ -115,15 +120,23 @@ export class SeriesStore {
     const setMeta = this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)');
     this.db.transaction(() => {
       if (until > this.rolledUntil) {
-        this.db.prepare(`INSERT OR REPLACE INTO rollups (series, ts, avg, min, max, n)
+        this.db
+          .prepare(
+            `INSERT OR REPLACE INTO rollups (series, ts, avg, min, max, n)
           SELECT series, (ts / 60) * 60 AS minute, AVG(value), MIN(value), MAX(value), COUNT(*) FROM samples
-          WHERE ts >= ? AND ts < ? GROUP BY series, minute`).run(this.rolledUntil, until);
+          WHERE ts >= ? AND ts < ? GROUP BY series, minute`,
+          )
+          .run(this.rolledUntil, until);
         setMeta.run('rolled_until', String(until));
       }
       if (until5 > this.rolled5Until) {
-        this.db.prepare(`INSERT OR REPLACE INTO rollups5 (series, ts, avg, min, max, n)
+        this.db
+          .prepare(
+            `INSERT OR REPLACE INTO rollups5 (series, ts, avg, min, max, n)
           SELECT series, (ts / 300) * 300 AS bucket, SUM(avg * n) / SUM(n), MIN(min), MAX(max), SUM(n) FROM rollups
-          WHERE ts >= ? AND ts < ? GROUP BY series, bucket`).run(this.rolled5Until, until5);
+          WHERE ts >= ? AND ts < ? GROUP BY series, bucket`,
+          )
+          .run(this.rolled5Until, until5);
         setMeta.run('rolled5_until', String(until5));
       }
     })();
@@ -170,11 +183,13 @@ export class SeriesStore {
   }
 
   series(filter: { deployment?: string | null; container?: string | null; metric?: string; host?: boolean }): SeriesRow[] {
-    return [...this.ids.values()].filter((r) =>
-      (filter.host ? r.container === null : r.container !== null) &&
-      (filter.deployment === undefined || r.deployment === filter.deployment) &&
-      (filter.container === undefined || r.container === filter.container) &&
-      (filter.metric === undefined || r.metric === filter.metric));
+    return [...this.ids.values()].filter(
+      (r) =>
+        (filter.host ? r.container === null : r.container !== null) &&
+        (filter.deployment === undefined || r.deployment === filter.deployment) &&
+        (filter.container === undefined || r.container === filter.container) &&
+        (filter.metric === undefined || r.metric === filter.metric),
+    );
   }
 
   /**
@@ -209,9 +224,10 @@ export class SeriesStore {
     // which would make the bucket division a float division.
     const read = (table: 'samples' | 'rollups', from: number, to: number) => {
       if (from >= to) return;
-      const sql = table === 'samples'
-        ? `SELECT series, (ts / ${step}) * ${step} AS b, SUM(value), COUNT(*) FROM samples`
-        : `SELECT series, (ts / ${step}) * ${step} AS b, SUM(avg * n), SUM(n) FROM rollups`;
+      const sql =
+        table === 'samples'
+          ? `SELECT series, (ts / ${step}) * ${step} AS b, SUM(value), COUNT(*) FROM samples`
+          : `SELECT series, (ts / ${step}) * ${step} AS b, SUM(avg * n), SUM(n) FROM rollups`;
       const stmt = this.db.prepare(`${sql} WHERE series IN (${placeholders}) AND ts >= ? AND ts < ? GROUP BY series, b`).raw(true);
       for (const [series, bucket, sum, n] of stmt.iterate(...ids, from, to) as Iterable<[number, number, number, number]>) add(series, bucket, sum, n);
     };
@@ -223,8 +239,14 @@ export class SeriesStore {
         const to = Math.min(end, this.rolled5Until);
         if (from < to) {
           for (const id of ids) {
-            this.tier5.collect(id, from, to, step, (loadFrom) => this.tier5Range.iterate(id, loadFrom, this.rolled5Until) as Iterable<TierRow>,
-              (bucket, sum, n) => add(id, bucket, sum, n));
+            this.tier5.collect(
+              id,
+              from,
+              to,
+              step,
+              (loadFrom) => this.tier5Range.iterate(id, loadFrom, this.rolled5Until) as Iterable<TierRow>,
+              (bucket, sum, n) => add(id, bucket, sum, n),
+            );
           }
         }
         from = Math.max(from, this.rolled5Until);

@@ -9,7 +9,11 @@ import type { AppRouteSpec, Principal } from '@agent/sdk';
 import type { Logger } from './log.js';
 
 export class AppError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -52,7 +56,10 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
 
 /** `/0/threshold` → `body[0].threshold` */
 const fieldOf = (path: string) =>
-  path.split('/').filter(Boolean).reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : `${acc}.${p}`), 'body');
+  path
+    .split('/')
+    .filter(Boolean)
+    .reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : `${acc}.${p}`), 'body');
 
 function validateBody(spec: AppRouteSpec, body: unknown): void {
   if (!spec.body) return;
@@ -61,12 +68,7 @@ function validateBody(spec: AppRouteSpec, body: unknown): void {
   throw badRequest(first ? `${fieldOf(first.path)}: ${first.message}` : 'body: invalid');
 }
 
-export function createAppServer(
-  env: { name: string; secret: string },
-  routes: AppRouteSpec[],
-  handlers: Record<string, Handler>,
-  log: Logger,
-): Server {
+export function createAppServer(env: { name: string; secret: string }, routes: AppRouteSpec[], handlers: Record<string, Handler>, log: Logger): Server {
   const send = (res: ServerResponse, status: number, body: string, contentType = 'application/json') => {
     res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
     res.end(body);

@@ -18,7 +18,10 @@ export class Settings {
   private overrides: ConfigPatch;
   private listeners: ((c: RuntimeConfig) => void)[] = [];
 
-  constructor(dataDir: string, private readonly base: StaticConfig) {
+  constructor(
+    dataDir: string,
+    private readonly base: StaticConfig,
+  ) {
     this.file = join(dataDir, 'config.json');
     this.overrides = readJson<ConfigPatch>(this.file, {});
   }

@@ -83,7 +83,14 @@ export class TierCache {
    * Adds `[from, to)` buckets of `step` seconds (a multiple of 300) for one series into `add`, loading the series
    * from `load(from)` the first time (or when older rows are wanted than the cache holds).
    */
-  collect(series: number, from: number, to: number, step: number, load: (from: number) => Iterable<TierRow>, add: (bucket: number, sum: number, n: number) => void): void {
+  collect(
+    series: number,
+    from: number,
+    to: number,
+    step: number,
+    load: (from: number) => Iterable<TierRow>,
+    add: (bucket: number, sum: number, n: number) => void,
+  ): void {
     let col = this.columns.get(series);
     if (col && col.from > from) col = undefined;
     if (!col) {
