@@ -66,6 +66,7 @@ describe('doctor: the external parts of the enabled plugins', () => {
       'core.node',
       'core.secrets',
       'databases.drivers',
+      'deployments.log-followers',
       'dns.server',
       'docker.compose',
       'docker.engine',
@@ -91,6 +92,10 @@ describe('doctor: the external parts of the enabled plugins', () => {
     expect(checks.get('dns.server')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`at ${pdns.apiUrl}`) });
     expect(checks.get('databases.drivers')!.detail).toMatch(/^pg \d+\.\d+\.\d+ \(PostgreSQL\), mysql2 \d+\.\d+\.\d+/);
     expect(checks.get('core.secrets')).toMatchObject({ plugin: 'core', status: 'ok' });
+    expect(checks.get('deployments.log-followers')).toMatchObject({
+      status: 'ok',
+      detail: '0 follower(s) on 0 shared upstream stream(s); 0 dropped as too slow since start',
+    });
     expect(checks.get('core.data-dir')!.detail).toContain(agent.dataDir);
     expect(checks.get('core.node')!.detail).toContain(process.version);
     expect(ok).toBe(checks.get('core.node')!.status !== 'failed');
@@ -123,7 +128,7 @@ describe('doctor: the external parts of the enabled plugins', () => {
       expect(doctor.stdout).toMatch(/✓ Docker engine and API version\s+Docker /);
       expect(doctor.stdout).toMatch(/\d+ ok, \d+ warnings?, 2 failed/);
       const json = await cli.run(['doctor', '--json']);
-      expect(JSON.parse(json.stdout).checks).toHaveLength(10);
+      expect(JSON.parse(json.stdout).checks).toHaveLength(11);
     } finally {
       chmodSync(key, 0o600);
     }

@@ -3,11 +3,11 @@
  * `AgentApiError`, the core endpoints (health, login, description, plans) as methods, and websocket follows.
  */
 import { AgentApiError, AgentConnectionError, errorBodyFrom } from './errors.js';
-import type { Credentials, Envelope, Health, LoginResult, Plan, PlanApplyResult } from './types.js';
+import type { Credentials, Envelope, Health, LoginResult, Plan, PlanApplyResult, QueryValue } from './types.js';
+
+export type { QueryValue };
 import { followStream, type FollowOptions } from './stream.js';
 import { nodeTransport, type Transport } from './transport.js';
-
-export type QueryValue = string | number | boolean | null | undefined | (string | number | boolean)[];
 
 export interface RequestOptions {
   query?: Record<string, QueryValue>;

@@ -1,7 +1,7 @@
 /** Websocket follows (log streams): token as the first message, `{"type":"ready"}`, then JSON messages. */
 import { loadWs } from './lazy.js';
 import { AgentApiError, AgentConnectionError } from './errors.js';
-import type { QueryValue } from './agent-client.js';
+import type { QueryValue } from './types.js';
 
 export interface FollowOptions {
   /** ws:// or wss:// URL including the query. */

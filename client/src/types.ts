@@ -93,3 +93,6 @@ export interface DoctorCheckReport {
   plugin: string;
   duration_ms: number;
 }
+
+/** A query parameter value: arrays repeat the parameter. */
+export type QueryValue = string | number | boolean | null | undefined | (string | number | boolean)[];

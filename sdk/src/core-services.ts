@@ -6,18 +6,8 @@
 import type { TObject, Static } from '@sinclair/typebox';
 import { createServiceRef } from './services.js';
 import type { AuthKernel } from './principal-directory.js';
+export type { ResourcePolicy } from './principal-directory.js';
 import type { DoctorService } from './doctor.js';
-
-export interface ResourcePolicy {
-  name: string;
-  description: string;
-  /** What the `operator` and `viewer` presets get on this resource. */
-  operator: 'none' | 'read' | 'write';
-  viewer: 'none' | 'read';
-  /** Tenancy: `deployment`-owned, `global`, or `both`. */
-  owner: 'deployment' | 'global' | 'both';
-  plugin: string;
-}
 
 export interface SettingDefinition {
   plugin: string;

@@ -5,7 +5,6 @@
  */
 import { createServiceRef } from './services.js';
 import type { Principal, PrincipalInfo, Role } from './principal.js';
-import type { ResourcePolicy } from './core-services.js';
 
 /** What the kernel asks about principals: exactly one plugin must provide it. */
 export interface PrincipalDirectory {
@@ -29,6 +28,18 @@ export interface TokenClaims {
   tv: number;
   /** Expiry, epoch seconds. */
   exp: number;
+}
+
+/** A resource a plugin declares: its permissions, what the role presets get, and who owns it (tenancy). */
+export interface ResourcePolicy {
+  name: string;
+  description: string;
+  /** What the `operator` and `viewer` presets get on this resource. */
+  operator: 'none' | 'read' | 'write';
+  viewer: 'none' | 'read';
+  /** Tenancy: `deployment`-owned, `global`, or `both`. */
+  owner: 'deployment' | 'global' | 'both';
+  plugin: string;
 }
 
 /** The permission catalogue every plugin declares into, as the principal directory reads it. */

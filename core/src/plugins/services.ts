@@ -1,7 +1,3 @@
-import type { PluginDirectory } from '@agent/sdk';
-import { compilePlain } from '../openapi/validation.js';
-import type { PluginRecord } from './host.js';
-
 /**
  * The services of one agent: what the core and each plugin provide, by service id. One per agent (never a
  * process-wide container), so two agents in one process do not share anything.
@@ -31,27 +27,4 @@ export class ServiceDirectory {
   withdraw(provider: string): void {
     for (const [id, s] of this.services) if (s.provider === provider) this.services.delete(id);
   }
-}
-
-/** What the running plugins offer to deploy, their config schemas compiled on first use. */
-export function pluginDirectory(running: () => PluginRecord[]): PluginDirectory {
-  const validators = new Map<string, (value: unknown, prefix: string) => string | null>();
-  return {
-    deployable(name) {
-      const plugin = running().find((p) => p.name === name);
-      if (!plugin) return undefined;
-      const deployable = plugin.definition?.deployable;
-      if (!deployable) return null;
-      return {
-        plugin: name,
-        summary: deployable.summary,
-        validate: (config) => {
-          let check = validators.get(name);
-          if (!check) validators.set(name, (check = compilePlain(deployable.config)));
-          return check(config, 'body.config');
-        },
-        render: (config) => deployable.render(config),
-      };
-    },
-  };
 }

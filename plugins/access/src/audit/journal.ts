@@ -8,15 +8,14 @@
  * postings: postings.ts.
  */
 import { closeSync, fdatasync, openSync } from 'node:fs';
-import type BetterSqlite3 from 'better-sqlite3';
 import type { AuditEventInput, AuditSink, SqlDatabase } from '@agent/sdk';
 import type { AuditJournalService, AuditSearchQuery, AuditSearchResult } from '../api.js';
-import { DERIVED, INDEX_COLUMNS, INSERT_COLUMNS, LAYOUT_VERSION, ROW_WIDTH, SCHEMA } from './layout.js';
+import { DERIVED, INDEX_COLUMNS, INSERT_COLUMNS, LAYOUT_VERSION, ROW_WIDTH, SCHEMA, type Journal } from './layout.js';
 import { BLOCK_SIZE, BlockBuilder, BUCKETS, FIELD_COUNT } from './postings.js';
 import { AuditSearcher, type BlockInfo } from './search.js';
 import { adoptLegacyJournal } from './legacy.js';
 
-export type Journal = BetterSqlite3.Database;
+export type { Journal };
 
 /** A batch committed at once beyond this many records (a flood from one turn of the event loop). */
 const FLUSH_BATCH = 50_000;

@@ -16,6 +16,10 @@
  *   indexes ids above its last).
  * There is no index on the columns: each one cost about 3 µs per insert (nine of them set the ingest rate).
  */
+import type BetterSqlite3 from 'better-sqlite3';
+
+/** The journal's SQLite database (better-sqlite3, the build the kernel picks). */
+export type Journal = BetterSqlite3.Database;
 /**
  * Version of the derived tables (blocks, postings, dirty): a journal whose `audit_layout` differs (or lacks it:
  * an older agent's journal) gets them dropped and rebuilt from its rows at open; the version is written in the

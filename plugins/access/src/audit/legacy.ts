@@ -5,7 +5,7 @@
  * nothing twice and the next start finishes the move.
  */
 import { existsSync } from 'node:fs';
-import type { Journal } from './journal.js';
+import type { Journal } from './layout.js';
 import { INSERT_COLUMNS } from './layout.js';
 
 const OLD_TABLES = ['audit_postings', 'audit_blocks', 'audit_dirty', 'audit_layout', 'audit_events'];

@@ -6,7 +6,7 @@
  * or a million events match.
  */
 import type { AuditEventRow, AuditSearchQuery, AuditSearchResult } from '../api.js';
-import type { Journal } from './journal.js';
+import type { Journal } from './layout.js';
 import { BLOCK_SIZE, bucketOf, FIELD_CODE, find, HAS_DEPLOYMENT, intersect, union, type Field } from './postings.js';
 
 export interface BlockInfo {

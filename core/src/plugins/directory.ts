@@ -1,0 +1,26 @@
+import type { PluginDirectory } from '@agent/sdk';
+import { compilePlain } from '../openapi/validation.js';
+import type { PluginRecord } from './host.js';
+
+/** What the running plugins offer to deploy, their config schemas compiled on first use. */
+export function pluginDirectory(running: () => PluginRecord[]): PluginDirectory {
+  const validators = new Map<string, (value: unknown, prefix: string) => string | null>();
+  return {
+    deployable(name) {
+      const plugin = running().find((p) => p.name === name);
+      if (!plugin) return undefined;
+      const deployable = plugin.definition?.deployable;
+      if (!deployable) return null;
+      return {
+        plugin: name,
+        summary: deployable.summary,
+        validate: (config) => {
+          let check = validators.get(name);
+          if (!check) validators.set(name, (check = compilePlain(deployable.config)));
+          return check(config, 'body.config');
+        },
+        render: (config) => deployable.render(config),
+      };
+    },
+  };
+}
