@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkCidr, checkHostname, checkIp, checkUrlPath, cidrContains } from '../src/validate.js';
-import { likePattern, parseLine, type TrafficRecord } from '../src/traffic/journal.js';
+import { likePattern, type TrafficRecord } from '../src/traffic/journal.js';
+import { parseLine } from '../src/traffic/parse.js';
 import { Detector, isAttackPath } from '../src/security/detector.js';
 import { renderAll, type RenderInput } from '../src/nginx/render.js';
 

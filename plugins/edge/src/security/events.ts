@@ -1,6 +1,6 @@
 /**
  * Security events: detected from the traffic nginx sees (see detector.ts) and kept in the plugin's journal,
- * indexed for the filters of 4.8.
+ * indexed for the list filters.
  */
 import type { SqlDatabase } from '@agent/sdk';
 

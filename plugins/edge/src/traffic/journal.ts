@@ -1,10 +1,8 @@
 /**
  * The traffic journal (SQLite): one row per request nginx served through an agent server, indexed for the
- * filters of 4.14. Inserts are batched in transactions (the ingester hands over whole reads).
+ * list filters. Inserts are batched in transactions (the ingester hands over whole reads).
  */
 import type { SqlDatabase, SqlStatement } from '@agent/sdk';
-
-export { parseLine } from './parse.js';
 
 export interface TrafficRecord {
   time_ms: number;
