@@ -6,6 +6,12 @@ import module from 'node:module';
 (module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 const { run } = await import('./program.js');
 
+// A reader that stops early (`agentctl --help | head`) closes the pipe: that ends the output, it is not a failure.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 run(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

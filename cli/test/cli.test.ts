@@ -457,3 +457,16 @@ describe('agentctl and a changing agent', () => {
     }
   });
 });
+
+describe('agentctl output into a reader that stops early', () => {
+  it('ends quietly when the pipe closes (agentctl --help | head -1)', async () => {
+    const child = spawn(process.execPath, [CLI, '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    // Our end is closed before anything is read, as `head` does once it has its lines: every write then fails.
+    child.stdout.destroy();
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(stderr).not.toContain('EPIPE');
+    expect(code).toBe(0);
+  });
+});

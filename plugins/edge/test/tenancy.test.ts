@@ -79,6 +79,7 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
   };
 
   /** Waits until the journal holds the rows and events a request produced (real-time capture). */
+  // Bounds on waiting, not on speed: the journals are fed from nginx's logs, which a loaded machine reads late.
   const traffic = async (query: Record<string, string>, n = 1) =>
     waitFor(
       async () => {
@@ -86,7 +87,7 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
         return r.body.meta.total >= n && r;
       },
       `traffic ${JSON.stringify(query)}`,
-      10_000,
+      30_000,
       100,
     );
   const event = async (query: Record<string, string>) =>
@@ -96,7 +97,7 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
         return r.body.data[0] as { id: number; deployment: string | null } | undefined;
       },
       `event ${JSON.stringify(query)}`,
-      10_000,
+      30_000,
       100,
     );
 
