@@ -106,6 +106,11 @@ export function descendants(pid) {
   return out;
 }
 
+/** Config that keeps the edge plugin off the host's nginx: it renders into `dir`, its test and reload commands do nothing. */
+export const scratchEdge = (dir) => ({
+  proxy: { config_dir: dir, test_command: ['true'], reload_command: ['true'], access_log: join(dir, 'access.log'), error_log: join(dir, 'error.log') },
+});
+
 export const fmt = (n, digits = 1) => Number(n).toFixed(digits);
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

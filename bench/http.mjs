@@ -11,7 +11,7 @@ import { cpus } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { NODE_FLAGS, ROOT, fmt, sleep, startAgent } from './_lib.mjs';
+import { NODE_FLAGS, ROOT, fmt, scratchEdge, sleep, startAgent } from './_lib.mjs';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = 32;
@@ -30,11 +30,6 @@ const cpuMs = (pid) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12])) * 10;
 };
-
-// The edge plugin would otherwise drive the host's nginx: point it at a scratch folder with no-op commands.
-const EDGE = (dir) => ({
-  proxy: { config_dir: dir, test_command: ['true'], reload_command: ['true'], access_log: join(dir, 'access.log'), error_log: join(dir, 'error.log') },
-});
 
 async function load(pid, url, headers) {
   await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
@@ -64,12 +59,12 @@ console.log(
 const scratch = (await import('node:fs')).mkdtempSync(join((await import('node:os')).tmpdir(), 'bench-edge-'));
 
 // Cold start: the first start (creates secrets and the admin) and restarts on existing data, all plugins.
-const first = await startAgent({ config: EDGE(scratch) });
+const first = await startAgent({ config: scratchEdge(scratch) });
 const firstMs = first.readyMs;
 await first.stop({ keepData: true });
 const restarts = [];
 for (let i = 0; i < 5; i++) {
-  const a = await startAgent({ dataDir: first.dataDir, config: EDGE(scratch) });
+  const a = await startAgent({ dataDir: first.dataDir, config: scratchEdge(scratch) });
   restarts.push(a.readyMs);
   await a.stop({ keepData: true });
 }
@@ -81,7 +76,7 @@ await sleep(5000);
 const coreRss = core.rssMb();
 await core.stop();
 
-const agent = await startAgent({ config: EDGE(scratch) });
+const agent = await startAgent({ config: scratchEdge(scratch) });
 pin(agent.pid, 0);
 await sleep(5000);
 const idleRss = agent.rssMb();
@@ -110,7 +105,7 @@ const DEPLOYMENTS = 5;
 const RUN = `bh${process.pid.toString(36)}`;
 let steady = null;
 {
-  const seed = await startAgent({ config: EDGE(scratch) });
+  const seed = await startAgent({ config: scratchEdge(scratch) });
   const seedToken = await seed.token();
   const call = (a, t, method, path, body) =>
     fetch(`${a.url}/api${path}`, {
@@ -128,7 +123,7 @@ let steady = null;
     }
     // Restart on the same data: the figure is "5 minutes after start", with the deployments already running.
     await seed.stop({ keepData: true });
-    const idle = await startAgent({ dataDir: seed.dataDir, config: EDGE(scratch) });
+    const idle = await startAgent({ dataDir: seed.dataDir, config: scratchEdge(scratch) });
     pin(idle.pid, 0);
     console.log(`waiting ${IDLE_SECONDS} s with ${DEPLOYMENTS} running deployments before measuring memory…`);
     await sleep(IDLE_SECONDS * 1000);

@@ -7,18 +7,14 @@ import { cpus } from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { fmt, percentile, sleep, startAgent } from './_lib.mjs';
+import { fmt, percentile, scratchEdge, sleep, startAgent } from './_lib.mjs';
 
 const SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 600);
 const CLIENTS = Number(process.env.BENCH_SOAK_CLIENTS ?? 100);
 const SETTLE = Math.min(Math.max(60, SECONDS / 5), SECONDS / 2);
 
 const scratch = mkdtempSync(join(tmpdir(), 'bench-soak-'));
-const agent = await startAgent({
-  config: {
-    proxy: { config_dir: scratch, test_command: ['true'], reload_command: ['true'], access_log: join(scratch, 'a.log'), error_log: join(scratch, 'e.log') },
-  },
-});
+const agent = await startAgent({ config: scratchEdge(scratch) });
 const token = await agent.token();
 const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
 const call = async (method, path, body) => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { decodeJwt, SignJWT } from 'jose';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request, startAgent, type TestAgent } from './helpers/agent.js';
+import { request, scratchProxy, startAgent, type TestAgent } from './helpers/agent.js';
 import {
   buildVariant,
   expectationFor,
@@ -115,13 +115,7 @@ describe('authorization matrix (all built-in plugins)', () => {
     agent = await startAgent({
       plugins: ['*'],
       config: {
-        proxy: {
-          config_dir: edgeDir,
-          test_command: ['true'],
-          reload_command: ['true'],
-          access_log: join(edgeDir, 'access.log'),
-          error_log: join(edgeDir, 'error.log'),
-        },
+        proxy: scratchProxy(edgeDir),
       },
     });
     const api = (method: string, path: string, body?: unknown, token?: string) => agent.api(method, path, { body, token });

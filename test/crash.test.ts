@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startAgent, type TestAgent } from './helpers/agent.js';
+import { scratchProxy, startAgent, type TestAgent } from './helpers/agent.js';
 import { seededRandom } from './helpers/random.js';
 
 // Deployments are not written here: each takes a second or more (docker compose checks its file), too few per run;
@@ -42,14 +42,7 @@ const dataDir = join(work, 'data');
 // The edge plugin defaults to the host's nginx: a scratch folder and no-op commands (blocks are kept in its state),
 // and no default server to wait for after a reload.
 const CONFIG = {
-  proxy: {
-    config_dir: join(work, 'edge'),
-    test_command: ['true'],
-    reload_command: ['true'],
-    default_server: false,
-    access_log: join(work, 'access.log'),
-    error_log: join(work, 'error.log'),
-  },
+  proxy: { ...scratchProxy(join(work, 'edge')), default_server: false },
 };
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 

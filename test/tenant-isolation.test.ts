@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type TestAgent } from './helpers/agent.js';
+import { scratchProxy, startAgent, type TestAgent } from './helpers/agent.js';
 import { operationsOf, sampleValue, type Operation } from './helpers/authz-matrix.js';
 
 const RUN = `${process.pid.toString(36)}${Date.now().toString(36).slice(-4)}`;
@@ -86,13 +86,7 @@ describe('tenant isolation (all built-in plugins)', () => {
     agent = await startAgent({
       plugins: ['*'],
       config: {
-        proxy: {
-          config_dir: edgeDir,
-          test_command: ['true'],
-          reload_command: ['true'],
-          access_log: join(edgeDir, 'access.log'),
-          error_log: join(edgeDir, 'error.log'),
-        },
+        proxy: scratchProxy(edgeDir),
       },
     });
     const user = async (username: string, role: string, grants: [string, string][] = []) => {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { request } from '../../test/helpers/agent.js';
+import { request, scratchProxy } from '../../test/helpers/agent.js';
 
 interface InProcessAgent {
   url: string;
@@ -31,7 +31,7 @@ function config(name: string): string {
       log: { level: 'warn' },
       plugins: { enabled: ['*'] },
       // No host nginx: the edge renders into a scratch folder and its test/reload commands do nothing.
-      proxy: { config_dir: edge, test_command: ['true'], reload_command: ['true'], access_log: join(edge, 'access.log'), error_log: join(edge, 'error.log') },
+      proxy: scratchProxy(edge),
       deployments: { path: join(dir, 'deployments') },
     }),
   );

@@ -14,6 +14,14 @@ export const ADMIN_PASSWORD = 'Admin-Test-Pass-1';
 export const AGENT_ENTRY = join(REPO_ROOT, 'core/dist/agent.mjs');
 const NODE_FLAGS = ['--max-semi-space-size=1'];
 
+/**
+ * The edge plugin's `proxy` section for an agent that must not touch the host's nginx: it renders into `dir` and its
+ * test and reload commands do nothing.
+ */
+export function scratchProxy(dir: string) {
+  return { config_dir: dir, test_command: ['true'], reload_command: ['true'], access_log: join(dir, 'access.log'), error_log: join(dir, 'error.log') };
+}
+
 export interface ApiResponse<T = any> {
   status: number;
   body: T;

@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { cjsExports, errors, HttpError, type Principal, type PrincipalDirectory } from '@agent/sdk';
+import { cjsExports, errors, HttpError, type AuditEventInput, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import type { CoreConfig } from '../config/config.js';
 import type { RootLogger } from '../log.js';
 import type { RouteRegistry, RegisteredRoute } from '../openapi/registry.js';
@@ -68,6 +68,35 @@ export const auditFailed = () => errors.internal('the change was made but its au
 
 export function auditActor(principal: Principal): { actor_type: 'user' | 'api_key' | 'system'; actor_id: string; actor_name: string } {
   return { actor_type: principal.type, actor_id: principal.id, actor_name: principal.name };
+}
+
+/**
+ * The audit record of one call of a route, made by a request or by a plan applied: what it acted on (the first
+ * path param, else what it created; for a route that creates a deployment, that deployment) and how it ended.
+ */
+export function routeAuditEvent(call: {
+  route: RegisteredRoute;
+  principal: Principal;
+  params: Record<string, string>;
+  status: number;
+  deployment: string | null;
+  created: string | null;
+  ip: string;
+  action?: string;
+  detail: Record<string, unknown> | null;
+}): AuditEventInput {
+  const { route, created, status } = call;
+  return {
+    ...auditActor(call.principal),
+    action: call.action ?? route.operationId,
+    resource_type: resourceTypeOf(route.path),
+    resource_id: Object.values(call.params)[0] ?? created,
+    deployment: call.deployment ?? (route.spec.tenancy === 'create' ? created : null),
+    success: status < 400,
+    status,
+    client_ip: call.ip,
+    detail: call.detail,
+  };
 }
 
 function makeResponseValidator(log: RootLogger) {
@@ -291,17 +320,19 @@ export function createHttpApp(deps: HttpDeps): Koa {
       if (!principal || !MUTATING.has(route.method) || route.spec.audit === false) return;
       const created = this.created ?? createdName(route.spec.creates, this.body);
       return audit
-        .record({
-          ...auditActor(principal),
-          action: wantsPlan ? `${route.operationId}.plan` : route.operationId,
-          resource_type: resourceTypeOf(route.path),
-          resource_id: Object.values((this.ctx.params ?? {}) as Record<string, string>)[0] ?? created,
-          deployment: this.deployment ?? (route.spec.tenancy === 'create' ? created : null),
-          success: status < 400,
-          status,
-          client_ip: this.ip,
-          detail: wantsPlan ? { plan: true } : null,
-        })
+        .record(
+          routeAuditEvent({
+            route,
+            principal,
+            params: (this.ctx.params ?? {}) as Record<string, string>,
+            status,
+            deployment: this.deployment,
+            created,
+            ip: this.ip,
+            action: wantsPlan ? `${route.operationId}.plan` : undefined,
+            detail: wantsPlan ? { plan: true } : null,
+          }),
+        )
         .catch(() => {
           if (status < 400) throw auditFailed();
         });

@@ -7,7 +7,7 @@ import type { ResourceCatalog } from '../auth/resources.js';
 import type { AuditWriter } from '../audit.js';
 import type { PlanEngine } from '../plans/engine.js';
 import { formatDuration } from '../config/units.js';
-import { auditActor, auditFailed, createdName, resourceTypeOf } from './app.js';
+import { auditFailed, createdName, routeAuditEvent } from './app.js';
 import { execute } from './execute.js';
 import type { PluginRecord } from '../plugins/host.js';
 import type { AppState } from '../plugins/app-host.js';
@@ -222,17 +222,18 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
           // Answered once the record is durable, like the request the plan stands for.
           const record = () => {
             created ??= createdName(inv.route.spec.creates, inv.body);
-            return d.audit.record({
-              ...auditActor(inv.principal),
-              action: inv.route.operationId,
-              resource_type: resourceTypeOf(inv.route.path),
-              resource_id: Object.values(inv.params)[0] ?? created,
-              deployment: deployment ?? (inv.route.spec.tenancy === 'create' ? created : null),
-              success: status < 400,
-              status,
-              client_ip: req.ip,
-              detail: { plan: inv.planId, applied_by: req.principal.id },
-            });
+            return d.audit.record(
+              routeAuditEvent({
+                route: inv.route,
+                principal: inv.principal,
+                params: inv.params,
+                status,
+                deployment,
+                created,
+                ip: req.ip,
+                detail: { plan: inv.planId, applied_by: req.principal.id },
+              }),
+            );
           };
           let result;
           try {

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
+import WebSocket from 'ws';
+import type { TestAgent } from '../../../test/helpers/agent.js';
 
 export const runId = randomBytes(3).toString('hex');
 /** Unique deployment names per run (other suites and helpers share the engine). */
@@ -56,3 +58,15 @@ export const webCompose = (marker = 'v1') => `services:
     labels:
       agent.test: "1"
 `;
+
+/** Opens a log stream, sends the token, and collects messages (`lines()`: the log lines among them). */
+export function openStream(agent: TestAgent, path: string, query: Record<string, string> = {}, token = agent.token) {
+  const url = new URL(`/api${path}`, agent.url.replace('http', 'ws'));
+  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+  const ws = new WebSocket(url);
+  const messages: any[] = [];
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  ws.on('open', () => ws.send(token));
+  ws.on('message', (data) => messages.push(JSON.parse(data.toString())));
+  return { ws, messages, closed, lines: () => messages.filter((m) => m.type === 'line') };
+}

@@ -5,21 +5,9 @@
  */
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
-import { cleanupDocker, uniqueName, until, webCompose } from './helpers.js';
-
-function openStream(agent: TestAgent, path: string, query: Record<string, string> = {}, token = agent.token) {
-  const url = new URL(`/api${path}`, agent.url.replace('http', 'ws'));
-  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
-  const ws = new WebSocket(url);
-  const messages: any[] = [];
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-  ws.on('open', () => ws.send(token));
-  ws.on('message', (data) => messages.push(JSON.parse(data.toString())));
-  return { ws, messages, closed, lines: () => messages.filter((m) => m.type === 'line') };
-}
+import { cleanupDocker, openStream, uniqueName, until, webCompose } from './helpers.js';
 
 /** `{followers, upstreams, dropped}` from the plugin's doctor check. */
 async function followerStats(agent: TestAgent) {
