@@ -57,7 +57,16 @@ describe('host safety through the deployments API', () => {
     expect(created.status, created.text).toBe(201);
     expect(created.body.data.start_error).toBeNull();
     const dir = join(agent.dataDir, 'deployments', name);
-    await until(async () => readFileSync(join(dir, 'docker-compose.yml'), 'utf8').includes('privileged'), Boolean, 20_000, 20);
+    // `ln -sf` unlinks before it links: for a moment there is no file at all.
+    const current = () => {
+      try {
+        return readFileSync(join(dir, 'docker-compose.yml'), 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return '';
+        throw err;
+      }
+    };
+    await until(async () => current().includes('privileged'), Boolean, 20_000, 20);
     const before = await exposure(name);
     expect(before.ids).toHaveLength(1);
     const shadow = readFileSync('/etc/shadow', 'utf8');
