@@ -11,7 +11,7 @@ import { createRootLogger, flushLogs, sdkLogger } from './log.js';
 import { loadSecrets } from './store/secrets.js';
 import { createSealer } from './store/sealer.js';
 import { openDocument } from './store/documents.js';
-import { openJournal } from './store/journal.js';
+import { JournalSync, openJournal } from './store/journal.js';
 import { lockDataDir } from './store/data-dir-lock.js';
 import { AgentEventBus } from './events/bus.js';
 import { AuditWriter } from './audit.js';
@@ -86,7 +86,8 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
 
   const services = new ServiceDirectory();
   services.provide(coreServices.auth.id, auth, 'core');
-  const audit = new AuditWriter(services, log);
+  const journalSync = new JournalSync();
+  const audit = new AuditWriter(services, journalSync, log);
   services.provide(coreServices.settings.id, settings, 'core');
   const doctor = new DoctorRegistry();
   doctor.set('core', coreChecks(core.data_dir));
@@ -106,6 +107,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       settings,
       services,
       audit,
+      journalSync,
       sealer,
       agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
     },
@@ -141,7 +143,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       audit,
       plans,
       registry,
-      tokenTtl: core.auth.token_ttl,
       openapi: () =>
         (openapi ??= JSON.stringify(
           buildOpenApi({
@@ -236,6 +237,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       await host.stop();
       scheduler.stop();
       journal.close();
+      journalSync.close();
       lock.release();
       root.info('stopped');
       await flushLogs(root);

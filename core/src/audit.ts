@@ -6,12 +6,14 @@
 import { auditSink, type AuditEventInput, type AuditSink, type Logger } from '@agent/sdk';
 import { redactDeep } from './plans/redact.js';
 import type { ServiceDirectory } from './plugins/services.js';
+import type { JournalSync } from './store/journal.js';
 
 export class AuditWriter {
   private sink: AuditSink | undefined;
 
   constructor(
     private readonly services: ServiceDirectory,
+    private readonly journals: JournalSync,
     private readonly log: Logger,
   ) {}
 
@@ -21,12 +23,18 @@ export class AuditWriter {
     if (!this.sink) throw new Error(`no audit journal: no running plugin provides '${auditSink.id}' (${why()})`);
   }
 
-  /** Resolves once the record is durable; a failure is logged here too, so a caller that does not wait loses only the error. */
+  /**
+   * Resolves once the record is durable, and with it the change it records: a record is written after its change,
+   * so the journals are synced with it. A failure is logged here too, so a caller that does not wait loses only the
+   * error.
+   */
   record(event: AuditEventInput): Promise<void> {
     // Background work of a plugin may start before `connect` (its own start): the directory has the sink by then.
     const sink = (this.sink ??= this.services.get<AuditSink>(auditSink.id));
     if (!sink) return Promise.reject(new Error(`no audit journal: no running plugin provides '${auditSink.id}'`));
-    const pending = sink.record(event.detail ? { ...event, detail: redactDeep(event.detail) as Record<string, unknown> } : event);
+    const written = sink.record(event.detail ? { ...event, detail: redactDeep(event.detail) as Record<string, unknown> } : event);
+    const synced = this.journals.sync();
+    const pending = Promise.all([written, synced]).then(() => undefined);
     pending.catch((err: unknown) => this.log.error('audit record not written', { action: event.action, error: String(err) }));
     return pending;
   }

@@ -30,9 +30,12 @@ export interface PluginStore {
   /**
    * The plugin's SQLite journal `name` (default `journal`: `<plugin data>/<name>.sqlite`, WAL mode), one connection
    * per name, closed by the core after the plugin stopped. A separate name keeps data with its own growth or
-   * durability settings (e.g. `synchronous`) apart from the rest.
+   * durability settings (e.g. `synchronous`) apart from the rest. Its commits are on disk before the change they
+   * belong to is acknowledged: the kernel syncs the changed journals with the change's audit record. Pass
+   * `syncBeforeAck: false` (on the first call) for a journal that makes its own commits durable, or whose records
+   * can be made again after a crash (e.g. read again from a log): it is then left out of that.
    */
-  journal(name?: string): SqlDatabase;
+  journal(name?: string, options?: { syncBeforeAck?: boolean }): SqlDatabase;
   /** Like `document`, but the file is encrypted at rest (AES-256-GCM with the agent's data key). */
   secureDocument<T extends object>(defaults: T, name?: string): Promise<Document<T>>;
 }

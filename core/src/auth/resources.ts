@@ -8,7 +8,6 @@ export class ResourceCatalog implements ResourceCatalogue {
   private cache = new Map<Role, string[]>();
   // The catalogue changes only while plugins are set up; `/auth/validate` reads it on every call.
   private sorted: readonly ResourcePolicy[] | null = null;
-  private owners: Readonly<Record<'deployment' | 'global' | 'both', readonly string[]>> | null = null;
 
   declare(policy: ResourcePolicy): void {
     if (!/^[a-z][a-z0-9-]*$/.test(policy.name)) throw new Error(`invalid resource name '${policy.name}'`);
@@ -29,7 +28,6 @@ export class ResourceCatalog implements ResourceCatalogue {
   private changed(): void {
     this.cache.clear();
     this.sorted = null;
-    this.owners = null;
     for (const listener of this.listeners) listener();
   }
 
@@ -44,18 +42,6 @@ export class ResourceCatalog implements ResourceCatalogue {
 
   list(): readonly ResourcePolicy[] {
     return (this.sorted ??= Object.freeze([...this.policies.values()].sort((a, b) => compareText(a.name, b.name))));
-  }
-
-  /** Resource names by what owns their records (a deployment, the host, or either). */
-  byOwner(): Readonly<Record<'deployment' | 'global' | 'both', readonly string[]>> {
-    if (this.owners) return this.owners;
-    const of = (owner: string) =>
-      Object.freeze(
-        this.list()
-          .filter((r) => r.owner === owner)
-          .map((r) => r.name),
-      );
-    return (this.owners = Object.freeze({ deployment: of('deployment'), global: of('global'), both: of('both') }));
   }
 
   rolePermissions(role: Role): string[] {

@@ -1,6 +1,6 @@
 /**
- * The routes the core serves itself: health, auth status and token check (the login belongs to the principal
- * directory's plugin), the live OpenAPI document, plans and the plugin list.
+ * The routes the core serves itself: health, the live OpenAPI document, plans and the plugin list. The login, the
+ * auth status and the token check belong to the principal directory's plugin.
  */
 import { errors, reply, Type, type Dependency, type RouteSpec, type ServiceRef } from '@agent/sdk';
 import type { ResourceCatalog } from '../auth/resources.js';
@@ -21,34 +21,10 @@ export interface CoreRouteDeps {
   audit: AuditWriter;
   plans: PlanEngine;
   registry: RouteRegistry;
-  tokenTtl: number;
   openapi: () => string;
   plugins: () => PluginRecord[];
   appState: (name: string) => AppState | undefined;
 }
-
-const PrincipalSchema = Type.Object({
-  type: Type.String(),
-  id: Type.String(),
-  name: Type.String(),
-  role: Type.String(),
-  user_id: Type.Union([Type.Integer(), Type.Null()]),
-  permissions: Type.Array(Type.String()),
-  deployments: Type.Record(Type.String(), Type.String()),
-  scope: Type.Union([Type.Literal('global'), Type.Literal('deployments')]),
-});
-
-const TenancySchema = Type.Object({
-  scope: Type.Union([Type.Literal('global'), Type.Literal('deployments')]),
-  summary: Type.String({ description: 'what this principal reaches, in words' }),
-  deployments: Type.Record(Type.String(), Type.String(), { description: 'deployment → level; `*` = every deployment' }),
-  global_writes: Type.Boolean({ description: 'whether it may change global state (as far as its permissions go)' }),
-  resources: Type.Object({
-    deployment: Type.Array(Type.String(), { description: 'resources owned by deployments: reached through a deployment only' }),
-    global: Type.Array(Type.String(), { description: 'global resources: a scoped principal reaches none of them' }),
-    both: Type.Array(Type.String(), { description: 'resources with deployment-owned and global parts' }),
-  }),
-});
 
 const PlanView = Type.Object({
   id: Type.String(),
@@ -128,45 +104,6 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
         version: d.version,
         uptime: formatDuration((Date.now() - d.startedAt) / 1000),
       }),
-    },
-    {
-      method: 'GET',
-      path: '/auth/status',
-      public: true,
-      tag: 'auth',
-      operationId: 'auth.status',
-      summary: 'Whether authentication is enabled and which login methods are accepted',
-      response: Type.Object({ enabled: Type.Boolean(), methods: Type.Array(Type.String()), token_ttl_seconds: Type.Number() }),
-      handler: () => ({ enabled: true, methods: ['password', 'api_key'], token_ttl_seconds: d.tokenTtl }),
-    },
-    {
-      method: 'GET',
-      path: '/auth/validate',
-      permission: 'authenticated',
-      tag: 'auth',
-      operationId: 'auth.validate',
-      summary: 'Check the current token and show its principal',
-      tenancy: 'own',
-      description:
-        '`tenancy` shows the tenancy model as it applies to the caller: global or limited to its deployments, which ones, and which resources are owned by deployments or global.',
-      response: Type.Object({ valid: Type.Literal(true), principal: PrincipalSchema, tenancy: TenancySchema }),
-      handler: (req) => {
-        const p = req.principal;
-        const names = Object.keys(p.deployments).filter((n) => n !== '*');
-        return {
-          valid: true,
-          principal: p.toJSON(),
-          tenancy: {
-            scope: p.scope,
-            summary: p.isGlobal
-              ? `global: every deployment at level ${p.deployments['*'] ?? 'none'} (more where granted), and global state as far as the permissions go`
-              : `limited to ${names.length} deployment(s) (${names.join(', ') || 'none'}): nothing global, whatever the role says`,
-            deployments: p.deployments,
-            global_writes: p.isGlobal && p.permissions.some((x) => x.endsWith(':write')),
-            resources: d.catalog.byOwner(),
-          },
-        };
-      },
     },
     {
       method: 'GET',

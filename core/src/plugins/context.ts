@@ -28,7 +28,7 @@ import type { ResourceCatalog } from '../auth/resources.js';
 import type { SettingsStore } from '../settings/registry.js';
 import type { AuditWriter } from '../audit.js';
 import { openDocument } from '../store/documents.js';
-import { openJournal, type Journal } from '../store/journal.js';
+import { openJournal, type Journal, type JournalSync } from '../store/journal.js';
 
 export interface ContextDeps {
   registry: RouteRegistry;
@@ -36,6 +36,8 @@ export interface ContextDeps {
   settings: SettingsStore;
   services: ServiceDirectory;
   audit: AuditWriter;
+  /** Syncs the plugins' journals before a change is acknowledged (the audit writer waits for it). */
+  journalSync: JournalSync;
   sealer: Sealer & { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer };
   agent: AgentInfo;
 }
@@ -100,10 +102,13 @@ export function createContext(
       if (!/^[a-z0-9][a-z0-9_-]*$/.test(docName)) throw new Error(`invalid document name '${docName}'`);
       return openDocument(join(dataDir, `${docName}.json.enc`), defaults, deps.sealer);
     },
-    journal: (journalName = 'journal') => {
+    journal: (journalName = 'journal', options) => {
       if (!/^[a-z0-9][a-z0-9_-]*$/.test(journalName)) throw new Error(`invalid journal name '${journalName}'`);
       let journal = journals.get(journalName);
-      if (!journal) journals.set(journalName, (journal = openJournal(join(dataDir, `${journalName}.sqlite`))));
+      if (!journal) {
+        journals.set(journalName, (journal = openJournal(join(dataDir, `${journalName}.sqlite`))));
+        if (options?.syncBeforeAck !== false) deps.journalSync.track(journal);
+      }
       return journal as unknown as SqlDatabase;
     },
   };

@@ -1,5 +1,5 @@
 /** SQLite journals (better-sqlite3, the build `./sqlite.ts` picks; WAL): one database file per owner. */
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Database } from './sqlite.js';
@@ -22,4 +22,86 @@ export function openJournal(path: string): Journal {
   db.pragma('busy_timeout = 5000');
   ownerOnly(path);
   return db;
+}
+
+interface Tracked {
+  changes: BetterSqlite3.Statement<[], number>;
+  /** `total_changes()` when the last sync covering this journal started. */
+  covered: number;
+  wal: string;
+  fd: number | null;
+}
+
+/**
+ * Makes the journals' commits durable before a change is acknowledged. Journals run with `synchronous = NORMAL`:
+ * a commit survives the agent's crash but not the host's (power loss) until the WAL reaches the disk. `sync()`
+ * resolves once every commit made before the call is on disk: one `fdatasync` (in the thread pool) per changed
+ * journal, shared by every caller waiting at that moment, so the event loop never waits for the disk and a burst of
+ * changes costs one sync per journal. A checkpoint syncs the WAL itself before it copies pages into the database.
+ */
+export class JournalSync {
+  private readonly tracked = new Map<Journal, Tracked>();
+  private running: Promise<void> | null = null;
+  /** The next round, not started yet: callers that come now are covered by it. */
+  private queued: Promise<void> | null = null;
+
+  constructor(private readonly syncFile: (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void = fdatasync) {}
+
+  track(db: Journal): void {
+    const changes = db.prepare('SELECT total_changes()').pluck() as BetterSqlite3.Statement<[], number>;
+    this.tracked.set(db, { changes, covered: changes.get()!, wal: `${db.name}-wal`, fd: null });
+  }
+
+  sync(): Promise<void> {
+    if (!this.changedSinceCovered()) return this.running ?? Promise.resolve();
+    const next = () => this.round();
+    // A failed round fails its own callers only: the next one still runs.
+    return (this.queued ??= (this.running ?? Promise.resolve()).then(next, next));
+  }
+
+  private changedSinceCovered(): boolean {
+    for (const [db, t] of this.tracked) {
+      if (!db.open) {
+        this.forget(db, t);
+        continue;
+      }
+      if (t.changes.get() !== t.covered) return true;
+    }
+    return false;
+  }
+
+  private round(): Promise<void> {
+    this.queued = null;
+    const syncs: Promise<void>[] = [];
+    for (const [db, t] of this.tracked) {
+      if (!db.open) {
+        this.forget(db, t);
+        continue;
+      }
+      const now = t.changes.get()!;
+      if (now === t.covered) continue;
+      t.covered = now;
+      t.fd ??= openSync(t.wal, 'r');
+      const fd = t.fd;
+      syncs.push(new Promise<void>((resolve, reject) => this.syncFile(fd, (err) => (err ? reject(err) : resolve()))));
+    }
+    const done = Promise.all(syncs).then(() => undefined);
+    this.running = done;
+    void done
+      .finally(() => {
+        if (this.running === done) this.running = null;
+      })
+      .catch(() => undefined);
+    return done;
+  }
+
+  private forget(db: Journal, t: Tracked): void {
+    if (t.fd !== null) closeSync(t.fd);
+    this.tracked.delete(db);
+  }
+
+  /** Closes the WAL handles (the journals themselves are closed by their owners). */
+  close(): void {
+    for (const [db, t] of this.tracked) this.forget(db, t);
+  }
 }

@@ -17,6 +17,7 @@ import { LoginLimiter } from './identity/login-limiter.js';
 import { LEGACY_FILE, migrateLegacyFile } from './identity/migrate.js';
 import { IdentityStore } from './identity/store.js';
 import { registerLoginRoute } from './login.js';
+import { registerSessionRoutes } from './session.js';
 import { registerUserRoutes } from './users.js';
 
 export default definePlugin({
@@ -36,7 +37,10 @@ export default definePlugin({
   async setup(ctx, { auth, ...deps }) {
     // Opened first: the kernel and every other plugin write to it from their own start on. Events of an older
     // agent, kept in the core's journal, are taken over at the first open.
-    const audit = new AuditJournal(ctx.store.journal('audit') as unknown as Journal, join(ctx.agent.dataDir, 'core', 'journal.sqlite'));
+    const audit = new AuditJournal(
+      ctx.store.journal('audit', { syncBeforeAck: false }) as unknown as Journal,
+      join(ctx.agent.dataDir, 'core', 'journal.sqlite'),
+    );
     const store = new IdentityStore(ctx.store.journal());
     const migrated = migrateLegacyFile(join(ctx.agent.dataDir, ...LEGACY_FILE), store);
     if (migrated !== null) ctx.log.info('users, API keys and grants imported from identity.json (renamed identity.json.migrated)', { users: migrated });
@@ -50,6 +54,7 @@ export default definePlugin({
     } else if (admin.created) ctx.log.info('created user "admin" with the configured password');
     const { login_max_failures, login_max_failures_per_ip, lockout } = auth.settings;
     registerLoginRoute(ctx, identity, new LoginLimiter(login_max_failures, login_max_failures_per_ip, lockout * 1000), audit);
+    registerSessionRoutes(ctx, auth);
 
     const deployments = () => deps.deployments;
     registerUserRoutes(ctx, identity);

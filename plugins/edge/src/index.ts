@@ -79,7 +79,9 @@ export default definePlugin({
     proxyRoutes(rt, domains);
 
     const settings = ctx.settings(SecuritySettings);
-    const db = ctx.store.journal();
+    // Traffic and security events are read from nginx's logs, from a position kept in the same journal: after a
+    // host crash they are read again, so no request waits for this journal to reach the disk.
+    const db = ctx.store.journal('journal', { syncBeforeAck: false });
     const journal = new TrafficJournal(db);
     const events = new SecurityEvents(db);
     const blocks = new Blocks(rt);
