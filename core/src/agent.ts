@@ -30,8 +30,6 @@ import { createPluginProxy } from './plugins/proxy.js';
 import { createHttpApp } from './http/app.js';
 import { createSocketServer } from './http/websocket.js';
 import { coreRoutes } from './http/core-routes.js';
-import { DoctorRegistry } from './doctor/registry.js';
-import { coreChecks } from './doctor/core-checks.js';
 
 export interface RunningAgent {
   url: string;
@@ -89,9 +87,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const journalSync = new JournalSync();
   const audit = new AuditWriter(services, journalSync, log);
   services.provide(coreServices.settings.id, settings, 'core');
-  const doctor = new DoctorRegistry();
-  doctor.set('core', coreChecks(core.data_dir));
-  services.provide(coreServices.doctor.id, doctor, 'core');
   services.provide(
     coreServices.plugins.id,
     pluginDirectory(() => host.running()),
@@ -113,7 +108,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     },
     bus,
     scheduler,
-    doctor,
   );
   await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections);
   principals = services.get<PrincipalDirectory>(principalDirectory.id);

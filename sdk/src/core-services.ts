@@ -7,7 +7,7 @@ import type { TObject, Static } from '@sinclair/typebox';
 import { createServiceRef } from './services.js';
 import type { AuthKernel } from './principal-directory.js';
 export type { ResourcePolicy } from './principal-directory.js';
-import type { DoctorService } from './doctor.js';
+import type { DoctorCheck } from './doctor.js';
 
 export interface SettingDefinition {
   plugin: string;
@@ -50,11 +50,12 @@ export interface DeployableOffer {
 export interface PluginDirectory {
   /** What a running plugin offers to deploy: null when it offers nothing, undefined when no such plugin runs. */
   deployable(plugin: string): DeployableOffer | null | undefined;
+  /** The doctor checks the running plugins added with `ctx.doctor`, in the order the plugins were loaded. */
+  checks(): { plugin: string; check: DoctorCheck }[];
 }
 
 export const coreServices = {
   auth: createServiceRef<AuthKernel>('core.auth', 'token signing, the permission catalogue and the login settings (for the principal directory)'),
   settings: createServiceRef<SettingsRegistry>('core.settings', 'the agent settings registry'),
-  doctor: createServiceRef<DoctorService>('core.doctor', 'the checks of external parts (agentctl doctor)'),
-  plugins: createServiceRef<PluginDirectory>('core.plugins', 'what the running plugins offer (their deployables)'),
+  plugins: createServiceRef<PluginDirectory>('core.plugins', 'what the running plugins offer (their deployables, their doctor checks)'),
 } as const;

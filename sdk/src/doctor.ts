@@ -38,8 +38,3 @@ export interface DoctorReport {
   checked_at: string;
   checks: DoctorCheckReport[];
 }
-
-/** The core's registry of checks (`coreServices.doctor`): runs every check of the running plugins. */
-export interface DoctorService {
-  run(): Promise<DoctorReport>;
-}

@@ -44,7 +44,7 @@ export type { PrincipalDirectory, AuthKernel, ResourceCatalogue, TokenClaims } f
 export { auditSink } from './audit.js';
 export type { AuditSink, AuditEventInput } from './audit.js';
 export type { ResourcePolicy, SettingsRegistry, SettingDefinition, PluginSettings, PluginDirectory, DeployableOffer } from './core-services.js';
-export type { CheckStatus, CheckResult, DoctorCheck, DoctorCheckReport, DoctorReport, DoctorService } from './doctor.js';
+export type { CheckStatus, CheckResult, DoctorCheck, DoctorCheckReport, DoctorReport } from './doctor.js';
 export * from './schema.js';
 export * from './tenancy.js';
 export { cjsExports } from './modules.js';

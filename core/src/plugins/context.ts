@@ -140,6 +140,7 @@ export function createContext(
       closers.push(fn);
     },
     doctor: (check) => {
+      if (checks.some((c) => c.id === check.id)) throw new Error(`doctor check '${check.id}' is added twice`);
       checks.push(check);
     },
   };

@@ -2,10 +2,11 @@ import type { PluginDirectory } from '@agent/sdk';
 import { compilePlain } from '../openapi/validation.js';
 import type { PluginRecord } from './host.js';
 
-/** What the running plugins offer to deploy, their config schemas compiled on first use. */
+/** What the running plugins offer: to deploy (their config schemas compiled on first use), and doctor checks. */
 export function pluginDirectory(running: () => PluginRecord[]): PluginDirectory {
   const validators = new Map<string, (value: unknown, prefix: string) => string | null>();
   return {
+    checks: () => running().flatMap((p) => (p.staged?.checks ?? []).map((check) => ({ plugin: p.name, check }))),
     deployable(name) {
       const plugin = running().find((p) => p.name === name);
       if (!plugin) return undefined;

@@ -15,7 +15,6 @@ import { compilePlain, defaultsOf } from '../openapi/validation.js';
 import type { AgentEventBus } from '../events/bus.js';
 import type { CoreScheduler } from '../scheduler/scheduler.js';
 import { createContext, refOf, type ContextDeps, type StagedPlugin } from './context.js';
-import type { DoctorRegistry } from '../doctor/registry.js';
 
 export type PluginStatus = 'running' | 'failed' | 'stopped';
 
@@ -184,7 +183,6 @@ export class PluginHost {
     private readonly deps: ContextDeps,
     private readonly bus: AgentEventBus,
     private readonly scheduler: CoreScheduler,
-    private readonly doctor: DoctorRegistry,
   ) {}
 
   get(name: string): PluginRecord | undefined {
@@ -320,7 +318,6 @@ export class PluginHost {
       for (const [key, ref] of providedRefs(def)) this.deps.services.provide(ref.id, provided[key], def.name);
       record.instance = instance;
       this.deps.registry.commit(staged.entries);
-      this.doctor.set(def.name, staged.checks);
       record.status = 'running';
     } catch (err) {
       this.rollback(record);
@@ -333,7 +330,6 @@ export class PluginHost {
     if (!staged) return;
     staged.scheduler.stopAll();
     staged.events.dispose();
-    this.doctor.drop(record.name);
     this.deps.services.withdraw(record.name);
     this.deps.catalog.dropPlugin(record.name);
     this.deps.settings.drop(record.name);
@@ -366,7 +362,6 @@ export class PluginHost {
         for (const close of record.staged!.closers.reverse()) await close();
         record.staged!.events.dispose();
         for (const journal of record.staged!.journals.values()) journal.close();
-        this.doctor.drop(record.name);
         record.status = 'stopped';
       } catch (err) {
         this.root.error({ plugin: record.name, error: String(err) }, 'plugin stop failed');

@@ -1,9 +1,14 @@
 /**
  * `GET /api/system/doctor`: runs the doctor checks of the core and of every running plugin (each plugin adds the
  * checks of the parts it drives with `ctx.doctor`) and answers what works, what does not and what fixes it.
- * Admins only by default: the answer describes the host (paths, versions, addresses).
+ * Admins only by default: the answer describes the host (paths, versions, addresses). A report runs every check at
+ * once, each within a time limit; a check that throws or hangs is reported as failed rather than failing the report.
  */
-import { Type, type DoctorService, type PluginContext } from '@agent/sdk';
+import { Type, type CheckResult, type DoctorCheck, type DoctorCheckReport, type DoctorReport, type PluginContext, type PluginDirectory } from '@agent/sdk';
+import { coreChecks } from './core-checks.js';
+
+/** A check that has not answered by then is reported as failed (a hung daemon must not hang the report). */
+const CHECK_TIMEOUT_MS = 15_000;
 
 export const CheckView = Type.Object({
   id: Type.String({ description: '`<plugin>.<part>`, e.g. `docker.engine`' }),
@@ -21,7 +26,13 @@ export const DoctorView = Type.Object({
   checks: Type.Array(CheckView),
 });
 
-export function registerDoctorRoute(ctx: PluginContext, doctor: DoctorService): void {
+export function registerDoctorRoute(ctx: PluginContext, plugins: PluginDirectory): void {
+  // The core's own checks (its data folder, secrets, Node.js) come first and are reported as the core's.
+  const own = coreChecks(ctx.agent.dataDir).map((check) => ({ plugin: 'core', check }));
+  const run = async (): Promise<DoctorReport> => {
+    const checks = await Promise.all([...own, ...plugins.checks()].map(({ plugin, check }) => runOne(plugin, check)));
+    return { ok: checks.every((c) => c.status !== 'failed'), checked_at: new Date().toISOString(), checks };
+  };
   ctx.route({
     method: 'GET',
     path: '/system/doctor',
@@ -34,6 +45,35 @@ export function registerDoctorRoute(ctx: PluginContext, doctor: DoctorService): 
       'the data folder (free space, modes), secret file modes and the Node.js version: each with its status, what was found ' +
       'and the command that fixes it. Runs every check now (a few seconds at most). `agentctl doctor` prints it.',
     response: DoctorView,
-    handler: () => doctor.run(),
+    handler: run,
   });
+}
+
+async function runOne(plugin: string, check: DoctorCheck): Promise<DoctorCheckReport> {
+  const started = Date.now();
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<CheckResult>((resolve) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      resolve({ status: 'failed', detail: `no answer within ${CHECK_TIMEOUT_MS / 1000} s` });
+    }, CHECK_TIMEOUT_MS);
+  });
+  let result: CheckResult;
+  try {
+    result = await Promise.race([Promise.resolve().then(() => check.run(controller.signal)), timeout]);
+  } catch (err) {
+    result = { status: 'failed', detail: (err as Error)?.message ?? String(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+  return {
+    id: check.id,
+    title: check.title,
+    plugin,
+    status: result.status,
+    detail: result.detail,
+    ...(result.fix ? { fix: result.fix } : {}),
+    duration_ms: Date.now() - started,
+  };
 }

@@ -30,12 +30,12 @@ export default definePlugin({
       owner: 'global',
     },
   },
-  deps: { settings: coreServices.settings, doctor: coreServices.doctor, docker: optional(dockerService), deployments: optional(deploymentsService) },
+  deps: { settings: coreServices.settings, plugins: coreServices.plugins, docker: optional(dockerService), deployments: optional(deploymentsService) },
 
   setup(ctx, deps) {
     const settings = registerSettingsRoutes(ctx, deps.settings);
     registerStatsRoute(ctx, { docker: () => deps.docker, deployments: () => deps.deployments });
-    registerDoctorRoute(ctx, deps.doctor);
+    registerDoctorRoute(ctx, deps.plugins);
     // Every plugin has declared its settings by the time the plugins start.
     return { start: () => settings.complete() };
   },

@@ -1,5 +1,6 @@
 /**
- * The core's own doctor checks: the Node.js it runs on, its data folder (modes, free space) and its secrets.
+ * The core's own doctor checks: the Node.js it runs on, its data folder (modes, free space) and its secrets. Run
+ * here, where the report is made: the core only keeps those files.
  */
 import { readdirSync, statSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
