@@ -53,6 +53,8 @@ export class CoreScheduler {
   private readonly insert;
   private readonly finish;
   private readonly shutdown = new AbortController();
+  /** Every plugin's job list, so that `stop` cancels this agent's jobs (and no other agent's in the process). */
+  private readonly plugins = new Set<{ stopAll(): void }>();
 
   constructor(
     private readonly db: Journal,
@@ -104,11 +106,12 @@ export class CoreScheduler {
     const entries = new Map<string, Entry>();
     let started = false;
     const arm = (entry: Entry) => {
-      entry.job = schedule.scheduleJob(`${plugin}:${entry.spec.name}`, entry.spec.cron, () => {
+      // Unnamed: node-schedule keeps named jobs in one map for the whole process, which two agents would share.
+      entry.job = schedule.scheduleJob(entry.spec.cron, () => {
         this.runEntry(plugin, entry, 'cron').catch(() => undefined);
       });
     };
-    return {
+    const scheduler: ReturnType<CoreScheduler['forPlugin']> = {
       job: (spec): JobHandle => {
         if (!JOB_NAME.test(spec.name)) throw new Error(`invalid job name '${spec.name}'`);
         if (entries.has(spec.name)) throw new Error(`job '${spec.name}' is already scheduled`);
@@ -153,10 +156,13 @@ export class CoreScheduler {
       },
       list: () => [...entries.values()].map((e) => ({ name: e.spec.name, cron: e.spec.cron, next_run: e.job?.nextInvocation()?.toISOString() ?? null })),
     };
+    this.plugins.add(scheduler);
+    return scheduler;
   }
 
+  /** Cancels this agent's jobs and tells running ones to stop (their signal). */
   stop(): void {
     this.shutdown.abort();
-    void schedule.gracefulShutdown();
+    for (const plugin of this.plugins) plugin.stopAll();
   }
 }

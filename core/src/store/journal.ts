@@ -53,6 +53,8 @@ export class JournalSync {
   }
 
   sync(): Promise<void> {
+    // A round that has not started yet covers every commit made until it starts: joining it needs no look.
+    if (this.queued) return this.queued;
     if (!this.changedSinceCovered()) return this.running ?? Promise.resolve();
     const next = () => this.round();
     // A failed round fails its own callers only: the next one still runs.
