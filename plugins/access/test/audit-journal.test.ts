@@ -107,6 +107,8 @@ describe('audit journal writes', () => {
         (t) => t.name,
       ),
     ).toEqual(['scheduler_runs']);
+    // and the pages of the dropped tables are given back.
+    expect(left.pragma('freelist_count', { simple: true })).toBe(0);
     left.close();
     db = openJournal(path);
     journal = new AuditJournal(db, legacyPath);

@@ -1,6 +1,7 @@
 /**
  * Agents before this one kept the audit journal in the core's `<data>/core/journal.sqlite` (next to the scheduler's
- * tables). The journal takes those rows over at its first open, with their ids, and drops the old tables there.
+ * tables). The journal takes those rows over at its first open, with their ids, and drops the old tables there
+ * (and gives their space back to the file system).
  * The copy is one statement that skips ids already present, so a crash between the copy and the drop copies
  * nothing twice and the next start finishes the move.
  */
@@ -21,6 +22,9 @@ export function adoptLegacyJournal(db: Journal, legacyPath: string): number {
     db.transaction(() => {
       for (const table of OLD_TABLES) db.exec(`DROP TABLE IF EXISTS legacy.${table}`);
     })();
+    // The old file keeps the pages of the dropped tables until it is rebuilt: what is left (the scheduler's
+    // tables) is small, so it is rebuilt once, now.
+    db.exec('VACUUM legacy');
     return copied;
   } finally {
     db.exec('DETACH DATABASE legacy');
