@@ -161,20 +161,20 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   scheduler.forPlugin('core').job({ name: 'plans.purge', cron: '17 * * * *', run: () => plans.purge() });
 
   const proxy = createPluginProxy({ registry, principals: directory, apps, audit, log: root });
-  const app = createHttpApp({
+  const listener = createHttpApp({
     config: core,
     log: root,
     principals: directory,
     registry,
     plans,
     audit,
-    proxy: (ctx) => proxy.http(ctx),
+    proxy: (req, res, ip, query) => proxy.http(req, res, ip, query),
     validateResponses: process.env.AGENT_VALIDATE_RESPONSES === '1',
   });
   const sockets = createSocketServer(registry, directory, root);
   // Keep-alive longer than clients' own idle timeouts (undici: 4 s), so a client never reuses a connection the
   // agent is closing at that moment.
-  const server: Server = createServer({ requestTimeout: 3600_000, keepAliveTimeout: 65_000 }, app.callback());
+  const server: Server = createServer({ requestTimeout: 3600_000, keepAliveTimeout: 65_000 }, listener);
   server.headersTimeout = 66_000;
   server.on('upgrade', (req, socket, head) => {
     const ip = req.socket.remoteAddress ?? '';

@@ -109,7 +109,7 @@ export type RequestOf<P, Q, B> = RouteRequest<StaticOr<P, Record<string, string>
 
 interface RouteBase<P, Q, B> {
   method: HttpMethod;
-  /** Path below `/api`, koa style: `/deployments/:name`. */
+  /** Path below `/api`: literal segments and `:param` segments, e.g. `/deployments/:name`. */
   path: string;
   summary: string;
   description?: string;

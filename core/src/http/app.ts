@@ -1,12 +1,12 @@
 /**
- * The koa application: error envelope, CORS, the router built from the registry (auth → body → pipeline →
- * audit per route), the plugin proxy, and JSON 404/405 answers.
+ * The request listener: error envelope, CORS, the routes of the registry (auth → body → pipeline → audit per
+ * route), the plugin proxy, and JSON 404/405 answers.
  */
-import type { IncomingHttpHeaders } from 'node:http';
-import Koa from 'koa';
-import Router from '@koa/router';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { parse as parseQuery } from 'node:querystring';
+import typeis from 'type-is';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { cjsExports, errors, HttpError, type AuditEventInput, type Principal, type PrincipalDirectory } from '@agent/sdk';
+import { cjsExports, errors, HttpError, type AuditEventInput, type Principal, type PrincipalDirectory, type Reply } from '@agent/sdk';
 import type { CoreConfig } from '../config/config.js';
 import type { RootLogger } from '../log.js';
 import type { RouteRegistry, RegisteredRoute } from '../openapi/registry.js';
@@ -14,6 +14,9 @@ import type { PlanEngine } from '../plans/engine.js';
 import type { AuditWriter } from '../audit.js';
 import { execute, type ExecuteResult } from './execute.js';
 import { toErrorAnswer } from './errors.js';
+import { RouteTable } from './router.js';
+import { bindStream, sendError, sendReply, unsetHeaders, writable } from './respond.js';
+import { clientIp, pathOf, queryOf } from './target.js';
 
 export interface HttpDeps {
   config: CoreConfig;
@@ -22,8 +25,11 @@ export interface HttpDeps {
   registry: RouteRegistry;
   plans: PlanEngine;
   audit: AuditWriter;
-  /** Serves `/api/plugin/<name>/…`; resolves when the proxied answer is complete. */
-  proxy: (ctx: Koa.Context) => Promise<void>;
+  /**
+   * Serves `/api/plugin/<name>/…`, given the client's address and the parsed query; resolves when the proxied answer
+   * is complete.
+   */
+  proxy: (req: IncomingMessage, res: ServerResponse, ip: string, query: Record<string, unknown>) => Promise<void>;
   /** Development aid (tests): check `data` of successful answers against the route's response schema. */
   validateResponses: boolean;
 }
@@ -117,47 +123,44 @@ function makeResponseValidator(log: RootLogger) {
   };
 }
 
-export function createHttpApp(deps: HttpDeps): Koa {
+export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+export function createHttpApp(deps: HttpDeps): RequestListener {
   const { config, log, principals, registry, plans, audit } = deps;
-  const app = new Koa({ proxy: config.api.trust_proxy });
-  app.silent = true;
+  const trustProxy = config.api.trust_proxy;
   const validateResponse = deps.validateResponses ? makeResponseValidator(log) : undefined;
   const allowedOrigins = new Set(config.api.allowed_origins);
 
-  const answerError = (ctx: Koa.Context, err: unknown) => {
+  /** The `{error, code}` answer; once the answer has begun, the connection is cut so the client sees it broke off. */
+  const answerError = (req: IncomingMessage, res: ServerResponse, path: string, err: unknown): void => {
     const answer = toErrorAnswer(err);
-    if (answer.internal) log.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
-    if (ctx.headerSent || !ctx.writable) return;
-    ctx.status = answer.status;
-    for (const [k, v] of Object.entries(answer.headers ?? {})) ctx.set(k, v);
-    ctx.body = answer.body;
-  };
-  /** A request nothing answered (no route, nothing set a body) gets the JSON 404. */
-  const answerUnhandled = (ctx: Koa.Context) => {
-    const response = ctx.response;
-    if (response.status === 404 && response.body === undefined && ctx.respond !== false)
-      answerError(ctx, errors.notFound(`no route ${ctx.method} ${ctx.path}`));
+    if (answer.internal) log.error({ err, method: req.method, path }, 'request failed');
+    if (!writable(res)) return;
+    if (res.headersSent) res.destroy();
+    else sendError(res, answer);
   };
 
   /** CORS headers; true when it answered the request itself (a preflight). Throws 403 for a denied preflight. */
   const cors = config.api.enable_cors
-    ? (ctx: Koa.Context): boolean => {
-        const origin = ctx.get('origin');
+    ? (req: IncomingMessage, res: ServerResponse): boolean => {
+        const { origin } = req.headers;
         if (!origin) return false;
         const allowed = allowedOrigins.has(origin);
-        ctx.vary('Origin');
-        if (ctx.method === 'OPTIONS' && ctx.get('access-control-request-method')) {
+        // Set, not appended: nothing has touched this answer's headers yet.
+        res.setHeader('Vary', 'Origin');
+        if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
           if (!allowed) throw errors.forbidden(`origin ${origin} is not allowed`, 'CORS_ORIGIN_DENIED');
-          ctx.set('Access-Control-Allow-Origin', origin);
-          ctx.set('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
-          ctx.set('Access-Control-Allow-Headers', ctx.get('access-control-request-headers') || 'Authorization, Content-Type');
-          ctx.set('Access-Control-Max-Age', '600');
-          ctx.status = 204;
+          res.setHeader('Access-Control-Allow-Origin', origin);
+          res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
+          res.setHeader('Access-Control-Allow-Headers', req.headers['access-control-request-headers'] || 'Authorization, Content-Type');
+          res.setHeader('Access-Control-Max-Age', '600');
+          res.statusCode = 204;
+          res.end();
           return true;
         }
         if (allowed) {
-          ctx.set('Access-Control-Allow-Origin', origin);
-          ctx.set('Access-Control-Expose-Headers', 'Content-Disposition, Retry-After');
+          res.setHeader('Access-Control-Allow-Origin', origin);
+          res.setHeader('Access-Control-Expose-Headers', 'Content-Disposition, Retry-After');
         }
         return false;
       }
@@ -166,15 +169,15 @@ export function createHttpApp(deps: HttpDeps): Koa {
   // The JSON body is read and parsed by co-body (size limit, strict JSON, charset and content-encoding), called
   // directly: the pipeline reads a body only for routes that take one, after authentication. Loaded on first use.
   let readJson: Promise<typeof import('co-body').json> | null = null;
-  const parseBody = async (ctx: Koa.Context): Promise<unknown> => {
+  const parseBody = async (req: IncomingMessage): Promise<unknown> => {
     readJson ??= import('co-body').then(cjsExports).then((m) => m.json);
-    return (await readJson)(ctx.req, { limit: config.api.body_limit, strict: true });
+    return (await readJson)(req, { limit: config.api.body_limit, strict: true });
   };
 
   /**
-   * One request on one route: authenticate → body → pipeline → answer, then the audit record of a mutation. Each
-   * step goes on synchronously when it can; only a step that really waits (a token's first use, a request body, an
-   * async handler) makes the call asynchronous.
+   * One request on one route: authenticate → body → pipeline → audit record → answer. Each step goes on
+   * synchronously when it can; only a step that really waits (a token's first use, a request body, an async
+   * handler, the audit record of a mutation) makes the call asynchronous.
    */
   class RouteCall {
     private principal: Principal | null = null;
@@ -183,16 +186,22 @@ export function createHttpApp(deps: HttpDeps): Koa {
     private created: string | null = null;
     private wantsPlan = false;
     private body: unknown = undefined;
+    private reply: Reply | null = null;
+    /** The reply's body serialized (once the handler answered with data rather than a stream). */
+    private json: string | null = null;
     private readonly ip: string;
     private readonly headers: IncomingHttpHeaders;
 
     constructor(
-      private readonly ctx: Koa.Context,
+      private readonly req: IncomingMessage,
+      private readonly res: ServerResponse,
       private readonly route: RegisteredRoute,
+      /** As decoded from the path; the pipeline gets a copy. */
+      private readonly params: Record<string, string>,
+      private readonly path: string,
     ) {
-      // ctx.request / ctx.req / ctx.response rather than koa's ctx delegates (megamorphic accessors).
-      this.ip = ctx.request.ip;
-      this.headers = ctx.req.headers;
+      this.ip = clientIp(req, trustProxy);
+      this.headers = req.headers;
     }
 
     run(): void | Promise<void> {
@@ -202,9 +211,9 @@ export function createHttpApp(deps: HttpDeps): Koa {
       } catch (err) {
         return this.failed(err);
       }
-      if (!pending) return this.record();
+      if (!pending) return this.finish();
       return pending.then(
-        () => this.record(),
+        () => this.finish(),
         (err: unknown) => this.failed(err),
       );
     }
@@ -227,22 +236,22 @@ export function createHttpApp(deps: HttpDeps): Koa {
       const { route, headers } = this;
       if (!route.validate.body || route.spec.rawBody) return this.execute();
       const length = Number(headers['content-length'] || 0);
-      if ((length > 0 || headers['transfer-encoding']) && !this.ctx.request.is('json')) {
+      if ((length > 0 || headers['transfer-encoding']) && !typeis(this.req, ['json'])) {
         throw errors.badRequest('the body must be JSON (Content-Type: application/json)', 'UNSUPPORTED_MEDIA_TYPE');
       }
       if (length > config.api.body_limit) throw errors.tooLarge(`request body larger than ${config.api.body_limit} bytes`);
-      return parseBody(this.ctx).then((body) => {
+      return parseBody(this.req).then((body) => {
         this.body = body;
         return this.execute();
       });
     }
 
     private execute(): void | Promise<void> {
-      const { ctx } = this;
-      const request = ctx.request;
-      // Without a query string (the usual case) a fresh empty object, not koa's parse; the query is only copied
-      // when `plan` has to be taken out.
-      let query = (ctx.req.url!.includes('?') ? request.query : {}) as Record<string, unknown>;
+      const { req, res } = this;
+      const url = req.url!;
+      // Without a query string (the usual case) a fresh empty object; the query is only copied when `plan` has to
+      // be taken out.
+      let query = (url.includes('?') ? parseQuery(queryOf(url)) : {}) as Record<string, unknown>;
       if ('plan' in query) {
         query = { ...query };
         if (query.plan !== 'true' && query.plan !== 'false') throw errors.badRequest('query.plan: must be true or false');
@@ -254,8 +263,8 @@ export function createHttpApp(deps: HttpDeps): Koa {
       const signal = () => {
         if (!controller) {
           const c = (controller = new AbortController());
-          ctx.res.once('close', () => {
-            if (!ctx.res.writableFinished) c.abort();
+          res.once('close', () => {
+            if (!res.writableFinished) c.abort();
           });
         }
         return controller.signal;
@@ -265,14 +274,14 @@ export function createHttpApp(deps: HttpDeps): Koa {
           // A copy: validation coerces params in place (`'2'` → `2`), the audit record keeps the raw path values.
           route: this.route,
           principal: this.principal,
-          params: { ...ctx.params },
+          params: { ...this.params },
           query,
           body: this.body,
           ip: this.ip,
-          path: request.path,
+          path: this.path,
           headers: this.headers,
           signal,
-          raw: { req: ctx.req, res: ctx.res },
+          raw: { req, res },
           wantsPlan: this.wantsPlan,
         },
         plans,
@@ -282,22 +291,31 @@ export function createHttpApp(deps: HttpDeps): Koa {
       this.answer(result);
     }
 
+    /** Takes the handler's reply; it is sent once the audit record (if any) is durable. */
     private answer({ reply, deployment }: ExecuteResult): void {
-      const { res } = this.ctx;
-      const response = this.ctx.response;
       this.deployment = deployment;
       // A plan's answer is the plan, not the resource.
       if (!this.wantsPlan) this.created = createdName(this.route.spec.creates, reply.body?.data);
       this.status = reply.status;
-      for (const k in reply.headers) response.set(k, reply.headers[k]!);
-      response.status = reply.status;
-      if (reply.stream !== undefined) response.body = reply.stream;
-      else if (reply.body) {
-        // Serialized here, with the type set directly: given an object, koa looks the JSON type up again and takes
-        // its generic path on every answer.
-        if (!res.hasHeader('content-type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
-        response.body = JSON.stringify(reply.body);
-      } else response.body = null;
+      this.reply = reply;
+      if (reply.stream !== undefined) bindStream(reply.stream, this.res, (err) => this.streamFailed(err));
+      else if (reply.body) this.json = JSON.stringify(reply.body);
+    }
+
+    private finish(): void | Promise<void> {
+      const recorded = this.record();
+      if (!recorded) return this.send();
+      return recorded.then(() => this.send());
+    }
+
+    private send(): void {
+      sendReply(this.res, this.reply!, this.json, this.req.method === 'HEAD');
+    }
+
+    /** A streamed body failed: answered as an error when nothing was sent yet, else the answer is cut off. */
+    private streamFailed(err: Error): void {
+      if (!this.res.headersSent) unsetHeaders(this.res, this.reply!.headers);
+      answerError(this.req, this.res, this.path, err);
     }
 
     /** Answers the error once the failure's audit record is durable (a failed mutation is recorded too). */
@@ -324,7 +342,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
           routeAuditEvent({
             route,
             principal,
-            params: (this.ctx.params ?? {}) as Record<string, string>,
+            params: this.params,
             status,
             deployment: this.deployment,
             created,
@@ -339,73 +357,42 @@ export function createHttpApp(deps: HttpDeps): Koa {
     }
   }
 
-  // Routes are grouped by their first path segment, so a request only tests the few routes of its group. Paths are
-  // compiled by @koa/router (its path syntax and decoding); the matched handler is called directly rather than
-  // through the router's middleware, which composes a fresh chain on every request.
-  interface Entry {
-    layer: Router.Layer;
-    methods: Set<string>;
-    handler: (ctx: Koa.Context) => void | Promise<void>;
-  }
-  const compiler = new Router({ prefix: '/api' });
-  const groups = new Map<string, Entry[]>();
-  const add = (path: string, method: string, handler: Entry['handler']) => {
-    const first = path.split('/')[1] ?? '';
-    const key = first.startsWith(':') ? '*' : first;
-    const layer = compiler.register(path, [method], handler as never) as unknown as Router.Layer;
-    let list = groups.get(key);
-    if (!list) groups.set(key, (list = []));
-    list.push({ layer, methods: new Set(layer.methods), handler });
-  };
-  for (const route of registry.routes) {
-    add(route.path, route.method, (ctx) => new RouteCall(ctx, route).run());
-  }
-  const fallback = groups.get('*') ?? [];
-  /** Finds the route of a request and runs it; undefined when nothing matched (the 404 follows). */
-  const dispatch = (ctx: Koa.Context): void | Promise<void> => {
-    const path = ctx.request.path;
-    if (!path.startsWith('/api/')) return;
-    if (path.startsWith('/api/plugin/')) return deps.proxy(ctx);
-    const end = path.indexOf('/', 5);
-    const list = groups.get(path.slice(5, end < 0 ? undefined : end)) ?? fallback;
-    const method = ctx.req.method!;
-    let allowed: string[] | null = null;
-    for (const entry of list) {
-      const match = entry.layer.regexp.exec(path);
-      if (!match) continue;
-      if (entry.methods.has(method)) {
-        // The captures of the one match (Layer#captures would run the expression again).
-        ctx.params = entry.layer.params(path, match.slice(1), {});
-        return entry.handler(ctx);
-      }
-      (allowed ??= []).push(...entry.methods);
+  const routes = new RouteTable<RegisteredRoute>('/api');
+  for (const route of registry.routes) routes.add(route.path, route.method, route);
+
+  /** Finds the route of a request and runs it; throws 404 when nothing matched, 405 for a path without the method. */
+  const dispatch = (req: IncomingMessage, res: ServerResponse, url: string, path: string): void | Promise<void> => {
+    const method = req.method!;
+    if (!path.startsWith('/api/')) throw errors.notFound(`no route ${method} ${path}`);
+    if (path.startsWith('/api/plugin/')) {
+      // Until the app answers: a mutation the client gave up on before that is audited with this status.
+      res.statusCode = 404;
+      return deps.proxy(req, res, clientIp(req, trustProxy), parseQuery(queryOf(url)));
     }
-    if (!allowed) return;
-    ctx.set('Allow', [...new Set(allowed)].join(', '));
+    const found = routes.find(method, path);
+    if (found === null) throw errors.notFound(`no route ${method} ${path}`);
+    if (!Array.isArray(found)) return new RouteCall(req, res, found.value, found.params, path).run();
+    res.setHeader('Allow', found.join(', '));
     if (method === 'OPTIONS') {
-      ctx.status = 204;
+      res.statusCode = 204;
+      res.end();
       return;
     }
     throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${path}`);
   };
 
-  // The only koa middleware: CORS, the route, the error envelope. A route that answers synchronously (most do)
-  // costs no promise here; koa wraps the result once.
-  app.use((ctx) => {
+  // CORS, the route, the error envelope. A route that answers synchronously (most do) costs no promise here.
+  return (req, res) => {
+    const url = req.url!;
+    const path = pathOf(url);
     let pending: void | Promise<void>;
     try {
-      if (cors?.(ctx)) return;
-      pending = dispatch(ctx);
+      if (cors?.(req, res)) return;
+      pending = dispatch(req, res, url, path);
     } catch (err) {
-      answerError(ctx, err);
+      answerError(req, res, path, err);
       return;
     }
-    if (pending)
-      return pending.then(
-        () => answerUnhandled(ctx),
-        (err: unknown) => answerError(ctx, err),
-      );
-    answerUnhandled(ctx);
-  });
-  return app;
+    if (pending) pending.then(undefined, (err: unknown) => answerError(req, res, path, err));
+  };
 }

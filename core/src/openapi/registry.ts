@@ -13,7 +13,7 @@ export interface RegisteredRoute {
   tag: string;
   operationId: string;
   method: HttpMethod;
-  /** Koa path below `/api`. */
+  /** Path below `/api`, with `:param` segments (`/deployments/:name`). */
   path: string;
   /** null for public routes. */
   permission: string | null;
@@ -77,7 +77,7 @@ export function deriveOperationName(tag: string, method: HttpMethod, path: strin
   return camel([...literals, verb]) || verb;
 }
 
-/** A path matcher for koa-style paths (`/metrics/:id`), used where the router is not (sockets, app routes). */
+/** A path matcher for paths with `:param` segments (`/metrics/:id`), used where the route table is not (sockets, app routes). */
 export function pathMatcher(path: string): (candidate: string) => Record<string, string> | null {
   const names: string[] = [];
   const source = path

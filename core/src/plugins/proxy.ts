@@ -6,7 +6,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
-import type Koa from 'koa';
 import { errors, HttpError, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import { PRINCIPAL_HEADER } from '@agent/sdk/app';
 import type { AuditWriter } from '../audit.js';
@@ -116,13 +115,11 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
   };
 
   return {
-    async http(ctx: Koa.Context): Promise<void> {
-      const ip = ctx.ip;
-      const r = resolve(ctx.method, ctx.originalUrl);
-      const principal = await authorize(ctx.req, ip, r, { ...ctx.query });
-      await prepare(ctx.req, principal, r, ip);
-      ctx.respond = false;
-      const res = ctx.res;
+    /** Serves one request under `/api/plugin/`; `ip` is the client's address, `query` its parsed query string. */
+    async http(req: IncomingMessage, res: ServerResponse, ip: string, query: Record<string, unknown>): Promise<void> {
+      const r = resolve(req.method!, req.url!);
+      const principal = await authorize(req, ip, r, { ...query });
+      await prepare(req, principal, r, ip);
       const record = (status: number) =>
         deps.audit.record({
           ...auditActor(principal),
@@ -133,17 +130,17 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
           status,
           client_ip: ip,
         });
-      if (ctx.method === 'GET') {
+      if (req.method === 'GET') {
         await new Promise<void>((done) => {
           res.once('close', () => done());
-          proxy.web(ctx.req, res, { target: r.target });
+          proxy.web(req, res, { target: r.target });
         });
         return;
       }
       let answered = false;
       await new Promise<void>((done) => {
         res.once('close', () => done());
-        held.set(ctx.req, (answer) => {
+        held.set(req, (answer) => {
           answered = true;
           const status = answer.statusCode ?? 502;
           const pass = () => {
@@ -160,7 +157,7 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
             res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify(toErrorAnswer(auditFailed()).body));
           });
         });
-        holding.web(ctx.req, res, { target: r.target });
+        holding.web(req, res, { target: r.target });
       });
       // The app never answered (the proxy answered 502): that attempt is recorded too.
       if (!answered) await record(res.statusCode).catch(() => undefined);
