@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { coreServices, principalDirectory, type AuthKernel, type PrincipalDirectory } from '@agent/sdk';
+import { appDirectory, coreServices, principalDirectory, type AppDirectory, type AuthKernel, type PrincipalDirectory } from '@agent/sdk';
 import { REPO_ROOT, type LoadedConfig } from './config/config.js';
 import { createRootLogger, flushLogs, sdkLogger } from './log.js';
 import { loadSecrets } from './store/secrets.js';
@@ -25,7 +25,6 @@ import { SettingsStore, type SettingsDoc } from './settings/registry.js';
 import { PluginHost } from './plugins/host.js';
 import { ServiceDirectory } from './plugins/services.js';
 import { pluginDirectory } from './plugins/directory.js';
-import { AppHost } from './plugins/app-host.js';
 import { createPluginProxy } from './plugins/proxy.js';
 import { createHttpApp } from './http/app.js';
 import { createSocketServer } from './http/websocket.js';
@@ -119,6 +118,9 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     );
   }
   const directory = principals;
+  // App processes are a plugin's (apps, always loaded), looked up at each use: without it every app reads as not
+  // running.
+  const apps: AppDirectory = { state: (name) => services.get<AppDirectory>(appDirectory.id)?.state(name) };
   // The audit journal is a plugin's (access, always loaded): the kernel writes every record there from now on.
   audit.connect(
     () =>
@@ -151,12 +153,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     }).map((spec) => registry.prepareRoute('core', spec)),
   );
 
-  const apps = new AppHost(
-    sdkLogger(root, { component: 'apps' }),
-    core.data_dir,
-    () => url,
-    (name) => directory.issueSystemToken(name),
-  );
   await host.start();
   scheduler.forPlugin('core').job({ name: 'plans.purge', cron: '17 * * * *', run: () => plans.purge() });
 
@@ -189,10 +185,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   });
   const address = server.address() as { address: string; port: number; family: string };
   url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
-
-  for (const p of host.running()) {
-    if (p.definition?.app) await apps.start(p.name, p.packageDir, p.definition.app, p.staged!.ctx.config as Record<string, unknown>);
-  }
 
   const memory = process.memoryUsage();
   root.info(
@@ -227,7 +219,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       clearInterval(idle);
       clearTimeout(force);
       proxy.close();
-      await apps.stopAll();
       await host.stop();
       scheduler.stop();
       journal.close();

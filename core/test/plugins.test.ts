@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_ENTRY, startAgent, type TestAgent } from '../../test/helpers/agent.js';
-import { BROKEN, FIXTURE, NEEDS_MISSING } from './helpers/fixture.js';
+import { AGENT_ENTRY, REPO_ROOT, startAgent, type TestAgent } from '../../test/helpers/agent.js';
+import { APP_FIXTURE, BROKEN, FIXTURE, NEEDS_MISSING } from './helpers/fixture.js';
 
 describe('plugin loader', () => {
   let agent: TestAgent;
@@ -61,6 +61,55 @@ describe('principal directory', () => {
       expect(r.status).toBe(1);
       expect(r.stderr).toContain("no plugin provides the principal directory ('principals')");
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('app plugins', () => {
+  const until = async <T>(fn: () => Promise<T>, ok: (v: T) => boolean): Promise<T> => {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const v = await fn();
+      if (ok(v) || Date.now() > deadline) return v;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+
+  it('are run by the apps plugin, which cannot be disabled', async () => {
+    const agent = await startAgent({ plugins: [APP_FIXTURE, '!apps'] });
+    try {
+      const byName = Object.fromEntries((await agent.api('GET', '/plugins')).body.data.map((p: { name: string }) => [p.name, p]));
+      expect(byName.apps).toMatchObject({ status: 'running', builtin: true, provides: ['agent.apps'] });
+      expect(byName['!apps']).toMatchObject({ status: 'failed', error: "the 'apps' plugin cannot be disabled: it runs the processes of app plugins" });
+      const pong = await until(
+        () => agent.api('GET', '/plugin/app-fixture/ping'),
+        (r) => r.status === 200,
+      );
+      expect(pong.body).toEqual({ data: 'pong' });
+      expect((await agent.api('GET', '/plugins/app-fixture')).body.data.app).toMatchObject({ name: 'app-fixture', status: 'running', restarts: 0 });
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  it('read as not running without the apps plugin', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agent-no-apps-'));
+    // A built-in folder with the access plugin alone: nothing runs app processes.
+    mkdirSync(join(dir, 'builtin'));
+    symlinkSync(join(REPO_ROOT, 'plugins', 'access'), join(dir, 'builtin', 'access'));
+    const agent = await startAgent({ config: { plugins: { enabled: [APP_FIXTURE], builtin_dir: join(dir, 'builtin') } } });
+    try {
+      const list = (await agent.api('GET', '/plugins')).body.data as { name: string; app: unknown }[];
+      expect(list.map((p) => p.name).sort()).toEqual(['access', 'app-fixture']);
+      expect(list.find((p) => p.name === 'app-fixture')!.app).toEqual({ status: 'stopped' });
+      const res = await agent.api('GET', '/plugin/app-fixture/ping');
+      expect(res.status).toBe(502);
+      expect(res.body).toEqual({ error: "app plugin 'app-fixture' is not running", code: 'PLUGIN_UNAVAILABLE' });
+      // A route the app did not declare is refused before any app is looked up.
+      expect((await agent.api('GET', '/plugin/app-fixture/nope')).status).toBe(404);
+    } finally {
+      await agent.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   });

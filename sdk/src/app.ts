@@ -1,7 +1,7 @@
 /**
- * Helpers for app plugins: separate processes the core runs and reaches through `/api/plugin/<name>/`.
- * The core authenticates each request, checks the permission the app declared for the route, and forwards it
- * with the caller's principal in a short-lived HS256 token in the `x-agent-principal` header.
+ * Helpers for app plugins: separate processes the agent runs (its `apps` plugin) and reaches through
+ * `/api/plugin/<name>/`. The core authenticates each request, checks the permission the app declared for the
+ * route, and forwards it with the caller's principal in a short-lived HS256 token in the `x-agent-principal` header.
  */
 import { principalFrom, type Principal, type PrincipalInfo } from './principal.js';
 
@@ -24,7 +24,7 @@ export interface AppEnvironment {
   agentToken: string;
 }
 
-/** Reads the environment the core starts an app with; throws a clear error when run outside the agent. */
+/** Reads the environment the agent starts an app with; throws a clear error when run outside the agent. */
 export function appEnvironment(env: NodeJS.ProcessEnv = process.env): AppEnvironment {
   const need = (key: string): string => {
     const value = env[key];

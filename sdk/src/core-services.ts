@@ -1,13 +1,15 @@
 /**
  * Services the core itself provides. Any plugin may `get` them without listing them in `requires`.
  * They expose what the principal directory needs from the kernel and the settings registry, so the plugins that
- * serve their endpoints never touch core files. (The audit journal is provided by a plugin: see `audit.ts`.)
+ * serve their endpoints never touch core files. (The audit journal is provided by a plugin, see `audit.ts`; so is
+ * the directory of app processes, see `app-plugins.ts`.)
  */
 import type { TObject, Static } from '@sinclair/typebox';
 import { createServiceRef } from './services.js';
 import type { AuthKernel } from './principal-directory.js';
 export type { ResourcePolicy } from './principal-directory.js';
 import type { DoctorCheck } from './doctor.js';
+import type { AppPlugin } from './app-plugins.js';
 
 export interface SettingDefinition {
   plugin: string;
@@ -52,10 +54,12 @@ export interface PluginDirectory {
   deployable(plugin: string): DeployableOffer | null | undefined;
   /** The doctor checks the running plugins added with `ctx.doctor`, in the order the plugins were loaded. */
   checks(): { plugin: string; check: DoctorCheck }[];
+  /** The running plugins that are apps, in start-up order. */
+  apps(): AppPlugin[];
 }
 
 export const coreServices = {
   auth: createServiceRef<AuthKernel>('core.auth', 'token signing, the permission catalogue and the login settings (for the principal directory)'),
   settings: createServiceRef<SettingsRegistry>('core.settings', 'the agent settings registry'),
-  plugins: createServiceRef<PluginDirectory>('core.plugins', 'what the running plugins offer (their deployables, their doctor checks)'),
+  plugins: createServiceRef<PluginDirectory>('core.plugins', 'what the running plugins offer (their deployables, apps and doctor checks)'),
 } as const;

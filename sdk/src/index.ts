@@ -9,8 +9,6 @@ export type {
   ProvidedServices,
   Logger,
   ResourceDeclaration,
-  AppDefinition,
-  AppRouteSpec,
   AgentInfo,
   DeployableDefinition,
 } from './plugin.js';
@@ -43,6 +41,8 @@ export { principalDirectory } from './principal-directory.js';
 export type { PrincipalDirectory, AuthKernel, ResourceCatalogue, TokenClaims } from './principal-directory.js';
 export { auditSink } from './audit.js';
 export type { AuditSink, AuditEventInput } from './audit.js';
+export { appDirectory } from './app-plugins.js';
+export type { AppDefinition, AppRouteSpec, AppPlugin, AppDirectory, AppState } from './app-plugins.js';
 export type { ResourcePolicy, SettingsRegistry, SettingDefinition, PluginSettings, PluginDirectory, DeployableOffer } from './core-services.js';
 export type { CheckStatus, CheckResult, DoctorCheck, DoctorCheckReport, DoctorReport } from './doctor.js';
 export * from './schema.js';

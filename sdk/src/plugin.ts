@@ -1,6 +1,6 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { EventBus } from './events.js';
-import type { RouteSpec, WebSocketSpec, HttpMethod, Tenancy } from './http.js';
+import type { RouteSpec, WebSocketSpec } from './http.js';
 import type { JobHandle, JobSpec, Scheduler } from './jobs.js';
 import type { ServiceRef } from './services.js';
 import type { PluginStore, Sealer } from './store.js';
@@ -8,6 +8,7 @@ import type { PluginSettings } from './core-services.js';
 import type { AuditEventInput } from './audit.js';
 import type { Permission } from './principal.js';
 import type { DoctorCheck } from './doctor.js';
+import type { AppDefinition } from './app-plugins.js';
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -28,34 +29,6 @@ export interface ResourceDeclaration {
    * (everything of it hangs on a deployment), `global`, or `both` (say which part is which in the description).
    */
   owner?: 'deployment' | 'global' | 'both';
-}
-
-/** A route of an app plugin, served by its own process behind `/api/plugin/<name>/`. */
-export interface AppRouteSpec {
-  method: HttpMethod;
-  /** Path inside the app, e.g. `/metrics/latest`. */
-  path: string;
-  summary: string;
-  description?: string;
-  operationId?: string;
-  permission: Permission | 'authenticated';
-  /** See `Tenancy`: apps receive the principal (with its scope and deployments) and filter themselves. */
-  tenancy?: Tenancy;
-  params?: TSchema;
-  query?: TSchema;
-  body?: TSchema;
-  response?: TSchema;
-  status?: number;
-  produces?: string;
-}
-
-export interface AppDefinition {
-  /** Script run with Node, relative to the plugin's package folder (e.g. `dist/app.js`). */
-  entry: string;
-  /** Every route the app serves; anything else is refused by the proxy (deny by default). */
-  routes: AppRouteSpec[];
-  /** Extra environment for the process. */
-  env?: Record<string, string>;
 }
 
 /**
@@ -186,7 +159,7 @@ export interface PluginDefinition<
     ctx: PluginContext<C extends TObject ? Static<C> : Record<string, never>>,
     deps: ResolvedDeps<D>,
   ): PluginInstance<P> | void | Promise<PluginInstance<P> | void>;
-  /** Makes this plugin an app: a separate process the core runs and proxies to. */
+  /** Makes this plugin an app: a separate process the `apps` plugin runs and the core proxies to. */
   app?: AppDefinition;
   /** Lets operators create deployments from this plugin. */
   deployable?: DeployableDefinition<any>;

@@ -2,7 +2,7 @@
  * The routes the core serves itself: health, the live OpenAPI document, plans and the plugin list. The login, the
  * auth status and the token check belong to the principal directory's plugin.
  */
-import { errors, reply, Type, type Dependency, type RouteSpec, type ServiceRef } from '@agent/sdk';
+import { errors, reply, Type, type AppState, type Dependency, type RouteSpec, type ServiceRef } from '@agent/sdk';
 import type { ResourceCatalog } from '../auth/resources.js';
 import type { AuditWriter } from '../audit.js';
 import type { PlanEngine } from '../plans/engine.js';
@@ -10,7 +10,6 @@ import { formatDuration } from '../config/units.js';
 import { auditFailed, createdName, routeAuditEvent } from './app.js';
 import { execute } from './execute.js';
 import type { PluginRecord } from '../plugins/host.js';
-import type { AppState } from '../plugins/app-host.js';
 import type { RouteRegistry } from '../openapi/registry.js';
 import { refOf } from '../plugins/context.js';
 

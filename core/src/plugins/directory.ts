@@ -2,7 +2,7 @@ import type { PluginDirectory } from '@agent/sdk';
 import { compilePlain } from '../openapi/validation.js';
 import type { PluginRecord } from './host.js';
 
-/** What the running plugins offer: to deploy (their config schemas compiled on first use), and doctor checks. */
+/** What the running plugins offer: deployables (their config schemas compiled on first use), apps and doctor checks. */
 export function pluginDirectory(running: () => PluginRecord[]): PluginDirectory {
   const validators = new Map<string, (value: unknown, prefix: string) => string | null>();
   return {
@@ -23,5 +23,9 @@ export function pluginDirectory(running: () => PluginRecord[]): PluginDirectory 
         render: (config) => deployable.render(config),
       };
     },
+    apps: () =>
+      running().flatMap((p) =>
+        p.definition?.app ? [{ plugin: p.name, packageDir: p.packageDir, app: p.definition.app, config: p.staged!.ctx.config as Record<string, unknown> }] : [],
+      ),
   };
 }

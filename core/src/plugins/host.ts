@@ -49,10 +49,15 @@ function isPluginDir(dir: string): boolean {
 }
 
 /**
- * Built-ins loaded whatever `plugins.enabled` says: `access` holds the principals (users, API keys, grants) and the
- * audit journal, without which no request can be authenticated or accounted for.
+ * Built-ins loaded whatever `plugins.enabled` says, and why: `access` holds the principals (users, API keys,
+ * grants) and the audit journal, without which no request can be authenticated or accounted for; `apps` runs the
+ * processes of app plugins, which an enabled app plugin needs however it was enabled.
  */
-export const ALWAYS_LOADED = ['access'];
+const ALWAYS_LOADED_BECAUSE: Record<string, string> = {
+  access: 'the agent authenticates and audits through it',
+  apps: 'it runs the processes of app plugins',
+};
+export const ALWAYS_LOADED = Object.keys(ALWAYS_LOADED_BECAUSE);
 
 /** Turns `plugins.enabled` into package folders: `*` (all built-ins), `!name` (exclude), names, paths, packages. */
 function discover(enabled: string[], builtinDir: string, baseDir: string): { found: Candidate[]; missing: { spec: string; error: string }[] } {
@@ -90,7 +95,7 @@ function discover(enabled: string[], builtinDir: string, baseDir: string): { fou
     }
   }
   for (const n of ALWAYS_LOADED) {
-    if (excluded.has(n)) missing.push({ spec: `!${n}`, error: `the '${n}' plugin cannot be disabled: the agent authenticates and audits through it` });
+    if (excluded.has(n)) missing.push({ spec: `!${n}`, error: `the '${n}' plugin cannot be disabled: ${ALWAYS_LOADED_BECAUSE[n]}` });
     if (builtins.includes(n)) add({ spec: n, dir: join(builtinDir, n), builtin: true });
   }
   return { found, missing };

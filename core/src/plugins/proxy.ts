@@ -6,11 +6,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
-import { errors, HttpError, type Principal, type PrincipalDirectory } from '@agent/sdk';
+import { errors, HttpError, type AppDirectory, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import { PRINCIPAL_HEADER } from '@agent/sdk/app';
 import type { AuditWriter } from '../audit.js';
 import type { RegisteredAppRoute, RouteRegistry } from '../openapi/registry.js';
-import type { AppHost } from './app-host.js';
 import { authenticateHeader, auditActor, auditFailed } from '../http/app.js';
 import { checkPermission, checkTenancy } from '../http/execute.js';
 import { toErrorAnswer } from '../http/errors.js';
@@ -37,7 +36,7 @@ interface Resolved {
   secret: string;
 }
 
-export function createPluginProxy(deps: { registry: RouteRegistry; principals: PrincipalDirectory; apps: AppHost; audit: AuditWriter; log: RootLogger }) {
+export function createPluginProxy(deps: { registry: RouteRegistry; principals: PrincipalDirectory; apps: AppDirectory; audit: AuditWriter; log: RootLogger }) {
   const proxy = httpProxy.createProxyServer({ xfwd: false, ws: true, proxyTimeout: 120_000 });
   // Mutations: the app's answer is held until its audit record is durable (see `http`), then passed on.
   const holding = httpProxy.createProxyServer({ xfwd: false, proxyTimeout: 120_000, selfHandleResponse: true });

@@ -4,6 +4,7 @@ import { REPO_ROOT, type TestAgent } from '../../../test/helpers/agent.js';
 export const FIXTURE = resolve(REPO_ROOT, 'core/test/fixtures/kernel-fixture');
 export const BROKEN = resolve(REPO_ROOT, 'core/test/fixtures/broken-plugin');
 export const NEEDS_MISSING = resolve(REPO_ROOT, 'core/test/fixtures/needs-missing');
+export const APP_FIXTURE = resolve(REPO_ROOT, 'core/test/fixtures/app-fixture');
 export const HELLO = resolve(REPO_ROOT, 'examples/hello-plugin');
 
 let counter = 0;

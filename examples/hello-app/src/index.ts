@@ -1,7 +1,7 @@
 /**
- * hello-app: an app plugin. The core runs `dist/app.js` as a separate process, restarts it if it dies, and serves
- * it at `/api/plugin/hello-app/…`, forwarding only the routes declared here, after authentication and the
- * permission check.
+ * hello-app: an app plugin. The agent's apps plugin runs `dist/app.js` as a separate process and restarts it if it
+ * dies; the core serves it at `/api/plugin/hello-app/…`, forwarding only the routes declared here, after
+ * authentication and the permission check.
  */
 import { definePlugin, Type } from '@agent/sdk';
 

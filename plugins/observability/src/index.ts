@@ -1,9 +1,9 @@
 /**
- * observability: an app plugin. The core runs `dist/app/main.js` as a separate process (restarted with backoff if
- * it dies) and serves it at `/api/plugin/observability/…` after authentication, the permission and the tenancy
- * checks; the app filters every answer by the caller's scope and deployment grants. This in-process part tells the
- * app what only the agent knows (`agent-routes.ts`): which deployments were deleted, and whether a rule's creator
- * may still act.
+ * observability: an app plugin. The apps plugin runs `dist/app/main.js` as a separate process (restarted with
+ * backoff if it dies) and the core serves it at `/api/plugin/observability/…` after authentication, the permission
+ * and the tenancy checks; the app filters every answer by the caller's scope and deployment grants. This in-process
+ * part tells the app what only the agent knows (`agent-routes.ts`): which deployments were deleted, and whether a
+ * rule's creator may still act.
  */
 import { definePlugin, principalDirectory, Type } from '@agent/sdk';
 import { registerAgentRoutes } from './agent-routes.js';

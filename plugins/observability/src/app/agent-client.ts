@@ -1,7 +1,7 @@
 /**
  * Calls back into the agent with the app's system token: actions go through the agent's own API (and its audit)
- * rather than straight to the engine. The token is issued when the core spawns the app; when the agent stops
- * accepting it (expired), the app exits so the core restarts it with a fresh one (its state is on disk).
+ * rather than straight to the engine. The token is issued when the agent (its apps plugin) spawns the app; when the
+ * agent stops accepting it (expired), the app exits so the agent restarts it with a fresh one (its state is on disk).
  * The HTTP side is the agent's typed client (`@agent/client`); this class holds what the app asks of the agent.
  */
 import { AgentApiError, AgentClient as ApiClient, type QueryValue } from '@agent/client';
@@ -31,7 +31,7 @@ export class AgentClient {
     } catch (err) {
       if (!(err instanceof AgentApiError)) throw err;
       if (err.status === 401) {
-        this.log.error('the agent refused the app token; exiting so the core restarts the app with a new one');
+        this.log.error('the agent refused the app token; exiting so the agent restarts the app with a new one');
         setTimeout(() => process.exit(75), 100);
       }
       return { status: err.status, body: err.body };

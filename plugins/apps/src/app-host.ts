@@ -6,20 +6,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer, connect } from 'node:net';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
-import type { AppDefinition, Logger } from '@agent/sdk';
-
-export interface AppState {
-  name: string;
-  status: 'starting' | 'running' | 'crashed' | 'stopped';
-  pid: number | null;
-  port: number | null;
-  restarts: number;
-  last_exit: { code: number | null; signal: string | null; at: string } | null;
-  secret: string;
-}
+import type { AppDirectory, AppPlugin, AppState, Logger } from '@agent/sdk';
+import { freePort, waitForPort } from './ports.js';
+import { forwardStream } from './output.js';
 
 interface ManagedApp {
   state: AppState;
@@ -39,39 +30,7 @@ interface ManagedApp {
  */
 const APP_NODE_FLAGS = process.execArgv.filter((arg) => arg.startsWith('--max-semi-space-size='));
 
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolvePort(port));
-    });
-  });
-}
-
-function waitForPort(port: number, timeoutMs: number, alive: () => boolean): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  return new Promise((done) => {
-    const attempt = () => {
-      if (!alive()) return done(false);
-      const sock = connect(port, '127.0.0.1');
-      sock.once('connect', () => {
-        sock.destroy();
-        done(true);
-      });
-      sock.once('error', () => {
-        sock.destroy();
-        if (Date.now() > deadline) done(false);
-        else setTimeout(attempt, 50);
-      });
-    };
-    attempt();
-  });
-}
-
-export class AppHost {
+export class AppHost implements AppDirectory {
   private readonly apps = new Map<string, ManagedApp>();
   private stopping = false;
 
@@ -82,31 +41,13 @@ export class AppHost {
     private readonly issueToken: (name: string) => Promise<string>,
   ) {}
 
-  /**
-   * One line an app wrote. Apps log JSON objects `{level, msg, ...fields}` (see the observability app): those are
-   * logged at their own level with their message and fields, so they read like the agent's own lines; anything
-   * else (a crash trace, a Node warning) is logged as `app output` at the level of the stream it came on.
-   */
-  private forwardLine(app: string, line: string, streamLevel: 'info' | 'warn'): void {
-    if (line.startsWith('{')) {
-      try {
-        const { level, msg, ...fields } = JSON.parse(line) as { level?: unknown; msg?: unknown };
-        if (typeof msg === 'string' && (level === 'debug' || level === 'info' || level === 'warn' || level === 'error')) {
-          this.log[level](msg.slice(0, 2000), { app, ...fields });
-          return;
-        }
-      } catch {
-        // not one of the app's own records
-      }
-    }
-    this.log[streamLevel]('app output', { app, line: line.slice(0, 2000) });
-  }
-
   state(name: string): AppState | undefined {
     return this.apps.get(name)?.state;
   }
 
-  async start(name: string, packageDir: string, app: AppDefinition, config: Record<string, unknown>): Promise<void> {
+  /** Starts a plugin's app and keeps it up until `stopAll`; returns before the process is up. */
+  start({ plugin: name, packageDir, app, config }: AppPlugin): void {
+    if (this.stopping) return;
     const appDataDir = join(this.dataDir, 'plugins', name, 'app');
     mkdirSync(appDataDir, { recursive: true, mode: 0o700 });
     const managed: ManagedApp = {
@@ -125,8 +66,9 @@ export class AppHost {
         if (this.stopping) return;
         const child = spawn(process.execPath, [...APP_NODE_FLAGS, join(packageDir, app.entry)], {
           cwd: packageDir,
-          // stdin is the app's lifeline: the agent never writes to it, and the kernel closes it when the agent ends,
-          // however it ends (a kill -9 included), so the app sees end-of-file and stops (`onAgentGone` in the SDK).
+          // stdin is the app's lifeline: the agent never writes to it, and the operating system closes it when the
+          // agent ends, however it ends (a kill -9 included), so the app sees end-of-file and stops (`onAgentGone` in
+          // the SDK).
           stdio: ['pipe', 'pipe', 'pipe'],
           env: {
             ...process.env,
@@ -145,21 +87,8 @@ export class AppHost {
         managed.child = child;
         managed.startedAt = Date.now();
         managed.state = { ...managed.state, status: 'starting', pid: child.pid ?? null, port };
-        const forward = (stream: NodeJS.ReadableStream | null, level: 'info' | 'warn') => {
-          let buffer = '';
-          stream?.setEncoding('utf8');
-          stream?.on('data', (chunk: string) => {
-            buffer += chunk;
-            let nl: number;
-            while ((nl = buffer.indexOf('\n')) >= 0) {
-              const line = buffer.slice(0, nl);
-              buffer = buffer.slice(nl + 1);
-              if (line.trim()) this.forwardLine(name, line, level);
-            }
-          });
-        };
-        forward(child.stdout, 'info');
-        forward(child.stderr, 'warn');
+        forwardStream(this.log, name, child.stdout, 'info');
+        forwardStream(this.log, name, child.stderr, 'warn');
         child.on('exit', (code, signal) => {
           managed.child = null;
           managed.state = {
