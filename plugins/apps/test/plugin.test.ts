@@ -38,7 +38,7 @@ describe('the apps plugin', () => {
       app: { entry: 'probe-app.mjs', routes: [], env: { PROBE_MODE: 'serve' } },
       config: {},
     };
-    const plugins: PluginDirectory = { deployable: () => undefined, apps: () => [probe] };
+    const plugins: PluginDirectory = { deployable: () => undefined, apps: () => [probe], checks: () => [] };
     const issued: string[] = [];
     const principals = {
       issueSystemToken: async (name: string) => {
