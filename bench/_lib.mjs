@@ -7,9 +7,9 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const ADMIN_PASSWORD = 'Bench-Admin-Pass-1';
-/** The agent runs with the Node flags `npm start` uses (scripts/lib.mjs). */
-export { NODE_FLAGS } from '../scripts/lib.mjs';
-import { AGENT_ENTRY, NODE_FLAGS } from '../scripts/lib.mjs';
+/** The agent runs with the Node flags and environment `npm start` uses (scripts/lib.mjs). */
+export { AGENT_ENV, NODE_FLAGS } from '../scripts/lib.mjs';
+import { AGENT_ENTRY, AGENT_ENV, NODE_FLAGS } from '../scripts/lib.mjs';
 
 /**
  * Starts the agent; resolves once it printed "agent ready". `nodeFlags` and `entry` let a benchmark compare Node
@@ -22,7 +22,7 @@ export async function startAgent({ plugins = ['*'], config = {}, dataDir, nodeFl
   writeFileSync(join(work, 'agent.yaml'), yaml); // JSON is valid YAML
   const started = process.hrtime.bigint();
   const child = spawn(process.execPath, [...nodeFlags, entry, '--config', join(work, 'agent.yaml')], {
-    env: { ...process.env, AGENT_ADMIN_PASSWORD: ADMIN_PASSWORD, AGENT_LOG_LEVEL: 'info', ...env },
+    env: { ...AGENT_ENV, ...process.env, AGENT_ADMIN_PASSWORD: ADMIN_PASSWORD, AGENT_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

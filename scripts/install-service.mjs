@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ROOT, build, ensureDeps } from './lib.mjs';
+import { AGENT_ENV, NODE_FLAGS, ROOT, build, ensureDeps } from './lib.mjs';
 
 const UNIT = 'host-agent.service';
 
@@ -95,8 +95,13 @@ function install() {
   }
   if (existsSync(env)) chmodSync(env, 0o600);
 
+  const agentEnv = Object.entries(AGENT_ENV)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
   const unit = readFileSync(join(ROOT, 'scripts', 'service', `${UNIT}.in`), 'utf8')
     .replaceAll('@NODE@', process.execPath)
+    .replaceAll('@NODE_FLAGS@', NODE_FLAGS.join(' '))
+    .replaceAll('@AGENT_ENV@', agentEnv)
     .replaceAll('@REPO@', ROOT)
     .replaceAll('@CONFIG_DIR@', opts['config-dir'])
     .replaceAll('@DATA_DIR@', opts['data-dir']);

@@ -36,11 +36,22 @@ async function startAsTheUnit(port: number) {
       .filter((l) => /^[A-Z_]+=/.test(l))
       .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
   );
+  // Environment= lines: space-separated assignments (NODE_ENV and the malloc setting of scripts/lib.mjs).
+  const unitEnv = Object.fromEntries(
+    [...text.matchAll(/^Environment=(.+)$/gm)].flatMap((m) => m[1]!.split(' ').map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)])),
+  );
   const args = exec.slice(1).map((a) => (a.startsWith('/etc/host-agent') ? join(root, a) : a));
   const child = spawn(exec[0]!, args, {
     cwd: dataDir,
     // The unit's paths are those of the target system: here they are below the temporary root.
-    env: { PATH: process.env.PATH, ...env, AGENT_DATA_DIR: dataDir, AGENT_LISTEN: `127.0.0.1:${port}`, AGENT__plugins__enabled: '[access, system]' },
+    env: {
+      PATH: process.env.PATH,
+      ...unitEnv,
+      ...env,
+      AGENT_DATA_DIR: dataDir,
+      AGENT_LISTEN: `127.0.0.1:${port}`,
+      AGENT__plugins__enabled: '[access, system]',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -82,7 +93,10 @@ describe('install-service (systemd unit, temporary root)', () => {
     expect(readFileSync(join(configDir, 'agent.yaml'), 'utf8')).toMatch(/^data_dir: \/var\/lib\/host-agent$/m);
     expect(mode(unit)).toBe(0o644);
     const text = readFileSync(unit, 'utf8');
-    expect(text).toContain(`ExecStart=${process.execPath} --max-semi-space-size=1 ${REPO_ROOT}/core/dist/agent.mjs --config /etc/host-agent/agent.yaml`);
+    expect(text).toContain(
+      `ExecStart=${process.execPath} --max-semi-space-size=1 --heap-growing-percent=20 ${REPO_ROOT}/core/dist/agent.mjs --config /etc/host-agent/agent.yaml`,
+    );
+    expect(text).toMatch(/^Environment=NODE_ENV=production MALLOC_MMAP_THRESHOLD_=131072$/m);
     expect(text).toContain('WantedBy=multi-user.target');
     expect(readlinkSync(wants)).toBe('/etc/systemd/system/host-agent.service');
     // systemd's own reading of the unit (directives, ExecStart program present): warnings about the temporary

@@ -10,9 +10,10 @@ import { stringify } from 'yaml';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 export const ADMIN_PASSWORD = 'Admin-Test-Pass-1';
-/** The agent as `npm start` runs it: the bundled core (scripts/lib.mjs, AGENT_ENTRY) with the same Node flags. */
+/** The agent as `npm start` runs it: the bundled core (scripts/lib.mjs, AGENT_ENTRY) with the same Node flags and environment. */
 export const AGENT_ENTRY = join(REPO_ROOT, 'core/dist/agent.mjs');
-const NODE_FLAGS = ['--max-semi-space-size=1'];
+const NODE_FLAGS = ['--max-semi-space-size=1', '--heap-growing-percent=20'];
+const AGENT_ENV = { MALLOC_MMAP_THRESHOLD_: '131072' };
 
 /**
  * The edge plugin's `proxy` section for an agent that must not touch the host's nginx: it renders into `dir` and its
@@ -112,7 +113,7 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
   writeFileSync(configPath, stringify(config));
   const child = spawn(process.execPath, [...NODE_FLAGS, AGENT_ENTRY, '--config', configPath], {
     cwd: workDir,
-    env: { ...process.env, AGENT_ADMIN_PASSWORD: ADMIN_PASSWORD, AGENT_VALIDATE_RESPONSES: '1', ...(options.env ?? {}) },
+    env: { ...AGENT_ENV, ...process.env, AGENT_ADMIN_PASSWORD: ADMIN_PASSWORD, AGENT_VALIDATE_RESPONSES: '1', ...(options.env ?? {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

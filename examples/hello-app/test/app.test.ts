@@ -95,12 +95,12 @@ describe('app plugin behind the plugin proxy', () => {
     expect(res.body.data).toMatchObject({ valid: true, principal: { type: 'system', id: 'system:hello-app' } });
   });
 
-  it("starts the app with the agent's young-generation size", async () => {
-    // The helper starts the agent with --max-semi-space-size=1; the app process must get it too (its memory counts
-    // in the agent's total).
+  it("starts the app with the agent's heap sizing", async () => {
+    // The helper starts the agent with --max-semi-space-size=1 --heap-growing-percent=20; the app process must get
+    // them too (its memory counts in the agent's total).
     const { pid } = (await agent.api('GET', '/plugins/hello-app')).body.data.app as { pid: number };
     const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    expect(argv.slice(1, 3)).toEqual(['--max-semi-space-size=1', resolve(APP, 'dist/app.js')]);
+    expect(argv.slice(1, 4)).toEqual(['--max-semi-space-size=1', '--heap-growing-percent=20', resolve(APP, 'dist/app.js')]);
   });
 
   it('proxies websockets after authenticating the upgrade', async () => {

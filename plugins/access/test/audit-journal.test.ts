@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { AuditEventInput } from '@agent/sdk';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AuditJournal, type Journal } from '../src/audit/journal.js';
+import { AUDIT_CACHE_KIB, AuditJournal, type Journal } from '../src/audit/journal.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -55,6 +55,21 @@ describe('audit journal writes', () => {
     expect(next).not.toBe(pending[0]);
     await next;
     expect(count(path)).toBe(501);
+    await journal.close();
+    db.close();
+  });
+
+  it("keeps the agent's memory flat as the journal grows: no memory-mapped pages, a small page cache", async () => {
+    const db = openJournal(join(tempDir(), 'audit.sqlite'));
+    db.pragma('mmap_size = 268435456');
+    const journal = new AuditJournal(db);
+    // Pages read through a mapping stay resident and the page cache keeps what commits wrote: both would grow
+    // with the journal (a soak's RSS rose with every audited write).
+    expect(db.pragma('mmap_size', { simple: true })).toBe(0);
+    expect(db.pragma('cache_size', { simple: true })).toBe(-AUDIT_CACHE_KIB);
+    expect(AUDIT_CACHE_KIB).toBeLessThanOrEqual(4096);
+    await Promise.all(Array.from({ length: 2000 }, (_, i) => journal.record(event(i))));
+    expect(journal.search({ limit: 5 }).total).toBe(2000);
     await journal.close();
     db.close();
   });

@@ -22,13 +22,14 @@ interface ManagedApp {
 }
 
 /**
- * The agent's young-generation size (`--max-semi-space-size=1` from `npm start`, the service unit and the tests),
- * passed on to every app it starts. An app is a small long-lived service like the agent; started without the flag,
- * V8 lets its semi-spaces grow to 16 MiB each, which costs the observability app about as much resident memory as it
- * costs the agent (~13 MB) for no measurable gain. Only this flag is passed on: other options of the agent's
- * (`--inspect`, an old-space budget) are about the agent itself.
+ * The agent's heap sizing (`--max-semi-space-size=1 --heap-growing-percent=20` from `npm start`, the service unit
+ * and the tests; scripts/lib.mjs says why), passed on to every app it starts. An app is a small long-lived service
+ * like the agent; started without the first flag, V8 lets its semi-spaces grow to 16 MiB each, which costs the
+ * observability app about as much resident memory as it costs the agent (~13 MB) for no measurable gain. Only these
+ * flags are passed on: other options of the agent's (`--inspect`, an old-space budget) are about the agent itself.
+ * The agent's environment (its malloc setting included) is the app's too.
  */
-const APP_NODE_FLAGS = process.execArgv.filter((arg) => arg.startsWith('--max-semi-space-size='));
+const APP_NODE_FLAGS = process.execArgv.filter((arg) => arg.startsWith('--max-semi-space-size=') || arg.startsWith('--heap-growing-percent='));
 
 export class AppHost implements AppDirectory {
   private readonly apps = new Map<string, ManagedApp>();

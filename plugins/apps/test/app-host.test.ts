@@ -60,8 +60,8 @@ describe('the app runner', () => {
   const execArgv = [...process.execArgv];
 
   beforeAll(async () => {
-    // The runner passes on the agent's young-generation size, and only that, from the flags it was started with.
-    process.execArgv.push('--max-semi-space-size=1', '--stack-size=2000');
+    // The runner passes on the agent's heap sizing, and only that, from the flags it was started with.
+    process.execArgv.push('--max-semi-space-size=1', '--stack-size=2000', '--heap-growing-percent=20');
     ({ AppHost } = await import('../src/app-host.js'));
     process.execArgv.splice(0, process.execArgv.length, ...execArgv);
     dataDir = mkdtempSync(join(tmpdir(), 'apps-test-'));
@@ -119,7 +119,7 @@ describe('the app runner', () => {
     expect(tokens).toEqual(['token-probe-1']);
     expect(seen.cwd).toBe(FIXTURES);
     expect(seen.stdin_is_pipe).toBe(true);
-    expect(seen.exec_argv).toEqual(['--max-semi-space-size=1']);
+    expect(seen.exec_argv).toEqual(['--max-semi-space-size=1', '--heap-growing-percent=20']);
     expect(statSync(appDataDir).mode & 0o777).toBe(0o700);
     expect(host.state('other')).toBeUndefined();
   });
