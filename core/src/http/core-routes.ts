@@ -48,6 +48,7 @@ const PluginView = Type.Object({
 export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
   const pluginView = (p: PluginRecord, detailed: boolean) => {
     const own = d.registry.forPlugin(p.name);
+    const app = p.definition?.app ? d.appState(p.name) : undefined;
     const base = {
       name: p.name,
       version: p.version,
@@ -57,7 +58,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       builtin: p.builtin,
       source: p.source,
       deployable: p.definition?.deployable ? { summary: p.definition.deployable.summary } : null,
-      app: p.definition?.app ? (d.appState(p.name) ? { ...d.appState(p.name)!, secret: undefined } : { status: 'stopped' }) : null,
+      app: p.definition?.app ? (app ? { ...app, secret: undefined } : { status: 'stopped' }) : null,
       provides: Object.values((p.definition?.provides ?? {}) as Record<string, ServiceRef<unknown>>).map((r) => r.id),
       requires: Object.values((p.definition?.deps ?? {}) as Record<string, Dependency>)
         .map(refOf)
