@@ -184,7 +184,10 @@ export interface WebSocketSpec<P = unknown, Q = unknown> {
 }
 
 export interface WebSocketConnection {
-  /** Sends a string as is, anything else as JSON. Resolves when written (backpressure aware). */
+  /**
+   * Sends a text message: a string as is, a `Uint8Array` as text already encoded in UTF-8 (one encoding for a message
+   * sent to many connections), anything else as JSON. Resolves when written (backpressure aware).
+   */
   send(message: unknown): Promise<void>;
   /** Closes with a code (1000 normal, 1011 server error, …). */
   close(code?: number, reason?: string): void;

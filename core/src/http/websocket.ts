@@ -36,7 +36,8 @@ function connection(ws: WebSocket): WebSocketConnection {
           socket.cork();
           process.nextTick(uncork);
         }
-        ws.send(typeof message === 'string' ? message : JSON.stringify(message), () => resolve());
+        const text = typeof message === 'string' || message instanceof Uint8Array ? message : JSON.stringify(message);
+        ws.send(text, { binary: false }, () => resolve());
       }),
     close: (code = 1000, text = '') => {
       if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(code, reason(text));

@@ -53,11 +53,12 @@ export interface FileUpstream extends Upstream {
 }
 
 interface History<P> {
-  lines: string[];
+  lines: Buffer[];
   fresh: (at: P) => boolean;
 }
 
-const wireOf = (line: DeploymentLogLine): string => JSON.stringify({ type: 'line', ...line });
+/** A line as its websocket message, encoded once: a string would be encoded again for every follower it is sent to. */
+const wireOf = (line: DeploymentLogLine): Buffer => Buffer.from(JSON.stringify({ type: 'line', ...line }));
 
 /** Runs at most `limit` tasks at once, the others in arrival order. */
 function limiter(limit: number) {

@@ -48,7 +48,7 @@ export class BoundedFollower<M> {
   /** Bytes handed over and not yet written to the socket, plus bytes held. */
   private pendingBytes = 0;
   /** Live lines held while the history is being sent (null once released). */
-  private held: Array<{ wire: string; meta: M }> | null = [];
+  private held: Array<{ wire: Buffer; meta: M }> | null = [];
   private dropped = false;
 
   constructor(
@@ -67,7 +67,7 @@ export class BoundedFollower<M> {
   }
 
   /** A live line: held until the history is out, then written without waiting. */
-  push(wire: string, meta: M): void {
+  push(wire: Buffer, meta: M): void {
     if (this.dropped) return;
     if (this.held) {
       this.pendingBytes += wire.length;
@@ -83,7 +83,7 @@ export class BoundedFollower<M> {
    * `HISTORY_AWAIT` bytes, so one follower's history never piles up in memory and hundreds of followers joining at
    * once do not hold back the live lines of the others.
    */
-  async history(wires: string[], pacer: HistoryPacer, aborted: () => boolean): Promise<void> {
+  async history(wires: Buffer[], pacer: HistoryPacer, aborted: () => boolean): Promise<void> {
     let i = 0;
     let unawaited = 0;
     while (i < wires.length) {
@@ -114,7 +114,7 @@ export class BoundedFollower<M> {
     }
   }
 
-  private write(wire: string): void {
+  private write(wire: Buffer): void {
     if (this.dropped) return;
     this.pendingBytes += wire.length;
     void this.conn.send(wire).then(() => {

@@ -7,8 +7,8 @@
 
 /** What an upstream emits: the line as sent on the wire (serialized once for all followers) and its position. */
 export interface HubLine<P> {
-  /** The websocket message, already JSON. */
-  wire: string;
+  /** The websocket message, already JSON and encoded (UTF-8): the same bytes go to every follower without a copy. */
+  wire: Buffer;
   /** The text, for per-follower filters. */
   text: string;
   /** Where the line is in its source, to drop what a follower's history already had. */

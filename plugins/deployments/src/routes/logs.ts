@@ -56,9 +56,20 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
     if (!found) throw errors.notFound(`log source '${id}' not found (see GET /api/deployments/${entry.name}/log-sources)`);
     return found;
   };
+  // Followers joining at once (a console reopened by many people, a reconnect storm) share one engine listing: a
+  // caller that arrives while one is in flight takes its answer instead of asking the engine again.
+  const listings = new Map<string, Promise<ContainerSummary[]>>();
+  const listContainers = (deployment: string): Promise<ContainerSummary[]> => {
+    let listing = listings.get(deployment);
+    if (!listing) {
+      listing = docker.listContainers({ all: true, deployment }).finally(() => listings.delete(deployment));
+      listings.set(deployment, listing);
+    }
+    return listing;
+  };
   const containersOf = async (entry: Entry, service: string | undefined, running: boolean): Promise<ContainerSummary[]> => {
     docker.assertAvailable();
-    const all = await docker.listContainers({ all: true, deployment: entry.name });
+    const all = await listContainers(entry.name);
     assertService(entry.services, all, service);
     return pickContainers(all, service, running);
   };
