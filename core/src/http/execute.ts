@@ -54,21 +54,10 @@ export function checkDeployment(principal: Principal, name: string, needed: Acce
  * deployments (see `Tenancy`). Global routes answer 403 `GLOBAL_SCOPE_REQUIRED`.
  */
 export function checkTenancy(principal: Principal | null, tenancy: Tenancy | undefined, method: string): void {
-  if (!principal || principal.isGlobal) return;
-  switch (tenancy ?? 'global') {
-    case 'filtered':
-    case 'own':
-      return;
-    case 'catalogue':
-      if (method === 'GET') return;
-      break;
-    case 'create':
-      // A scoped user becomes admin of what it creates; a scoped key would not reach it: it may not create one.
-      if (principal.type === 'user') return;
-      break;
-    case 'global':
-      break;
-  }
+  if (!principal || principal.isGlobal || tenancy === 'filtered' || tenancy === 'own') return;
+  if (tenancy === 'catalogue' && method === 'GET') return;
+  // A scoped user becomes admin of what it creates; a scoped key would not reach it: it may not create one.
+  if (tenancy === 'create' && principal.type === 'user') return;
   throw errors.forbidden(`${principal.name} is limited to its deployments; this operation concerns global state`, 'GLOBAL_SCOPE_REQUIRED');
 }
 

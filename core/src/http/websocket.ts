@@ -70,8 +70,7 @@ export function createSocketServer(registry: RouteRegistry, principals: Principa
         try {
           const token = isBinary
             ? ''
-            : data
-                .toString()
+            : String(data)
                 .trim()
                 .replace(/^Bearer\s+/i, '');
           const principal = token ? await principals.authenticate(token, ip) : null;
