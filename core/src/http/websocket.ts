@@ -9,7 +9,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { isHttpError, type PrincipalDirectory, type WebSocketConnection } from '@agent/sdk';
 import type { RouteRegistry, RegisteredSocket } from '../openapi/registry.js';
 import type { RootLogger } from '../log.js';
-import { checkDeployment, checkPermission, checkTenancy, neededLevel } from './execute.js';
+import { checkPermission, checkScope } from './execute.js';
 
 const AUTH_TIMEOUT_MS = 10_000;
 
@@ -81,13 +81,8 @@ export function createSocketServer(registry: RouteRegistry, principals: Principa
           const queryError = entry.validate.query(query);
           if (queryError) throw queryError;
           const spec = entry.spec;
-          const name = !spec.deployment
-            ? undefined
-            : typeof spec.deployment === 'string'
-              ? params[spec.deployment]
-              : spec.deployment({ params, query: query as never });
-          if (name) checkDeployment(principal, name, neededLevel(entry.permission, spec.deploymentLevel));
-          else checkTenancy(principal, spec.tenancy, 'GET');
+          const name = typeof spec.deployment === 'function' ? spec.deployment({ params, query: query as never }) : spec.deployment && params[spec.deployment];
+          checkScope(principal, name, entry, 'GET');
           const conn = connection(ws);
           await conn.send({ type: 'ready' });
           await spec.handler(conn, { params, query: query as never, principal, ip });
