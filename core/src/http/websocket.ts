@@ -53,15 +53,6 @@ function connection(ws: WebSocket): WebSocketConnection {
 export function createSocketServer(registry: RouteRegistry, principals: PrincipalDirectory, log: RootLogger) {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
 
-  const match = (pathname: string): { socket: RegisteredSocket; params: Record<string, string> } | null => {
-    const rel = pathname.slice('/api'.length);
-    for (const socket of registry.sockets) {
-      const params = socket.match(rel);
-      if (params) return { socket, params };
-    }
-    return null;
-  };
-
   const serve = (ws: WebSocket, entry: RegisteredSocket, params: Record<string, string>, query: Record<string, unknown>, ip: string) => {
     const timer = setTimeout(() => ws.close(1008, 'authentication timeout'), AUTH_TIMEOUT_MS);
     ws.once('message', (data, isBinary) => {
@@ -71,8 +62,8 @@ export function createSocketServer(registry: RouteRegistry, principals: Principa
           const token = isBinary
             ? ''
             : String(data)
-                .trim()
-                .replace(/^Bearer\s+/i, '');
+                .replace(/^\s*(Bearer\s+)?/i, '')
+                .trim();
           const principal = token ? await principals.authenticate(token, ip) : null;
           if (!principal) return ws.close(1008, 'invalid, expired or revoked token');
           checkPermission(entry.permission, principal);
@@ -101,12 +92,14 @@ export function createSocketServer(registry: RouteRegistry, principals: Principa
     /** Returns false when no websocket route matches the path. */
     upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ip: string): boolean {
       const url = new URL(req.url ?? '/', 'http://agent');
-      const found = match(url.pathname);
-      if (!found) return false;
-      const query: Record<string, unknown> = {};
-      for (const [k, v] of url.searchParams) query[k] = v;
-      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, found.socket, found.params, query, ip));
-      return true;
+      for (const entry of registry.sockets) {
+        const params = entry.match(url.pathname.slice('/api'.length));
+        if (!params) continue;
+        const query: Record<string, unknown> = Object.fromEntries(url.searchParams);
+        wss.handleUpgrade(req, socket, head, (ws) => serve(ws, entry, params, query, ip));
+        return true;
+      }
+      return false;
     },
     close(): void {
       for (const client of wss.clients) client.close(1001, 'agent shutting down');
