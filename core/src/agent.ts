@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { appDirectory, coreServices, principalDirectory, type AppDirectory, type AuthKernel, type PrincipalDirectory } from '@agent/sdk';
+import { appDirectory, coreServices, errors, principalDirectory, type AppDirectory, type AuthKernel, type PrincipalDirectory } from '@agent/sdk';
 import { REPO_ROOT, type LoadedConfig } from './config/config.js';
 import { createRootLogger, flushLogs, sdkLogger } from './log.js';
 import { loadSecrets } from './store/secrets.js';
@@ -28,6 +28,7 @@ import { pluginDirectory } from './plugins/directory.js';
 import { createPluginProxy } from './plugins/proxy.js';
 import { createHttpApp } from './http/app.js';
 import { createSocketServer } from './http/websocket.js';
+import { refuseUpgrade } from './http/respond.js';
 import { coreRoutes } from './http/core-routes.js';
 
 export interface RunningAgent {
@@ -175,9 +176,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   server.on('upgrade', (req, socket, head) => {
     const ip = req.socket.remoteAddress ?? '';
     if (sockets.upgrade(req, socket, head, ip) || proxy.upgrade(req, socket, head, ip)) return;
-    socket.end(
-      'HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"error":"no websocket endpoint here","code":"NOT_FOUND"}',
-    );
+    refuseUpgrade(socket, errors.notFound('no websocket endpoint here'));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

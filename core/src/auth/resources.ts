@@ -5,7 +5,6 @@ import type { ResourceCatalogue, ResourcePolicy, Role } from '@agent/sdk';
 export class ResourceCatalog implements ResourceCatalogue {
   private readonly policies = new Map<string, ResourcePolicy>();
   private readonly listeners = new Set<() => void>();
-  private cache = new Map<Role, string[]>();
   // The catalogue changes only while plugins are set up; `/auth/validate` reads it on every call.
   private sorted: readonly ResourcePolicy[] | null = null;
 
@@ -26,7 +25,6 @@ export class ResourceCatalog implements ResourceCatalogue {
   }
 
   private changed(): void {
-    this.cache.clear();
     this.sorted = null;
     for (const listener of this.listeners) listener();
   }
@@ -36,28 +34,18 @@ export class ResourceCatalog implements ResourceCatalogue {
     return () => this.listeners.delete(listener);
   }
 
-  has(name: string): boolean {
-    return this.policies.has(name);
-  }
-
   list(): readonly ResourcePolicy[] {
     return (this.sorted ??= Object.freeze([...this.policies.values()].sort((a, b) => compareText(a.name, b.name))));
   }
 
   rolePermissions(role: Role): string[] {
-    const cached = this.cache.get(role);
-    if (cached) return cached;
-    let perms: string[];
-    if (role === 'admin') perms = ['*:write'];
-    else {
-      perms = [];
-      for (const p of this.policies.values()) {
-        const level = role === 'operator' ? p.operator : p.viewer;
-        if (level === 'write') perms.push(`${p.name}:read`, `${p.name}:write`);
-        else if (level === 'read') perms.push(`${p.name}:read`);
-      }
+    if (role === 'admin') return ['*:write'];
+    const perms: string[] = [];
+    for (const p of this.policies.values()) {
+      const level = role === 'operator' ? p.operator : p.viewer;
+      if (level === 'write') perms.push(`${p.name}:read`, `${p.name}:write`);
+      else if (level === 'read') perms.push(`${p.name}:read`);
     }
-    this.cache.set(role, perms);
     return perms;
   }
 

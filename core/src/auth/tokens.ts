@@ -1,15 +1,9 @@
 /** Access tokens: HS256 JWTs (jose), issuer `agent`. Verified tokens are cached until they expire. */
+import type { TokenClaims } from '@agent/sdk';
+
 // jose is loaded on first use: it is a large module graph that the start-up path does not need.
 let jose: Promise<typeof import('jose')> | null = null;
 const loadJose = () => (jose ??= import('jose'));
-
-export interface TokenClaims {
-  /** `u:<id>` for a user, `k:<id>` for an API key login. */
-  sub: string;
-  /** The user's token version at issue time: a password change bumps it and kills older tokens. */
-  tv: number;
-  exp: number;
-}
 
 export class TokenService {
   private readonly cache = new Map<string, TokenClaims>();

@@ -2,21 +2,19 @@
  * The request listener: error envelope, CORS, the routes of the registry (auth → body → pipeline → audit per
  * route), the plugin proxy, and JSON 404/405 answers.
  */
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import typeis from 'type-is';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { cjsExports, errors, HttpError, type AuditEventInput, type Principal, type PrincipalDirectory, type Reply } from '@agent/sdk';
+import { cjsExports, errors, HttpError, type AuditEventInput, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import type { CoreConfig } from '../config/config.js';
 import type { RootLogger } from '../log.js';
 import type { RouteRegistry, RegisteredRoute } from '../openapi/registry.js';
 import type { PlanEngine } from '../plans/engine.js';
 import type { AuditWriter } from '../audit.js';
 import { execute, type ExecuteResult } from './execute.js';
-import { toErrorAnswer } from './errors.js';
 import { RouteTable } from './router.js';
-import { bindStream, sendError, sendReply, unsetHeaders, writable } from './respond.js';
-import { clientIp, pathOf, queryOf } from './target.js';
+import { bindStream, sendError, sendReply, toErrorAnswer, writable } from './respond.js';
 
 export interface HttpDeps {
   config: CoreConfig;
@@ -36,6 +34,42 @@ export interface HttpDeps {
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+/** `http://host:port` of a request target in absolute form (sent to proxies), which the path does not include. */
+const AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
+
+/** The path of a request target (still percent-encoded) and its query string without the `?`; no fragment. */
+function splitTarget(url: string): [path: string, query: string] {
+  let target = url;
+  // Absolute form: the path is what follows the authority.
+  const authority = url.charCodeAt(0) === 0x2f ? null : AUTHORITY.exec(url);
+  if (authority) {
+    target = url.slice(authority[0].length);
+    if (target.charCodeAt(0) !== 0x2f) target = `/${target}`;
+  }
+  const hash = target.indexOf('#');
+  if (hash >= 0) target = target.slice(0, hash);
+  const q = target.indexOf('?');
+  return q < 0 ? [target, ''] : [target.slice(0, q), target.slice(q + 1)];
+}
+
+/**
+ * The client's address: behind a trusted proxy the first `X-Forwarded-For` entry (the client as the outermost
+ * proxy saw it), else the peer of the connection; empty when neither is known.
+ */
+function clientIp(req: IncomingMessage, trustProxy: boolean): string {
+  // Node joins repeated X-Forwarded-For headers into one value.
+  const forwarded = trustProxy ? (req.headers['x-forwarded-for'] as string | undefined) : undefined;
+  if (forwarded) {
+    const comma = forwarded.indexOf(',');
+    const first = (comma < 0 ? forwarded : forwarded.slice(0, comma)).trim();
+    if (first) return first;
+  }
+  return req.socket.remoteAddress ?? '';
+}
+
+/** Goes on with `next` at once when `value` is at hand, else once it resolves: the hot path awaits nothing. */
+const then = <T, R>(value: T | Promise<T>, next: (value: T) => R | Promise<R>): R | Promise<R> => (value instanceof Promise ? value.then(next) : next(value));
+
 const checked = (principal: Principal | null): Principal => {
   if (!principal) throw errors.unauthorized('invalid, expired or revoked token', 'INVALID_TOKEN');
   return principal;
@@ -49,12 +83,8 @@ export function authenticateHeader(header: string | undefined, ip: string, princ
   if (!header) throw errors.unauthorized('missing bearer token');
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) throw errors.unauthorized('the Authorization header must be "Bearer <token>"');
-  const principal = principals.authenticate(m[1]!, ip);
-  return principal instanceof Promise ? principal.then(checked) : checked(principal);
+  return then(principals.authenticate(m[1]!, ip), checked);
 }
-
-/** The first literal path segment names the resource type in audit records. */
-export const resourceTypeOf = (path: string): string => path.split('/').find((s) => s && !s.startsWith(':')) ?? 'api';
 
 /**
  * The name of what a route with `creates` made: that property of the answer's data, else of the request body
@@ -78,7 +108,8 @@ export function auditActor(principal: Principal): { actor_type: 'user' | 'api_ke
 
 /**
  * The audit record of one call of a route, made by a request or by a plan applied: what it acted on (the first
- * path param, else what it created; for a route that creates a deployment, that deployment) and how it ended.
+ * path param, else what it created; for a route that creates a deployment, that deployment) and how it ended. The
+ * resource type is the first literal segment of the route's path.
  */
 export function routeAuditEvent(call: {
   route: RegisteredRoute;
@@ -95,7 +126,7 @@ export function routeAuditEvent(call: {
   return {
     ...auditActor(call.principal),
     action: call.action ?? route.operationId,
-    resource_type: resourceTypeOf(route.path),
+    resource_type: route.path.split('/').find((s) => s && !s.startsWith(':')) ?? 'api',
     resource_id: Object.values(call.params)[0] ?? created,
     deployment: call.deployment ?? (route.spec.tenancy === 'create' ? created : null),
     success: status < 400,
@@ -123,11 +154,9 @@ function makeResponseValidator(log: RootLogger) {
   };
 }
 
-export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
-
-export function createHttpApp(deps: HttpDeps): RequestListener {
+export function createHttpApp(deps: HttpDeps): (req: IncomingMessage, res: ServerResponse) => void {
   const { config, log, principals, registry, plans, audit } = deps;
-  const trustProxy = config.api.trust_proxy;
+  const { trust_proxy: trustProxy, body_limit: bodyLimit } = config.api;
   const validateResponse = deps.validateResponses ? makeResponseValidator(log) : undefined;
   const allowedOrigins = new Set(config.api.allowed_origins);
 
@@ -167,96 +196,41 @@ export function createHttpApp(deps: HttpDeps): RequestListener {
     : null;
 
   // The JSON body is read and parsed by co-body (size limit, strict JSON, charset and content-encoding), called
-  // directly: the pipeline reads a body only for routes that take one, after authentication. Loaded on first use.
+  // directly, and only for routes that take one. Loaded on first use.
   let readJson: Promise<typeof import('co-body').json> | null = null;
-  const parseBody = async (req: IncomingMessage): Promise<unknown> => {
+  const readBody = (req: IncomingMessage, route: RegisteredRoute): unknown => {
+    if (!route.validate.body || route.spec.rawBody) return undefined;
+    const length = Number(req.headers['content-length'] || 0);
+    if ((length > 0 || req.headers['transfer-encoding']) && !typeis(req, ['json'])) {
+      throw errors.badRequest('the body must be JSON (Content-Type: application/json)', 'UNSUPPORTED_MEDIA_TYPE');
+    }
+    if (length > bodyLimit) throw errors.tooLarge(`request body larger than ${bodyLimit} bytes`);
     readJson ??= import('co-body').then(cjsExports).then((m) => m.json);
-    return (await readJson)(req, { limit: config.api.body_limit, strict: true });
+    return readJson.then((json) => json(req, { limit: bodyLimit, strict: true }));
   };
 
   /**
    * One request on one route: authenticate → body → pipeline → audit record → answer. Each step goes on
    * synchronously when it can; only a step that really waits (a token's first use, a request body, an async
-   * handler, the audit record of a mutation) makes the call asynchronous.
+   * handler, the audit record of a mutation) makes the call asynchronous. `params` are as decoded from the path.
    */
-  class RouteCall {
-    private principal: Principal | null = null;
-    private status = 500;
-    private deployment: string | null = null;
-    private created: string | null = null;
-    private wantsPlan = false;
-    private body: unknown = undefined;
-    private reply: Reply | null = null;
+  const callRoute = (req: IncomingMessage, res: ServerResponse, route: RegisteredRoute, params: Record<string, string>, path: string, query: string) => {
+    const ip = clientIp(req, trustProxy);
+    let principal: Principal | null = null;
+    let body: unknown = undefined;
+    let wantsPlan = false;
+    let result: ExecuteResult | null = null;
     /** The reply's body serialized (once the handler answered with data rather than a stream). */
-    private json: string | null = null;
-    private readonly ip: string;
-    private readonly headers: IncomingHttpHeaders;
+    let json: string | null = null;
 
-    constructor(
-      private readonly req: IncomingMessage,
-      private readonly res: ServerResponse,
-      private readonly route: RegisteredRoute,
-      /** As decoded from the path; the pipeline gets a copy. */
-      private readonly params: Record<string, string>,
-      private readonly path: string,
-    ) {
-      this.ip = clientIp(req, trustProxy);
-      this.headers = req.headers;
-    }
-
-    run(): void | Promise<void> {
-      let pending: void | Promise<void>;
-      try {
-        pending = this.authenticate();
-      } catch (err) {
-        return this.failed(err);
-      }
-      if (!pending) return this.finish();
-      return pending.then(
-        () => this.finish(),
-        (err: unknown) => this.failed(err),
-      );
-    }
-
-    private authenticate(): void | Promise<void> {
-      if (this.route.permission !== null) {
-        const found = authenticateHeader(this.headers.authorization, this.ip, principals);
-        if (found instanceof Promise) {
-          return found.then((principal) => {
-            this.principal = principal;
-            return this.readBody();
-          });
-        }
-        this.principal = found;
-      }
-      return this.readBody();
-    }
-
-    private readBody(): void | Promise<void> {
-      const { route, headers } = this;
-      if (!route.validate.body || route.spec.rawBody) return this.execute();
-      const length = Number(headers['content-length'] || 0);
-      if ((length > 0 || headers['transfer-encoding']) && !typeis(this.req, ['json'])) {
-        throw errors.badRequest('the body must be JSON (Content-Type: application/json)', 'UNSUPPORTED_MEDIA_TYPE');
-      }
-      if (length > config.api.body_limit) throw errors.tooLarge(`request body larger than ${config.api.body_limit} bytes`);
-      return parseBody(this.req).then((body) => {
-        this.body = body;
-        return this.execute();
-      });
-    }
-
-    private execute(): void | Promise<void> {
-      const { req, res } = this;
-      const url = req.url!;
-      // Without a query string (the usual case) a fresh empty object; the query is only copied when `plan` has to
-      // be taken out.
-      let query = (url.includes('?') ? parseQuery(queryOf(url)) : {}) as Record<string, unknown>;
-      if ('plan' in query) {
-        query = { ...query };
-        if (query.plan !== 'true' && query.plan !== 'false') throw errors.badRequest('query.plan: must be true or false');
-        this.wantsPlan = query.plan === 'true';
-        delete query.plan;
+    const run = (): void | Promise<void> => {
+      // Without a query string (the usual case) a fresh empty object; `plan` is taken out of a copy.
+      let parsed = (query ? parseQuery(query) : {}) as Record<string, unknown>;
+      if ('plan' in parsed) {
+        parsed = { ...parsed };
+        if (parsed.plan !== 'true' && parsed.plan !== 'false') throw errors.badRequest('query.plan: must be true or false');
+        wantsPlan = parsed.plan === 'true';
+        delete parsed.plan;
       }
       // Most handlers never look at the signal: it is created (and the close listener added) on first use.
       let controller: AbortController | null = null;
@@ -269,126 +243,103 @@ export function createHttpApp(deps: HttpDeps): RequestListener {
         }
         return controller.signal;
       };
-      const result = execute(
-        {
-          // A copy: validation coerces params in place (`'2'` → `2`), the audit record keeps the raw path values.
-          route: this.route,
-          principal: this.principal,
-          params: { ...this.params },
-          query,
-          body: this.body,
-          ip: this.ip,
-          path: this.path,
-          headers: this.headers,
-          signal,
-          raw: { req, res },
-          wantsPlan: this.wantsPlan,
-        },
-        plans,
-        validateResponse,
-      );
-      if (result instanceof Promise) return result.then((r) => this.answer(r));
-      this.answer(result);
-    }
-
-    /** Takes the handler's reply; it is sent once the audit record (if any) is durable. */
-    private answer({ reply, deployment }: ExecuteResult): void {
-      this.deployment = deployment;
-      // A plan's answer is the plan, not the resource.
-      if (!this.wantsPlan) this.created = createdName(this.route.spec.creates, reply.body?.data);
-      this.status = reply.status;
-      this.reply = reply;
-      if (reply.stream !== undefined) bindStream(reply.stream, this.res, (err) => this.streamFailed(err));
-      else if (reply.body) this.json = JSON.stringify(reply.body);
-    }
-
-    private finish(): void | Promise<void> {
-      const recorded = this.record();
-      if (!recorded) return this.send();
-      return recorded.then(() => this.send());
-    }
-
-    private send(): void {
-      sendReply(this.res, this.reply!, this.json, this.req.method === 'HEAD');
-    }
-
-    /** A streamed body failed: answered as an error when nothing was sent yet, else the answer is cut off. */
-    private streamFailed(err: Error): void {
-      if (!this.res.headersSent) unsetHeaders(this.res, this.reply!.headers);
-      answerError(this.req, this.res, this.path, err);
-    }
-
-    /** Answers the error once the failure's audit record is durable (a failed mutation is recorded too). */
-    private failed(err: unknown): never | Promise<never> {
-      this.status = toErrorAnswer(err).status;
-      const recorded = this.record();
-      if (!recorded) throw err;
-      const rethrow = (): never => {
-        throw err;
-      };
-      return recorded.then(rethrow, rethrow);
-    }
+      // A copy of the params: validation coerces them in place (`'2'` → `2`), the audit record keeps the raw path values.
+      const inv = { route, principal, params: { ...params }, query: parsed, body, ip, path, headers: req.headers, signal, raw: { req, res }, wantsPlan };
+      return then(execute(inv, plans, validateResponse), (done) => {
+        result = done;
+        const { reply } = done;
+        // The reply is sent once the audit record (if any) is durable; a stream that fails before its first byte
+        // is answered as an error without the headers set for it, a later failure cuts the answer off.
+        const streamFailed = (err: Error) => {
+          if (!res.headersSent) for (const k in reply.headers) res.removeHeader(k);
+          answerError(req, res, path, err);
+        };
+        if (reply.stream !== undefined) bindStream(reply.stream, res, streamFailed);
+        else if (reply.body) json = JSON.stringify(reply.body);
+      });
+    };
 
     /**
      * The audit record of a mutating request, whatever its outcome; the answer waits until it is durable. Reads
      * are not recorded and stay synchronous.
      */
-    private record(): void | Promise<void> {
-      const { principal, route, status, wantsPlan } = this;
+    const record = (status: number): void | Promise<void> => {
       if (!principal || !MUTATING.has(route.method) || route.spec.audit === false) return;
-      const created = this.created ?? createdName(route.spec.creates, this.body);
-      return audit
-        .record(
-          routeAuditEvent({
-            route,
-            principal,
-            params: this.params,
-            status,
-            deployment: this.deployment,
-            created,
-            ip: this.ip,
-            action: wantsPlan ? `${route.operationId}.plan` : undefined,
-            detail: wantsPlan ? { plan: true } : null,
-          }),
-        )
-        .catch(() => {
-          if (status < 400) throw auditFailed();
+      const event = routeAuditEvent({
+        route,
+        principal,
+        params,
+        status,
+        deployment: result?.deployment ?? null,
+        // A plan's answer is the plan, not the resource.
+        created: createdName(route.spec.creates, wantsPlan ? undefined : result?.reply.body?.data, body),
+        ip,
+        action: wantsPlan ? `${route.operationId}.plan` : undefined,
+        detail: wantsPlan ? { plan: true } : null,
+      });
+      return audit.record(event).catch(() => {
+        if (status < 400) throw auditFailed();
+      });
+    };
+
+    const finish = (): void | Promise<void> => {
+      const reply = result!.reply;
+      return then(record(reply.status), () => sendReply(res, reply, json, req.method === 'HEAD'));
+    };
+
+    /** Answers the error once the failure's audit record is durable (a failed mutation is recorded too). */
+    const failed = (err: unknown): never | Promise<never> => {
+      const rethrow = (): never => {
+        throw err;
+      };
+      const recorded = record(toErrorAnswer(err).status);
+      return recorded ? recorded.then(rethrow, rethrow) : rethrow();
+    };
+
+    let pending: void | Promise<void>;
+    try {
+      const authenticated = route.permission === null ? null : authenticateHeader(req.headers.authorization, ip, principals);
+      pending = then(authenticated, (found) => {
+        principal = found;
+        return then(readBody(req, route), (read) => {
+          body = read;
+          return run();
         });
+      });
+    } catch (err) {
+      return failed(err);
     }
-  }
+    return pending ? pending.then(finish, failed) : finish();
+  };
 
   const routes = new RouteTable<RegisteredRoute>('/api');
   for (const route of registry.routes) routes.add(route.path, route.method, route);
 
   /** Finds the route of a request and runs it; throws 404 when nothing matched, 405 for a path without the method. */
-  const dispatch = (req: IncomingMessage, res: ServerResponse, url: string, path: string): void | Promise<void> => {
+  const dispatch = (req: IncomingMessage, res: ServerResponse, path: string, query: string): void | Promise<void> => {
     const method = req.method!;
     if (!path.startsWith('/api/')) throw errors.notFound(`no route ${method} ${path}`);
     if (path.startsWith('/api/plugin/')) {
       // Until the app answers: a mutation the client gave up on before that is audited with this status.
       res.statusCode = 404;
-      return deps.proxy(req, res, clientIp(req, trustProxy), parseQuery(queryOf(url)));
+      return deps.proxy(req, res, clientIp(req, trustProxy), parseQuery(query));
     }
     const found = routes.find(method, path);
     if (found === null) throw errors.notFound(`no route ${method} ${path}`);
-    if (!Array.isArray(found)) return new RouteCall(req, res, found.value, found.params, path).run();
+    if (!Array.isArray(found)) return callRoute(req, res, found.value, found.params, path, query);
     res.setHeader('Allow', found.join(', '));
-    if (method === 'OPTIONS') {
-      res.statusCode = 204;
-      res.end();
-      return;
-    }
-    throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${path}`);
+    if (method !== 'OPTIONS') throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${path}`);
+    res.statusCode = 204;
+    res.end();
   };
 
   // CORS, the route, the error envelope. A route that answers synchronously (most do) costs no promise here.
   return (req, res) => {
-    const url = req.url!;
-    const path = pathOf(url);
+    const [path, query] = splitTarget(req.url!);
     let pending: void | Promise<void>;
     try {
       if (cors?.(req, res)) return;
-      pending = dispatch(req, res, url, path);
+      pending = dispatch(req, res, path, query);
     } catch (err) {
       answerError(req, res, path, err);
       return;

@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errors, levelRank, Reply, type AccessLevel, type Principal, type RouteRequest, type Tenancy } from '@agent/sdk';
-import type { RegisteredRoute } from '../openapi/registry.js';
+import type { RegisteredRoute, RegisteredSocket } from '../openapi/registry.js';
 import type { PlanEngine } from '../plans/engine.js';
 
 export interface Invocation {
@@ -40,13 +40,21 @@ export function checkPermission(permission: string | null, principal: Principal 
 }
 
 /**
- * Deployment-scoped access: 404 for a deployment the principal cannot see, 403 when its level is too low. A name
- * the route found itself (from an id) is not repeated in the answer: it would tell the caller whose the id is.
+ * Deployment-scoped access when the request names a deployment: 404 for one the principal cannot see, 403 when its
+ * level is too low; else the route's tenancy. Returns the deployment. A name the route found itself (from an id) is
+ * not repeated in the answer: it would tell the caller whose the id is.
  */
-export function checkDeployment(principal: Principal, name: string, needed: AccessLevel, named = true): void {
-  const level = principal.deploymentLevel(name);
-  if (!level) throw errors.notFound(named ? `deployment '${name}' not found` : 'not found');
-  if (levelRank(level) < levelRank(needed)) throw errors.forbidden(`'${needed}' access to deployment '${name}' required`);
+export function checkScope(principal: Principal, name: unknown, route: RegisteredRoute | RegisteredSocket, method: string, named = true): string | null {
+  if (name === undefined || name === null || name === '') {
+    checkTenancy(principal, route.spec.tenancy, method);
+    return null;
+  }
+  const deployment = String(name);
+  const level = principal.deploymentLevel(deployment);
+  if (!level) throw errors.notFound(named ? `deployment '${deployment}' not found` : 'not found');
+  const needed = neededLevel(route.permission, route.spec.deploymentLevel);
+  if (levelRank(level) < levelRank(needed)) throw errors.forbidden(`'${needed}' access to deployment '${deployment}' required`);
+  return deployment;
 }
 
 /**
@@ -54,21 +62,10 @@ export function checkDeployment(principal: Principal, name: string, needed: Acce
  * deployments (see `Tenancy`). Global routes answer 403 `GLOBAL_SCOPE_REQUIRED`.
  */
 export function checkTenancy(principal: Principal | null, tenancy: Tenancy | undefined, method: string): void {
-  if (!principal || principal.isGlobal) return;
-  switch (tenancy ?? 'global') {
-    case 'filtered':
-    case 'own':
-      return;
-    case 'catalogue':
-      if (method === 'GET') return;
-      break;
-    case 'create':
-      // A scoped user becomes admin of what it creates; a scoped key would not reach it: it may not create one.
-      if (principal.type === 'user') return;
-      break;
-    case 'global':
-      break;
-  }
+  if (!principal || principal.isGlobal || tenancy === 'filtered' || tenancy === 'own') return;
+  if (tenancy === 'catalogue' && method === 'GET') return;
+  // A scoped user becomes admin of what it creates; a scoped key would not reach it: it may not create one.
+  if (tenancy === 'create' && principal.type === 'user') return;
   throw errors.forbidden(`${principal.name} is limited to its deployments; this operation concerns global state`, 'GLOBAL_SCOPE_REQUIRED');
 }
 
@@ -127,17 +124,11 @@ export function execute(
   const paramsError = route.validate.params(inv.params);
   if (paramsError) throw paramsError;
   // A deployment named in the path is checked before the query and body: a principal without access gets the
-  // same 404 whatever it sends, so validation errors cannot be used to probe deployments it may not see.
-  let deployment: string | null = null;
-  if (typeof spec.deployment === 'string' && inv.principal) {
-    const name = inv.params[spec.deployment];
-    if (name !== undefined && name !== '') {
-      deployment = String(name);
-      checkDeployment(inv.principal, deployment, neededLevel(route.permission, spec.deploymentLevel));
-    }
-  }
-  // No deployment can come out of the request: the route's tenancy decides for a scoped principal, before validation.
-  if (spec.deployment === undefined) checkTenancy(inv.principal, spec.tenancy, route.method);
+  // same 404 whatever it sends, so validation errors cannot be used to probe deployments it may not see. Without
+  // one, the route's tenancy decides for a scoped principal, before validation.
+  const { principal } = inv;
+  const inPath = typeof spec.deployment === 'string' ? inv.params[spec.deployment] : undefined;
+  let deployment = principal && typeof spec.deployment !== 'function' ? checkScope(principal, inPath, route, route.method) : null;
   const queryError = route.validate.query(inv.query);
   if (queryError) throw queryError;
   let body = inv.body;
@@ -149,12 +140,8 @@ export function execute(
 
   const req = new HandlerRequest(inv, body);
 
-  if (typeof spec.deployment === 'function' && inv.principal) {
-    const name = spec.deployment(req);
-    if (name !== undefined && name !== null && name !== '') {
-      deployment = String(name);
-      checkDeployment(inv.principal, deployment, neededLevel(route.permission, spec.deploymentLevel), false);
-    } else checkTenancy(inv.principal, spec.tenancy, route.method);
+  if (typeof spec.deployment === 'function' && principal) {
+    deployment = checkScope(principal, spec.deployment(req), route, route.method, false);
   }
 
   if (inv.wantsPlan) {

@@ -1,22 +1,73 @@
 /**
- * Writing answers on node's response: JSON text with its length, Buffer and string bodies, piped streams, and no
- * body (or type) for statuses that have none. Node itself leaves the body out of an answer to HEAD.
+ * Writing answers on node's response: the `{error, code}` answer of anything thrown, JSON text with its length,
+ * Buffer and string bodies, piped streams, and no body (or type) for statuses that have none. Node itself leaves the
+ * body out of an answer to HEAD.
  */
-import type { ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
-import type { Reply } from '@agent/sdk';
-import type { ErrorAnswer } from './errors.js';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Duplex, Readable } from 'node:stream';
+import { isHttpError, type Reply } from '@agent/sdk';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-const BINARY_TYPE = 'application/octet-stream';
 /** Statuses whose answers never carry a body. */
 const EMPTY = new Set([204, 205, 304]);
+
+export interface ErrorAnswer {
+  status: number;
+  body: { error: string; code: string } & Record<string, unknown>;
+  headers?: Record<string, string>;
+  /** True for failures that are the agent's fault (logged with details). */
+  internal: boolean;
+}
+
+/** The codes of client errors thrown by libraries (the body parser, an HTTP client) rather than as `HttpError`. */
+const CODES: Record<number, string> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  409: 'CONFLICT',
+  410: 'GONE',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'TOO_MANY_REQUESTS',
+};
+
+const clientError = (status: number, error: string, code: string): ErrorAnswer => ({ status, body: { error, code }, internal: false });
+
+/** Maps anything thrown while serving a request to `{error, code}` with the right status. */
+export function toErrorAnswer(err: unknown): ErrorAnswer {
+  if (isHttpError(err)) {
+    // A 503 names a part that is away (DOCKER_UNAVAILABLE, NGINX_UNAVAILABLE, …): its plugin says so once, rather
+    // than the log getting a stack trace per request.
+    return {
+      status: err.status,
+      body: { ...(err.extra ?? {}), error: err.message, code: err.code },
+      headers: err.headers,
+      internal: err.status >= 500 && err.status !== 503,
+    };
+  }
+  const e = err as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean };
+  const status = e?.status ?? e?.statusCode;
+  // Body parser errors (co-body / raw-body) carry a status and a type.
+  if (e?.type === 'entity.too.large' || status === 413) return clientError(413, 'request body too large', 'PAYLOAD_TOO_LARGE');
+  if (e?.type === 'entity.parse.failed' || (status === 400 && /JSON/i.test(e?.message ?? ''))) {
+    return clientError(400, `invalid JSON: ${(e.message ?? '').split('\n')[0]}`, 'INVALID_JSON');
+  }
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    return clientError(415, e.message ?? 'unsupported encoding', 'UNSUPPORTED_MEDIA_TYPE');
+  }
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return clientError(status, e.expose && e.message ? e.message : 'request refused', CODES[status] ?? 'BAD_REQUEST');
+  }
+  return { status: 500, body: { error: 'internal error', code: 'INTERNAL_ERROR' }, internal: true };
+}
 
 /** False once the answer is complete or the client is gone: nothing more can be written. */
 export const writable = (res: ServerResponse): boolean => !res.writableEnded && !res.destroyed;
 
 /** A complete text answer of a known length; the content type is the caller's. */
-export function sendText(res: ServerResponse, status: number, text: string): void {
+function sendText(res: ServerResponse, status: number, text: string): void {
   res.statusCode = status;
   res.setHeader('Content-Length', Buffer.byteLength(text));
   res.end(text);
@@ -29,9 +80,12 @@ export function sendError(res: ServerResponse, answer: ErrorAnswer): void {
   sendText(res, answer.status, JSON.stringify(answer.body));
 }
 
-/** Removes headers set for an answer that will not be sent (a stream that failed before its first byte). */
-export function unsetHeaders(res: ServerResponse, headers: Record<string, string>): void {
-  for (const k in headers) res.removeHeader(k);
+/** The `{error, code}` answer to an upgrade request that is refused (no HTTP response exists there), then the end. */
+export function refuseUpgrade(socket: Duplex, err: unknown): void {
+  const { status, body } = toErrorAnswer(err);
+  const text = JSON.stringify(body);
+  const head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}`;
+  socket.end(`${head}\r\nconnection: close\r\n\r\n${text}`);
 }
 
 const isStream = (body: unknown): body is Readable => typeof (body as Readable | null)?.pipe === 'function';
@@ -49,7 +103,7 @@ export function bindStream(body: Reply['stream'], res: ServerResponse, onError: 
 
 /** The default content type of a body the route gave none for. */
 function defaultType(body: Readable | Buffer | string): string {
-  if (typeof body !== 'string') return BINARY_TYPE;
+  if (typeof body !== 'string') return 'application/octet-stream';
   return /^\s*</.test(body) ? 'text/html; charset=utf-8' : 'text/plain; charset=utf-8';
 }
 
@@ -72,8 +126,7 @@ export function sendReply(res: ServerResponse, reply: Reply, json: string | null
   }
   if (json !== null) {
     if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', JSON_TYPE);
-    sendText(res, status, json);
-    return;
+    return sendText(res, status, json);
   }
   if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', defaultType(stream!));
   if (typeof stream === 'string') return sendText(res, status, stream);

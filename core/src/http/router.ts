@@ -10,17 +10,11 @@ interface Entry<T> {
   keys: Key[];
   /** In `Allow` order: HEAD before GET. */
   methods: string[];
-  accepts: Set<string>;
   value: T;
-}
-
-export interface Found<T> {
-  value: T;
-  params: Record<string, string>;
 }
 
 /** A path param as the client meant it; a value that does not decode is kept as sent (validation judges it). */
-export function decodeParam(text: string): string {
+function decodeParam(text: string): string {
   if (!text.includes('%') && !text.includes('+')) return text;
   try {
     return decodeURIComponent(text.replace(/\+/g, ' '));
@@ -28,15 +22,6 @@ export function decodeParam(text: string): string {
     return text;
   }
 }
-
-const paramsOf = (keys: Key[], match: RegExpExecArray): Record<string, string> => {
-  const params: Record<string, string> = {};
-  for (let i = 0; i < keys.length; i++) {
-    const capture = match[i + 1];
-    if (capture) params[keys[i]!.name] = decodeParam(capture);
-  }
-  return params;
-};
 
 /**
  * Routes grouped by their first path segment below the prefix, so a request only tests the few routes of its
@@ -53,7 +38,7 @@ export class RouteTable<T> {
     const keys: Key[] = [];
     const regexp = pathToRegexp(path === '/' ? this.prefix : this.prefix + path, keys, { sensitive: false, strict: false, end: true });
     const methods = method === 'GET' ? ['HEAD', 'GET'] : [method];
-    const entry: Entry<T> = { regexp, keys, methods, accepts: new Set(methods), value };
+    const entry: Entry<T> = { regexp, keys, methods, value };
     if (first.startsWith(':')) {
       this.fallback.push(entry);
       return;
@@ -67,7 +52,7 @@ export class RouteTable<T> {
    * The route for `method` at `path` (which starts with the prefix and a slash), else the methods other routes at
    * that path accept (`Allow`), else null.
    */
-  find(method: string, path: string): Found<T> | string[] | null {
+  find(method: string, path: string): { value: T; params: Record<string, string> } | string[] | null {
     const start = this.prefix.length + 1;
     const end = path.indexOf('/', start);
     const list = this.groups.get(path.slice(start, end < 0 ? undefined : end)) ?? this.fallback;
@@ -75,8 +60,15 @@ export class RouteTable<T> {
     for (const entry of list) {
       const match = entry.regexp.exec(path);
       if (!match) continue;
-      if (entry.accepts.has(method)) return { value: entry.value, params: paramsOf(entry.keys, match) };
-      (allowed ??= []).push(...entry.methods);
+      if (!entry.methods.includes(method)) {
+        (allowed ??= []).push(...entry.methods);
+        continue;
+      }
+      const params: Record<string, string> = {};
+      entry.keys.forEach((key, i) => {
+        if (match[i + 1]) params[key.name] = decodeParam(match[i + 1]!);
+      });
+      return { value: entry.value, params };
     }
     return allowed && [...new Set(allowed)];
   }

@@ -9,7 +9,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { isHttpError, type PrincipalDirectory, type WebSocketConnection } from '@agent/sdk';
 import type { RouteRegistry, RegisteredSocket } from '../openapi/registry.js';
 import type { RootLogger } from '../log.js';
-import { checkDeployment, checkPermission, checkTenancy, neededLevel } from './execute.js';
+import { checkPermission, checkScope } from './execute.js';
 
 const AUTH_TIMEOUT_MS = 10_000;
 
@@ -53,15 +53,6 @@ function connection(ws: WebSocket): WebSocketConnection {
 export function createSocketServer(registry: RouteRegistry, principals: PrincipalDirectory, log: RootLogger) {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
 
-  const match = (pathname: string): { socket: RegisteredSocket; params: Record<string, string> } | null => {
-    const rel = pathname.slice('/api'.length);
-    for (const socket of registry.sockets) {
-      const params = socket.match(rel);
-      if (params) return { socket, params };
-    }
-    return null;
-  };
-
   const serve = (ws: WebSocket, entry: RegisteredSocket, params: Record<string, string>, query: Record<string, unknown>, ip: string) => {
     const timer = setTimeout(() => ws.close(1008, 'authentication timeout'), AUTH_TIMEOUT_MS);
     ws.once('message', (data, isBinary) => {
@@ -70,10 +61,9 @@ export function createSocketServer(registry: RouteRegistry, principals: Principa
         try {
           const token = isBinary
             ? ''
-            : data
-                .toString()
-                .trim()
-                .replace(/^Bearer\s+/i, '');
+            : String(data)
+                .replace(/^\s*(Bearer\s+)?/i, '')
+                .trim();
           const principal = token ? await principals.authenticate(token, ip) : null;
           if (!principal) return ws.close(1008, 'invalid, expired or revoked token');
           checkPermission(entry.permission, principal);
@@ -82,13 +72,8 @@ export function createSocketServer(registry: RouteRegistry, principals: Principa
           const queryError = entry.validate.query(query);
           if (queryError) throw queryError;
           const spec = entry.spec;
-          const name = !spec.deployment
-            ? undefined
-            : typeof spec.deployment === 'string'
-              ? params[spec.deployment]
-              : spec.deployment({ params, query: query as never });
-          if (name) checkDeployment(principal, name, neededLevel(entry.permission, spec.deploymentLevel));
-          else checkTenancy(principal, spec.tenancy, 'GET');
+          const name = typeof spec.deployment === 'function' ? spec.deployment({ params, query: query as never }) : spec.deployment && params[spec.deployment];
+          checkScope(principal, name, entry, 'GET');
           const conn = connection(ws);
           await conn.send({ type: 'ready' });
           await spec.handler(conn, { params, query: query as never, principal, ip });
@@ -107,12 +92,14 @@ export function createSocketServer(registry: RouteRegistry, principals: Principa
     /** Returns false when no websocket route matches the path. */
     upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ip: string): boolean {
       const url = new URL(req.url ?? '/', 'http://agent');
-      const found = match(url.pathname);
-      if (!found) return false;
-      const query: Record<string, unknown> = {};
-      for (const [k, v] of url.searchParams) query[k] = v;
-      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, found.socket, found.params, query, ip));
-      return true;
+      for (const entry of registry.sockets) {
+        const params = entry.match(url.pathname.slice('/api'.length));
+        if (!params) continue;
+        const query: Record<string, unknown> = Object.fromEntries(url.searchParams);
+        wss.handleUpgrade(req, socket, head, (ws) => serve(ws, entry, params, query, ip));
+        return true;
+      }
+      return false;
     },
     close(): void {
       for (const client of wss.clients) client.close(1001, 'agent shutting down');

@@ -12,7 +12,7 @@ import type { AuditWriter } from '../audit.js';
 import type { RegisteredAppRoute, RouteRegistry } from '../openapi/registry.js';
 import { authenticateHeader, auditActor, auditFailed } from '../http/app.js';
 import { checkPermission, checkTenancy } from '../http/execute.js';
-import { toErrorAnswer } from '../http/errors.js';
+import { refuseUpgrade, toErrorAnswer } from '../http/respond.js';
 import type { RootLogger } from '../log.js';
 
 const PREFIX = '/api/plugin/';
@@ -173,11 +173,7 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
           await prepare(req, principal, r, ip);
           proxy.ws(req, socket, head, { target: r.target });
         } catch (err) {
-          const answer = toErrorAnswer(err);
-          const body = JSON.stringify(answer.body);
-          socket.end(
-            `HTTP/1.1 ${answer.status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-          );
+          refuseUpgrade(socket, err);
         }
       })();
       return true;
