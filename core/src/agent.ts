@@ -18,13 +18,11 @@ import { AuditWriter } from './audit.js';
 import { ResourceCatalog } from './auth/resources.js';
 import { TokenService } from './auth/tokens.js';
 import { RouteRegistry } from './openapi/registry.js';
-import { buildOpenApi } from './openapi/document.js';
 import { PlanEngine, type PlansDoc } from './plans/engine.js';
 import { CoreScheduler } from './scheduler/scheduler.js';
 import { SettingsStore, type SettingsDoc } from './settings/registry.js';
 import { PluginHost } from './plugins/host.js';
 import { ServiceDirectory } from './plugins/services.js';
-import { pluginDirectory } from './plugins/directory.js';
 import { createPluginProxy } from './plugins/proxy.js';
 import { createHttpApp } from './http/app.js';
 import { createSocketServer } from './http/websocket.js';
@@ -83,35 +81,29 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
 
   const services = new ServiceDirectory();
   services.provide(coreServices.auth.id, auth, 'core');
+  services.provide(coreServices.settings.id, settings, 'core');
   const journalSync = new JournalSync();
   const audit = new AuditWriter(services, journalSync, log);
-  services.provide(coreServices.settings.id, settings, 'core');
-  services.provide(
-    coreServices.plugins.id,
-    pluginDirectory(() => host.running()),
-    'core',
-  );
 
   let url = '';
-  const host = new PluginHost(
+  const host = new PluginHost({
     root,
-    {
-      registry,
-      catalog,
-      settings,
-      services,
-      audit,
-      journalSync,
-      sealer,
-      agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
-    },
     bus,
     scheduler,
-  );
+    registry,
+    catalog,
+    settings,
+    services,
+    audit,
+    journalSync,
+    sealer,
+    agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
+  });
+  services.provide(coreServices.plugins.id, host.directory(), 'core');
   await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections);
   principals = services.get<PrincipalDirectory>(principalDirectory.id);
   if (!principals) {
-    const reasons = host.plugins.filter((p) => p.status === 'failed').map((p) => `${p.name}: ${p.error}`);
+    const reasons = host.failed().map((p) => `${p.name}: ${p.error}`);
     throw new Error(
       `no plugin provides the principal directory ('${principalDirectory.id}'), so no request could be authenticated` +
         (reasons.length ? ` (failed plugins: ${reasons.join('; ')})` : ''),
@@ -124,34 +116,13 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   // The audit journal is a plugin's (access, always loaded): the kernel writes every record there from now on.
   audit.connect(
     () =>
-      host.plugins
-        .filter((p) => p.status === 'failed')
+      host
+        .failed()
         .map((p) => `${p.name}: ${p.error}`)
         .join('; ') || 'none failed',
   );
 
-  let openapi: string | null = null;
-  registry.commit(
-    coreRoutes({
-      version: VERSION,
-      startedAt,
-      catalog,
-      audit,
-      plans,
-      registry,
-      openapi: () =>
-        (openapi ??= JSON.stringify(
-          buildOpenApi({
-            version: VERSION,
-            registry,
-            resources: catalog.list(),
-            plugins: host.running().map((p) => ({ name: p.name, description: p.description })),
-          }),
-        )),
-      plugins: () => host.plugins,
-      appState: (name) => apps.state(name),
-    }).map((spec) => registry.prepareRoute('core', spec)),
-  );
+  registry.commit(coreRoutes({ version: VERSION, startedAt, catalog, audit, plans, registry, host, apps }).map((spec) => registry.prepareRoute('core', spec)));
 
   await host.start();
   scheduler.forPlugin('core').job({ name: 'plans.purge', cron: '17 * * * *', run: () => plans.purge() });
@@ -187,19 +158,15 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 
   const memory = process.memoryUsage();
+  const mb = (bytes: number) => Math.round(bytes / 1048576);
   root.info(
     {
       url,
       version: VERSION,
       ms: Date.now() - startedAt,
-      memory_mb: {
-        rss: Math.round(memory.rss / 1048576),
-        heap_used: Math.round(memory.heapUsed / 1048576),
-        heap_total: Math.round(memory.heapTotal / 1048576),
-        external: Math.round(memory.external / 1048576),
-      },
+      memory_mb: { rss: mb(memory.rss), heap_used: mb(memory.heapUsed), heap_total: mb(memory.heapTotal), external: mb(memory.external) },
       plugins: host.running().map((p) => p.name),
-      failed: host.plugins.filter((p) => p.status === 'failed').map((p) => p.name),
+      failed: host.failed().map((p) => p.name),
     },
     'agent ready',
   );
