@@ -67,13 +67,12 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     settings: { admin_password: core.admin_password, ...core.auth },
     announce: print,
   };
-  let principals: PrincipalDirectory | undefined;
   const registry = new RouteRegistry();
   const plans = new PlanEngine(
     await openDocument<PlansDoc>(join(coreDir, 'plans.json.enc'), { plans: [] }, sealer),
     core.plans.ttl,
     (id) => registry.byOperationId(id),
-    (id) => principals!.principalById(id),
+    (id) => services.get<PrincipalDirectory>(principalDirectory.id)!.principalById(id),
   );
   await plans.recover();
   const scheduler = new CoreScheduler(journal, sdkLogger(root, { component: 'scheduler' }));
@@ -101,7 +100,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   });
   services.provide(coreServices.plugins.id, host.directory(), 'core');
   await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections);
-  principals = services.get<PrincipalDirectory>(principalDirectory.id);
+  const principals = services.get<PrincipalDirectory>(principalDirectory.id);
   if (!principals) {
     const reasons = host.failed().map((p) => `${p.name}: ${p.error}`);
     throw new Error(
@@ -109,7 +108,6 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
         (reasons.length ? ` (failed plugins: ${reasons.join('; ')})` : ''),
     );
   }
-  const directory = principals;
   // App processes are a plugin's (apps, always loaded), looked up at each use: without it every app reads as not
   // running.
   const apps: AppDirectory = { state: (name) => services.get<AppDirectory>(appDirectory.id)?.state(name) };
@@ -127,18 +125,18 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   await host.start();
   scheduler.forPlugin('core').job({ name: 'plans.purge', cron: '17 * * * *', run: () => plans.purge() });
 
-  const proxy = createPluginProxy({ registry, principals: directory, apps, audit, log: root });
+  const proxy = createPluginProxy({ registry, principals, apps, audit, log: root });
   const listener = createHttpApp({
     config: core,
     log: root,
-    principals: directory,
+    principals,
     registry,
     plans,
     audit,
     proxy: (req, res, ip, query) => proxy.http(req, res, ip, query),
     validateResponses: process.env.AGENT_VALIDATE_RESPONSES === '1',
   });
-  const sockets = createSocketServer(registry, directory, root);
+  const sockets = createSocketServer(registry, principals, root);
   // Keep-alive longer than clients' own idle timeouts (undici: 4 s), so a client never reuses a connection the
   // agent is closing at that moment.
   const server: Server = createServer({ requestTimeout: 3600_000, keepAliveTimeout: 65_000 }, listener);

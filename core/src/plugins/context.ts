@@ -4,7 +4,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AgentInfo, Dependency, DoctorCheck, PluginContext, PluginDefinition, PluginStore, Sealer, ServiceRef, SqlDatabase } from '@agent/sdk';
+import type { AgentInfo, Dependency, DoctorCheck, PluginContext, PluginDefinition, PluginStore, ServiceRef, SqlDatabase } from '@agent/sdk';
 import type { ServiceDirectory } from './services.js';
 import type { RegisteredAppRoute, RegisteredRoute, RegisteredSocket, RouteRegistry } from '../openapi/registry.js';
 import type { ResourceCatalog } from '../auth/resources.js';
@@ -14,6 +14,7 @@ import { sdkLogger, type RootLogger } from '../log.js';
 import type { AgentEventBus } from '../events/bus.js';
 import type { CoreScheduler, PluginScheduler } from '../scheduler/scheduler.js';
 import { openDocument } from '../store/documents.js';
+import type { DataSealer } from '../store/sealer.js';
 import { openJournal, type Journal, type JournalSync } from '../store/journal.js';
 
 export interface ContextDeps {
@@ -27,7 +28,7 @@ export interface ContextDeps {
   audit: AuditWriter;
   /** Syncs the plugins' journals before a change is acknowledged (the audit writer waits for it). */
   journalSync: JournalSync;
-  sealer: Sealer & { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer };
+  sealer: DataSealer;
   agent: AgentInfo;
 }
 
@@ -44,13 +45,12 @@ export interface StagedPlugin {
   release(): void;
 }
 
-/** The ref behind a dependency (`optional(ref)` or a ref). */
-export const refOf = (dep: Dependency): { ref: ServiceRef<unknown>; optional: boolean } =>
-  'ref' in dep && dep.optional ? { ref: dep.ref, optional: true } : { ref: dep as ServiceRef<unknown>, optional: false };
-
-/** The dependencies a plugin declares in `deps`, keyed as its setup receives them. */
-export const dependencies = (def: PluginDefinition<any, any, any>): [string, ReturnType<typeof refOf>][] =>
-  Object.entries((def.deps ?? {}) as Record<string, Dependency>).map(([key, dep]) => [key, refOf(dep)]);
+/** The services a plugin declares in `deps` (`optional(ref)` or a ref), by the key its setup receives them under. */
+export const dependencies = (def: PluginDefinition<any, any, any>): [string, { ref: ServiceRef<unknown>; optional: boolean }][] =>
+  Object.entries((def.deps ?? {}) as Record<string, Dependency>).map(([key, dep]) => [
+    key,
+    'ref' in dep && dep.optional ? { ref: dep.ref, optional: true } : { ref: dep as ServiceRef<unknown>, optional: false },
+  ]);
 
 /** A document or journal name, checked before it becomes a file name. */
 function fileName(kind: string, name: string): string {

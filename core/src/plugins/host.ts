@@ -33,6 +33,21 @@ export interface Candidate {
   builtin: boolean;
 }
 
+/** The record of a plugin found at `c`, before its definition is loaded. */
+const unloaded = (c: Candidate): PluginRecord => ({
+  name: c.spec,
+  version: '',
+  description: '',
+  builtin: c.builtin,
+  source: c.spec,
+  packageDir: c.dir,
+  status: 'stopped',
+  error: null,
+  definition: null,
+  staged: null,
+  instance: null,
+});
+
 /** The refs a plugin declares it provides, by the key its instance provides them under. */
 const providedRefs = (def: PluginDefinition<any, any, any>): [string, ServiceRef<unknown>][] =>
   Object.entries((def.provides ?? {}) as Record<string, ServiceRef<unknown>>);
@@ -201,19 +216,7 @@ export class PluginHost {
 
   /** A plugin that could not be found or loaded: listed as failed under the name it was enabled by. */
   private broken(c: Candidate, error: string, msg: string): void {
-    this.plugins.push({
-      name: c.spec,
-      version: '',
-      description: '',
-      builtin: c.builtin,
-      source: c.spec,
-      packageDir: c.dir,
-      status: 'failed',
-      error,
-      definition: null,
-      staged: null,
-      instance: null,
-    });
+    this.plugins.push({ ...unloaded(c), status: 'failed', error });
     this.deps.root.error({ plugin: c.spec, error }, msg);
   }
 
@@ -242,19 +245,7 @@ export class PluginHost {
         this.deps.root.error({ plugin: def.name, source: l.c.spec }, 'a plugin with this name is already loaded; this one is ignored');
         continue;
       }
-      this.plugins.push({
-        name: def.name,
-        version: l.version,
-        description: def.description ?? '',
-        builtin: l.c.builtin,
-        source: l.c.spec,
-        packageDir: l.c.dir,
-        status: 'stopped',
-        error: null,
-        definition: def,
-        staged: null,
-        instance: null,
-      });
+      this.plugins.push({ ...unloaded(l.c), name: def.name, version: l.version, description: def.description ?? '', definition: def });
       configs.set(def.name, configOf(def, sections, claimed));
     }
     for (const section of Object.keys(sections)) {

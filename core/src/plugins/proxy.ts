@@ -18,7 +18,7 @@ import type { RootLogger } from '../log.js';
 const PREFIX = '/api/plugin/';
 
 /** Rejects encoded separators/dots, dot segments, empty segments and backslashes in the raw path. */
-export function unsafePath(rawPath: string): boolean {
+function unsafePath(rawPath: string): boolean {
   if (/%2e|%2f|%5c|%00/i.test(rawPath) || rawPath.includes('\\')) return true;
   return rawPath
     .split('/')

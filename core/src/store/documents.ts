@@ -9,6 +9,7 @@ import { dirname } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
 import type { Document } from '@agent/sdk';
+import type { DataSealer } from './sealer.js';
 
 /** Writes a file atomically (owner-only): temp file in the same folder, fsync, rename over the target. */
 async function writeFileAtomic(path: string, data: Buffer): Promise<void> {
@@ -29,7 +30,7 @@ async function writeFileAtomic(path: string, data: Buffer): Promise<void> {
 }
 
 /** The sealed JSON file of an encrypted document. */
-function sealedJsonFile<T>(path: string, sealer: { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer }): Adapter<T> {
+function sealedJsonFile<T>(path: string, sealer: DataSealer): Adapter<T> {
   return {
     async read() {
       let raw: Buffer;
@@ -45,11 +46,7 @@ function sealedJsonFile<T>(path: string, sealer: { sealBuffer(b: Buffer): Buffer
   };
 }
 
-export async function openDocument<T extends object>(
-  path: string,
-  defaults: T,
-  sealer?: { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer },
-): Promise<Document<T>> {
+export async function openDocument<T extends object>(path: string, defaults: T, sealer?: DataSealer): Promise<Document<T>> {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const db = new Low<T>(sealer ? sealedJsonFile<T>(path, sealer) : new JSONFile<T>(path), structuredClone(defaults));
   await db.read();

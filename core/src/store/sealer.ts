@@ -2,7 +2,10 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Sealer } from '@agent/sdk';
 
-export function createSealer(key: Buffer): Sealer & { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer } {
+/** The SDK's sealer, plus the raw form sealed documents are written in. */
+export type DataSealer = Sealer & { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer };
+
+export function createSealer(key: Buffer): DataSealer {
   const sealBuffer = (plain: Buffer): Buffer => {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', key, iv);
