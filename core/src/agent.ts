@@ -9,7 +9,6 @@ import { appDirectory, coreServices, principalDirectory, type AppDirectory, type
 import { REPO_ROOT, type LoadedConfig } from './config/config.js';
 import { createRootLogger, flushLogs, sdkLogger } from './log.js';
 import { loadSecrets } from './store/secrets.js';
-import { createSealer } from './store/sealer.js';
 import { openDocument } from './store/documents.js';
 import { JournalSync, openJournal } from './store/journal.js';
 import { lockDataDir } from './store/data-dir-lock.js';
@@ -42,23 +41,19 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const lock = lockDataDir(core.data_dir);
   const root = await createRootLogger(core.log.level, core.log.format);
   const log = sdkLogger(root, { component: 'core' });
-  const secrets = loadSecrets(core.data_dir);
-  const sealer = createSealer(secrets.dataKey);
+  const { jwtKey, sealer } = loadSecrets(core.data_dir);
   const coreDir = join(core.data_dir, 'core');
 
   const journal = openJournal(join(coreDir, 'journal.sqlite'));
   const bus = new AgentEventBus(log);
   const catalog = new ResourceCatalog();
-  catalog.declare({ name: 'plans', description: 'plans: preview and apply changes', operator: 'write', viewer: 'read', owner: 'both', plugin: 'core' });
-  catalog.declare({
-    name: 'plugins',
-    description: 'the plugin list; write = create deployments from plugins',
-    operator: 'write',
-    viewer: 'read',
-    owner: 'global',
-    plugin: 'core',
-  });
-  const tokens = new TokenService(secrets.jwtKey, core.auth.token_ttl);
+  for (const [name, description, owner] of [
+    ['plans', 'plans: preview and apply changes', 'both'],
+    ['plugins', 'the plugin list; write = create deployments from plugins', 'global'],
+  ] as const) {
+    catalog.declare({ name, description, operator: 'write', viewer: 'read', owner, plugin: 'core' });
+  }
+  const tokens = new TokenService(jwtKey, core.auth.token_ttl);
   // Users and keys live in a plugin (the principal directory); the kernel lends it signing and the catalogue.
   const auth: AuthKernel = {
     issueToken: (sub, version, options) => tokens.issue(sub, version, options?.notAfter, options?.ttlSeconds),

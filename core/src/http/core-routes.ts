@@ -177,23 +177,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
             );
           let result;
           try {
-            result = await execute(
-              {
-                route: inv.route,
-                principal: inv.principal,
-                params: inv.params,
-                query: inv.query,
-                body: inv.body,
-                ip: req.ip,
-                path: inv.path,
-                headers: {},
-                signal: () => req.signal,
-                raw: req.raw,
-                wantsPlan: false,
-                planId: inv.planId,
-              },
-              d.plans,
-            );
+            result = await execute({ ...inv, ip: req.ip, headers: {}, signal: () => req.signal, raw: req.raw, wantsPlan: false }, d.plans);
           } catch (err) {
             await record((err as { status?: number }).status ?? 500, null).catch(() => undefined);
             throw err;

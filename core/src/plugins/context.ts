@@ -14,7 +14,7 @@ import { sdkLogger, type RootLogger } from '../log.js';
 import type { AgentEventBus } from '../events/bus.js';
 import type { CoreScheduler, PluginScheduler } from '../scheduler/scheduler.js';
 import { openDocument } from '../store/documents.js';
-import type { DataSealer } from '../store/sealer.js';
+import type { DataSealer } from '../store/secrets.js';
 import { openJournal, type Journal, type JournalSync } from '../store/journal.js';
 
 export interface ContextDeps {

@@ -26,16 +26,6 @@ function unsafePath(rawPath: string): boolean {
     .some((seg, i, all) => seg === '.' || seg === '..' || (seg === '' && i < all.length - 1));
 }
 
-interface Resolved {
-  name: string;
-  route: RegisteredAppRoute;
-  params: Record<string, string>;
-  rest: string;
-  search: string;
-  target: string;
-  secret: string;
-}
-
 export function createPluginProxy(deps: { registry: RouteRegistry; principals: PrincipalDirectory; apps: AppDirectory; audit: AuditWriter; log: RootLogger }) {
   const proxy = httpProxy.createProxyServer({ xfwd: false, ws: true, proxyTimeout: 120_000 });
   // Mutations: the app's answer is held until its audit record is durable (see `http`), then passed on.
@@ -51,7 +41,7 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
   proxy.on('error', onError);
   holding.on('error', onError);
 
-  const resolve = (method: string, url: string): Resolved => {
+  const resolve = (method: string, url: string) => {
     const q = url.indexOf('?');
     const rawPath = q >= 0 ? url.slice(0, q) : url;
     const search = q >= 0 ? url.slice(q) : '';
@@ -77,6 +67,8 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
     if (pathMatched) throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${rawPath}`);
     throw errors.notFound(`app plugin '${name}' has no route ${method} ${rest}`);
   };
+
+  type Resolved = ReturnType<typeof resolve>;
 
   /** Authenticates and authorizes the request, then rewrites it for the app: signed principal, no token, its own path. */
   const admit = async (req: IncomingMessage, ip: string, r: Resolved, query: Record<string, unknown>): Promise<Principal> => {

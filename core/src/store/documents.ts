@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
 import type { Document } from '@agent/sdk';
-import type { DataSealer } from './sealer.js';
+import type { DataSealer } from './secrets.js';
 
 /** Writes a file atomically (owner-only): temp file in the same folder, fsync, rename over the target. */
 async function writeFileAtomic(path: string, data: Buffer): Promise<void> {
