@@ -165,9 +165,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
           const record = (status: number, deployment: string | null, data?: unknown) =>
             d.audit.record(
               routeAuditEvent({
-                route: inv.route,
-                principal: inv.principal,
-                params: inv.params,
+                ...inv,
                 status,
                 deployment,
                 created: createdName(inv.route.spec.creates, data, inv.body),

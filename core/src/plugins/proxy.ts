@@ -9,7 +9,7 @@ import httpProxy from 'http-proxy';
 import { errors, HttpError, type AppDirectory, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import { PRINCIPAL_HEADER } from '@agent/sdk/app';
 import type { AuditWriter } from '../audit.js';
-import type { RegisteredAppRoute, RouteRegistry } from '../openapi/registry.js';
+import type { RouteRegistry } from '../openapi/registry.js';
 import { authenticateHeader, auditActor, auditFailed } from '../http/app.js';
 import { checkPermission, checkTenancy } from '../http/execute.js';
 import { toErrorAnswer } from '../http/errors.js';
