@@ -9,7 +9,6 @@ import { appDirectory, coreServices, errors, principalDirectory, type AppDirecto
 import { REPO_ROOT, type LoadedConfig } from './config/config.js';
 import { createRootLogger, flushLogs, sdkLogger } from './log.js';
 import { loadSecrets } from './store/secrets.js';
-import { createSealer } from './store/sealer.js';
 import { openDocument } from './store/documents.js';
 import { JournalSync, openJournal } from './store/journal.js';
 import { lockDataDir } from './store/data-dir-lock.js';
@@ -18,13 +17,11 @@ import { AuditWriter } from './audit.js';
 import { ResourceCatalog } from './auth/resources.js';
 import { TokenService } from './auth/tokens.js';
 import { RouteRegistry } from './openapi/registry.js';
-import { buildOpenApi } from './openapi/document.js';
 import { PlanEngine, type PlansDoc } from './plans/engine.js';
 import { CoreScheduler } from './scheduler/scheduler.js';
 import { SettingsStore, type SettingsDoc } from './settings/registry.js';
 import { PluginHost } from './plugins/host.js';
 import { ServiceDirectory } from './plugins/services.js';
-import { pluginDirectory } from './plugins/directory.js';
 import { createPluginProxy } from './plugins/proxy.js';
 import { createHttpApp } from './http/app.js';
 import { createSocketServer } from './http/websocket.js';
@@ -45,23 +42,19 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const lock = lockDataDir(core.data_dir);
   const root = await createRootLogger(core.log.level, core.log.format);
   const log = sdkLogger(root, { component: 'core' });
-  const secrets = loadSecrets(core.data_dir);
-  const sealer = createSealer(secrets.dataKey);
+  const { jwtKey, sealer } = loadSecrets(core.data_dir);
   const coreDir = join(core.data_dir, 'core');
 
   const journal = openJournal(join(coreDir, 'journal.sqlite'));
   const bus = new AgentEventBus(log);
   const catalog = new ResourceCatalog();
-  catalog.declare({ name: 'plans', description: 'plans: preview and apply changes', operator: 'write', viewer: 'read', owner: 'both', plugin: 'core' });
-  catalog.declare({
-    name: 'plugins',
-    description: 'the plugin list; write = create deployments from plugins',
-    operator: 'write',
-    viewer: 'read',
-    owner: 'global',
-    plugin: 'core',
-  });
-  const tokens = new TokenService(secrets.jwtKey, core.auth.token_ttl);
+  for (const [name, description, owner] of [
+    ['plans', 'plans: preview and apply changes', 'both'],
+    ['plugins', 'the plugin list; write = create deployments from plugins', 'global'],
+  ] as const) {
+    catalog.declare({ name, description, operator: 'write', viewer: 'read', owner, plugin: 'core' });
+  }
+  const tokens = new TokenService(jwtKey, core.auth.token_ttl);
   // Users and keys live in a plugin (the principal directory); the kernel lends it signing and the catalogue.
   const auth: AuthKernel = {
     issueToken: (sub, version, options) => tokens.issue(sub, version, options?.notAfter, options?.ttlSeconds),
@@ -70,13 +63,12 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     settings: { admin_password: core.admin_password, ...core.auth },
     announce: print,
   };
-  let principals: PrincipalDirectory | undefined;
   const registry = new RouteRegistry();
   const plans = new PlanEngine(
     await openDocument<PlansDoc>(join(coreDir, 'plans.json.enc'), { plans: [] }, sealer),
     core.plans.ttl,
     (id) => registry.byOperationId(id),
-    (id) => principals!.principalById(id),
+    (id) => services.get<PrincipalDirectory>(principalDirectory.id)!.principalById(id),
   );
   await plans.recover();
   const scheduler = new CoreScheduler(journal, sdkLogger(root, { component: 'scheduler' }));
@@ -84,91 +76,63 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
 
   const services = new ServiceDirectory();
   services.provide(coreServices.auth.id, auth, 'core');
+  services.provide(coreServices.settings.id, settings, 'core');
   const journalSync = new JournalSync();
   const audit = new AuditWriter(services, journalSync, log);
-  services.provide(coreServices.settings.id, settings, 'core');
-  services.provide(
-    coreServices.plugins.id,
-    pluginDirectory(() => host.running()),
-    'core',
-  );
 
   let url = '';
-  const host = new PluginHost(
+  const host = new PluginHost({
     root,
-    {
-      registry,
-      catalog,
-      settings,
-      services,
-      audit,
-      journalSync,
-      sealer,
-      agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
-    },
     bus,
     scheduler,
-  );
+    registry,
+    catalog,
+    settings,
+    services,
+    audit,
+    journalSync,
+    sealer,
+    agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
+  });
+  services.provide(coreServices.plugins.id, host.directory(), 'core');
   await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections);
-  principals = services.get<PrincipalDirectory>(principalDirectory.id);
+  const principals = services.get<PrincipalDirectory>(principalDirectory.id);
   if (!principals) {
-    const reasons = host.plugins.filter((p) => p.status === 'failed').map((p) => `${p.name}: ${p.error}`);
+    const reasons = host.failed().map((p) => `${p.name}: ${p.error}`);
     throw new Error(
       `no plugin provides the principal directory ('${principalDirectory.id}'), so no request could be authenticated` +
         (reasons.length ? ` (failed plugins: ${reasons.join('; ')})` : ''),
     );
   }
-  const directory = principals;
   // App processes are a plugin's (apps, always loaded), looked up at each use: without it every app reads as not
   // running.
   const apps: AppDirectory = { state: (name) => services.get<AppDirectory>(appDirectory.id)?.state(name) };
   // The audit journal is a plugin's (access, always loaded): the kernel writes every record there from now on.
   audit.connect(
     () =>
-      host.plugins
-        .filter((p) => p.status === 'failed')
+      host
+        .failed()
         .map((p) => `${p.name}: ${p.error}`)
         .join('; ') || 'none failed',
   );
 
-  let openapi: string | null = null;
-  registry.commit(
-    coreRoutes({
-      version: VERSION,
-      startedAt,
-      catalog,
-      audit,
-      plans,
-      registry,
-      openapi: () =>
-        (openapi ??= JSON.stringify(
-          buildOpenApi({
-            version: VERSION,
-            registry,
-            resources: catalog.list(),
-            plugins: host.running().map((p) => ({ name: p.name, description: p.description })),
-          }),
-        )),
-      plugins: () => host.plugins,
-      appState: (name) => apps.state(name),
-    }).map((spec) => registry.prepareRoute('core', spec)),
-  );
+  registry.commit(coreRoutes({ version: VERSION, startedAt, catalog, audit, plans, registry, host, apps }).map((spec) => registry.prepareRoute('core', spec)));
 
   await host.start();
   scheduler.forPlugin('core').job({ name: 'plans.purge', cron: '17 * * * *', run: () => plans.purge() });
 
-  const proxy = createPluginProxy({ registry, principals: directory, apps, audit, log: root });
+  const proxy = createPluginProxy({ registry, principals, apps, audit, log: root });
   const listener = createHttpApp({
     config: core,
     log: root,
-    principals: directory,
+    principals,
     registry,
     plans,
     audit,
     proxy: (req, res, ip, query) => proxy.http(req, res, ip, query),
     validateResponses: process.env.AGENT_VALIDATE_RESPONSES === '1',
   });
-  const sockets = createSocketServer(registry, directory, root);
+  const sockets = createSocketServer(registry, principals, root);
   // Keep-alive longer than clients' own idle timeouts (undici: 4 s), so a client never reuses a connection the
   // agent is closing at that moment.
   const server: Server = createServer({ requestTimeout: 3600_000, keepAliveTimeout: 65_000 }, listener);
@@ -186,19 +150,15 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 
   const memory = process.memoryUsage();
+  const mb = (bytes: number) => Math.round(bytes / 1048576);
   root.info(
     {
       url,
       version: VERSION,
       ms: Date.now() - startedAt,
-      memory_mb: {
-        rss: Math.round(memory.rss / 1048576),
-        heap_used: Math.round(memory.heapUsed / 1048576),
-        heap_total: Math.round(memory.heapTotal / 1048576),
-        external: Math.round(memory.external / 1048576),
-      },
+      memory_mb: { rss: mb(memory.rss), heap_used: mb(memory.heapUsed), heap_total: mb(memory.heapTotal), external: mb(memory.external) },
       plugins: host.running().map((p) => p.name),
-      failed: host.plugins.filter((p) => p.status === 'failed').map((p) => p.name),
+      failed: host.failed().map((p) => p.name),
     },
     'agent ready',
   );

@@ -12,14 +12,12 @@ export class AgentEventBus implements EventBus {
   }
 
   on<E extends EventName>(event: E, listener: (payload: AgentEvents[E]) => void | Promise<void>): () => void {
+    const fail = (err: unknown) => this.log.error('event listener failed', { event, error: String(err) });
     const safe = ((payload: AgentEvents[E]) => {
       try {
-        const result = listener(payload);
-        if (result && typeof (result as Promise<void>).catch === 'function') {
-          (result as Promise<void>).catch((err: unknown) => this.log.error('event listener failed', { event, error: String(err) }));
-        }
+        (listener(payload) as Promise<void> | undefined)?.catch?.(fail);
       } catch (err) {
-        this.log.error('event listener failed', { event, error: String(err) });
+        fail(err);
       }
     }) as Listeners[E];
     this.emitter.on(event, safe);

@@ -2,16 +2,17 @@
  * The routes the core serves itself: health, the live OpenAPI document, plans and the plugin list. The login, the
  * auth status and the token check belong to the principal directory's plugin.
  */
-import { errors, reply, Type, type AppState, type Dependency, type RouteSpec, type ServiceRef } from '@agent/sdk';
+import { errors, reply, Type, type AppDirectory, type RouteSpec, type ServiceRef } from '@agent/sdk';
 import type { ResourceCatalog } from '../auth/resources.js';
 import type { AuditWriter } from '../audit.js';
 import type { PlanEngine } from '../plans/engine.js';
 import { formatDuration } from '../config/units.js';
+import { buildOpenApi } from '../openapi/document.js';
+import type { RouteRegistry } from '../openapi/registry.js';
+import type { PluginHost, PluginRecord } from '../plugins/host.js';
+import { dependencies } from '../plugins/context.js';
 import { auditFailed, createdName, routeAuditEvent } from './app.js';
 import { execute } from './execute.js';
-import type { PluginRecord } from '../plugins/host.js';
-import type { RouteRegistry } from '../openapi/registry.js';
-import { refOf } from '../plugins/context.js';
 
 export interface CoreRouteDeps {
   version: string;
@@ -20,9 +21,8 @@ export interface CoreRouteDeps {
   audit: AuditWriter;
   plans: PlanEngine;
   registry: RouteRegistry;
-  openapi: () => string;
-  plugins: () => PluginRecord[];
-  appState: (name: string) => AppState | undefined;
+  host: PluginHost;
+  apps: AppDirectory;
 }
 
 const PlanView = Type.Object({
@@ -46,9 +46,13 @@ const PluginView = Type.Object({
 });
 
 export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
+  // Built on first request: every plugin has registered its routes by then.
+  let openapi: string | null = null;
   const pluginView = (p: PluginRecord, detailed: boolean) => {
     const own = d.registry.forPlugin(p.name);
-    const app = p.definition?.app ? d.appState(p.name) : undefined;
+    const def = p.definition;
+    const app = def?.app ? d.apps.state(p.name) : undefined;
+    const deps = def ? dependencies(def).map(([, dep]) => dep) : [];
     const base = {
       name: p.name,
       version: p.version,
@@ -57,17 +61,11 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       error: p.error,
       builtin: p.builtin,
       source: p.source,
-      deployable: p.definition?.deployable ? { summary: p.definition.deployable.summary } : null,
-      app: p.definition?.app ? (app ? { ...app, secret: undefined } : { status: 'stopped' }) : null,
-      provides: Object.values((p.definition?.provides ?? {}) as Record<string, ServiceRef<unknown>>).map((r) => r.id),
-      requires: Object.values((p.definition?.deps ?? {}) as Record<string, Dependency>)
-        .map(refOf)
-        .filter((d) => !d.optional)
-        .map((d) => d.ref.id),
-      uses: Object.values((p.definition?.deps ?? {}) as Record<string, Dependency>)
-        .map(refOf)
-        .filter((d) => d.optional)
-        .map((d) => d.ref.id),
+      deployable: def?.deployable ? { summary: def.deployable.summary } : null,
+      app: def?.app ? (app ? { ...app, secret: undefined } : { status: 'stopped' }) : null,
+      provides: Object.values((def?.provides ?? {}) as Record<string, ServiceRef<unknown>>).map((r) => r.id),
+      requires: deps.filter((dep) => !dep.optional).map((dep) => dep.ref.id),
+      uses: deps.filter((dep) => dep.optional).map((dep) => dep.ref.id),
       route_count: own.routes.length + own.sockets.length + own.appRoutes.length,
     };
     if (!detailed) return base;
@@ -86,7 +84,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       ],
       jobs: p.staged?.scheduler.list() ?? [],
       resources: d.catalog.list().filter((r) => r.plugin === p.name),
-      deployable: p.definition?.deployable ? { summary: p.definition.deployable.summary, config: p.definition.deployable.config } : null,
+      deployable: def?.deployable ? { summary: def.deployable.summary, config: def.deployable.config } : null,
     };
   };
 
@@ -100,7 +98,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       summary: 'Agent health (no authentication)',
       response: Type.Object({ status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]), version: Type.String(), uptime: Type.String() }),
       handler: () => ({
-        status: d.plugins().some((p) => p.status === 'failed') ? 'degraded' : 'ok',
+        status: d.host.failed().length ? 'degraded' : 'ok',
         version: d.version,
         uptime: formatDuration((Date.now() - d.startedAt) / 1000),
       }),
@@ -114,7 +112,17 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       tenancy: 'catalogue',
       summary: 'The live OpenAPI 3.1 description of this agent (enabled plugins only)',
       produces: 'application/json',
-      handler: () => reply.stream(d.openapi(), { contentType: 'application/json; charset=utf-8' }),
+      handler: () => {
+        openapi ??= JSON.stringify(
+          buildOpenApi({
+            version: d.version,
+            registry: d.registry,
+            resources: d.catalog.list(),
+            plugins: d.host.running().map((p) => ({ name: p.name, description: p.description })),
+          }),
+        );
+        return reply.stream(openapi, { contentType: 'application/json; charset=utf-8' });
+      },
     },
     {
       method: 'GET',
@@ -153,56 +161,30 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
       handler: (req) =>
         d.plans.apply((req.params as { id: string }).id, req.principal, async (inv) => {
-          let status = 500;
-          let deployment: string | null = null;
-          let created: string | null = null;
           // Answered once the record is durable, like the request the plan stands for.
-          const record = () => {
-            created ??= createdName(inv.route.spec.creates, inv.body);
-            return d.audit.record(
+          const record = (status: number, deployment: string | null, data?: unknown) =>
+            d.audit.record(
               routeAuditEvent({
-                route: inv.route,
-                principal: inv.principal,
-                params: inv.params,
+                ...inv,
                 status,
                 deployment,
-                created,
+                created: createdName(inv.route.spec.creates, data, inv.body),
                 ip: req.ip,
                 detail: { plan: inv.planId, applied_by: req.principal.id },
               }),
             );
-          };
           let result;
           try {
-            result = await execute(
-              {
-                route: inv.route,
-                principal: inv.principal,
-                params: inv.params,
-                query: inv.query,
-                body: inv.body,
-                ip: req.ip,
-                path: inv.path,
-                headers: {},
-                signal: () => req.signal,
-                raw: req.raw,
-                wantsPlan: false,
-                planId: inv.planId,
-              },
-              d.plans,
-            );
+            result = await execute({ ...inv, ip: req.ip, headers: {}, signal: () => req.signal, raw: req.raw, wantsPlan: false }, d.plans);
           } catch (err) {
-            status = (err as { status?: number }).status ?? 500;
-            await record().catch(() => undefined);
+            await record((err as { status?: number }).status ?? 500, null).catch(() => undefined);
             throw err;
           }
-          status = result.reply.status;
-          deployment = result.deployment;
-          created = createdName(inv.route.spec.creates, result.reply.body?.data);
-          await record().catch(() => {
-            if (status < 400) throw auditFailed();
+          const { reply: answer, deployment } = result;
+          await record(answer.status, deployment, answer.body?.data).catch(() => {
+            if (answer.status < 400) throw auditFailed();
           });
-          return result.reply;
+          return answer;
         }),
     },
     {
@@ -228,7 +210,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       tenancy: 'catalogue',
       summary: 'Plugins with version, status, route and job counts',
       response: Type.Array(PluginView),
-      handler: () => d.plugins().map((p) => pluginView(p, false)),
+      handler: () => d.host.plugins.map((p) => pluginView(p, false)),
     },
     {
       method: 'GET',
@@ -241,7 +223,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       params: Type.Object({ name: Type.String({ pattern: '^[@a-z0-9][a-z0-9./_-]*$', maxLength: 214 }) }),
       response: PluginView,
       handler: (req) => {
-        const p = d.plugins().find((x) => x.name === (req.params as { name: string }).name);
+        const p = d.host.plugins.find((x) => x.name === (req.params as { name: string }).name);
         if (!p) throw errors.notFound(`plugin '${(req.params as { name: string }).name}' not found`);
         return pluginView(p, true);
       },

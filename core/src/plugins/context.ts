@@ -4,33 +4,23 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type {
-  AgentInfo,
-  Dependency,
-  DoctorCheck,
-  EventBus,
-  JobHandle,
-  JobSpec,
-  Logger,
-  PluginContext,
-  PluginDefinition,
-  PluginSettings,
-  PluginStore,
-  Scheduler,
-  Sealer,
-  ServiceRef,
-  SqlDatabase,
-  TObject,
-} from '@agent/sdk';
+import type { AgentInfo, Dependency, DoctorCheck, PluginContext, PluginDefinition, PluginStore, ServiceRef, SqlDatabase } from '@agent/sdk';
 import type { ServiceDirectory } from './services.js';
 import type { RegisteredAppRoute, RegisteredRoute, RegisteredSocket, RouteRegistry } from '../openapi/registry.js';
 import type { ResourceCatalog } from '../auth/resources.js';
 import type { SettingsStore } from '../settings/registry.js';
 import type { AuditWriter } from '../audit.js';
+import { sdkLogger, type RootLogger } from '../log.js';
+import type { AgentEventBus } from '../events/bus.js';
+import type { CoreScheduler, PluginScheduler } from '../scheduler/scheduler.js';
 import { openDocument } from '../store/documents.js';
+import type { DataSealer } from '../store/secrets.js';
 import { openJournal, type Journal, type JournalSync } from '../store/journal.js';
 
 export interface ContextDeps {
+  root: RootLogger;
+  bus: AgentEventBus;
+  scheduler: CoreScheduler;
   registry: RouteRegistry;
   catalog: ResourceCatalog;
   settings: SettingsStore;
@@ -38,7 +28,7 @@ export interface ContextDeps {
   audit: AuditWriter;
   /** Syncs the plugins' journals before a change is acknowledged (the audit writer waits for it). */
   journalSync: JournalSync;
-  sealer: Sealer & { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer };
+  sealer: DataSealer;
   agent: AgentInfo;
 }
 
@@ -47,64 +37,48 @@ export interface StagedPlugin {
   /** The services the plugin declared in `deps`, as its setup receives them. */
   deps: Record<string, unknown>;
   entries: (RegisteredRoute | RegisteredSocket | RegisteredAppRoute)[];
-  scheduler: Scheduler & { startAll(): void; stopAll(): void; list(): { name: string; cron: string; next_run: string | null }[] };
-  events: EventBus & { dispose(): void };
+  scheduler: PluginScheduler;
   closers: (() => void | Promise<void>)[];
   /** Doctor checks the plugin added (committed with its routes when setup succeeds). */
   checks: DoctorCheck[];
-  /** The SQLite journals the plugin opened, by name. */
-  journals: Map<string, Journal>;
+  /** Cancels its jobs, drops its event subscriptions and closes its journals. */
+  release(): void;
 }
 
-/** The ref behind a dependency (`optional(ref)` or a ref). */
-export const refOf = (dep: Dependency): { ref: ServiceRef<unknown>; optional: boolean } =>
-  'ref' in dep && (dep as { optional?: boolean }).optional
-    ? { ref: (dep as { ref: ServiceRef<unknown> }).ref, optional: true }
-    : { ref: dep as ServiceRef<unknown>, optional: false };
+/** The services a plugin declares in `deps` (`optional(ref)` or a ref), by the key its setup receives them under. */
+export const dependencies = (def: PluginDefinition<any, any, any>): [string, { ref: ServiceRef<unknown>; optional: boolean }][] =>
+  Object.entries((def.deps ?? {}) as Record<string, Dependency>).map(([key, dep]) => [
+    key,
+    'ref' in dep && dep.optional ? { ref: dep.ref, optional: true } : { ref: dep as ServiceRef<unknown>, optional: false },
+  ]);
 
-/**
- * The `deps` object of a plugin: required services as they are now (the host checked they exist), optional ones
- * looked up each time they are read (a provider may come later, or fail).
- */
-function resolveDeps(definition: PluginDefinition<any, any, any>, services: ServiceDirectory): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [key, dep] of Object.entries((definition.deps ?? {}) as Record<string, Dependency>)) {
-    const { ref, optional } = refOf(dep);
-    if (optional) Object.defineProperty(out, key, { enumerable: true, get: () => services.get(ref.id) });
-    else out[key] = services.get(ref.id);
-  }
-  return Object.freeze(out);
+/** A document or journal name, checked before it becomes a file name. */
+function fileName(kind: string, name: string): string {
+  if (!/^[a-z0-9][a-z0-9_-]*$/.test(name)) throw new Error(`invalid ${kind} name '${name}'`);
+  return name;
 }
 
 export function createContext(
   definition: PluginDefinition<any, any, any>,
   packageDir: string,
   config: Record<string, unknown>,
-  log: Logger,
-  scheduler: StagedPlugin['scheduler'],
-  events: StagedPlugin['events'],
   deps: ContextDeps,
 ): StagedPlugin {
   const name = definition.name;
   const dataDir = join(deps.agent.dataDir, 'plugins', name);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const scheduler = deps.scheduler.forPlugin(name);
+  const events = deps.bus.scoped();
   const entries: StagedPlugin['entries'] = [];
   const closers: StagedPlugin['closers'] = [];
   const checks: DoctorCheck[] = [];
   const journals = new Map<string, Journal>();
 
   const store: PluginStore = {
-    document: (defaults, docName = 'state') => {
-      if (!/^[a-z0-9][a-z0-9_-]*$/.test(docName)) throw new Error(`invalid document name '${docName}'`);
-      return openDocument(join(dataDir, `${docName}.json`), defaults);
-    },
-    secureDocument: (defaults, docName = 'secure') => {
-      if (!/^[a-z0-9][a-z0-9_-]*$/.test(docName)) throw new Error(`invalid document name '${docName}'`);
-      return openDocument(join(dataDir, `${docName}.json.enc`), defaults, deps.sealer);
-    },
+    document: (defaults, docName = 'state') => openDocument(join(dataDir, `${fileName('document', docName)}.json`), defaults),
+    secureDocument: (defaults, docName = 'secure') => openDocument(join(dataDir, `${fileName('document', docName)}.json.enc`), defaults, deps.sealer),
     journal: (journalName = 'journal', options) => {
-      if (!/^[a-z0-9][a-z0-9_-]*$/.test(journalName)) throw new Error(`invalid journal name '${journalName}'`);
-      let journal = journals.get(journalName);
+      let journal = journals.get(fileName('journal', journalName));
       if (!journal) {
         journals.set(journalName, (journal = openJournal(join(dataDir, `${journalName}.sqlite`))));
         if (options?.syncBeforeAck !== false) deps.journalSync.track(journal);
@@ -116,7 +90,7 @@ export function createContext(
   const ctx: PluginContext<any> = {
     name,
     config,
-    log,
+    log: sdkLogger(deps.root, { plugin: name }),
     events,
     store,
     scheduler,
@@ -124,21 +98,12 @@ export function createContext(
     dataDir,
     packageDir,
     sealer: deps.sealer,
-    route: (spec) => {
-      entries.push(deps.registry.prepareRoute(name, spec as never));
-    },
-    websocket: (spec) => {
-      entries.push(deps.registry.prepareSocket(name, spec as never));
-    },
-    job: (spec: JobSpec): JobHandle => scheduler.job(spec),
+    route: (spec) => void entries.push(deps.registry.prepareRoute(name, spec as never)),
+    websocket: (spec) => void entries.push(deps.registry.prepareSocket(name, spec as never)),
+    job: (spec) => scheduler.job(spec),
     audit: (event) => deps.audit.record({ actor_type: 'system', actor_id: `system:${name}`, ...event }),
-    settings: <T extends TObject>(
-      schema: T,
-      options?: { restart?: string[]; secret?: string[]; permissions?: Partial<Record<string, string>> },
-    ): PluginSettings<T> => deps.settings.define(name, schema, options as { restart?: string[]; secret?: string[]; permissions?: Record<string, string> }),
-    onClose: (fn) => {
-      closers.push(fn);
-    },
+    settings: (schema, options) => deps.settings.define(name, schema, options as Parameters<SettingsStore['define']>[2]),
+    onClose: (fn) => void closers.push(fn),
     doctor: (check) => {
       if (checks.some((c) => c.id === check.id)) throw new Error(`doctor check '${check.id}' is added twice`);
       checks.push(check);
@@ -157,5 +122,18 @@ export function createContext(
   }
   for (const spec of definition.app?.routes ?? []) entries.push(deps.registry.prepareAppRoute(name, spec));
 
-  return { ctx, deps: resolveDeps(definition, deps.services), entries, scheduler, events, closers, checks, journals };
+  // Required services as they are now (the host checked they exist); optional ones looked up each time they are
+  // read (a provider may come later, or fail).
+  const resolved: Record<string, unknown> = {};
+  for (const [key, { ref, optional }] of dependencies(definition)) {
+    if (optional) Object.defineProperty(resolved, key, { enumerable: true, get: () => deps.services.get(ref.id) });
+    else resolved[key] = deps.services.get(ref.id);
+  }
+
+  const release = () => {
+    scheduler.stopAll();
+    events.dispose();
+    for (const journal of journals.values()) journal.close();
+  };
+  return { ctx, deps: Object.freeze(resolved), entries, scheduler, closers, checks, release };
 }

@@ -7,16 +7,10 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Dependency, PluginDefinition, PluginInstance, ServiceRef } from '@agent/sdk';
-import type { RootLogger } from '../log.js';
-import { sdkLogger } from '../log.js';
+import type { PluginDefinition, PluginDirectory, PluginInstance, ServiceRef } from '@agent/sdk';
 import { ConfigError } from '../config/config.js';
 import { compilePlain, defaultsOf } from '../openapi/validation.js';
-import type { AgentEventBus } from '../events/bus.js';
-import type { CoreScheduler } from '../scheduler/scheduler.js';
-import { createContext, refOf, type ContextDeps, type StagedPlugin } from './context.js';
-
-export type PluginStatus = 'running' | 'failed' | 'stopped';
+import { createContext, dependencies, type ContextDeps, type StagedPlugin } from './context.js';
 
 export interface PluginRecord {
   name: string;
@@ -25,7 +19,7 @@ export interface PluginRecord {
   builtin: boolean;
   source: string;
   packageDir: string;
-  status: PluginStatus;
+  status: 'running' | 'failed' | 'stopped';
   error: string | null;
   definition: PluginDefinition<any, any, any> | null;
   staged: StagedPlugin | null;
@@ -39,25 +33,36 @@ export interface Candidate {
   builtin: boolean;
 }
 
-/** The refs a plugin declares it provides, and the services it depends on. */
+/** The record of a plugin found at `c`, before its definition is loaded. */
+const unloaded = (c: Candidate): PluginRecord => ({
+  name: c.spec,
+  version: '',
+  description: '',
+  builtin: c.builtin,
+  source: c.spec,
+  packageDir: c.dir,
+  status: 'stopped',
+  error: null,
+  definition: null,
+  staged: null,
+  instance: null,
+});
+
+/** The refs a plugin declares it provides, by the key its instance provides them under. */
 const providedRefs = (def: PluginDefinition<any, any, any>): [string, ServiceRef<unknown>][] =>
   Object.entries((def.provides ?? {}) as Record<string, ServiceRef<unknown>>);
-const dependencies = (def: PluginDefinition<any, any, any>) => Object.values((def.deps ?? {}) as Record<string, Dependency>).map(refOf);
 
-function isPluginDir(dir: string): boolean {
-  return existsSync(join(dir, 'package.json')) && statSync(dir).isDirectory();
-}
+const isPluginDir = (dir: string): boolean => existsSync(join(dir, 'package.json')) && statSync(dir).isDirectory();
 
 /**
  * Built-ins loaded whatever `plugins.enabled` says, and why: `access` holds the principals (users, API keys,
  * grants) and the audit journal, without which no request can be authenticated or accounted for; `apps` runs the
  * processes of app plugins, which an enabled app plugin needs however it was enabled.
  */
-const ALWAYS_LOADED_BECAUSE: Record<string, string> = {
+const ALWAYS_LOADED: Record<string, string> = {
   access: 'the agent authenticates and audits through it',
   apps: 'it runs the processes of app plugins',
 };
-export const ALWAYS_LOADED = Object.keys(ALWAYS_LOADED_BECAUSE);
 
 /** Turns `plugins.enabled` into package folders: `*` (all built-ins), `!name` (exclude), names, paths, packages. */
 function discover(enabled: string[], builtinDir: string, baseDir: string): { found: Candidate[]; missing: { spec: string; error: string }[] } {
@@ -69,34 +74,31 @@ function discover(enabled: string[], builtinDir: string, baseDir: string): { fou
   const excluded = new Set(enabled.filter((e) => e.startsWith('!')).map((e) => e.slice(1)));
   const found: Candidate[] = [];
   const missing: { spec: string; error: string }[] = [];
-  const seen = new Set<string>();
-  const add = (c: Candidate) => {
-    if (seen.has(c.dir)) return;
-    seen.add(c.dir);
-    found.push(c);
+  const add = (spec: string, dir: string, builtin: boolean) => {
+    if (!found.some((c) => c.dir === dir)) found.push({ spec, dir, builtin });
   };
+  const addBuiltin = (n: string) => add(n, join(builtinDir, n), true);
   for (const spec of enabled) {
     if (spec.startsWith('!')) continue;
     if (spec === '*') {
-      for (const n of builtins) if (!excluded.has(n)) add({ spec: n, dir: join(builtinDir, n), builtin: true });
+      for (const n of builtins) if (!excluded.has(n)) addBuiltin(n);
     } else if (spec.startsWith('.') || isAbsolute(spec)) {
       const dir = resolve(baseDir, spec);
-      if (isPluginDir(dir)) add({ spec, dir, builtin: false });
+      if (isPluginDir(dir)) add(spec, dir, false);
       else missing.push({ spec, error: `no plugin package at ${dir}` });
     } else if (/^[a-z][a-z0-9-]*$/.test(spec) && builtins.includes(spec)) {
-      if (!excluded.has(spec)) add({ spec, dir: join(builtinDir, spec), builtin: true });
+      if (!excluded.has(spec)) addBuiltin(spec);
     } else {
       try {
-        const pkg = createRequire(join(baseDir, 'agent.yaml')).resolve(`${spec}/package.json`);
-        add({ spec, dir: dirname(pkg), builtin: false });
+        add(spec, dirname(createRequire(join(baseDir, 'agent.yaml')).resolve(`${spec}/package.json`)), false);
       } catch {
         missing.push({ spec, error: `plugin '${spec}' is neither a built-in plugin nor an installed package` });
       }
     }
   }
-  for (const n of ALWAYS_LOADED) {
-    if (excluded.has(n)) missing.push({ spec: `!${n}`, error: `the '${n}' plugin cannot be disabled: ${ALWAYS_LOADED_BECAUSE[n]}` });
-    if (builtins.includes(n)) add({ spec: n, dir: join(builtinDir, n), builtin: true });
+  for (const [n, because] of Object.entries(ALWAYS_LOADED)) {
+    if (excluded.has(n)) missing.push({ spec: `!${n}`, error: `the '${n}' plugin cannot be disabled: ${because}` });
+    if (builtins.includes(n)) addBuiltin(n);
   }
   return { found, missing };
 }
@@ -111,6 +113,12 @@ function newestMtime(dir: string): number {
   return newest;
 }
 
+/** The bundle folder and its manifest: plugin folder name → bundled file and build time. */
+export interface BundleManifest {
+  dir: string;
+  entries: Record<string, { file: string; built: number }>;
+}
+
 /**
  * The bundled build of a built-in plugin (scripts/lib.mjs `bundleCore`: `<repo>/core/dist/builtin/<name>.mjs`,
  * much quicker to load than the plugin's own files), when one exists and the plugin was not rebuilt since.
@@ -123,12 +131,6 @@ export function bundledEntry(candidate: Candidate, manifest: BundleManifest | nu
   return existsSync(file) && existsSync(dist) && newestMtime(dist) <= entry.built ? file : null;
 }
 
-/** The bundle folder and its manifest: plugin folder name → bundled file and build time. */
-export interface BundleManifest {
-  dir: string;
-  entries: Record<string, { file: string; built: number }>;
-}
-
 export function readManifest(builtinDir: string): BundleManifest | null {
   const dir = join(builtinDir, '..', 'core', 'dist', 'builtin');
   try {
@@ -139,169 +141,128 @@ export function readManifest(builtinDir: string): BundleManifest | null {
 }
 
 async function importDefinition(dir: string, bundled: string | null): Promise<{ definition: PluginDefinition<any, any, any>; version: string }> {
-  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { main?: string; version?: string; exports?: unknown };
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { main?: string; version?: string };
   const main = bundled ?? join(dir, pkg.main ?? 'dist/index.js');
   if (!existsSync(main)) throw new Error(`${main} does not exist (is the plugin built?)`);
-  const mod = (await import(pathToFileURL(main).href)) as { default?: PluginDefinition<any, any, any> };
-  const definition = mod.default;
+  const definition = ((await import(pathToFileURL(main).href)) as { default?: PluginDefinition<any, any, any> }).default;
   if (!definition || typeof definition !== 'object' || typeof definition.setup !== 'function' || typeof definition.name !== 'string') {
     throw new Error(`${main} does not export a plugin (default export of definePlugin)`);
   }
   return { definition, version: definition.version ?? pkg.version ?? '0.0.0' };
 }
 
-/** Dependency order: providers before consumers (required and optional). Cycles are reported. */
-function order(records: PluginRecord[]): { ordered: PluginRecord[]; cyclic: PluginRecord[] } {
-  const providers = new Map<string, string>();
-  for (const r of records) for (const [, ref] of providedRefs(r.definition!)) providers.set(ref.id, r.name);
-  const deps = new Map<string, Set<string>>();
-  for (const r of records) {
-    const set = new Set<string>();
-    for (const { ref } of dependencies(r.definition!)) {
-      const p = providers.get(ref.id);
-      if (p && p !== r.name) set.add(p);
+/** The plugin's config sections: each top-level property of its config schema is a top-level config key. */
+function configOf(def: PluginDefinition<any, any, any>, sections: Record<string, unknown>, claimed: Map<string, string>): Record<string, unknown> {
+  const config: Record<string, unknown> = {};
+  const props = (def.config as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+  for (const [section, schema] of Object.entries(props)) {
+    const owner = claimed.get(section);
+    if (owner) throw new ConfigError(`config section '${section}' is claimed by both '${owner}' and '${def.name}'`);
+    claimed.set(section, def.name);
+    // A section the config file leaves out takes its defaults without compiling a validator (start-up time).
+    const defaults = sections[section] === undefined ? defaultsOf(schema) : null;
+    if (defaults) {
+      config[section] = defaults;
+      continue;
     }
-    deps.set(r.name, set);
+    const value = sections[section] ?? {};
+    const problem = compilePlain(schema)(value, `config ${section}`);
+    if (problem) throw new ConfigError(problem);
+    config[section] = value;
   }
+  return config;
+}
+
+/** Dependency order: providers before consumers (required and optional). What is left forms cycles. */
+function order(records: PluginRecord[]): { ordered: PluginRecord[]; cyclic: PluginRecord[] } {
+  const providers = new Map<string, PluginRecord>();
+  for (const r of records) for (const [, ref] of providedRefs(r.definition!)) providers.set(ref.id, r);
   const ordered: PluginRecord[] = [];
-  const done = new Set<string>();
-  let progress = true;
-  while (progress) {
+  const ready = (r: PluginRecord) =>
+    dependencies(r.definition!).every(([, { ref }]) => {
+      const p = providers.get(ref.id);
+      return !p || p === r || ordered.includes(p);
+    });
+  for (let progress = true; progress;) {
     progress = false;
     for (const r of records) {
-      if (done.has(r.name)) continue;
-      if ([...deps.get(r.name)!].every((d) => done.has(d))) {
-        ordered.push(r);
-        done.add(r.name);
-        progress = true;
-      }
+      if (ordered.includes(r) || !ready(r)) continue;
+      ordered.push(r);
+      progress = true;
     }
   }
-  return { ordered, cyclic: records.filter((r) => !done.has(r.name)) };
+  return { ordered, cyclic: records.filter((r) => !ordered.includes(r)) };
 }
 
 export class PluginHost {
   readonly plugins: PluginRecord[] = [];
 
-  constructor(
-    private readonly root: RootLogger,
-    private readonly deps: ContextDeps,
-    private readonly bus: AgentEventBus,
-    private readonly scheduler: CoreScheduler,
-  ) {}
-
-  get(name: string): PluginRecord | undefined {
-    return this.plugins.find((p) => p.name === name);
-  }
+  constructor(private readonly deps: ContextDeps) {}
 
   running(): PluginRecord[] {
     return this.plugins.filter((p) => p.status === 'running');
   }
 
+  failed(): PluginRecord[] {
+    return this.plugins.filter((p) => p.status === 'failed');
+  }
+
   private fail(record: PluginRecord, error: string): void {
     record.status = 'failed';
     record.error = error;
-    this.root.error({ plugin: record.name, error }, 'plugin disabled');
-    this.bus.emit('plugin.failed', { name: record.name, error });
+    this.deps.root.error({ plugin: record.name, error }, 'plugin disabled');
+    this.deps.bus.emit('plugin.failed', { name: record.name, error });
+  }
+
+  /** A plugin that could not be found or loaded: listed as failed under the name it was enabled by. */
+  private broken(c: Candidate, error: string, msg: string): void {
+    this.plugins.push({ ...unloaded(c), status: 'failed', error });
+    this.deps.root.error({ plugin: c.spec, error }, msg);
   }
 
   /** Loads and sets up the enabled plugins. Throws ConfigError for invalid config (the agent must not start). */
   async load(enabled: string[], builtinDir: string, baseDir: string, sections: Record<string, unknown>): Promise<void> {
     const { found, missing } = discover(enabled, builtinDir, baseDir);
-    for (const m of missing) {
-      this.plugins.push({
-        name: m.spec,
-        version: '',
-        description: '',
-        builtin: false,
-        source: m.spec,
-        packageDir: '',
-        status: 'failed',
-        error: m.error,
-        definition: null,
-        staged: null,
-        instance: null,
-      });
-      this.root.error({ plugin: m.spec, error: m.error }, 'plugin not found');
-    }
+    for (const m of missing) this.broken({ spec: m.spec, dir: '', builtin: false }, m.error, 'plugin not found');
     const manifest = readManifest(builtinDir);
     const loaded = await Promise.all(
-      found.map(async (c) => {
-        try {
-          return { c, ...(await importDefinition(c.dir, bundledEntry(c, manifest))) };
-        } catch (err) {
-          return { c, error: (err as Error).message };
-        }
-      }),
+      found.map((c) =>
+        importDefinition(c.dir, bundledEntry(c, manifest)).then(
+          (l) => ({ c, ...l }),
+          (err: unknown) => ({ c, error: (err as Error).message ?? 'unknown error' }),
+        ),
+      ),
     );
     const claimed = new Map<string, string>();
     const configs = new Map<string, Record<string, unknown>>();
     for (const l of loaded) {
-      const base = { builtin: l.c.builtin, source: l.c.spec, packageDir: l.c.dir, staged: null, instance: null };
       if ('error' in l) {
-        const record: PluginRecord = {
-          ...base,
-          name: l.c.spec,
-          version: '',
-          description: '',
-          status: 'failed',
-          error: l.error ?? 'unknown error',
-          definition: null,
-        };
-        this.plugins.push(record);
-        this.root.error({ plugin: record.name, error: record.error }, 'plugin could not be loaded');
+        this.broken(l.c, l.error, 'plugin could not be loaded');
         continue;
       }
-      const def = l.definition!;
-      if (this.get(def.name)) {
-        this.root.error({ plugin: def.name, source: l.c.spec }, 'a plugin with this name is already loaded; this one is ignored');
+      const def = l.definition;
+      if (this.plugins.some((p) => p.name === def.name)) {
+        this.deps.root.error({ plugin: def.name, source: l.c.spec }, 'a plugin with this name is already loaded; this one is ignored');
         continue;
       }
-      const record: PluginRecord = {
-        ...base,
-        name: def.name,
-        version: l.version!,
-        description: def.description ?? '',
-        status: 'stopped',
-        error: null,
-        definition: def,
-      };
-      this.plugins.push(record);
-      // Config sections: each top-level property of the plugin's config schema is a top-level config key.
-      const config: Record<string, unknown> = {};
-      const props = (def.config as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
-      for (const [section, schema] of Object.entries(props)) {
-        const owner = claimed.get(section);
-        if (owner) throw new ConfigError(`config section '${section}' is claimed by both '${owner}' and '${def.name}'`);
-        claimed.set(section, def.name);
-        // A section the config file leaves out takes its defaults without compiling a validator (start-up time).
-        const defaults = sections[section] === undefined ? defaultsOf(schema) : null;
-        if (defaults) {
-          config[section] = defaults;
-          continue;
-        }
-        const value = sections[section] ?? {};
-        const problem = compilePlain(schema)(value, `config ${section}`);
-        if (problem) throw new ConfigError(problem);
-        config[section] = value;
-      }
-      configs.set(def.name, config);
+      this.plugins.push({ ...unloaded(l.c), name: def.name, version: l.version, description: def.description ?? '', definition: def });
+      configs.set(def.name, configOf(def, sections, claimed));
     }
     for (const section of Object.keys(sections)) {
-      if (!claimed.has(section)) this.root.warn({ section }, 'config section is not used by any enabled plugin');
+      if (!claimed.has(section)) this.deps.root.warn({ section }, 'config section is not used by any enabled plugin');
     }
 
-    const candidates = this.plugins.filter((p) => p.definition && p.status === 'stopped');
-    const { ordered, cyclic } = order(candidates);
+    const { ordered, cyclic } = order(this.plugins.filter((p) => p.definition && p.status === 'stopped'));
     for (const r of cyclic) this.fail(r, 'its service dependencies form a cycle');
     for (const record of ordered) await this.setup(record, configs.get(record.name) ?? {});
   }
 
   private async setup(record: PluginRecord, config: Record<string, unknown>): Promise<void> {
     const def = record.definition!;
-    for (const { ref, optional } of dependencies(def)) {
-      if (optional || this.deps.services.has(ref.id)) continue;
-      const provider = this.plugins.find((p) => providedRefs(p.definition ?? ({} as never)).some(([, r]) => r.id === ref.id));
+    const { services } = this.deps;
+    for (const [, { ref, optional }] of dependencies(def)) {
+      if (optional || services.has(ref.id)) continue;
+      const provider = this.plugins.find((p) => p.definition && providedRefs(p.definition).some(([, r]) => r.id === ref.id));
       this.fail(
         record,
         provider
@@ -310,9 +271,7 @@ export class PluginHost {
       );
       return;
     }
-    const log = sdkLogger(this.root, { plugin: def.name });
-    const staged = createContext(def, record.packageDir, config, log, this.scheduler.forPlugin(def.name), this.bus.scoped(), this.deps);
-    record.staged = staged;
+    const staged = (record.staged = createContext(def, record.packageDir, config, this.deps));
     try {
       const instance = (await def.setup(staged.ctx, staged.deps as never)) ?? {};
       const provided = (instance.provides ?? {}) as Record<string, unknown>;
@@ -320,7 +279,7 @@ export class PluginHost {
         if (provided[key] === undefined) throw new Error(`declares but does not provide service '${ref.id}' (its instance has no '${key}')`);
       }
       for (const key of Object.keys(provided)) if (!(def.provides ?? {})[key]) throw new Error(`provides '${key}' without declaring it in 'provides'`);
-      for (const [key, ref] of providedRefs(def)) this.deps.services.provide(ref.id, provided[key], def.name);
+      for (const [key, ref] of providedRefs(def)) services.provide(ref.id, provided[key], def.name);
       record.instance = instance;
       this.deps.registry.commit(staged.entries);
       record.status = 'running';
@@ -331,14 +290,10 @@ export class PluginHost {
   }
 
   private rollback(record: PluginRecord): void {
-    const staged = record.staged;
-    if (!staged) return;
-    staged.scheduler.stopAll();
-    staged.events.dispose();
+    record.staged?.release();
     this.deps.services.withdraw(record.name);
     this.deps.catalog.dropPlugin(record.name);
     this.deps.settings.drop(record.name);
-    for (const journal of staged.journals.values()) journal.close();
   }
 
   /** Runs `start` of every plugin set up, in dependency order, then arms their jobs. */
@@ -347,7 +302,7 @@ export class PluginHost {
       try {
         await record.instance?.start?.();
         record.staged!.scheduler.startAll();
-        this.bus.emit('plugin.started', { name: record.name });
+        this.deps.bus.emit('plugin.started', { name: record.name });
       } catch (err) {
         this.fail(record, `start failed: ${(err as Error)?.message ?? String(err)}`);
         this.deps.registry.removePlugin(record.name);
@@ -358,19 +313,48 @@ export class PluginHost {
 
   async stop(): Promise<void> {
     // The always-loaded plugins stop last: every other plugin may write audit records while it stops.
-    const running = [...this.running()].reverse();
-    const last = running.filter((r) => ALWAYS_LOADED.includes(r.name));
+    const running = this.running().reverse();
+    const last = running.filter((r) => Object.keys(ALWAYS_LOADED).includes(r.name));
     for (const record of [...running.filter((r) => !last.includes(r)), ...last]) {
       try {
         record.staged!.scheduler.stopAll();
         await record.instance?.stop?.();
         for (const close of record.staged!.closers.reverse()) await close();
-        record.staged!.events.dispose();
-        for (const journal of record.staged!.journals.values()) journal.close();
+        record.staged!.release();
         record.status = 'stopped';
       } catch (err) {
-        this.root.error({ plugin: record.name, error: String(err) }, 'plugin stop failed');
+        this.deps.root.error({ plugin: record.name, error: String(err) }, 'plugin stop failed');
       }
     }
+  }
+
+  /** What the running plugins offer: deployables (their config schemas compiled on first use), apps and doctor checks. */
+  directory(): PluginDirectory {
+    const validators = new Map<string, (value: unknown, prefix: string) => string | null>();
+    return {
+      checks: () => this.running().flatMap((p) => p.staged!.checks.map((check) => ({ plugin: p.name, check }))),
+      deployable: (name) => {
+        const plugin = this.running().find((p) => p.name === name);
+        if (!plugin) return undefined;
+        const deployable = plugin.definition!.deployable;
+        if (!deployable) return null;
+        return {
+          plugin: name,
+          summary: deployable.summary,
+          validate: (config) => {
+            let check = validators.get(name);
+            if (!check) validators.set(name, (check = compilePlain(deployable.config)));
+            return check(config, 'body.config');
+          },
+          render: (config) => deployable.render(config),
+        };
+      },
+      apps: () =>
+        this.running().flatMap((p) =>
+          p.definition!.app
+            ? [{ plugin: p.name, packageDir: p.packageDir, app: p.definition!.app, config: p.staged!.ctx.config as Record<string, unknown> }]
+            : [],
+        ),
+    };
   }
 }

@@ -3,13 +3,13 @@
  * forwards only routes the app declared, authenticates, checks the declared permission, then forwards with the
  * principal in a signed `x-agent-principal` header (the caller's token is not passed on). Websockets included.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { errors, HttpError, type AppDirectory, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import { PRINCIPAL_HEADER } from '@agent/sdk/app';
 import type { AuditWriter } from '../audit.js';
-import type { RegisteredAppRoute, RouteRegistry } from '../openapi/registry.js';
+import type { RouteRegistry } from '../openapi/registry.js';
 import { authenticateHeader, auditActor, auditFailed } from '../http/app.js';
 import { checkPermission, checkTenancy } from '../http/execute.js';
 import { refuseUpgrade, toErrorAnswer } from '../http/respond.js';
@@ -18,22 +18,12 @@ import type { RootLogger } from '../log.js';
 const PREFIX = '/api/plugin/';
 
 /** Rejects encoded separators/dots, dot segments, empty segments and backslashes in the raw path. */
-export function unsafePath(rawPath: string): boolean {
+function unsafePath(rawPath: string): boolean {
   if (/%2e|%2f|%5c|%00/i.test(rawPath) || rawPath.includes('\\')) return true;
   return rawPath
     .split('/')
     .slice(1)
     .some((seg, i, all) => seg === '.' || seg === '..' || (seg === '' && i < all.length - 1));
-}
-
-interface Resolved {
-  name: string;
-  route: RegisteredAppRoute;
-  params: Record<string, string>;
-  rest: string;
-  search: string;
-  target: string;
-  secret: string;
 }
 
 export function createPluginProxy(deps: { registry: RouteRegistry; principals: PrincipalDirectory; apps: AppDirectory; audit: AuditWriter; log: RootLogger }) {
@@ -44,21 +34,14 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
   holding.on('proxyRes', (answer, req) => held.get(req)?.(answer));
   const onError = (err: Error, _req: IncomingMessage, res: ServerResponse | Duplex) => {
     deps.log.warn({ error: String(err) }, 'plugin proxy error');
-    const r = res as unknown as {
-      headersSent?: boolean;
-      writeHead?: (s: number, h: Record<string, string>) => void;
-      end?: (b: string) => void;
-      destroy?: () => void;
-    };
-    if (r.writeHead && !r.headersSent) {
-      r.writeHead(502, { 'content-type': 'application/json' });
-      r.end!(JSON.stringify({ error: 'the app plugin did not answer', code: 'PLUGIN_UNAVAILABLE' }));
-    } else r.destroy?.();
+    if (res instanceof ServerResponse && !res.headersSent) {
+      res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'the app plugin did not answer', code: 'PLUGIN_UNAVAILABLE' }));
+    } else res.destroy();
   };
   proxy.on('error', onError);
   holding.on('error', onError);
 
-  const resolve = (method: string, url: string): Resolved => {
+  const resolve = (method: string, url: string) => {
     const q = url.indexOf('?');
     const rawPath = q >= 0 ? url.slice(0, q) : url;
     const search = q >= 0 ? url.slice(q) : '';
@@ -85,16 +68,10 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
     throw errors.notFound(`app plugin '${name}' has no route ${method} ${rest}`);
   };
 
-  const sign = async (principal: Principal, r: Resolved) =>
-    new (await import('jose')).SignJWT({ principal: principal.toJSON() })
-      .setProtectedHeader({ alg: 'HS256' })
-      .setIssuer('agent')
-      .setAudience(`app:${r.name}`)
-      .setIssuedAt()
-      .setExpirationTime('60s')
-      .sign(new TextEncoder().encode(r.secret));
+  type Resolved = ReturnType<typeof resolve>;
 
-  const authorize = async (req: IncomingMessage, ip: string, r: Resolved, query: Record<string, unknown>): Promise<Principal> => {
+  /** Authenticates and authorizes the request, then rewrites it for the app: signed principal, no token, its own path. */
+  const admit = async (req: IncomingMessage, ip: string, r: Resolved, query: Record<string, unknown>): Promise<Principal> => {
     const header = req.headers.authorization;
     const principal = await authenticateHeader(Array.isArray(header) ? header[0] : header, ip, deps.principals);
     checkPermission(r.route.permission, principal);
@@ -103,22 +80,24 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
     if (paramsError) throw paramsError;
     const queryError = r.route.validate.query(query);
     if (queryError) throw queryError;
-    return principal;
-  };
-
-  const prepare = async (req: IncomingMessage, principal: Principal, r: Resolved, ip: string) => {
-    req.headers[PRINCIPAL_HEADER] = await sign(principal, r);
+    req.headers[PRINCIPAL_HEADER] = await new (await import('jose')).SignJWT({ principal: principal.toJSON() })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('agent')
+      .setAudience(`app:${r.name}`)
+      .setIssuedAt()
+      .setExpirationTime('60s')
+      .sign(new TextEncoder().encode(r.secret));
     delete req.headers.authorization;
     req.headers['x-forwarded-for'] = ip;
     req.url = r.rest + r.search;
+    return principal;
   };
 
   return {
     /** Serves one request under `/api/plugin/`; `ip` is the client's address, `query` its parsed query string. */
     async http(req: IncomingMessage, res: ServerResponse, ip: string, query: Record<string, unknown>): Promise<void> {
       const r = resolve(req.method!, req.url!);
-      const principal = await authorize(req, ip, r, { ...query });
-      await prepare(req, principal, r, ip);
+      const principal = await admit(req, ip, r, { ...query });
       const record = (status: number) =>
         deps.audit.record({
           ...auditActor(principal),
@@ -129,16 +108,11 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
           status,
           client_ip: ip,
         });
-      if (req.method === 'GET') {
-        await new Promise<void>((done) => {
-          res.once('close', () => done());
-          proxy.web(req, res, { target: r.target });
-        });
-        return;
-      }
+      const get = req.method === 'GET';
       let answered = false;
       await new Promise<void>((done) => {
         res.once('close', () => done());
+        if (get) return proxy.web(req, res, { target: r.target });
         held.set(req, (answer) => {
           answered = true;
           const status = answer.statusCode ?? 502;
@@ -159,7 +133,7 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
         holding.web(req, res, { target: r.target });
       });
       // The app never answered (the proxy answered 502): that attempt is recorded too.
-      if (!answered) await record(res.statusCode).catch(() => undefined);
+      if (!get && !answered) await record(res.statusCode).catch(() => undefined);
     },
 
     /** Handles an upgrade under `/api/plugin/`; returns false when the path is not ours. */
@@ -168,9 +142,7 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
       void (async () => {
         try {
           const r = resolve('GET', req.url!);
-          const query = Object.fromEntries(new URLSearchParams(r.search.slice(1)));
-          const principal = await authorize(req, ip, r, query);
-          await prepare(req, principal, r, ip);
+          await admit(req, ip, r, Object.fromEntries(new URLSearchParams(r.search.slice(1))));
           proxy.ws(req, socket, head, { target: r.target });
         } catch (err) {
           refuseUpgrade(socket, err);

@@ -19,10 +19,6 @@ export class ServiceDirectory {
     return this.services.has(id);
   }
 
-  providerOf(id: string): string | undefined {
-    return this.services.get(id)?.provider;
-  }
-
   /** Withdraws everything a plugin provided (its setup or start failed). */
   withdraw(provider: string): void {
     for (const [id, s] of this.services) if (s.provider === provider) this.services.delete(id);

@@ -5,7 +5,7 @@
 import { createRequire } from 'node:module';
 import schedule from 'node-schedule';
 import cronParser from 'cron-parser';
-import { errors, type JobExecution, type JobHandle, type JobRunContext, type JobSpec, type Logger, type Scheduler } from '@agent/sdk';
+import { errors, type JobExecution, type JobSpec, type Logger, type Scheduler } from '@agent/sdk';
 import type { Journal } from '../store/journal.js';
 
 const OUTPUT_LIMIT = 64 * 1024;
@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS job_executions (
 CREATE INDEX IF NOT EXISTS job_executions_job ON job_executions(plugin, job, id);
 `;
 
-export function validateCron(expression: string): string | null {
+function validateCron(expression: string): string | null {
   const fields = expression.trim().split(/\s+/);
   if (fields.length < 5 || fields.length > 6) return `expected 5 or 6 fields, got ${fields.length}`;
   try {
@@ -42,6 +42,9 @@ export function validateCron(expression: string): string | null {
     return (err as Error).message;
   }
 }
+
+/** The scheduler a plugin sees; its jobs are armed by `startAll` and cancelled by `stopAll`. */
+export type PluginScheduler = Scheduler & { startAll(): void; stopAll(): void; list(): { name: string; cron: string; next_run: string | null }[] };
 
 interface Entry {
   spec: JobSpec;
@@ -53,8 +56,8 @@ export class CoreScheduler {
   private readonly insert;
   private readonly finish;
   private readonly shutdown = new AbortController();
-  /** Every plugin's job list, so that `stop` cancels this agent's jobs (and no other agent's in the process). */
-  private readonly plugins = new Set<{ stopAll(): void }>();
+  /** Every plugin's scheduler, so that `stop` cancels this agent's jobs (and no other agent's in the process). */
+  private readonly plugins = new Set<PluginScheduler>();
 
   constructor(
     private readonly db: Journal,
@@ -67,42 +70,34 @@ export class CoreScheduler {
     this.finish = db.prepare(`UPDATE job_executions SET status = ?, finished_at = ?, duration_ms = ?, output = ?, error = ? WHERE id = ?`);
   }
 
-  private get(id: number): JobExecution {
-    return this.db.prepare(`SELECT * FROM job_executions WHERE id = ?`).get(id) as JobExecution;
-  }
-
   private async runEntry(plugin: string, entry: Entry, trigger: 'cron' | 'manual'): Promise<JobExecution> {
+    const job = entry.spec.name;
     if (entry.running && trigger === 'cron') {
-      this.log.warn('job still running; this run is skipped', { plugin, job: entry.spec.name });
+      this.log.warn('job still running; this run is skipped', { plugin, job });
       throw new Error('already running');
     }
     entry.running = true;
     const started = Date.now();
-    const id = Number(this.insert.run(plugin, entry.spec.name, trigger, new Date(started).toISOString()).lastInsertRowid);
+    const id = Number(this.insert.run(plugin, job, trigger, new Date(started).toISOString()).lastInsertRowid);
     let output = '';
-    const ctx: JobRunContext = {
-      signal: this.shutdown.signal,
-      trigger,
-      output: (line) => {
-        if (output.length < OUTPUT_LIMIT) output = (output + line + '\n').slice(0, OUTPUT_LIMIT);
-      },
+    const append = (line: string) => {
+      if (output.length < OUTPUT_LIMIT) output = (output + line + '\n').slice(0, OUTPUT_LIMIT);
     };
     let error: string | null = null;
     try {
-      await entry.spec.run(ctx);
+      await entry.spec.run({ signal: this.shutdown.signal, trigger, output: append });
     } catch (err) {
       error = (err as Error)?.message ?? String(err);
-      this.log.error('job failed', { plugin, job: entry.spec.name, error });
+      this.log.error('job failed', { plugin, job, error });
     } finally {
       entry.running = false;
     }
     const ended = Date.now();
     this.finish.run(error ? 'failed' : 'succeeded', new Date(ended).toISOString(), ended - started, output, error, id);
-    return this.get(id);
+    return this.db.prepare(`SELECT * FROM job_executions WHERE id = ?`).get(id) as JobExecution;
   }
 
-  /** The scheduler a plugin sees; its jobs are armed by `startAll` and cancelled by `stopAll`. */
-  forPlugin(plugin: string): Scheduler & { startAll(): void; stopAll(): void; list(): { name: string; cron: string; next_run: string | null }[] } {
+  forPlugin(plugin: string): PluginScheduler {
     const entries = new Map<string, Entry>();
     let started = false;
     const arm = (entry: Entry) => {
@@ -111,8 +106,12 @@ export class CoreScheduler {
         this.runEntry(plugin, entry, 'cron').catch(() => undefined);
       });
     };
-    const scheduler: ReturnType<CoreScheduler['forPlugin']> = {
-      job: (spec): JobHandle => {
+    const disarm = (entry: Entry) => {
+      entry.job?.cancel();
+      entry.job = null;
+    };
+    const scheduler: PluginScheduler = {
+      job: (spec) => {
         if (!JOB_NAME.test(spec.name)) throw new Error(`invalid job name '${spec.name}'`);
         if (entries.has(spec.name)) throw new Error(`job '${spec.name}' is already scheduled`);
         const problem = validateCron(spec.cron);
@@ -125,23 +124,16 @@ export class CoreScheduler {
           nextRun: () => entry.job?.nextInvocation() ?? null,
           runNow: () => this.runEntry(plugin, entry, 'manual'),
           cancel: () => {
-            entry.job?.cancel();
-            entry.job = null;
+            disarm(entry);
             entries.delete(spec.name);
           },
         };
       },
       validateCron,
       executions: (filter) => {
-        const limit = Math.min(filter?.limit ?? 50, 1000);
-        const offset = filter?.offset ?? 0;
-        return (
-          filter?.job
-            ? this.db
-                .prepare(`SELECT * FROM job_executions WHERE plugin = ? AND job = ? ORDER BY id DESC LIMIT ? OFFSET ?`)
-                .all(plugin, filter.job, limit, offset)
-            : this.db.prepare(`SELECT * FROM job_executions WHERE plugin = ? ORDER BY id DESC LIMIT ? OFFSET ?`).all(plugin, limit, offset)
-        ) as JobExecution[];
+        const job = filter?.job ? ' AND job = ?' : '';
+        const args = [plugin, ...(job ? [filter!.job] : []), Math.min(filter?.limit ?? 50, 1000), filter?.offset ?? 0];
+        return this.db.prepare(`SELECT * FROM job_executions WHERE plugin = ?${job} ORDER BY id DESC LIMIT ? OFFSET ?`).all(...args) as JobExecution[];
       },
       startAll: () => {
         started = true;
@@ -149,10 +141,7 @@ export class CoreScheduler {
       },
       stopAll: () => {
         started = false;
-        for (const entry of entries.values()) {
-          entry.job?.cancel();
-          entry.job = null;
-        }
+        for (const entry of entries.values()) disarm(entry);
       },
       list: () => [...entries.values()].map((e) => ({ name: e.spec.name, cron: e.spec.cron, next_run: e.job?.nextInvocation()?.toISOString() ?? null })),
     };

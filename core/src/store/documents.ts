@@ -3,69 +3,72 @@
  * Encrypted documents go through an adapter that seals the JSON with the data key.
  */
 import { mkdirSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { dirname } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
 import type { Document } from '@agent/sdk';
-import { writeFileAtomic } from './atomic.js';
+import type { DataSealer } from './secrets.js';
 
-class SealedJsonFile<T> implements Adapter<T> {
-  constructor(
-    private readonly path: string,
-    private readonly sealer: { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer },
-  ) {}
-
-  async read(): Promise<T | null> {
-    let raw: Buffer;
-    try {
-      raw = await readFile(this.path);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
-    }
-    return JSON.parse(this.sealer.openBuffer(raw).toString('utf8')) as T;
+/** Writes a file atomically (owner-only): temp file in the same folder, fsync, rename over the target. */
+async function writeFileAtomic(path: string, data: Buffer): Promise<void> {
+  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  const handle = await open(tmp, 'w', 0o600);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
-
-  async write(data: T): Promise<void> {
-    await writeFileAtomic(this.path, this.sealer.sealBuffer(Buffer.from(JSON.stringify(data), 'utf8')));
+  try {
+    await rename(tmp, path);
+  } catch (err) {
+    await unlink(tmp).catch(() => undefined);
+    throw err;
   }
 }
 
-class LowDocument<T extends object> implements Document<T> {
-  private queue: Promise<unknown> = Promise.resolve();
-  constructor(
-    private readonly db: Low<T>,
-    readonly path: string,
-  ) {}
-
-  get data(): T {
-    return this.db.data;
-  }
-
-  update<R>(fn: (data: T) => R | Promise<R>): Promise<R> {
-    const run = this.queue.then(async () => {
-      const result = await fn(this.db.data);
-      await this.db.write();
-      return result;
-    });
-    this.queue = run.catch(() => undefined);
-    return run;
-  }
+/** The sealed JSON file of an encrypted document. */
+function sealedJsonFile<T>(path: string, sealer: DataSealer): Adapter<T> {
+  return {
+    async read() {
+      let raw: Buffer;
+      try {
+        raw = await readFile(path);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw err;
+      }
+      return JSON.parse(sealer.openBuffer(raw).toString('utf8')) as T;
+    },
+    write: (data) => writeFileAtomic(path, sealer.sealBuffer(Buffer.from(JSON.stringify(data), 'utf8'))),
+  };
 }
 
-export async function openDocument<T extends object>(
-  path: string,
-  defaults: T,
-  sealer?: { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer },
-): Promise<Document<T>> {
+export async function openDocument<T extends object>(path: string, defaults: T, sealer?: DataSealer): Promise<Document<T>> {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const adapter: Adapter<T> = sealer ? new SealedJsonFile<T>(path, sealer) : new JSONFile<T>(path);
-  const db = new Low<T>(adapter, structuredClone(defaults));
+  const db = new Low<T>(sealer ? sealedJsonFile<T>(path, sealer) : new JSONFile<T>(path), structuredClone(defaults));
   await db.read();
   // Keys added to the defaults after a file was first written still get their default.
   for (const [key, value] of Object.entries(defaults)) {
     if (!(key in db.data)) (db.data as Record<string, unknown>)[key] = structuredClone(value);
   }
-  return new LowDocument(db, path);
+  // Updates run one after the other, each written before the next starts.
+  let queue: Promise<unknown> = Promise.resolve();
+  return {
+    path,
+    get data() {
+      return db.data;
+    },
+    update(fn) {
+      const run = queue.then(async () => {
+        const result = await fn(db.data);
+        await db.write();
+        return result;
+      });
+      queue = run.catch(() => undefined);
+      return run;
+    },
+  };
 }

@@ -55,36 +55,30 @@ export class JournalSync {
   sync(): Promise<void> {
     // A round that has not started yet covers every commit made until it starts: joining it needs no look.
     if (this.queued) return this.queued;
-    if (!this.changedSinceCovered()) return this.running ?? Promise.resolve();
+    if (this.uncovered().next().done) return this.running ?? Promise.resolve();
     const next = () => this.round();
     // A failed round fails its own callers only: the next one still runs.
     return (this.queued ??= (this.running ?? Promise.resolve()).then(next, next));
   }
 
-  private changedSinceCovered(): boolean {
-    for (const [db, t] of this.tracked) {
-      if (!db.open) {
-        this.forget(db, t);
-        continue;
-      }
-      if (t.changes.get() !== t.covered) return true;
-    }
-    return false;
-  }
-
-  private round(): Promise<void> {
-    this.queued = null;
-    const syncs: Promise<void>[] = [];
+  /** The open journals with commits no sync has covered yet, and their change count now; closed ones are forgotten. */
+  private *uncovered(): Generator<[Tracked, number]> {
     for (const [db, t] of this.tracked) {
       if (!db.open) {
         this.forget(db, t);
         continue;
       }
       const now = t.changes.get()!;
-      if (now === t.covered) continue;
+      if (now !== t.covered) yield [t, now];
+    }
+  }
+
+  private round(): Promise<void> {
+    this.queued = null;
+    const syncs: Promise<void>[] = [];
+    for (const [t, now] of this.uncovered()) {
       t.covered = now;
-      t.fd ??= openSync(t.wal, 'r');
-      const fd = t.fd;
+      const fd = (t.fd ??= openSync(t.wal, 'r'));
       syncs.push(new Promise<void>((resolve, reject) => this.syncFile(fd, (err) => (err ? reject(err) : resolve()))));
     }
     const done = Promise.all(syncs).then(() => undefined);

@@ -1,15 +1,14 @@
 /**
  * Secrets generated at first start (never constants): the JWT signing key and the data key that encrypts
- * credentials and plans at rest. Files are created 0600 in a 0700 folder.
+ * credentials and plans at rest (AES-256-GCM). Files are created 0600 in a 0700 folder.
  */
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import type { Sealer } from '@agent/sdk';
 
-export interface AgentSecrets {
-  jwtKey: Uint8Array;
-  dataKey: Buffer;
-}
+/** The SDK's sealer (`v1.<iv><tag><ciphertext>` in base64url), plus the raw form sealed documents are written in. */
+export type DataSealer = Sealer & { sealBuffer(b: Buffer): Buffer; openBuffer(b: Buffer): Buffer };
 
 function readOrCreate(path: string, bytes: number): Buffer {
   try {
@@ -24,9 +23,34 @@ function readOrCreate(path: string, bytes: number): Buffer {
   return value;
 }
 
-export function loadSecrets(dataDir: string): AgentSecrets {
+function createSealer(key: Buffer): DataSealer {
+  const sealBuffer = (plain: Buffer): Buffer => {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    const body = Buffer.concat([cipher.update(plain), cipher.final()]);
+    return Buffer.concat([iv, cipher.getAuthTag(), body]);
+  };
+  const openBuffer = (sealed: Buffer): Buffer => {
+    if (sealed.length < 28) throw new Error('sealed value too short');
+    const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, 12));
+    decipher.setAuthTag(sealed.subarray(12, 28));
+    return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]);
+  };
+  return {
+    sealBuffer,
+    openBuffer,
+    seal: (plain) => 'v1.' + sealBuffer(Buffer.from(plain, 'utf8')).toString('base64url'),
+    open: (sealed) => {
+      if (!sealed.startsWith('v1.')) throw new Error('not a sealed value');
+      return openBuffer(Buffer.from(sealed.slice(3), 'base64url')).toString('utf8');
+    },
+  };
+}
+
+/** The JWT signing key and the sealer of the data key. */
+export function loadSecrets(dataDir: string): { jwtKey: Uint8Array; sealer: DataSealer } {
   const dir = join(dataDir, 'secrets');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
-  return { jwtKey: new Uint8Array(readOrCreate(join(dir, 'jwt.key'), 64)), dataKey: readOrCreate(join(dir, 'data.key'), 32) };
+  return { jwtKey: new Uint8Array(readOrCreate(join(dir, 'jwt.key'), 64)), sealer: createSealer(readOrCreate(join(dir, 'data.key'), 32)) };
 }
