@@ -119,7 +119,11 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   registry.commit(coreRoutes({ version: VERSION, startedAt, catalog, audit, plans, registry, host, apps }).map((spec) => registry.prepareRoute('core', spec)));
 
   await host.start();
-  scheduler.forPlugin('core').job({ name: 'plans.purge', cron: '17 * * * *', run: () => plans.purge() });
+  // Plans applied or expired a week ago are dropped, hourly (the kernel's only job: armed here, as the host arms
+  // each plugin's once it started).
+  const coreJobs = scheduler.forPlugin('core');
+  coreJobs.job({ name: 'plans.purge', cron: '17 * * * *', run: () => plans.purge() });
+  coreJobs.startAll();
 
   const proxy = createPluginProxy({ registry, principals, apps, audit, log: root });
   const listener = createHttpApp({
