@@ -9,19 +9,19 @@ type Json = Record<string, unknown>;
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 const jsonBody = (schema: unknown) => ({ required: true, content: { 'application/json': { schema: closeObjects(schema) } } });
 
-function parameters(params: Json, query: Json): Json[] {
-  const out: Json[] = [];
-  const add = (where: 'path' | 'query', schema: Json) => {
-    const props = (schema.properties ?? {}) as Record<string, Json>;
-    const required = new Set((schema.required ?? []) as string[]);
-    for (const [name, s] of Object.entries(props)) {
-      const { description, ...rest } = s;
-      out.push({ name, in: where, required: where === 'path' ? true : required.has(name), ...(description ? { description } : {}), schema: rest });
-    }
-  };
-  add('path', params);
-  add('query', query);
-  return out;
+/** The path params, then the query params, as OpenAPI parameters (a property's description moves up). */
+function parameters(e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute): Json[] {
+  return (['path', 'query'] as const).flatMap((where) => {
+    const schema = e.validate[where === 'path' ? 'params' : 'query'].schema;
+    const required = (schema.required ?? []) as string[];
+    return Object.entries((schema.properties ?? {}) as Record<string, Json>).map(([name, { description, ...rest }]) => ({
+      name,
+      in: where,
+      required: where === 'path' || required.includes(name),
+      ...(description ? { description } : {}),
+      schema: rest,
+    }));
+  });
 }
 
 /** What every operation says: identity, permission, deployment scoping, tenancy and parameters. */
@@ -41,7 +41,7 @@ function operation(e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute, d
       : {}),
     ...(typeof deployment === 'string' ? { 'x-deployment-param': deployment } : {}),
     ...(permission !== null ? { 'x-tenancy': spec.tenancy ?? 'global' } : {}),
-    parameters: parameters(e.validate.params.schema, e.validate.query.schema),
+    parameters: parameters(e),
     responses,
     ...extra,
   };
