@@ -25,12 +25,7 @@ export interface CoreConfig {
   admin_password: string | null;
   log: { level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent'; format: 'auto' | 'json' | 'pretty' };
   api: { enable_cors: boolean; allowed_origins: string[]; body_limit: number; trust_proxy: boolean };
-  auth: {
-    token_ttl: number;
-    login_max_failures: number;
-    login_max_failures_per_ip: number;
-    lockout: number;
-  };
+  auth: { token_ttl: number; login_max_failures: number; login_max_failures_per_ip: number; lockout: number };
   plans: { ttl: number };
   plugins: { enabled: string[]; builtin_dir: string };
 }
