@@ -41,7 +41,7 @@ type Registered = RegisteredRoute | RegisteredSocket | RegisteredAppRoute;
 
 const PARAM = /:([A-Za-z_][A-Za-z0-9_]*)/g;
 
-export const pathParams = (path: string): string[] => [...path.matchAll(PARAM)].map((m) => m[1]!);
+const pathParams = (path: string): string[] => [...path.matchAll(PARAM)].map((m) => m[1]!);
 
 const camel = (parts: string[]): string =>
   parts
