@@ -13,10 +13,7 @@ import { parseDuration, parseSize } from './units.js';
 import { compilePlain } from '../openapi/validation.js';
 
 export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
+  override name = 'ConfigError';
 }
 
 export interface CoreConfig {
