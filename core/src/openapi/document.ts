@@ -24,8 +24,8 @@ function parameters(e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute):
   });
 }
 
-/** What every operation says: identity, permission, deployment scoping, tenancy and parameters. */
-function operation(e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute, description: string | undefined, responses: Json, extra: Json): Json {
+/** What every operation says: identity, permission, deployment scoping, tenancy and parameters (`marks`: its kind). */
+function operation(e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute, description: string | undefined, responses: Json, marks: Json = {}): Json {
   const { spec, permission } = e;
   const deployment = 'deployment' in spec ? spec.deployment : undefined;
   return {
@@ -34,16 +34,15 @@ function operation(e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute, d
     ...(description ? { description } : {}),
     tags: [e.tag],
     'x-permission': permission ?? 'public',
-    'x-plan': false,
+    'x-plan': e.kind === 'http' && !!e.spec.plan,
     'x-plugin': e.plugin,
-    ...(deployment
-      ? { 'x-deployment-scoped': true, 'x-deployment-level': neededLevel(permission, 'deploymentLevel' in spec ? spec.deploymentLevel : undefined) }
-      : {}),
+    ...marks,
+    ...(deployment ? { 'x-deployment-scoped': true } : {}),
     ...(typeof deployment === 'string' ? { 'x-deployment-param': deployment } : {}),
+    ...(deployment ? { 'x-deployment-level': neededLevel(permission, 'deploymentLevel' in spec ? spec.deploymentLevel : undefined) } : {}),
     ...(permission !== null ? { 'x-tenancy': spec.tenancy ?? 'global' } : {}),
     parameters: parameters(e),
     responses,
-    ...extra,
   };
 }
 
@@ -74,7 +73,7 @@ function httpOperation(route: RegisteredRoute): Json {
   }
   responses['404'] = errorResponse('not found');
   responses['500'] = errorResponse('internal error');
-  const op = operation(route, spec.description, responses, { 'x-plan': !!spec.plan });
+  const op = operation(route, spec.description, responses);
   if (spec.plan) {
     (op.parameters as Json[]).push({
       name: 'plan',
@@ -113,7 +112,9 @@ function appOperation(a: RegisteredAppRoute): Json {
     '403': errorResponse('not allowed'),
     '502': errorResponse('the app is not running (PLUGIN_UNAVAILABLE)'),
   };
-  return operation(a, a.spec.description, responses, { 'x-app': true, ...(a.spec.body ? { requestBody: jsonBody(a.spec.body) } : {}) });
+  const op = operation(a, a.spec.description, responses, { 'x-app': true });
+  if (a.spec.body) op.requestBody = jsonBody(a.spec.body);
+  return op;
 }
 
 export interface DocumentInput {
