@@ -7,15 +7,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as yamlModule from 'yaml';
+// Bundled with the core (scripts/lib.mjs), where it loads in a fraction of the time of its many module files.
+import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { parseDuration, parseSize } from './units.js';
 import { compilePlain } from '../openapi/validation.js';
 
 export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
+  override name = 'ConfigError';
 }
 
 export interface CoreConfig {
@@ -24,12 +22,7 @@ export interface CoreConfig {
   admin_password: string | null;
   log: { level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent'; format: 'auto' | 'json' | 'pretty' };
   api: { enable_cors: boolean; allowed_origins: string[]; body_limit: number; trust_proxy: boolean };
-  auth: {
-    token_ttl: number;
-    login_max_failures: number;
-    login_max_failures_per_ip: number;
-    lockout: number;
-  };
+  auth: { token_ttl: number; login_max_failures: number; login_max_failures_per_ip: number; lockout: number };
   plans: { ttl: number };
   plugins: { enabled: string[]; builtin_dir: string };
 }
@@ -69,6 +62,9 @@ const duration = {
   ],
 };
 
+/** A core section: an object of known keys, filled with their defaults when left out. */
+const section = (properties: Record<string, unknown>) => ({ type: 'object', additionalProperties: false, default: {}, properties });
+
 const coreSchema = {
   type: 'object',
   additionalProperties: true,
@@ -76,63 +72,35 @@ const coreSchema = {
     listen: { type: 'string', default: '127.0.0.1:8090' },
     data_dir: { type: 'string', minLength: 1, default: './data' },
     admin_password: { type: ['string', 'null'], minLength: 8, default: null },
-    log: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        level: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'silent'], default: 'info' },
-        format: { enum: ['auto', 'json', 'pretty'], default: 'auto' },
+    log: section({
+      level: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'silent'], default: 'info' },
+      format: { enum: ['auto', 'json', 'pretty'], default: 'auto' },
+    }),
+    api: section({
+      enable_cors: { type: 'boolean', default: false },
+      allowed_origins: { type: 'array', items: { type: 'string', pattern: '^https?://[^/\\s]+$' }, default: [] },
+      body_limit: {
+        anyOf: [
+          { type: 'integer', minimum: 1 },
+          { type: 'string', pattern: '^\\d+(b|kb|mb|gb)?$' },
+        ],
+        default: '10mb',
       },
-    },
-    api: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        enable_cors: { type: 'boolean', default: false },
-        allowed_origins: { type: 'array', items: { type: 'string', pattern: '^https?://[^/\\s]+$' }, default: [] },
-        body_limit: {
-          anyOf: [
-            { type: 'integer', minimum: 1 },
-            { type: 'string', pattern: '^\\d+(b|kb|mb|gb)?$' },
-          ],
-          default: '10mb',
-        },
-        trust_proxy: { type: 'boolean', default: false },
-      },
-    },
-    auth: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        token_ttl: { ...duration, default: '24h' },
-        login_max_failures: { type: 'integer', minimum: 1, default: 5 },
-        login_max_failures_per_ip: { type: 'integer', minimum: 1, default: 20 },
-        lockout: { ...duration, default: '15m' },
-      },
-    },
-    plans: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: { ttl: { ...duration, default: '24h' } },
-    },
-    plugins: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        enabled: { type: 'array', items: { type: 'string', minLength: 1 }, default: ['*'] },
-        builtin_dir: { type: 'string', default: '' },
-      },
-    },
+      trust_proxy: { type: 'boolean', default: false },
+    }),
+    auth: section({
+      token_ttl: { ...duration, default: '24h' },
+      login_max_failures: { type: 'integer', minimum: 1, default: 5 },
+      login_max_failures_per_ip: { type: 'integer', minimum: 1, default: 20 },
+      lockout: { ...duration, default: '15m' },
+    }),
+    plans: section({ ttl: { ...duration, default: '24h' } }),
+    plugins: section({
+      enabled: { type: 'array', items: { type: 'string', minLength: 1 }, default: ['*'] },
+      builtin_dir: { type: 'string', default: '' },
+    }),
   },
-} as const;
-
-// Bundled with the core (scripts/lib.mjs), where it loads in a fraction of the time of its many module files.
-const loadYaml = (): typeof import('yaml') => yamlModule;
+};
 
 const CORE_KEYS = new Set(Object.keys(coreSchema.properties));
 
@@ -176,15 +144,15 @@ function envOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): voi
     if (path.some((p) => !/^[a-z0-9_]+$/.test(p))) throw new ConfigError(`environment ${name}: not a config key path`);
     let parsed: unknown = value;
     try {
-      parsed = loadYaml().parse(value);
+      parsed = parseYaml(value);
     } catch {
-      parsed = value;
+      // not YAML: the text as it is
     }
     setPath(raw, path, parsed);
   }
 }
 
-export function findConfigFile(argv: string[], env: NodeJS.ProcessEnv): { path: string; explicit: boolean } {
+function findConfigFile(argv: string[], env: NodeJS.ProcessEnv): { path: string; explicit: boolean } {
   const idx = argv.findIndex((a) => a === '--config' || a.startsWith('--config='));
   if (idx >= 0) {
     const arg = argv[idx]!;
@@ -203,15 +171,12 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
   if (existsSync(path)) {
     file = path;
     let parsed: unknown;
-    const yaml = loadYaml();
     try {
-      parsed = yaml.parse(readFileSync(path, 'utf8'));
+      parsed = parseYaml(readFileSync(path, 'utf8'));
     } catch (err) {
-      if (err instanceof yaml.YAMLParseError) {
-        const pos = err.linePos?.[0];
-        throw new ConfigError(`config ${path}${pos ? `:${pos.line}:${pos.col}` : ''}: ${err.message.split('\n')[0]}`);
-      }
-      throw new ConfigError(`config ${path}: ${(err as Error).message}`);
+      // A YAML error says where, on its first line (the next ones quote the file).
+      const pos = err instanceof YAMLParseError ? err.linePos?.[0] : undefined;
+      throw new ConfigError(`config ${path}${pos ? `:${pos.line}:${pos.col}` : ''}: ${(err as Error).message.split('\n')[0]}`);
     }
     if (parsed !== null && parsed !== undefined) {
       if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`config ${path}: the top level must be a mapping`);
@@ -243,7 +208,6 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     plans: { ttl: dur('plans.ttl', r.plans.ttl) },
     plugins: { enabled: r.plugins.enabled, builtin_dir: r.plugins.builtin_dir ? abs(r.plugins.builtin_dir) : resolve(REPO_ROOT, 'plugins') },
   };
-  const sections: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(raw)) if (!CORE_KEYS.has(key)) sections[key] = value;
+  const sections = Object.fromEntries(Object.entries(raw).filter(([key]) => !CORE_KEYS.has(key)));
   return { core, sections, file, baseDir };
 }

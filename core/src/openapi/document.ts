@@ -1,139 +1,119 @@
 /** `/api/openapi.json`: an OpenAPI 3.1 document generated from the registry (enabled plugins only). */
-import { compareText } from '@agent/sdk';
+import { compareText, type ResourcePolicy } from '@agent/sdk';
 import type { RouteRegistry, RegisteredAppRoute, RegisteredRoute, RegisteredSocket } from './registry.js';
 import { closeObjects } from './validation.js';
 import { neededLevel } from '../http/execute.js';
-import type { ResourcePolicy } from '@agent/sdk';
 
 type Json = Record<string, unknown>;
 
-const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+const jsonBody = (schema: unknown) => ({ required: true, content: { 'application/json': { schema: closeObjects(schema) } } });
 
-const errorRef = { $ref: '#/components/schemas/Error' };
-const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: errorRef } } });
+/** The path params, then the query params, as OpenAPI parameters (a property's description moves up). */
+function parameters(e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute): Json[] {
+  return (['path', 'query'] as const).flatMap((where) => {
+    const schema = e.validate[where === 'path' ? 'params' : 'query'].schema;
+    const required = (schema.required ?? []) as string[];
+    return Object.entries((schema.properties ?? {}) as Record<string, Json>).map(([name, { description, ...rest }]) => ({
+      name,
+      in: where,
+      required: where === 'path' || required.includes(name),
+      ...(description ? { description } : {}),
+      schema: rest,
+    }));
+  });
+}
 
-function parameters(params: Json, query: Json): Json[] {
-  const out: Json[] = [];
-  const add = (where: 'path' | 'query', schema: Json) => {
-    const props = (schema.properties ?? {}) as Record<string, Json>;
-    const required = new Set((schema.required ?? []) as string[]);
-    for (const [name, s] of Object.entries(props)) {
-      const { description, ...rest } = s;
-      out.push({ name, in: where, required: where === 'path' ? true : required.has(name), ...(description ? { description } : {}), schema: rest });
-    }
+/** What every operation says: identity, permission, deployment scoping, tenancy and parameters (`marks`: its kind). */
+function operation(e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute, description: string | undefined, responses: Json, marks: Json = {}): Json {
+  const { spec, permission } = e;
+  const deployment = 'deployment' in spec ? spec.deployment : undefined;
+  return {
+    operationId: e.operationId,
+    summary: spec.summary,
+    ...(description ? { description } : {}),
+    tags: [e.tag],
+    'x-permission': permission ?? 'public',
+    'x-plan': e.kind === 'http' && !!e.spec.plan,
+    'x-plugin': e.plugin,
+    ...marks,
+    ...(deployment ? { 'x-deployment-scoped': true } : {}),
+    ...(typeof deployment === 'string' ? { 'x-deployment-param': deployment } : {}),
+    ...(deployment ? { 'x-deployment-level': neededLevel(permission, 'deploymentLevel' in spec ? spec.deploymentLevel : undefined) } : {}),
+    ...(permission !== null ? { 'x-tenancy': spec.tenancy ?? 'global' } : {}),
+    parameters: parameters(e),
+    responses,
   };
-  add('path', params);
-  add('query', query);
-  return out;
 }
 
-function envelope(data: Json | undefined, paginated: boolean): Json {
-  const props: Json = { data: data ?? {}, message: { type: 'string' } };
-  if (paginated) props.meta = { $ref: '#/components/schemas/PageMeta' };
-  return { type: 'object', properties: props, required: ['data'] };
+/** The success answer of a route or app route: its declared content type (`raw`), else the JSON envelope. */
+function success(e: RegisteredRoute | RegisteredAppRoute, raw: Json, paginated: boolean): Json {
+  const { spec } = e;
+  const status = String(spec.status ?? (e.method === 'POST' && /(create|Create)$/.test(e.operationId) ? 201 : 200));
+  if (spec.produces) return { [status]: { description: 'success', content: { [spec.produces]: { schema: raw } } } };
+  const data = spec.response ? closeObjects(spec.response) : {};
+  const envelope: Json = { data, message: { type: 'string' }, ...(paginated ? { meta: { $ref: '#/components/schemas/PageMeta' } } : {}) };
+  return { [status]: { description: 'success', content: { 'application/json': { schema: { type: 'object', properties: envelope, required: ['data'] } } } } };
 }
 
-function successStatus(route: RegisteredRoute | RegisteredAppRoute): string {
-  return String(route.spec.status ?? (route.method === 'POST' && /(create|Create)$/.test(route.operationId) ? 201 : 200));
-}
-
-function httpOperation(route: RegisteredRoute, plans: boolean): Json {
-  const spec = route.spec;
-  const response = spec.response ? closeObjects(spec.response) : undefined;
-  const paginated = !!(response && response.type === 'array' && (route.validate.query.schema.properties as Json | undefined)?.offset);
-  const status = successStatus(route);
-  const responses: Json = {};
-  responses[status] = spec.produces
-    ? { description: 'success', content: { [spec.produces]: { schema: { type: 'string', format: 'binary' } } } }
-    : { description: 'success', content: { 'application/json': { schema: envelope(response, paginated) } } };
+function httpOperation(route: RegisteredRoute): Json {
+  const { spec, permission } = route;
+  const paginated = (spec.response as Json | undefined)?.type === 'array' && !!(route.validate.query.schema.properties as Json | undefined)?.offset;
+  const responses = success(route, { type: 'string', format: 'binary' }, paginated);
   if (spec.plan) {
-    responses['201'] = responses['201'] ?? {
+    responses['201'] ??= {
       description: 'with `plan=true`: the plan that would be applied (nothing changed)',
       content: { 'application/json': { schema: { type: 'object', properties: { data: { $ref: '#/components/schemas/Plan' } } } } },
     };
   }
   responses['400'] = errorResponse('invalid parameters (the message names the field)');
-  if (route.permission !== null) {
+  if (permission !== null) {
     responses['401'] = errorResponse('missing or invalid token');
     responses['403'] = errorResponse('the principal lacks the permission or deployment access');
   }
   responses['404'] = errorResponse('not found');
   responses['500'] = errorResponse('internal error');
-  const params = parameters(route.validate.params.schema, route.validate.query.schema);
+  const op = operation(route, spec.description, responses);
   if (spec.plan) {
-    params.push({ name: 'plan', in: 'query', required: false, description: 'preview the change as a plan instead of running it', schema: { type: 'boolean' } });
+    (op.parameters as Json[]).push({
+      name: 'plan',
+      in: 'query',
+      required: false,
+      description: 'preview the change as a plan instead of running it',
+      schema: { type: 'boolean' },
+    });
   }
-  const op: Json = {
-    operationId: route.operationId,
-    summary: spec.summary,
-    ...(spec.description ? { description: spec.description } : {}),
-    tags: [route.tag],
-    'x-permission': route.permission ?? 'public',
-    'x-plan': !!spec.plan,
-    'x-plugin': route.plugin,
-    ...(spec.deployment ? { 'x-deployment-scoped': true } : {}),
-    ...(typeof spec.deployment === 'string' ? { 'x-deployment-param': spec.deployment } : {}),
-    ...(spec.deployment ? { 'x-deployment-level': neededLevel(route.permission, spec.deploymentLevel) } : {}),
-    ...(route.permission !== null ? { 'x-tenancy': spec.tenancy ?? 'global' } : {}),
-    parameters: params,
-    responses,
-  };
   if (route.validate.body) {
     // Read from the spec when the document is built (not at registration), like `response`: a plugin may
     // complete the documented schema in `start`, once every plugin is set up (the settings of all plugins).
-    op.requestBody = { required: true, content: { 'application/json': { schema: closeObjects(spec.body) } } };
+    op.requestBody = jsonBody(spec.body);
   } else if (spec.rawBody) {
     op.requestBody = { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } };
   }
-  if (route.permission === null) op.security = [];
+  if (permission === null) op.security = [];
   return op;
 }
 
 function socketOperation(s: RegisteredSocket): Json {
-  return {
-    operationId: s.operationId,
-    summary: s.spec.summary,
-    description: `${s.spec.description ? s.spec.description + '\n\n' : ''}WebSocket: upgrade this path, then send the access token (JWT or API key) as the first text message. Messages are JSON objects.`,
-    tags: [s.tag],
-    'x-permission': s.permission,
-    'x-plan': false,
-    'x-plugin': s.plugin,
-    'x-websocket': true,
-    ...(s.spec.deployment ? { 'x-deployment-scoped': true } : {}),
-    ...(typeof s.spec.deployment === 'string' ? { 'x-deployment-param': s.spec.deployment } : {}),
-    ...(s.spec.deployment ? { 'x-deployment-level': neededLevel(s.permission, s.spec.deploymentLevel) } : {}),
-    'x-tenancy': s.spec.tenancy ?? 'global',
-    parameters: parameters(s.validate.params.schema, s.validate.query.schema),
-    responses: { '101': { description: 'switching protocols' }, '401': errorResponse('bad token (closes with 1008)') },
-  };
+  const description = `${s.spec.description ? s.spec.description + '\n\n' : ''}WebSocket: upgrade this path, then send the access token (JWT or API key) as the first text message. Messages are JSON objects.`;
+  return operation(
+    s,
+    description,
+    { '101': { description: 'switching protocols' }, '401': errorResponse('bad token (closes with 1008)') },
+    { 'x-websocket': true },
+  );
 }
 
 function appOperation(a: RegisteredAppRoute): Json {
-  const spec = a.spec;
-  const status = successStatus(a);
-  const responses: Json = {
-    [status]: spec.produces
-      ? { description: 'success', content: { [spec.produces]: { schema: { type: 'string' } } } }
-      : { description: 'success', content: { 'application/json': { schema: envelope(spec.response ? closeObjects(spec.response) : undefined, false) } } },
+  const responses = {
+    ...success(a, { type: 'string' }, false),
     '400': errorResponse('invalid parameters'),
     '401': errorResponse('missing or invalid token'),
     '403': errorResponse('not allowed'),
     '502': errorResponse('the app is not running (PLUGIN_UNAVAILABLE)'),
   };
-  const op: Json = {
-    operationId: a.operationId,
-    summary: spec.summary,
-    ...(spec.description ? { description: spec.description } : {}),
-    tags: [a.tag],
-    'x-permission': a.permission,
-    'x-plan': false,
-    'x-plugin': a.plugin,
-    'x-app': true,
-    'x-tenancy': spec.tenancy ?? 'global',
-    parameters: parameters(a.validate.params.schema, a.validate.query.schema),
-    responses,
-  };
-  if (spec.body) op.requestBody = { required: true, content: { 'application/json': { schema: closeObjects(spec.body) } } };
+  const op = operation(a, a.spec.description, responses, { 'x-app': true });
+  if (a.spec.body) op.requestBody = jsonBody(a.spec.body);
   return op;
 }
 
@@ -146,10 +126,10 @@ export interface DocumentInput {
 
 export function buildOpenApi({ version, registry, resources, plugins }: DocumentInput): Json {
   const paths: Record<string, Json> = {};
-  const at = (path: string): Json => (paths[path] ??= {});
-  for (const r of registry.routes) at(toOpenApiPath(`/api${r.path}`))[r.method.toLowerCase()] = httpOperation(r, true);
-  for (const s of registry.sockets) at(toOpenApiPath(`/api${s.path}`)).get = socketOperation(s);
-  for (const a of registry.appRoutes) at(toOpenApiPath(`/api/plugin/${a.plugin}${a.path}`))[a.method.toLowerCase()] = appOperation(a);
+  const at = (path: string): Json => (paths[path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}')] ??= {});
+  for (const r of registry.routes) at(`/api${r.path}`)[r.method.toLowerCase()] = httpOperation(r);
+  for (const s of registry.sockets) at(`/api${s.path}`).get = socketOperation(s);
+  for (const a of registry.appRoutes) at(`/api/plugin/${a.plugin}${a.path}`)[a.method.toLowerCase()] = appOperation(a);
   const tags = new Map<string, string | undefined>();
   for (const p of plugins) tags.set(p.name, p.description);
   for (const r of [...registry.routes, ...registry.sockets, ...registry.appRoutes]) if (!tags.has(r.tag)) tags.set(r.tag, undefined);

@@ -5,51 +5,43 @@
 import type { AppRouteSpec, HttpMethod, RouteSpec, WebSocketSpec } from '@agent/sdk';
 import { bodyValidator, paramsValidator, queryValidator, type Validator } from './validation.js';
 
-export interface RegisteredRoute {
-  kind: 'http';
-  /** The operationId was derived from method and path (not given by the plugin). */
-  derived?: boolean;
+interface Entry<K extends string, S> {
+  kind: K;
   plugin: string;
   tag: string;
   operationId: string;
-  method: HttpMethod;
-  /** Path below `/api`, with `:param` segments (`/deployments/:name`). */
+  /** Path below `/api` (app routes: inside the app), with `:param` segments (`/deployments/:name`). */
   path: string;
+  permission: string;
+  spec: S;
+  validate: { params: Validator; query: Validator };
+}
+
+type Matcher = (path: string) => Record<string, string> | null;
+
+export interface RegisteredRoute extends Omit<Entry<'http', RouteSpec<any, any, any>>, 'permission' | 'validate'> {
+  /** The operationId was derived from method and path (not given by the plugin). */
+  derived?: boolean;
+  method: HttpMethod;
   /** null for public routes. */
   permission: string | null;
-  spec: RouteSpec<any, any, any>;
   validate: { params: Validator; query: Validator; body: Validator | null };
 }
 
-export interface RegisteredSocket {
-  kind: 'websocket';
-  plugin: string;
-  tag: string;
-  operationId: string;
-  path: string;
-  permission: string;
-  spec: WebSocketSpec<any, any>;
-  validate: { params: Validator; query: Validator };
-  match: (path: string) => Record<string, string> | null;
+export interface RegisteredSocket extends Entry<'websocket', WebSocketSpec<any, any>> {
+  match: Matcher;
 }
 
-export interface RegisteredAppRoute {
-  kind: 'app';
-  plugin: string;
-  tag: string;
-  operationId: string;
+export interface RegisteredAppRoute extends Entry<'app', AppRouteSpec> {
   method: HttpMethod;
-  /** Path inside the app. */
-  path: string;
-  permission: string;
-  spec: AppRouteSpec;
-  validate: { params: Validator; query: Validator };
-  match: (path: string) => Record<string, string> | null;
+  match: Matcher;
 }
+
+type Registered = RegisteredRoute | RegisteredSocket | RegisteredAppRoute;
 
 const PARAM = /:([A-Za-z_][A-Za-z0-9_]*)/g;
 
-export const pathParams = (path: string): string[] => [...path.matchAll(PARAM)].map((m) => m[1]!);
+const pathParams = (path: string): string[] => [...path.matchAll(PARAM)].map((m) => m[1]!);
 
 const camel = (parts: string[]): string =>
   parts
@@ -62,7 +54,7 @@ const camel = (parts: string[]): string =>
  * `GET /deployments` → `list`, `GET /deployments/:name` → `get`, `POST /deployments/:name/start` → `start`,
  * `GET /security/events/:id` → `securityEventsGet` (the tag's own first segment is dropped).
  */
-export function deriveOperationName(tag: string, method: HttpMethod, path: string): string {
+function deriveOperationName(tag: string, method: HttpMethod, path: string): string {
   const segments = path.split('/').filter(Boolean);
   const literals = segments.filter((s) => !s.startsWith(':'));
   if (literals[0] === tag) literals.shift();
@@ -77,30 +69,22 @@ export function deriveOperationName(tag: string, method: HttpMethod, path: strin
   return camel([...literals, verb]) || verb;
 }
 
-/** A path matcher for paths with `:param` segments (`/metrics/:id`), used where the route table is not (sockets, app routes). */
-export function pathMatcher(path: string): (candidate: string) => Record<string, string> | null {
-  const names: string[] = [];
-  const source = path
-    .split('/')
-    .map((seg) => {
-      if (seg.startsWith(':')) {
-        names.push(seg.slice(1));
-        return '([^/]+)';
-      }
-      return seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    })
-    .join('/');
+/**
+ * A path matcher for paths with `:param` segments (`/metrics/:id`), used where the route table is not (sockets, app
+ * routes). Unlike the route table it is case-sensitive, and a param that does not decode matches nothing.
+ */
+function pathMatcher(path: string): Matcher {
+  const segments = path.split('/');
+  const names = segments.filter((s) => s.startsWith(':')).map((s) => s.slice(1));
+  const source = segments.map((s) => (s.startsWith(':') ? '([^/]+)' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
   const re = new RegExp(`^${source}/?$`);
   return (candidate) => {
     const m = re.exec(candidate);
-    if (!m) return null;
-    const out: Record<string, string> = {};
     try {
-      names.forEach((n, i) => (out[n] = decodeURIComponent(m[i + 1]!)));
+      return m && Object.fromEntries(names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]));
     } catch {
       return null;
     }
-    return out;
   };
 }
 
@@ -119,30 +103,33 @@ function paramsSchemaFor(path: string, declared: unknown): unknown {
 }
 
 /** Identity of an entry for duplicate detection: param names do not matter, `/a/:x` and `/a/:y` clash. */
-const entryKey = (e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute): string =>
-  e.kind === 'http'
-    ? `http ${e.method} ${e.path.replace(PARAM, ':')}`
-    : e.kind === 'websocket'
-      ? `ws ${e.path.replace(PARAM, ':')}`
-      : `app ${e.plugin} ${e.method} ${e.path.replace(PARAM, ':')}`;
-
-const emptyQuery = { type: 'object', properties: {} };
+const entryKey = (e: Registered): string => {
+  const path = e.path.replace(PARAM, ':');
+  return e.kind === 'http' ? `http ${e.method} ${path}` : e.kind === 'websocket' ? `ws ${path}` : `app ${e.plugin} ${e.method} ${path}`;
+};
 
 function checkPath(path: string): void {
   if (!/^(\/[A-Za-z0-9._:-]+)+\/?$|^\/$/.test(path)) throw new Error(`invalid route path '${path}'`);
+}
+
+type CommonSpec = { path: string; tag?: string; operationId?: string; params?: unknown; query?: unknown };
+
+/** What every kind of entry shares: tag, operationId (derived when not given), params and query validators. */
+function common(plugin: string, spec: CommonSpec, method: HttpMethod) {
+  const tag = spec.tag ?? plugin;
+  return {
+    plugin,
+    tag,
+    path: spec.path,
+    operationId: spec.operationId ?? `${tag}.${deriveOperationName(tag, method, spec.path)}`,
+    validate: { params: paramsValidator(paramsSchemaFor(spec.path, spec.params)), query: queryValidator(spec.query ?? { type: 'object', properties: {} }) },
+  };
 }
 
 export class RouteRegistry {
   readonly routes: RegisteredRoute[] = [];
   readonly sockets: RegisteredSocket[] = [];
   readonly appRoutes: RegisteredAppRoute[] = [];
-  private readonly ids = new Map<string, string>();
-  private readonly keys = new Set<string>();
-
-  private claimId(operationId: string, plugin: string): void {
-    const owner = this.ids.get(operationId);
-    if (owner) throw new Error(`operationId '${operationId}' is already used by plugin '${owner}'`);
-  }
 
   /** Compiles a route without registering it (plugins commit their routes only when setup succeeds). */
   prepareRoute(plugin: string, spec: RouteSpec<any, any, any>): RegisteredRoute {
@@ -153,78 +140,45 @@ export class RouteRegistry {
       throw new Error(`route ${spec.method} ${spec.path}: invalid permission '${permission}'`);
     }
     if (spec.plan && spec.method === 'GET') throw new Error(`route GET ${spec.path}: a GET cannot be plannable`);
-    const tag = spec.tag ?? plugin;
-    const operationId = spec.operationId ?? `${tag}.${deriveOperationName(tag, spec.method, spec.path)}`;
+    if (spec.body && spec.method === 'GET') throw new Error(`route GET ${spec.path}: a GET has no body`);
+    const base = common(plugin, spec, spec.method);
     const body = spec.body ? bodyValidator(spec.body) : null;
-    if (body && spec.method === 'GET') throw new Error(`route GET ${spec.path}: a GET has no body`);
-    return {
-      kind: 'http',
-      plugin,
-      tag,
-      operationId,
-      derived: !spec.operationId,
-      method: spec.method,
-      path: spec.path,
-      permission,
-      spec,
-      validate: { params: paramsValidator(paramsSchemaFor(spec.path, spec.params)), query: queryValidator(spec.query ?? emptyQuery), body },
-    };
+    return { ...base, kind: 'http', derived: !spec.operationId, method: spec.method, permission, spec, validate: { ...base.validate, body } };
   }
 
   prepareSocket(plugin: string, spec: WebSocketSpec<any, any>): RegisteredSocket {
     checkPath(spec.path);
     if (!spec.permission) throw new Error(`websocket ${spec.path} declares no permission (deny by default)`);
-    const tag = spec.tag ?? plugin;
-    return {
-      kind: 'websocket',
-      plugin,
-      tag,
-      path: spec.path,
-      permission: spec.permission,
-      spec,
-      operationId: spec.operationId ?? `${tag}.${deriveOperationName(tag, 'GET', spec.path)}`,
-      validate: { params: paramsValidator(paramsSchemaFor(spec.path, spec.params)), query: queryValidator(spec.query ?? emptyQuery) },
-      match: pathMatcher(spec.path),
-    };
+    return { ...common(plugin, spec, 'GET'), kind: 'websocket', permission: spec.permission, spec, match: pathMatcher(spec.path) };
   }
 
   prepareAppRoute(plugin: string, spec: AppRouteSpec): RegisteredAppRoute {
     checkPath(spec.path);
     if (!spec.permission) throw new Error(`app route ${spec.method} ${spec.path} declares no permission (deny by default)`);
-    return {
-      kind: 'app',
-      plugin,
-      tag: plugin,
-      method: spec.method,
-      path: spec.path,
-      permission: spec.permission,
-      spec,
-      operationId: spec.operationId ?? `${plugin}.${deriveOperationName(plugin, spec.method, spec.path)}`,
-      validate: { params: paramsValidator(paramsSchemaFor(spec.path, spec.params)), query: queryValidator(spec.query ?? emptyQuery) },
-      match: pathMatcher(spec.path),
-    };
+    return { ...common(plugin, spec, spec.method), kind: 'app', method: spec.method, permission: spec.permission, spec, match: pathMatcher(spec.path) };
   }
 
   /** Registers prepared entries atomically: all or none (duplicate ids or method+path refuse the batch). */
-  commit(entries: (RegisteredRoute | RegisteredSocket | RegisteredAppRoute)[]): void {
+  commit(entries: Registered[]): void {
+    const registered = [...this.routes, ...this.sockets, ...this.appRoutes];
+    const owners = new Map(registered.map((e) => [e.operationId, e.plugin]));
+    const keys = new Set(registered.map(entryKey));
     const seenIds = new Set<string>();
     const seenKeys = new Set<string>();
     for (const e of entries) {
       // A derived id that clashes (GET and POST on one collection) gets the method's verb appended.
-      if (e.kind === 'http' && e.derived && (this.ids.has(e.operationId) || seenIds.has(e.operationId))) {
-        const verb = { GET: 'List', POST: 'Create', PUT: 'Update', PATCH: 'Patch', DELETE: 'Delete' }[e.method];
-        e.operationId = `${e.operationId}${verb}`;
+      if (e.kind === 'http' && e.derived && (owners.has(e.operationId) || seenIds.has(e.operationId))) {
+        e.operationId += { GET: 'List', POST: 'Create', PUT: 'Update', PATCH: 'Patch', DELETE: 'Delete' }[e.method];
       }
-      this.claimId(e.operationId, e.plugin);
+      const owner = owners.get(e.operationId);
+      if (owner) throw new Error(`operationId '${e.operationId}' is already used by plugin '${owner}'`);
       if (seenIds.has(e.operationId)) throw new Error(`operationId '${e.operationId}' is declared twice`);
       seenIds.add(e.operationId);
       const key = entryKey(e);
-      if (this.keys.has(key) || seenKeys.has(key)) throw new Error(`route ${key.slice(key.indexOf(' ') + 1)} is declared twice`);
+      if (keys.has(key) || seenKeys.has(key)) throw new Error(`route ${key.slice(key.indexOf(' ') + 1)} is declared twice`);
       seenKeys.add(key);
     }
     for (const e of entries) {
-      this.ids.set(e.operationId, e.plugin);
-      this.keys.add(entryKey(e));
       if (e.kind === 'http') this.routes.push(e);
       else if (e.kind === 'websocket') this.sockets.push(e);
       else this.appRoutes.push(e);
@@ -236,9 +190,6 @@ export class RouteRegistry {
     for (const list of [this.routes, this.sockets, this.appRoutes] as { plugin: string }[][]) {
       for (let i = list.length - 1; i >= 0; i--) if (list[i]!.plugin === plugin) list.splice(i, 1);
     }
-    for (const [id, owner] of this.ids) if (owner === plugin) this.ids.delete(id);
-    this.keys.clear();
-    for (const e of [...this.routes, ...this.sockets, ...this.appRoutes]) this.keys.add(entryKey(e));
   }
 
   byOperationId(operationId: string): RegisteredRoute | undefined {

@@ -47,7 +47,7 @@ function fieldPath(instancePath: string, extra?: string): string {
   return parts.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
 }
 
-export function describeError(location: string, err: ErrorObject): string {
+function describeError(location: string, err: ErrorObject): string {
   const at = (extra?: string) => {
     const path = fieldPath(err.instancePath, extra);
     return path ? `${location}.${path}` : location;
@@ -77,19 +77,13 @@ export interface Validator {
  */
 function make(ajv: Ajv2020, location: 'body' | 'query' | 'params', schema: unknown): Validator {
   const closed = closeObjects(schema);
-  let fn: ValidateFunction | null = null;
-  const compile = (): ValidateFunction => {
-    if (!fn) {
-      try {
-        fn = ajv.compile(closed);
-      } catch (err) {
-        throw new Error(`invalid ${location} schema: ${(err as Error).message}`);
-      }
-    }
-    return fn;
-  };
+  let check: ValidateFunction | null = null;
   const validate = ((value: unknown) => {
-    const check = compile();
+    try {
+      check ??= ajv.compile(closed);
+    } catch (err) {
+      throw new Error(`invalid ${location} schema: ${(err as Error).message}`);
+    }
     if (check(value)) return null;
     const first = check.errors![0]!;
     return errors.badRequest(describeError(location, first), 'VALIDATION_FAILED', {

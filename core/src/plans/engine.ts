@@ -11,7 +11,10 @@ import { REDACTED, redactBySchema, redactDeep } from './redact.js';
 
 export type PlanStatus = 'available' | 'applying' | 'applied' | 'failed' | 'obsolete' | 'expired';
 
-export interface StoredPlan {
+type Actor = { type: string; id: string; name: string };
+type Fingerprints = { files: Record<string, string>; records: Record<string, string> };
+
+interface StoredPlan {
   id: string;
   action: string;
   status: PlanStatus;
@@ -19,12 +22,12 @@ export interface StoredPlan {
   request: { method: string; path: string; operation_id: string; params: Record<string, string>; query: Record<string, unknown>; body: unknown };
   changes: PlanChange[];
   summary: string;
-  snapshot: { files: Record<string, string>; records: Record<string, string> };
-  created_by: { type: string; id: string; name: string };
+  snapshot: Fingerprints;
+  created_by: Actor;
   created_at: string;
   expires_at: string;
   applied_at?: string;
-  applied_by?: { type: string; id: string; name: string };
+  applied_by?: Actor;
   apply_error?: { code: string; error: string };
 }
 
@@ -32,7 +35,7 @@ export interface PlansDoc {
   plans: StoredPlan[];
 }
 
-export interface PlanInvocation {
+interface PlanInvocation {
   route: RegisteredRoute;
   principal: Principal;
   params: Record<string, string>;
@@ -42,7 +45,7 @@ export interface PlanInvocation {
 }
 
 /** Re-runs a stored request: the same pipeline as HTTP, minus authentication (the principal is given). */
-export type Executor = (inv: PlanInvocation & { planId: string }) => Promise<Reply>;
+type Executor = (inv: PlanInvocation & { planId: string }) => Promise<Reply>;
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 
@@ -56,7 +59,7 @@ function stableJson(value: unknown): string {
     .join(',')}}`;
 }
 
-async function fingerprint(snapshot: PlanSnapshot | undefined): Promise<StoredPlan['snapshot']> {
+async function fingerprint(snapshot: PlanSnapshot | undefined): Promise<Fingerprints> {
   const files: Record<string, string> = {};
   for (const path of snapshot?.files ?? []) {
     try {
@@ -72,7 +75,32 @@ async function fingerprint(snapshot: PlanSnapshot | undefined): Promise<StoredPl
   return { files, records };
 }
 
-const actorOf = (p: Principal) => ({ type: p.type, id: p.id, name: p.name });
+/** `file:<path>` and `record:<key>` for every fingerprint that differs. */
+function drift(before: Fingerprints, now: Fingerprints): string[] {
+  return (['files', 'records'] as const).flatMap((kind) =>
+    Object.keys({ ...before[kind], ...now[kind] })
+      .filter((k) => before[kind][k] !== now[kind][k])
+      .map((k) => `${kind.slice(0, -1)}:${k}`),
+  );
+}
+
+const actorOf = (p: Principal): Actor => ({ type: p.type, id: p.id, name: p.name });
+
+/** The request object handed to plan callbacks (no raw socket: previews must not stream). */
+const requestView = (inv: PlanInvocation) => ({
+  params: inv.params,
+  query: inv.query,
+  body: inv.body,
+  principal: inv.principal,
+  ip: '',
+  method: inv.route.method,
+  path: inv.path,
+  headers: {},
+  signal: new AbortController().signal,
+  raw: undefined as never,
+});
+
+const effectiveStatus = (plan: StoredPlan): PlanStatus => (plan.status === 'available' && Date.parse(plan.expires_at) <= Date.now() ? 'expired' : plan.status);
 
 export class PlanEngine {
   constructor(
@@ -84,7 +112,7 @@ export class PlanEngine {
 
   async create(inv: PlanInvocation): Promise<StoredPlan> {
     const support = inv.route.spec.plan!;
-    const req = this.requestView(inv);
+    const req = requestView(inv);
     const [preview, snapshot] = await Promise.all([support.preview(req), support.snapshot?.(req)]);
     const now = Date.now();
     const plan: StoredPlan = {
@@ -106,50 +134,17 @@ export class PlanEngine {
     return plan;
   }
 
-  /** The request object handed to plan callbacks (no raw socket: previews must not stream). */
-  private requestView(inv: PlanInvocation) {
-    return {
-      params: inv.params,
-      query: inv.query,
-      body: inv.body,
-      principal: inv.principal,
-      ip: '',
-      method: inv.route.method,
-      path: inv.path,
-      headers: {},
-      signal: new AbortController().signal,
-      raw: undefined as never,
-    };
-  }
-
-  private visible(plan: StoredPlan, principal: Principal): boolean {
-    return principal.isAdmin || plan.created_by.id === principal.id;
-  }
-
-  private effectiveStatus(plan: StoredPlan): PlanStatus {
-    return plan.status === 'available' && Date.parse(plan.expires_at) <= Date.now() ? 'expired' : plan.status;
-  }
-
   /** The plan as shown to clients: secrets redacted, status with expiry applied. */
   view(plan: StoredPlan): Record<string, unknown> {
-    const route = this.routeOf(plan.request.operation_id);
+    const { method, path, query, body, operation_id } = plan.request;
+    const hide = (v: unknown) => (v === undefined ? undefined : REDACTED);
     return {
       ...plan,
-      status: this.effectiveStatus(plan),
-      request: {
-        method: plan.request.method,
-        path: plan.request.path,
-        query: plan.request.query,
-        body: redactBySchema(plan.request.body, route?.validate.body?.schema),
-      },
+      status: effectiveStatus(plan),
+      request: { method, path, query, body: redactBySchema(body, this.routeOf(operation_id)?.validate.body?.schema) },
       changes: plan.changes.map((c) =>
         c.sensitive
-          ? {
-              ...c,
-              before: c.before === undefined ? undefined : REDACTED,
-              after: c.after === undefined ? undefined : REDACTED,
-              diff: c.diff === undefined ? undefined : REDACTED,
-            }
+          ? { ...c, before: hide(c.before), after: hide(c.after), diff: hide(c.diff) }
           : { ...c, before: redactDeep(c.before), after: redactDeep(c.after) },
       ),
     };
@@ -157,14 +152,14 @@ export class PlanEngine {
 
   list(principal: Principal, filter: { status?: PlanStatus }): Record<string, unknown>[] {
     return this.doc.data.plans
-      .filter((p) => this.visible(p, principal) && (!filter.status || this.effectiveStatus(p) === filter.status))
+      .filter((p) => (principal.isAdmin || p.created_by.id === principal.id) && (!filter.status || effectiveStatus(p) === filter.status))
       .sort((a, b) => compareText(b.created_at, a.created_at))
       .map((p) => this.view(p));
   }
 
   get(id: string, principal: Principal): StoredPlan {
     const plan = this.doc.data.plans.find((p) => p.id === id);
-    if (!plan || !this.visible(plan, principal)) throw errors.notFound(`plan ${id} not found`);
+    if (!plan || !(principal.isAdmin || plan.created_by.id === principal.id)) throw errors.notFound(`plan ${id} not found`);
     return plan;
   }
 
@@ -177,8 +172,8 @@ export class PlanEngine {
 
   async apply(id: string, caller: Principal, execute: Executor): Promise<Reply> {
     const plan = this.get(id, caller);
-    if (this.effectiveStatus(plan) === 'expired') {
-      await this.setStatus(id, 'expired');
+    if (effectiveStatus(plan) === 'expired') {
+      await this.update(id, (p) => (p.status = 'expired'));
       throw errors.gone(`plan ${id} expired at ${plan.expires_at}`, 'PLAN_EXPIRED');
     }
     if (plan.status !== 'available') throw errors.conflict(`plan ${id} is ${plan.status} and cannot be applied`, 'PLAN_NOT_AVAILABLE', { status: plan.status });
@@ -186,70 +181,50 @@ export class PlanEngine {
     if (!route) throw errors.conflict(`the operation ${plan.request.operation_id} is no longer available`, 'PLAN_NOT_AVAILABLE');
     const info = this.principalOf(plan.created_by.id);
     if (!info) throw errors.forbidden('the principal that created this plan can no longer act');
-    const original = principalFrom(info);
-    const inv: PlanInvocation = {
-      route,
-      principal: original,
-      params: plan.request.params,
-      query: plan.request.query,
-      body: plan.request.body ?? undefined,
-      path: plan.request.path,
-    };
+    const { params, query, body, path } = plan.request;
+    const inv: PlanInvocation = { route, principal: principalFrom(info), params, query, body: body ?? undefined, path };
 
     // Claim the plan first, so two concurrent applies cannot both run it.
-    const claimed = await this.doc.update((d) => {
-      const p = d.plans.find((x) => x.id === id);
-      if (!p || p.status !== 'available') return false;
+    const claimed = await this.update(id, (p) => {
+      if (p.status !== 'available') return false;
       p.status = 'applying';
       return true;
     });
     if (!claimed) throw errors.conflict(`plan ${id} is already being applied`, 'PLAN_NOT_AVAILABLE');
 
+    let drifted: string[];
     try {
-      const current = await fingerprint(await route.spec.plan!.snapshot?.(this.requestView(inv)));
-      const drifted = [
-        ...Object.keys({ ...plan.snapshot.files, ...current.files })
-          .filter((k) => plan.snapshot.files[k] !== current.files[k])
-          .map((k) => `file:${k}`),
-        ...Object.keys({ ...plan.snapshot.records, ...current.records })
-          .filter((k) => plan.snapshot.records[k] !== current.records[k])
-          .map((k) => `record:${k}`),
-      ];
-      if (drifted.length > 0) {
-        await this.setStatus(id, 'available');
-        throw errors.conflict(
-          `plan ${id} is stale: ${drifted.length} dependenc${drifted.length === 1 ? 'y' : 'ies'} changed since it was created`,
-          'PLAN_STALE',
-          { drifted },
-        );
-      }
+      drifted = drift(plan.snapshot, await fingerprint(await route.spec.plan!.snapshot?.(requestView(inv))));
     } catch (err) {
-      if ((err as { code?: string }).code !== 'PLAN_STALE') await this.setStatus(id, 'available');
+      await this.update(id, (p) => (p.status = 'available'));
       throw err;
     }
+    if (drifted.length > 0) {
+      await this.update(id, (p) => (p.status = 'available'));
+      const count = `${drifted.length} dependenc${drifted.length === 1 ? 'y' : 'ies'}`;
+      throw errors.conflict(`plan ${id} is stale: ${count} changed since it was created`, 'PLAN_STALE', { drifted });
+    }
 
+    const ended = (p: StoredPlan, status: PlanStatus) => {
+      p.status = status;
+      p.applied_at = new Date().toISOString();
+      p.applied_by = actorOf(caller);
+    };
     let result: Reply;
     try {
       result = await execute({ ...inv, planId: id });
     } catch (err) {
       const e = err as { code?: string; message?: string; status?: number };
-      await this.doc.update((d) => {
-        const p = d.plans.find((x) => x.id === id)!;
-        p.status = 'failed';
-        p.applied_at = new Date().toISOString();
-        p.applied_by = actorOf(caller);
-        p.apply_error = {
-          code: e.code ?? 'INTERNAL_ERROR',
-          error: typeof e.status === 'number' && e.status < 500 ? (e.message ?? 'failed') : 'internal error',
-        };
+      const error = typeof e.status === 'number' && e.status < 500 ? (e.message ?? 'failed') : 'internal error';
+      await this.update(id, (p) => {
+        ended(p, 'failed');
+        p.apply_error = { code: e.code ?? 'INTERNAL_ERROR', error };
       });
       throw err;
     }
     const applied = await this.doc.update((d) => {
       const p = d.plans.find((x) => x.id === id)!;
-      p.status = 'applied';
-      p.applied_at = new Date().toISOString();
-      p.applied_by = actorOf(caller);
+      ended(p, 'applied');
       for (const other of d.plans) {
         if (other.id !== id && other.status === 'available' && other.resource.type === p.resource.type && other.resource.id === p.resource.id) {
           other.status = 'obsolete';
@@ -263,10 +238,11 @@ export class PlanEngine {
     });
   }
 
-  private async setStatus(id: string, status: PlanStatus): Promise<void> {
-    await this.doc.update((d) => {
+  /** Changes one stored plan (if it still exists); answers what `change` returned. */
+  private update<T>(id: string, change: (plan: StoredPlan) => T): Promise<T | false> {
+    return this.doc.update((d) => {
       const p = d.plans.find((x) => x.id === id);
-      if (p) p.status = status;
+      return p ? change(p) : false;
     });
   }
 
@@ -284,11 +260,9 @@ export class PlanEngine {
   async recover(): Promise<void> {
     if (!this.doc.data.plans.some((p) => p.status === 'applying')) return;
     await this.doc.update((d) => {
-      for (const p of d.plans) {
-        if (p.status === 'applying') {
-          p.status = 'failed';
-          p.apply_error = { code: 'INTERRUPTED', error: 'the agent stopped while this plan was being applied' };
-        }
+      for (const p of d.plans.filter((p) => p.status === 'applying')) {
+        p.status = 'failed';
+        p.apply_error = { code: 'INTERRUPTED', error: 'the agent stopped while this plan was being applied' };
       }
     });
   }

@@ -6,15 +6,13 @@ export const REDACTED = '[redacted]';
 
 const SECRET_KEY = /(passw(or)?d|passphrase|secret|token|api_?key|credentials?|private_?key|access_?key|secret_?key)s?$/i;
 
-export const isSecretKey = (key: string): boolean => SECRET_KEY.test(key);
-
 /** Copies `value`, replacing every secret-looking key's value. */
 export function redactDeep(value: unknown, depth = 0): unknown {
   if (depth > 20 || value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map((v) => redactDeep(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) {
-    out[k] = isSecretKey(k) && v !== null && v !== undefined && v !== '' && typeof v !== 'boolean' ? REDACTED : redactDeep(v, depth + 1);
+    out[k] = SECRET_KEY.test(k) && v !== null && v !== undefined && v !== '' && typeof v !== 'boolean' ? REDACTED : redactDeep(v, depth + 1);
   }
   return out;
 }

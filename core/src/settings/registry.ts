@@ -10,7 +10,8 @@ export interface SettingsDoc {
   values: Record<string, Record<string, unknown>>;
 }
 
-interface Defined extends SettingDefinition {
+interface Defined {
+  definition: SettingDefinition;
   validate: (value: unknown, prefix: string) => string | null;
   defaults: Record<string, unknown>;
   listeners: Set<(value: any) => void>;
@@ -27,19 +28,14 @@ export class SettingsStore implements SettingsRegistry {
   define<T extends TObject>(
     plugin: string,
     schema: T,
-    options: { restart?: string[]; secret?: string[]; permissions?: Record<string, string> } = {},
+    { restart = [], secret = [], permissions = {} }: { restart?: string[]; secret?: string[]; permissions?: Record<string, string> } = {},
   ): PluginSettings<T> {
     if (this.defined.has(plugin)) throw new Error(`settings of '${plugin}' are already defined`);
-    const validate = compilePlain(schema);
     const defaults = defaultsOf(schema);
     if (!defaults) throw new Error(`settings ${plugin}: a required setting has no default (every setting needs one)`);
     const def: Defined = {
-      plugin,
-      schema,
-      restart: options.restart ?? [],
-      secret: options.secret ?? [],
-      permissions: { ...(options.permissions ?? {}) },
-      validate,
+      definition: { plugin, schema, restart, secret, permissions: { ...permissions } },
+      validate: compilePlain(schema),
       defaults,
       listeners: new Set(),
     };
@@ -67,15 +63,15 @@ export class SettingsStore implements SettingsRegistry {
   }
 
   definitions(): SettingDefinition[] {
-    return [...this.defined.values()].map(({ plugin, schema, restart, secret, permissions }) => ({ plugin, schema, restart, secret, permissions }));
+    return [...this.defined.values()].map((def) => def.definition);
   }
 
   values(): Record<string, Record<string, unknown>> {
     const out: Record<string, Record<string, unknown>> = {};
-    for (const def of this.defined.values()) {
-      const value = this.current(def.plugin);
-      for (const key of def.secret) if (value[key]) value[key] = REDACTED;
-      out[def.plugin] = value;
+    for (const { definition } of this.defined.values()) {
+      const value = this.current(definition.plugin);
+      for (const key of definition.secret) if (value[key]) value[key] = REDACTED;
+      out[definition.plugin] = value;
     }
     return out;
   }
@@ -91,10 +87,10 @@ export class SettingsStore implements SettingsRegistry {
       const merged = { ...this.current(plugin) };
       for (const [key, value] of Object.entries(values)) {
         // A masked secret sent back unchanged keeps the stored value.
-        if (def.secret.includes(key) && value === REDACTED) continue;
+        if (def.definition.secret.includes(key) && value === REDACTED) continue;
         merged[key] = value;
         applied.push(`${plugin}.${key}`);
-        if (def.restart.includes(key)) restart.push(`${plugin}.${key}`);
+        if (def.definition.restart.includes(key)) restart.push(`${plugin}.${key}`);
       }
       const problem = def.validate(merged, `settings.${plugin}`);
       if (problem) throw errors.badRequest(problem, 'VALIDATION_FAILED', { field: plugin });
