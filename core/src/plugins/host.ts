@@ -314,7 +314,7 @@ export class PluginHost {
   async stop(): Promise<void> {
     // The always-loaded plugins stop last: every other plugin may write audit records while it stops.
     const running = this.running().reverse();
-    const last = running.filter((r) => Object.keys(ALWAYS_LOADED).includes(r.name));
+    const last = running.filter((r) => Object.hasOwn(ALWAYS_LOADED, r.name));
     for (const record of [...running.filter((r) => !last.includes(r)), ...last]) {
       try {
         record.staged!.scheduler.stopAll();

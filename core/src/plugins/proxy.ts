@@ -12,7 +12,7 @@ import type { AuditWriter } from '../audit.js';
 import type { RouteRegistry } from '../openapi/registry.js';
 import { authenticateHeader, auditActor, auditFailed } from '../http/app.js';
 import { checkPermission, checkTenancy } from '../http/execute.js';
-import { refuseUpgrade, toErrorAnswer } from '../http/respond.js';
+import { refuseUpgrade, sendError, toErrorAnswer } from '../http/respond.js';
 import type { RootLogger } from '../log.js';
 
 const PREFIX = '/api/plugin/';
@@ -35,7 +35,7 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
   const onError = (err: Error, _req: IncomingMessage, res: ServerResponse | Duplex) => {
     deps.log.warn({ error: String(err) }, 'plugin proxy error');
     if (res instanceof ServerResponse && !res.headersSent) {
-      res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'the app plugin did not answer', code: 'PLUGIN_UNAVAILABLE' }));
+      sendError(res, toErrorAnswer(new HttpError(502, 'PLUGIN_UNAVAILABLE', 'the app plugin did not answer')));
     } else res.destroy();
   };
   proxy.on('error', onError);
@@ -127,7 +127,7 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
             // A failed request is answered as it is; a change the journal could not record is not a success.
             if (status >= 400) return pass();
             answer.resume();
-            res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify(toErrorAnswer(auditFailed()).body));
+            sendError(res, toErrorAnswer(auditFailed()));
           });
         });
         holding.web(req, res, { target: r.target });
