@@ -6,12 +6,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import typeis from 'type-is';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { cjsExports, errors, HttpError, type AuditEventInput, type Principal, type PrincipalDirectory } from '@agent/sdk';
+import { cjsExports, errors, HttpError, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import type { CoreConfig } from '../config/config.js';
 import type { RootLogger } from '../log.js';
 import type { RouteRegistry, RegisteredRoute } from '../openapi/registry.js';
 import type { PlanEngine } from '../plans/engine.js';
-import type { AuditWriter } from '../audit.js';
+import { createdName, routeAuditEvent, type AuditWriter } from '../audit.js';
+import { authenticateHeader } from '../auth/checks.js';
 import { execute, type ExecuteResult } from './execute.js';
 import { RouteTable } from './router.js';
 import { bindStream, sendError, sendReply, toErrorAnswer, writable } from './respond.js';
@@ -69,72 +70,6 @@ function clientIp(req: IncomingMessage, trustProxy: boolean): string {
 
 /** Goes on with `next` at once when `value` is at hand, else once it resolves: the hot path awaits nothing. */
 const then = <T, R>(value: T | Promise<T>, next: (value: T) => R | Promise<R>): R | Promise<R> => (value instanceof Promise ? value.then(next) : next(value));
-
-const checked = (principal: Principal | null): Principal => {
-  if (!principal) throw errors.unauthorized('invalid, expired or revoked token', 'INVALID_TOKEN');
-  return principal;
-};
-
-/**
- * The principal behind an `Authorization: Bearer …` header; throws 401. Synchronous when the directory answers
- * from its caches (every request but a token's first), so the hot path awaits nothing.
- */
-export function authenticateHeader(header: string | undefined, ip: string, principals: PrincipalDirectory): Principal | Promise<Principal> {
-  if (!header) throw errors.unauthorized('missing bearer token');
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!m) throw errors.unauthorized('the Authorization header must be "Bearer <token>"');
-  return then(principals.authenticate(m[1]!, ip), checked);
-}
-
-/**
- * The name of what a route with `creates` made: that property of the answer's data, else of the request body
- * (a failed create still names what it tried). Null without `creates` or a usable value.
- */
-export function createdName(property: string | undefined, ...sources: unknown[]): string | null {
-  if (!property) return null;
-  for (const source of sources) {
-    const value = source !== null && typeof source === 'object' ? (source as Record<string, unknown>)[property] : undefined;
-    if ((typeof value === 'string' && value !== '') || typeof value === 'number') return String(value);
-  }
-  return null;
-}
-
-/** The error of a mutation whose audit record could not be written: it was made, but is not answered as a success. */
-export const auditFailed = () => errors.internal('the change was made but its audit record could not be written', 'AUDIT_FAILED');
-
-export function auditActor(principal: Principal): { actor_type: 'user' | 'api_key' | 'system'; actor_id: string; actor_name: string } {
-  return { actor_type: principal.type, actor_id: principal.id, actor_name: principal.name };
-}
-
-/**
- * The audit record of one call of a route, made by a request or by a plan applied: what it acted on (the first
- * path param, else what it created; for a route that creates a deployment, that deployment) and how it ended. The
- * resource type is the first literal segment of the route's path.
- */
-export function routeAuditEvent(call: {
-  route: RegisteredRoute;
-  principal: Principal;
-  params: Record<string, string>;
-  status: number;
-  deployment: string | null;
-  created: string | null;
-  ip: string;
-  action?: string;
-  detail: Record<string, unknown> | null;
-}): AuditEventInput {
-  const { route, created, status } = call;
-  return {
-    ...auditActor(call.principal),
-    action: call.action ?? route.operationId,
-    resource_type: route.path.split('/').find((s) => s && !s.startsWith(':')) ?? 'api',
-    resource_id: Object.values(call.params)[0] ?? created,
-    deployment: call.deployment ?? (route.spec.tenancy === 'create' ? created : null),
-    success: status < 400,
-    status,
-    client_ip: call.ip,
-    detail: call.detail,
-  };
-}
 
 function makeResponseValidator(log: RootLogger) {
   const ajv = new Ajv2020({ strict: false, allErrors: false });
@@ -265,21 +200,20 @@ export function createHttpApp(deps: HttpDeps): (req: IncomingMessage, res: Serve
      */
     const record = (status: number): void | Promise<void> => {
       if (!principal || !MUTATING.has(route.method) || route.spec.audit === false) return;
-      const event = routeAuditEvent({
-        route,
-        principal,
-        params,
-        status,
-        deployment: result?.deployment ?? null,
-        // A plan's answer is the plan, not the resource.
-        created: createdName(route.spec.creates, wantsPlan ? undefined : result?.reply.body?.data, body),
-        ip,
-        action: wantsPlan ? `${route.operationId}.plan` : undefined,
-        detail: wantsPlan ? { plan: true } : null,
-      });
-      return audit.record(event).catch(() => {
-        if (status < 400) throw auditFailed();
-      });
+      return audit.settle(
+        routeAuditEvent({
+          route,
+          principal,
+          params,
+          status,
+          deployment: result?.deployment ?? null,
+          // A plan's answer is the plan, not the resource.
+          created: createdName(route.spec.creates, wantsPlan ? undefined : result?.reply.body?.data, body),
+          ip,
+          action: wantsPlan ? `${route.operationId}.plan` : undefined,
+          detail: wantsPlan ? { plan: true } : null,
+        }),
+      );
     };
 
     const finish = (): void | Promise<void> => {

@@ -4,14 +4,13 @@
  */
 import { errors, reply, Type, type AppDirectory, type RouteSpec, type ServiceRef } from '@agent/sdk';
 import type { ResourceCatalog } from '../auth/resources.js';
-import type { AuditWriter } from '../audit.js';
+import { createdName, routeAuditEvent, type AuditWriter } from '../audit.js';
 import type { PlanEngine } from '../plans/engine.js';
 import { formatDuration } from '../config/units.js';
 import { buildOpenApi } from '../openapi/document.js';
 import type { RouteRegistry } from '../openapi/registry.js';
 import type { PluginHost, PluginRecord } from '../plugins/host.js';
 import { dependencies } from '../plugins/context.js';
-import { auditFailed, createdName, routeAuditEvent } from './app.js';
 import { execute } from './execute.js';
 
 export interface CoreRouteDeps {
@@ -163,7 +162,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
         d.plans.apply((req.params as { id: string }).id, req.principal, async (inv) => {
           // Answered once the record is durable, like the request the plan stands for.
           const record = (status: number, deployment: string | null, data?: unknown) =>
-            d.audit.record(
+            d.audit.settle(
               routeAuditEvent({
                 ...inv,
                 status,
@@ -181,9 +180,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
             throw err;
           }
           const { reply: answer, deployment } = result;
-          await record(answer.status, deployment, answer.body?.data).catch(() => {
-            if (answer.status < 400) throw auditFailed();
-          });
+          await record(answer.status, deployment, answer.body?.data);
           return answer;
         }),
     },

@@ -1,10 +1,12 @@
 /**
- * The route pipeline after authentication: permission → validation → deployment access → plan or handler.
- * HTTP requests and plan applies both go through it, so a plan runs exactly what a direct request would.
+ * The route pipeline after authentication: the checks every entry makes (`admit`) → body → the deployment the route
+ * finds itself → plan or handler. HTTP requests and plan applies both go through it, so a plan runs exactly what a
+ * direct request would.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { errors, levelRank, Reply, type AccessLevel, type Principal, type RouteRequest, type Tenancy } from '@agent/sdk';
-import type { RegisteredRoute, RegisteredSocket } from '../openapi/registry.js';
+import { errors, Reply, type Principal, type RouteRequest } from '@agent/sdk';
+import type { RegisteredRoute } from '../openapi/registry.js';
+import { admit, checkScope } from '../auth/checks.js';
 import type { PlanEngine } from '../plans/engine.js';
 
 export interface Invocation {
@@ -29,48 +31,6 @@ export interface ExecuteResult {
   reply: Reply;
   /** The deployment the request was about, when the route is deployment-scoped (for the audit record). */
   deployment: string | null;
-}
-
-/** Checks the permission a route (or socket) declares; throws 403. */
-export function checkPermission(permission: string | null, principal: Principal | null): void {
-  if (permission === null) return;
-  if (!principal) throw errors.unauthorized();
-  if (permission === 'authenticated') return;
-  if (!principal.can(permission)) throw errors.forbidden(`permission '${permission}' required`);
-}
-
-/**
- * Deployment-scoped access when the request names a deployment: 404 for one the principal cannot see, 403 when its
- * level is too low; else the route's tenancy. Returns the deployment. A name the route found itself (from an id) is
- * not repeated in the answer: it would tell the caller whose the id is.
- */
-export function checkScope(principal: Principal, name: unknown, route: RegisteredRoute | RegisteredSocket, method: string, named = true): string | null {
-  if (name === undefined || name === null || name === '') {
-    checkTenancy(principal, route.spec.tenancy, method);
-    return null;
-  }
-  const deployment = String(name);
-  const level = principal.deploymentLevel(deployment);
-  if (!level) throw errors.notFound(named ? `deployment '${deployment}' not found` : 'not found');
-  const needed = neededLevel(route.permission, route.spec.deploymentLevel);
-  if (levelRank(level) < levelRank(needed)) throw errors.forbidden(`'${needed}' access to deployment '${deployment}' required`);
-  return deployment;
-}
-
-/**
- * What a scoped principal may do where no deployment is named: only routes that declare how they keep to its
- * deployments (see `Tenancy`). Global routes answer 403 `GLOBAL_SCOPE_REQUIRED`.
- */
-export function checkTenancy(principal: Principal | null, tenancy: Tenancy | undefined, method: string): void {
-  if (!principal || principal.isGlobal || tenancy === 'filtered' || tenancy === 'own') return;
-  if (tenancy === 'catalogue' && method === 'GET') return;
-  // A scoped user becomes admin of what it creates; a scoped key would not reach it: it may not create one.
-  if (tenancy === 'create' && principal.type === 'user') return;
-  throw errors.forbidden(`${principal.name} is limited to its deployments; this operation concerns global state`, 'GLOBAL_SCOPE_REQUIRED');
-}
-
-export function neededLevel(permission: string | null, declared: AccessLevel | undefined): AccessLevel {
-  return declared ?? (permission?.endsWith(':write') ? 'write' : 'read');
 }
 
 /**
@@ -117,20 +77,9 @@ export function execute(
   plans: PlanEngine,
   validateResponse?: (route: RegisteredRoute, data: unknown) => void,
 ): ExecuteResult | Promise<ExecuteResult> {
-  const { route } = inv;
+  const { route, principal } = inv;
   const spec = route.spec;
-  checkPermission(route.permission, inv.principal);
-
-  const paramsError = route.validate.params(inv.params);
-  if (paramsError) throw paramsError;
-  // A deployment named in the path is checked before the query and body: a principal without access gets the
-  // same 404 whatever it sends, so validation errors cannot be used to probe deployments it may not see. Without
-  // one, the route's tenancy decides for a scoped principal, before validation.
-  const { principal } = inv;
-  const inPath = typeof spec.deployment === 'string' ? inv.params[spec.deployment] : undefined;
-  let deployment = principal && typeof spec.deployment !== 'function' ? checkScope(principal, inPath, route, route.method) : null;
-  const queryError = route.validate.query(inv.query);
-  if (queryError) throw queryError;
+  let deployment = admit(route, principal, inv.params, inv.query);
   let body = inv.body;
   if (route.validate.body) {
     if (body === undefined || body === null) body = {};
@@ -141,7 +90,7 @@ export function execute(
   const req = new HandlerRequest(inv, body);
 
   if (typeof spec.deployment === 'function' && principal) {
-    deployment = checkScope(principal, spec.deployment(req), route, route.method, false);
+    deployment = checkScope(principal, spec.deployment(req), route, false);
   }
 
   if (inv.wantsPlan) {

@@ -9,7 +9,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { isHttpError, type PrincipalDirectory, type WebSocketConnection } from '@agent/sdk';
 import type { RouteRegistry, RegisteredSocket } from '../openapi/registry.js';
 import type { RootLogger } from '../log.js';
-import { checkPermission, checkScope } from './execute.js';
+import { admit, checkScope } from '../auth/checks.js';
 
 const AUTH_TIMEOUT_MS = 10_000;
 
@@ -66,14 +66,9 @@ export function createSocketServer(registry: RouteRegistry, principals: Principa
                 .trim();
           const principal = token ? await principals.authenticate(token, ip) : null;
           if (!principal) return ws.close(1008, 'invalid, expired or revoked token');
-          checkPermission(entry.permission, principal);
-          const paramsError = entry.validate.params(params);
-          if (paramsError) throw paramsError;
-          const queryError = entry.validate.query(query);
-          if (queryError) throw queryError;
-          const spec = entry.spec;
-          const name = typeof spec.deployment === 'function' ? spec.deployment({ params, query: query as never }) : spec.deployment && params[spec.deployment];
-          checkScope(principal, name, entry, 'GET');
+          admit(entry, principal, params, query);
+          const { spec } = entry;
+          if (typeof spec.deployment === 'function') checkScope(principal, spec.deployment({ params, query: query as never }), entry);
           const conn = connection(ws);
           await conn.send({ type: 'ready' });
           await spec.handler(conn, { params, query: query as never, principal, ip });

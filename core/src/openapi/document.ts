@@ -2,7 +2,7 @@
 import { compareText, type ResourcePolicy } from '@agent/sdk';
 import type { RouteRegistry, RegisteredAppRoute, RegisteredRoute, RegisteredSocket } from './registry.js';
 import { closeObjects } from './validation.js';
-import { neededLevel } from '../http/execute.js';
+import { neededLevel } from '../auth/checks.js';
 
 type Json = Record<string, unknown>;
 

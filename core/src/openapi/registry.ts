@@ -2,6 +2,7 @@
  * The route registry: every HTTP route, websocket and app route the enabled plugins declared, with compiled
  * validators. It feeds the router, the plan engine and `/api/openapi.json`.
  */
+import { match } from 'path-to-regexp';
 import type { AppRouteSpec, HttpMethod, RouteSpec, WebSocketSpec } from '@agent/sdk';
 import { bodyValidator, paramsValidator, queryValidator, type Validator } from './validation.js';
 
@@ -74,14 +75,11 @@ function deriveOperationName(tag: string, method: HttpMethod, path: string): str
  * routes). Unlike the route table it is case-sensitive, and a param that does not decode matches nothing.
  */
 function pathMatcher(path: string): Matcher {
-  const segments = path.split('/');
-  const names = segments.filter((s) => s.startsWith(':')).map((s) => s.slice(1));
-  const source = segments.map((s) => (s.startsWith(':') ? '([^/]+)' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
-  const re = new RegExp(`^${source}/?$`);
+  const matches = match<Record<string, string>>(path, { decode: decodeURIComponent, sensitive: true, strict: false, end: true });
   return (candidate) => {
-    const m = re.exec(candidate);
     try {
-      return m && Object.fromEntries(names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]));
+      const found = matches(candidate);
+      return found ? { ...found.params } : null;
     } catch {
       return null;
     }

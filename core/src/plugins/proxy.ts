@@ -8,10 +8,9 @@ import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { errors, HttpError, type AppDirectory, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import { PRINCIPAL_HEADER } from '@agent/sdk/app';
-import type { AuditWriter } from '../audit.js';
+import { auditActor, auditFailed, type AuditWriter } from '../audit.js';
 import type { RouteRegistry } from '../openapi/registry.js';
-import { authenticateHeader, auditActor, auditFailed } from '../http/app.js';
-import { checkPermission, checkTenancy } from '../http/execute.js';
+import { admit, authenticateHeader } from '../auth/checks.js';
 import { refuseUpgrade, sendError, toErrorAnswer } from '../http/respond.js';
 import type { RootLogger } from '../log.js';
 
@@ -71,15 +70,10 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
   type Resolved = ReturnType<typeof resolve>;
 
   /** Authenticates and authorizes the request, then rewrites it for the app: signed principal, no token, its own path. */
-  const admit = async (req: IncomingMessage, ip: string, r: Resolved, query: Record<string, unknown>): Promise<Principal> => {
+  const prepare = async (req: IncomingMessage, ip: string, r: Resolved, query: Record<string, unknown>): Promise<Principal> => {
     const header = req.headers.authorization;
     const principal = await authenticateHeader(Array.isArray(header) ? header[0] : header, ip, deps.principals);
-    checkPermission(r.route.permission, principal);
-    checkTenancy(principal, r.route.spec.tenancy, r.route.method);
-    const paramsError = r.route.validate.params(r.params);
-    if (paramsError) throw paramsError;
-    const queryError = r.route.validate.query(query);
-    if (queryError) throw queryError;
+    admit(r.route, principal, r.params, query);
     req.headers[PRINCIPAL_HEADER] = await new (await import('jose')).SignJWT({ principal: principal.toJSON() })
       .setProtectedHeader({ alg: 'HS256' })
       .setIssuer('agent')
@@ -97,7 +91,7 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
     /** Serves one request under `/api/plugin/`; `ip` is the client's address, `query` its parsed query string. */
     async http(req: IncomingMessage, res: ServerResponse, ip: string, query: Record<string, unknown>): Promise<void> {
       const r = resolve(req.method!, req.url!);
-      const principal = await admit(req, ip, r, { ...query });
+      const principal = await prepare(req, ip, r, { ...query });
       const record = (status: number) =>
         deps.audit.record({
           ...auditActor(principal),
@@ -142,7 +136,7 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
       void (async () => {
         try {
           const r = resolve('GET', req.url!);
-          await admit(req, ip, r, Object.fromEntries(new URLSearchParams(r.search.slice(1))));
+          await prepare(req, ip, r, Object.fromEntries(new URLSearchParams(r.search.slice(1))));
           proxy.ws(req, socket, head, { target: r.target });
         } catch (err) {
           refuseUpgrade(socket, err);
