@@ -88,6 +88,9 @@ describe('request pipeline', () => {
     expect(readOnly.status).toBe(403);
     const hidden = await agent.api('PUT', '/fixture/deployments/other/widget', { token: operator.token, body: { color: 'red' } });
     expect(hidden.status).toBe(404);
+    // An invalid query or body does not tell a hidden deployment from a missing one.
+    const probing = await agent.api('PUT', '/fixture/deployments/other/widget', { token: operator.token, query: { bogus: 1 }, body: { nope: 1 } });
+    expect(probing.body).toEqual({ error: "deployment 'other' not found", code: 'NOT_FOUND' });
     // list filtering by deployment access
     await agent.api('PUT', '/fixture/deployments/other/widget', { body: { color: 'blue' } });
     const seen = await agent.api('GET', '/fixture/widgets', { token: operator.token });
@@ -170,6 +173,19 @@ describe('request pipeline', () => {
     );
     hidden.on('open', () => hidden.send(viewer.token));
     expect(await hiddenClose).toMatchObject({ code: 1008, reason: expect.stringContaining('NOT_FOUND') });
+
+    // A query the socket refuses does not tell a deployment it may not see from one that does not exist: the
+    // deployment is checked first, as on HTTP routes.
+    const probing = open('/api/fixture/deployments/d9/echo?bogus=1');
+    const probingClose = new Promise<{ code: number; reason: string }>((done) =>
+      probing.on('close', (code, reason) => done({ code, reason: reason.toString() })),
+    );
+    probing.on('open', () => probing.send(viewer.token));
+    expect(await probingClose).toMatchObject({ code: 1008, reason: expect.stringContaining('NOT_FOUND') });
+    const own = open('/api/fixture/deployments/d1/echo?bogus=1');
+    const ownClose = new Promise<{ code: number; reason: string }>((done) => own.on('close', (code, reason) => done({ code, reason: reason.toString() })));
+    own.on('open', () => own.send(viewer.token));
+    expect(await ownClose).toMatchObject({ code: 1008, reason: expect.stringContaining('VALIDATION_FAILED') });
   });
 
   it('runs jobs on demand and records executions', async () => {
