@@ -7,13 +7,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
+// The agent as `npm start` runs it: the bundled core with the same Node flags and environment.
+import { AGENT_ENTRY, AGENT_ENV, NODE_FLAGS } from '../../scripts/lib.mjs';
 
+export { AGENT_ENTRY };
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 export const ADMIN_PASSWORD = 'Admin-Test-Pass-1';
-/** The agent as `npm start` runs it: the bundled core (scripts/lib.mjs, AGENT_ENTRY) with the same Node flags and environment. */
-export const AGENT_ENTRY = join(REPO_ROOT, 'core/dist/agent.mjs');
-const NODE_FLAGS = ['--max-semi-space-size=1', '--heap-growing-percent=20'];
-const AGENT_ENV = { MALLOC_MMAP_THRESHOLD_: '131072' };
 
 /**
  * The edge plugin's `proxy` section for an agent that must not touch the host's nginx: it renders into `dir` and its
