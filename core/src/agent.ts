@@ -23,7 +23,7 @@ import { SettingsStore, type SettingsDoc } from './settings/registry.js';
 import { PluginHost } from './plugins/host.js';
 import { ServiceDirectory } from './plugins/services.js';
 import { createPluginProxy } from './plugins/proxy.js';
-import { createHttpApp } from './http/app.js';
+import { clientIp, createHttpApp } from './http/app.js';
 import { createSocketServer } from './http/websocket.js';
 import { refuseUpgrade } from './http/respond.js';
 import { coreRoutes } from './http/core-routes.js';
@@ -142,7 +142,8 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const server: Server = createServer({ requestTimeout: 3600_000, keepAliveTimeout: 65_000 }, listener);
   server.headersTimeout = 66_000;
   server.on('upgrade', (req, socket, head) => {
-    const ip = req.socket.remoteAddress ?? '';
+    // The same client address as on HTTP: an API key's last use and the audit name the client, not the proxy.
+    const ip = clientIp(req, core.api.trust_proxy);
     if (sockets.upgrade(req, socket, head, ip) || proxy.upgrade(req, socket, head, ip)) return;
     refuseUpgrade(socket, errors.notFound('no websocket endpoint here'));
   });

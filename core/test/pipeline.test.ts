@@ -147,9 +147,10 @@ describe('request pipeline', () => {
 
   it('serves websockets with the token as first message', async () => {
     const { WebSocket } = await import('ws');
-    const open = (path: string) => new WebSocket(agent.url.replace('http', 'ws') + path);
+    const open = (path: string, headers: Record<string, string> = {}) => new WebSocket(agent.url.replace('http', 'ws') + path, { headers });
     const messages: unknown[] = [];
-    const ws = open('/api/fixture/deployments/d9/echo');
+    // trust_proxy is off: a forged X-Forwarded-For is not the client's address.
+    const ws = open('/api/fixture/deployments/d9/echo', { 'x-forwarded-for': '203.0.113.9' });
     const closed = new Promise<{ code: number; reason: string }>((done) => ws.on('close', (code, reason) => done({ code, reason: reason.toString() })));
     ws.on('open', () => ws.send(agent.token));
     ws.on('message', (data) => {
@@ -159,7 +160,7 @@ describe('request pipeline', () => {
       if (m.echo) ws.send('bye');
     });
     expect(await closed).toEqual({ code: 1000, reason: 'bye' });
-    expect(messages).toEqual([{ type: 'ready' }, { hello: 'admin', deployment: 'd9' }, { echo: 'ping' }]);
+    expect(messages).toEqual([{ type: 'ready' }, { hello: 'admin', deployment: 'd9', ip: '127.0.0.1' }, { echo: 'ping' }]);
 
     const bad = open('/api/fixture/deployments/d9/echo');
     const badClose = new Promise<number>((done) => bad.on('close', (code) => done(code)));
@@ -203,5 +204,33 @@ describe('request pipeline', () => {
     expect((await request(agent.url, 'GET', '/fixture/widgets')).status).toBe(401);
     expect((await request(agent.url, 'GET', '/fixture/widgets', { token: 'garbage' })).status).toBe(401);
     expect((await request(agent.url, 'GET', '/fixture/widgets', { headers: { authorization: 'Basic abc' } })).body.code).toBe('UNAUTHORIZED');
+  });
+});
+
+describe('behind a trusted proxy', () => {
+  let agent: TestAgent;
+  beforeAll(async () => {
+    agent = await startAgent({ plugins: [FIXTURE], config: { api: { trust_proxy: true } } });
+  }, 60_000);
+  afterAll(() => agent?.stop());
+
+  it('takes the client address from X-Forwarded-For on websockets, as on HTTP', async () => {
+    const { WebSocket } = await import('ws');
+    const ws = new WebSocket(agent.url.replace('http', 'ws') + '/api/fixture/deployments/d9/echo', {
+      headers: { 'x-forwarded-for': '203.0.113.9, 10.0.0.2' },
+    });
+    ws.on('open', () => ws.send(agent.token));
+    const hello = await new Promise<Record<string, unknown>>((done) =>
+      ws.on('message', (data) => {
+        const m = JSON.parse(data.toString()) as Record<string, unknown>;
+        if (m.hello) done(m);
+      }),
+    );
+    ws.close();
+    expect(hello).toEqual({ hello: 'admin', deployment: 'd9', ip: '203.0.113.9' });
+
+    await agent.api('PUT', '/fixture/deployments/proxied/widget', { body: { color: 'blue' }, headers: { 'x-forwarded-for': '203.0.113.9, 10.0.0.2' } });
+    const rows = (await agent.api('GET', '/fixture/audit')).body.data as Record<string, unknown>[];
+    expect(rows.find((r) => r.resource_id === 'proxied')).toMatchObject({ client_ip: '203.0.113.9' });
   });
 });

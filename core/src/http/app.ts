@@ -57,7 +57,7 @@ function splitTarget(url: string): [path: string, query: string] {
  * The client's address: behind a trusted proxy the first `X-Forwarded-For` entry (the client as the outermost
  * proxy saw it), else the peer of the connection; empty when neither is known.
  */
-function clientIp(req: IncomingMessage, trustProxy: boolean): string {
+export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
   // Node joins repeated X-Forwarded-For headers into one value.
   const forwarded = trustProxy ? (req.headers['x-forwarded-for'] as string | undefined) : undefined;
   if (forwarded) {
