@@ -11,7 +11,7 @@ import type { ServiceDirectory } from './plugins/services.js';
 import type { JournalSync } from './store/journal.js';
 
 /** The error of a mutation whose audit record could not be written: it was made, but is not answered as a success. */
-export const auditFailed = () => errors.internal('the change was made but its audit record could not be written', 'AUDIT_FAILED');
+const auditFailed = () => errors.internal('the change was made but its audit record could not be written', 'AUDIT_FAILED');
 
 export function auditActor(principal: Principal): { actor_type: 'user' | 'api_key' | 'system'; actor_id: string; actor_name: string } {
   return { actor_type: principal.type, actor_id: principal.id, actor_name: principal.name };

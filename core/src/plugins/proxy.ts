@@ -6,9 +6,9 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
-import { errors, HttpError, type AppDirectory, type Principal, type PrincipalDirectory } from '@agent/sdk';
+import { errors, HttpError, type AppDirectory, type AuditEventInput, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import { PRINCIPAL_HEADER } from '@agent/sdk/app';
-import { auditActor, auditFailed, type AuditWriter } from '../audit.js';
+import { auditActor, type AuditWriter } from '../audit.js';
 import type { RouteRegistry } from '../openapi/registry.js';
 import { admit, authenticateHeader } from '../auth/checks.js';
 import { refuseUpgrade, sendError, toErrorAnswer } from '../http/respond.js';
@@ -92,16 +92,15 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
     async http(req: IncomingMessage, res: ServerResponse, ip: string, query: Record<string, unknown>): Promise<void> {
       const r = resolve(req.method!, req.url!);
       const principal = await prepare(req, ip, r, { ...query });
-      const record = (status: number) =>
-        deps.audit.record({
-          ...auditActor(principal),
-          action: r.route.operationId,
-          resource_type: r.name,
-          resource_id: Object.values(r.params)[0] ?? null,
-          success: status < 400,
-          status,
-          client_ip: ip,
-        });
+      const event = (status: number): AuditEventInput => ({
+        ...auditActor(principal),
+        action: r.route.operationId,
+        resource_type: r.name,
+        resource_id: Object.values(r.params)[0] ?? null,
+        success: status < 400,
+        status,
+        client_ip: ip,
+      });
       const get = req.method === 'GET';
       let answered = false;
       await new Promise<void>((done) => {
@@ -117,17 +116,16 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
             res.writeHead(status, headers);
             answer.pipe(res);
           };
-          void record(status).then(pass, () => {
-            // A failed request is answered as it is; a change the journal could not record is not a success.
-            if (status >= 400) return pass();
+          // Passed on once its record is durable; a success that could not be recorded is answered AUDIT_FAILED.
+          void deps.audit.settle(event(status)).then(pass, (err: unknown) => {
             answer.resume();
-            sendError(res, toErrorAnswer(auditFailed()));
+            sendError(res, toErrorAnswer(err));
           });
         });
         holding.web(req, res, { target: r.target });
       });
       // The app never answered (the proxy answered 502): that attempt is recorded too.
-      if (!get && !answered) await record(res.statusCode).catch(() => undefined);
+      if (!get && !answered) await deps.audit.record(event(res.statusCode)).catch(() => undefined);
     },
 
     /** Handles an upgrade under `/api/plugin/`; returns false when the path is not ours. */
