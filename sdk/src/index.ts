@@ -49,4 +49,4 @@ export * from './schema.js';
 export * from './tenancy.js';
 export { cjsExports } from './modules.js';
 export { compareText } from './text.js';
-export { isInside, openInside, readTextInside, UNSAFE_FILE } from './files.js';
+export { Dir, emptyDir, removeInside, isInside, openInside, readTextInside, componentsOf, unsafeFile, UNSAFE_FILE, O_PATH } from './tree.js';
