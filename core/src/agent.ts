@@ -16,6 +16,7 @@ import { AgentEventBus } from './events/bus.js';
 import { AuditWriter } from './audit.js';
 import { ResourceCatalog } from './auth/resources.js';
 import { TokenService } from './auth/tokens.js';
+import { LiveConnections } from './auth/live.js';
 import { RouteRegistry } from './openapi/registry.js';
 import { PlanEngine, type PlansDoc } from './plans/engine.js';
 import { CoreScheduler } from './scheduler/scheduler.js';
@@ -125,7 +126,11 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   coreJobs.job({ name: 'plans.purge', cron: '17 * * * *', run: () => plans.purge() });
   coreJobs.startAll();
 
-  const proxy = createPluginProxy({ registry, principals, apps, audit, log: root });
+  // Websockets, streamed answers and proxied requests outlive their checks: when the principal directory says whose
+  // rights changed, theirs are checked again and those that no longer pass are ended.
+  const live = new LiveConnections(principals);
+  bus.on('principals.changed', ({ user_ids }) => live.recheck(user_ids));
+  const proxy = createPluginProxy({ registry, principals, apps, audit, live, log: root });
   const listener = createHttpApp({
     config: core,
     log: root,
@@ -133,10 +138,11 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     registry,
     plans,
     audit,
+    live,
     proxy: (req, res, ip, query) => proxy.http(req, res, ip, query),
     validateResponses: process.env.AGENT_VALIDATE_RESPONSES === '1',
   });
-  const sockets = createSocketServer(registry, principals, root);
+  const sockets = createSocketServer(registry, principals, live, root);
   // Keep-alive longer than clients' own idle timeouts (undici: 4 s), so a client never reuses a connection the
   // agent is closing at that moment.
   const server: Server = createServer({ requestTimeout: 3600_000, keepAliveTimeout: 65_000 }, listener);
@@ -183,6 +189,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       clearInterval(idle);
       clearTimeout(force);
       proxy.close();
+      live.close();
       await host.stop();
       scheduler.stop();
       journal.close();

@@ -10,6 +10,13 @@ export interface AgentEvents {
   'plugin.started': { name: string };
   'plugin.failed': { name: string; error: string };
   'settings.changed': { plugin: string; keys: string[] };
+  /**
+   * What these users, or keys of theirs, may do changed (a key revoked or deleted; a user disabled, deleted,
+   * demoted or given a new password; a grant set or removed): emitted by the principal directory once the change is
+   * in effect. The kernel then authenticates and admits again their open websockets, streamed answers and proxied
+   * requests, and ends those that no longer pass.
+   */
+  'principals.changed': { user_ids: number[] };
 }
 
 export type EventName = keyof AgentEvents;

@@ -43,7 +43,7 @@ export interface TestAgent {
   url: string;
   dataDir: string;
   workDir: string;
-  /** Token of the bootstrap admin. */
+  /** Token of the bootstrap admin, used by `api` unless told otherwise (a test may replace it). */
   token: string;
   /** Everything the agent printed (stdout and stderr). */
   output: () => string;
@@ -150,14 +150,15 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
   const cleanup = () => {
     if (!options.keep) rmSync(workDir, { recursive: true, force: true });
   };
-  return {
+  const agent: TestAgent = {
     url,
     dataDir,
     workDir,
     token,
     process: child,
     output: () => output,
-    api: (method, path, opts = {}) => request(url, method, path, { ...opts, defaultToken: token }),
+    // The token of the moment: a test that signs the admin out (a demotion, a password change) sets a new one.
+    api: (method, path, opts = {}) => request(url, method, path, { ...opts, defaultToken: agent.token }),
     login,
     stop: async () => {
       child.kill('SIGTERM');
@@ -171,4 +172,5 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
       cleanup();
     },
   };
+  return agent;
 }

@@ -17,11 +17,21 @@ const checked = (principal: Principal | null): Principal => {
  * from its caches (every request but a token's first), so the hot path awaits nothing.
  */
 export function authenticateHeader(header: string | undefined, ip: string, principals: PrincipalDirectory): Principal | Promise<Principal> {
+  return authenticateBearer(bearerToken(header), ip, principals);
+}
+
+/** The principal behind a bearer credential; throws 401. */
+export function authenticateBearer(bearer: string, ip: string, principals: PrincipalDirectory): Principal | Promise<Principal> {
+  const found = principals.authenticate(bearer, ip);
+  return found instanceof Promise ? found.then(checked) : checked(found);
+}
+
+/** The credential of an `Authorization: Bearer …` header; throws 401. */
+export function bearerToken(header: string | undefined): string {
   if (!header) throw errors.unauthorized('missing bearer token');
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) throw errors.unauthorized('the Authorization header must be "Bearer <token>"');
-  const found = principals.authenticate(m[1]!, ip);
-  return found instanceof Promise ? found.then(checked) : checked(found);
+  return m[1]!;
 }
 
 /** Checks the permission a route (or socket) declares; throws 403. */
@@ -84,4 +94,21 @@ export function admit(entry: Entry, principal: Principal | null, params: Record<
   const queryError = entry.validate.query(query);
   if (queryError) throw queryError;
   return deployment;
+}
+
+/**
+ * The checks a long-lived connection passed when it opened, for its principal of now (see `LiveConnections`):
+ * `admit`, then the deployment the entry found itself (`found`, when its `deployment` is a function).
+ */
+export function readmit(entry: Entry, principal: Principal, params: Record<string, string>, query: Record<string, unknown>, found: unknown): void {
+  admit(entry, principal, params, query);
+  if (entry.kind !== 'app' && typeof entry.spec.deployment === 'function') checkScope(principal, found, entry, false);
+}
+
+/** Whether `now` lacks a right `then` had: global scope, a permission, a level on a deployment. */
+export function lostRights(then: Principal, now: Principal): boolean {
+  if (then.isGlobal && !now.isGlobal) return true;
+  if (then.permissions.some((p) => !now.can(p))) return true;
+  for (const name in then.deployments) if (levelRank(now.deploymentLevel(name)) < levelRank(then.deployments[name])) return true;
+  return false;
 }

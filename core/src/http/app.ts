@@ -12,7 +12,8 @@ import type { RootLogger } from '../log.js';
 import type { RouteRegistry, RegisteredRoute } from '../openapi/registry.js';
 import type { PlanEngine } from '../plans/engine.js';
 import { createdName, routeAuditEvent, type AuditWriter } from '../audit.js';
-import { authenticateHeader } from '../auth/checks.js';
+import { authenticateHeader, bearerToken, readmit } from '../auth/checks.js';
+import type { LiveConnections } from '../auth/live.js';
 import { execute, type ExecuteResult } from './execute.js';
 import { RouteTable } from './router.js';
 import { bindStream, sendError, sendReply, toErrorAnswer, writable } from './respond.js';
@@ -24,6 +25,8 @@ export interface HttpDeps {
   registry: RouteRegistry;
   plans: PlanEngine;
   audit: AuditWriter;
+  /** Streamed answers are tracked there while they stream: one whose rights are taken away is cut off. */
+  live: LiveConnections;
   /**
    * Serves `/api/plugin/<name>/…`, given the client's address and the parsed query; resolves when the proxied answer
    * is complete.
@@ -90,7 +93,7 @@ function makeResponseValidator(log: RootLogger) {
 }
 
 export function createHttpApp(deps: HttpDeps): (req: IncomingMessage, res: ServerResponse) => void {
-  const { config, log, principals, registry, plans, audit } = deps;
+  const { config, log, principals, registry, plans, audit, live } = deps;
   const { trust_proxy: trustProxy, body_limit: bodyLimit } = config.api;
   const validateResponse = deps.validateResponses ? makeResponseValidator(log) : undefined;
   const allowedOrigins = new Set(config.api.allowed_origins);
@@ -189,8 +192,20 @@ export function createHttpApp(deps: HttpDeps): (req: IncomingMessage, res: Serve
           if (!res.headersSent) for (const k in reply.headers) res.removeHeader(k);
           answerError(req, res, path, err);
         };
-        if (reply.stream !== undefined) bindStream(reply.stream, res, streamFailed);
-        else if (reply.body) json = JSON.stringify(reply.body);
+        if (reply.stream !== undefined) {
+          bindStream(reply.stream, res, streamFailed);
+          // A streamed answer (an export, a download) may last long after its checks: until it ends, losing the
+          // rights it needs ends it (see LiveConnections).
+          if (principal && typeof (reply.stream as { pipe?: unknown }).pipe === 'function' && !res.destroyed) {
+            const untrack = live.track(principal, {
+              bearer: bearerToken(req.headers.authorization),
+              ip,
+              admit: (now) => readmit(route, now, inv.params, inv.query, done.deployment),
+              end: (why) => answerError(req, res, path, why),
+            });
+            res.once('close', untrack);
+          }
+        } else if (reply.body) json = JSON.stringify(reply.body);
       });
     };
 

@@ -1,21 +1,27 @@
 /**
  * Websocket endpoints declared with `ctx.websocket`. The client upgrades, then sends its token (JWT or API key) as
  * the first text message; the same permission and deployment checks as HTTP apply, and a failure closes the
- * socket with 1008 (policy violation) and the reason. On success the server sends `{"type":"ready"}`.
+ * socket with 1008 (policy violation) and the reason. On success the server sends `{"type":"ready"}`. An open
+ * socket whose rights are taken away (`LiveConnections`) is closed with 4401 (credential no longer accepted) or
+ * 4403 (no longer allowed) and the reason.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { isHttpError, type PrincipalDirectory, type WebSocketConnection } from '@agent/sdk';
+import { isHttpError, type HttpError, type Principal, type PrincipalDirectory, type WebSocketConnection } from '@agent/sdk';
 import type { RouteRegistry, RegisteredSocket } from '../openapi/registry.js';
 import type { RootLogger } from '../log.js';
-import { admit, checkScope } from '../auth/checks.js';
+import { admit, checkScope, readmit } from '../auth/checks.js';
+import type { LiveConnections } from '../auth/live.js';
 
 const AUTH_TIMEOUT_MS = 10_000;
+/** How long a revoked peer has to answer the close handshake before its connection is cut. */
+const REVOKED_CLOSE_MS = 1000;
 
 const reason = (text: string) => Buffer.from(text).subarray(0, 120).toString();
 
-function connection(ws: WebSocket): WebSocketConnection {
+/** The handler's side of a socket, and `revoke`, which closes it when its rights are taken away. */
+function connection(ws: WebSocket): WebSocketConnection & { revoke(why: HttpError): void } {
   const controller = new AbortController();
   ws.once('close', () => controller.abort());
   // Messages sent in the same tick leave in one socket write (a log follower often gets several lines at once):
@@ -47,10 +53,18 @@ function connection(ws: WebSocket): WebSocketConnection {
         if (!isBinary) listener(data.toString());
       });
     },
+    revoke: (why) => {
+      if (ws.readyState !== ws.OPEN) return;
+      // The close frame first: a handler that closes on abort must not get its own code out before this one.
+      ws.close(why.status === 401 ? 4401 : 4403, reason(`${why.code}: ${why.message}`));
+      controller.abort();
+      // Nothing is sent once closing began; a peer that never answers the handshake is cut off.
+      setTimeout(() => ws.terminate(), REVOKED_CLOSE_MS).unref();
+    },
   };
 }
 
-export function createSocketServer(registry: RouteRegistry, principals: PrincipalDirectory, log: RootLogger) {
+export function createSocketServer(registry: RouteRegistry, principals: PrincipalDirectory, live: LiveConnections, log: RootLogger) {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
 
   const serve = (ws: WebSocket, entry: RegisteredSocket, params: Record<string, string>, query: Record<string, unknown>, ip: string) => {
@@ -68,8 +82,13 @@ export function createSocketServer(registry: RouteRegistry, principals: Principa
           if (!principal) return ws.close(1008, 'invalid, expired or revoked token');
           admit(entry, principal, params, query);
           const { spec } = entry;
-          if (typeof spec.deployment === 'function') checkScope(principal, spec.deployment({ params, query: query as never }), entry);
+          const found: unknown = typeof spec.deployment === 'function' ? spec.deployment({ params, query: query as never }) : undefined;
+          if (typeof spec.deployment === 'function') checkScope(principal, found, entry);
+          // The client may have left while its token was checked.
+          if (ws.readyState !== ws.OPEN) return;
           const conn = connection(ws);
+          const admitted = (now: Principal) => readmit(entry, now, params, query, found);
+          ws.once('close', live.track(principal, { bearer: token, ip, admit: admitted, end: conn.revoke }));
           await conn.send({ type: 'ready' });
           await spec.handler(conn, { params, query: query as never, principal, ip });
         } catch (err) {

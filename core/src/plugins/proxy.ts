@@ -2,6 +2,8 @@
  * The plugin proxy: `/api/plugin/<name>/<path>` → the app plugin's own server. The core normalises the path,
  * forwards only routes the app declared, authenticates, checks the declared permission, then forwards with the
  * principal in a signed `x-agent-principal` header (the caller's token is not passed on). Websockets included.
+ * Reads and websockets are ended, on both sides, when the caller's rights are taken away (`LiveConnections`) or
+ * the caller leaves; a mutation runs to its audited answer.
  */
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -10,7 +12,8 @@ import { errors, HttpError, type AppDirectory, type AuditEventInput, type Princi
 import { PRINCIPAL_HEADER } from '@agent/sdk/app';
 import { auditActor, type AuditWriter } from '../audit.js';
 import type { RouteRegistry } from '../openapi/registry.js';
-import { admit, authenticateHeader } from '../auth/checks.js';
+import { admit, authenticateBearer, bearerToken, lostRights, readmit } from '../auth/checks.js';
+import type { LiveConnections } from '../auth/live.js';
 import { refuseUpgrade, sendError, toErrorAnswer } from '../http/respond.js';
 import type { RootLogger } from '../log.js';
 
@@ -25,13 +28,35 @@ function unsafePath(rawPath: string): boolean {
     .some((seg, i, all) => seg === '.' || seg === '..' || (seg === '' && i < all.length - 1));
 }
 
-export function createPluginProxy(deps: { registry: RouteRegistry; principals: PrincipalDirectory; apps: AppDirectory; audit: AuditWriter; log: RootLogger }) {
+export function createPluginProxy(deps: {
+  registry: RouteRegistry;
+  principals: PrincipalDirectory;
+  apps: AppDirectory;
+  audit: AuditWriter;
+  live: LiveConnections;
+  log: RootLogger;
+}) {
   const proxy = httpProxy.createProxyServer({ xfwd: false, ws: true, proxyTimeout: 120_000 });
   // Mutations: the app's answer is held until its audit record is durable (see `http`), then passed on.
   const holding = httpProxy.createProxyServer({ xfwd: false, proxyTimeout: 120_000, selfHandleResponse: true });
   const held = new WeakMap<IncomingMessage, (answer: IncomingMessage) => void>();
   holding.on('proxyRes', (answer, req) => held.get(req)?.(answer));
-  const onError = (err: Error, _req: IncomingMessage, res: ServerResponse | Duplex) => {
+  // The app's side of each read and websocket (its request, then its socket once upgraded), ended with the client's
+  // side: node does not abort the app's answer to a GET whose client left.
+  const upstream = new WeakMap<IncomingMessage, { destroy(): void }>();
+  proxy.on('proxyReq', (toApp, req) => upstream.set(req, toApp));
+  proxy.on('proxyReqWs', (toApp, req) => {
+    upstream.set(req, toApp);
+    toApp.once('upgrade', (_answer, appSocket) => upstream.set(req, appSocket));
+  });
+  /** Requests ended on purpose (client gone, rights taken away): the app side's errors that follow are expected. */
+  const ended = new WeakSet<IncomingMessage>();
+  const endUpstream = (req: IncomingMessage) => {
+    ended.add(req);
+    upstream.get(req)?.destroy();
+  };
+  const onError = (err: Error, req: IncomingMessage, res: ServerResponse | Duplex) => {
+    if (ended.has(req)) return;
     deps.log.warn({ error: String(err) }, 'plugin proxy error');
     if (res instanceof ServerResponse && !res.headersSent) {
       sendError(res, toErrorAnswer(new HttpError(502, 'PLUGIN_UNAVAILABLE', 'the app plugin did not answer')));
@@ -69,10 +94,14 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
 
   type Resolved = ReturnType<typeof resolve>;
 
-  /** Authenticates and authorizes the request, then rewrites it for the app: signed principal, no token, its own path. */
-  const prepare = async (req: IncomingMessage, ip: string, r: Resolved, query: Record<string, unknown>): Promise<Principal> => {
+  /**
+   * Authenticates and authorizes the request, then rewrites it for the app: signed principal, no token, its own
+   * path. Returns the principal and the credential it authenticated with.
+   */
+  const prepare = async (req: IncomingMessage, ip: string, r: Resolved, query: Record<string, unknown>): Promise<{ principal: Principal; bearer: string }> => {
     const header = req.headers.authorization;
-    const principal = await authenticateHeader(Array.isArray(header) ? header[0] : header, ip, deps.principals);
+    const bearer = bearerToken(Array.isArray(header) ? header[0] : header);
+    const principal = await authenticateBearer(bearer, ip, deps.principals);
     admit(r.route, principal, r.params, query);
     req.headers[PRINCIPAL_HEADER] = await new (await import('jose')).SignJWT({ principal: principal.toJSON() })
       .setProtectedHeader({ alg: 'HS256' })
@@ -84,14 +113,30 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
     delete req.headers.authorization;
     req.headers['x-forwarded-for'] = ip;
     req.url = r.rest + r.search;
-    return principal;
+    return { principal, bearer };
   };
+
+  /**
+   * Tracks a read or websocket while it is open; `end` ends it when the route's checks fail now, and also when the
+   * principal lost any right it had: the app filters by the principal it was given, which would then show too much.
+   */
+  const track = (principal: Principal, bearer: string, ip: string, r: Resolved, query: Record<string, unknown>, end: (why: HttpError) => void) =>
+    deps.live.track(principal, {
+      bearer,
+      ip,
+      admit: (now) => {
+        readmit(r.route, now, r.params, query, undefined);
+        if (lostRights(principal, now)) throw errors.forbidden('the app was given rights this principal no longer has');
+      },
+      end,
+    });
 
   return {
     /** Serves one request under `/api/plugin/`; `ip` is the client's address, `query` its parsed query string. */
     async http(req: IncomingMessage, res: ServerResponse, ip: string, query: Record<string, unknown>): Promise<void> {
       const r = resolve(req.method!, req.url!);
-      const principal = await prepare(req, ip, r, { ...query });
+      const checkedQuery = { ...query };
+      const { principal, bearer } = await prepare(req, ip, r, checkedQuery);
       const event = (status: number): AuditEventInput => ({
         ...auditActor(principal),
         action: r.route.operationId,
@@ -104,8 +149,21 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
       const get = req.method === 'GET';
       let answered = false;
       await new Promise<void>((done) => {
+        if (get) {
+          // A read may stream for long: it ends when the caller's rights are taken away, or the caller leaves.
+          const untrack = track(principal, bearer, ip, r, checkedQuery, (why) => {
+            endUpstream(req);
+            if (res.headersSent) res.destroy();
+            else sendError(res, toErrorAnswer(why));
+          });
+          res.once('close', () => {
+            untrack();
+            if (!res.writableFinished) endUpstream(req);
+            done();
+          });
+          return proxy.web(req, res, { target: r.target });
+        }
         res.once('close', () => done());
-        if (get) return proxy.web(req, res, { target: r.target });
         held.set(req, (answer) => {
           answered = true;
           const status = answer.statusCode ?? 502;
@@ -134,7 +192,16 @@ export function createPluginProxy(deps: { registry: RouteRegistry; principals: P
       void (async () => {
         try {
           const r = resolve('GET', req.url!);
-          await prepare(req, ip, r, Object.fromEntries(new URLSearchParams(r.search.slice(1))));
+          const query = Object.fromEntries(new URLSearchParams(r.search.slice(1)));
+          const { principal, bearer } = await prepare(req, ip, r, query);
+          if (socket.destroyed) return;
+          // The proxy passes the app's frames through untouched, so a revoked socket is cut rather than closed
+          // with a code of ours; the app's side goes with it.
+          const untrack = track(principal, bearer, ip, r, query, () => socket.destroy());
+          socket.once('close', () => {
+            untrack();
+            endUpstream(req);
+          });
           proxy.ws(req, socket, head, { target: r.target });
         } catch (err) {
           refuseUpgrade(socket, err);

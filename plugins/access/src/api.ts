@@ -70,6 +70,10 @@ export interface IdentityService {
       scope?: Scope;
       is_active?: boolean;
     }): Promise<UserRecord>;
+    /**
+     * Changes a user. One that takes rights away (deactivation, a lower role, a narrower scope, a permission
+     * withdrawn) signs the user out: its existing tokens stop working, also once it is active again.
+     */
     update(id: number, patch: Partial<Pick<UserRecord, 'email' | 'role' | 'permissions' | 'scope' | 'is_active'>>): Promise<UserRecord>;
     delete(id: number): Promise<void>;
     verifyPassword(id: number, password: string): Promise<boolean>;

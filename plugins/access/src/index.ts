@@ -44,7 +44,8 @@ export default definePlugin({
     const store = new IdentityStore(ctx.store.journal());
     const migrated = migrateLegacyFile(join(ctx.agent.dataDir, ...LEGACY_FILE), store);
     if (migrated !== null) ctx.log.info('users, API keys and grants imported from identity.json (renamed identity.json.migrated)', { users: migrated });
-    const identity = new Identity(store, auth);
+    // Whose rights changed goes on the bus: the kernel checks those users' open connections again at once.
+    const identity = new Identity(store, auth, (user_ids) => ctx.events.emit('principals.changed', { user_ids }));
     const admin = await identity.bootstrapAdmin(auth.settings.admin_password);
     if (admin.generated) {
       auth.announce('');

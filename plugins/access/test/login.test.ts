@@ -129,6 +129,42 @@ describe('authentication', () => {
     expect((await request(agent.url, 'POST', '/auth/login', { body: { username: b.username, password: 'An0ther-Passw0rd!' } })).status).toBe(200);
   });
 
+  it('signs a user out when rights are taken away (lower role, narrower scope, permission withdrawn, deactivation), not when added', async () => {
+    const u = await makeUser(agent, 'operator', { scope: 'global' });
+    let token = u.token;
+    const valid = async () => (await request(agent.url, 'GET', '/auth/validate', { token })).status;
+    const update = async (body: Record<string, unknown>) => {
+      const res = await agent.api('PUT', `/users/${u.id}`, { body });
+      expect(res.status, res.text).toBe(200);
+    };
+    const relogin = async () => (token = await agent.login(u.username, u.password));
+
+    await update({ email: 'elsewhere@example.com' });
+    await update({ permissions: ['users:read'] });
+    await update({ role: 'operator' });
+    expect(await valid()).toBe(200);
+    await update({ permissions: [] });
+    expect(await valid()).toBe(401);
+    await relogin();
+    await update({ scope: 'deployments' });
+    expect(await valid()).toBe(401);
+    await relogin();
+    await update({ role: 'viewer' });
+    expect(await valid()).toBe(401);
+    await relogin();
+    // A promotion takes nothing away: the session goes on, with the new rights.
+    await update({ role: 'operator', scope: 'global' });
+    expect(await valid()).toBe(200);
+    expect((await request(agent.url, 'GET', '/auth/validate', { token })).body.data.principal).toMatchObject({ role: 'operator', scope: 'global' });
+    // Deactivated, then active again: the token issued before stays refused.
+    await update({ is_active: false });
+    expect(await valid()).toBe(401);
+    await update({ is_active: true });
+    expect(await valid()).toBe(401);
+    await relogin();
+    expect(await valid()).toBe(200);
+  });
+
   it('audits logins, successful and failed, without the password', async () => {
     await request(agent.url, 'POST', '/auth/login', { body: { username: 'admin', password: 'definitely-wrong' } });
     const rows = (await agent.api('GET', '/fixture/audit')).body.data as Record<string, unknown>[];

@@ -128,9 +128,13 @@ describe('users and per-deployment access', () => {
     const token2 = await agent.login('root2', PASS);
     const demote = await agent.api('PUT', `/users/${admin.id}`, { token: token2, body: { role: 'operator' } });
     expect(demote.status).toBe(200);
+    // A demotion signs the user out: its tokens are refused, also once it is promoted again.
+    expect((await agent.api('GET', '/users/me')).status).toBe(401);
     expect((await agent.api('PUT', `/users/${second.id}`, { token: token2, body: { role: 'operator' } })).body.code).toBe('LAST_ADMIN');
     // Restore the bootstrap admin for the other tests.
     expect((await agent.api('PUT', `/users/${admin.id}`, { token: token2, body: { role: 'admin' } })).status).toBe(200);
+    expect((await agent.api('GET', '/users/me')).status).toBe(401);
+    agent.token = await agent.login('admin', ADMIN_PASSWORD);
     const removed = await agent.api('DELETE', `/users/${second.id}`);
     expect(removed.status).toBe(200);
     expect((await agent.api('GET', `/users/${second.id}`)).status).toBe(404);

@@ -54,6 +54,13 @@ const scopeFor = (role: Role, asked: Scope | undefined): Scope => {
 
 const grantKey = (user_id: number, deployment: string) => `${user_id}\u0000${deployment}`;
 
+/** Whether an update takes rights away: deactivation, a lower role, a narrower scope, a permission withdrawn. */
+const lowers = (before: StoredUser, after: StoredUser): boolean =>
+  (before.is_active && !after.is_active) ||
+  ROLE_RANK[after.role] < ROLE_RANK[before.role] ||
+  (before.scope === 'global' && after.scope === 'deployments') ||
+  before.permissions.some((p) => !after.permissions.includes(p));
+
 export class Identity implements IdentityService, PrincipalDirectory {
   private readonly usersById = new Map<number, StoredUser>();
   private readonly usersByName = new Map<string, StoredUser>();
@@ -75,9 +82,14 @@ export class Identity implements IdentityService, PrincipalDirectory {
 
   private readonly catalog: AuthKernel['resources'];
 
+  /**
+   * `changed` hears whose rights changed (users; a key's change is its owner's), once the change is in effect: the
+   * plugin emits it as `principals.changed`, and the kernel checks those users' open connections again.
+   */
   constructor(
     private readonly store: IdentityStore,
     private readonly kernel: AuthKernel,
+    private readonly changed: (userIds: number[]) => void = () => undefined,
   ) {
     this.catalog = kernel.resources;
     const loaded = store.load();
@@ -85,7 +97,7 @@ export class Identity implements IdentityService, PrincipalDirectory {
     for (const k of loaded.api_keys) this.indexKey(k);
     for (const g of loaded.grants) this.indexGrant(g);
     // Role presets change when plugins declare resources.
-    this.catalog.onChange(() => this.invalidate());
+    this.catalog.onChange(() => this.invalidate([...this.usersById.keys()]));
   }
 
   private indexUser(u: StoredUser): void {
@@ -118,10 +130,14 @@ export class Identity implements IdentityService, PrincipalDirectory {
     this.grantsByUser.get(user_id)?.delete(deployment);
   }
 
-  /** Drops cached principals: after every change of users, keys or grants, and when role presets change. */
-  invalidate(): void {
+  /**
+   * Drops cached principals after every change of users, keys or grants, and when role presets change; then tells
+   * whose rights changed (`userIds`), so that their open connections are checked again at once.
+   */
+  invalidate(userIds: number[]): void {
     this.principals.clear();
     this.userTokens.clear();
+    if (userIds.length > 0) this.changed(userIds);
   }
 
   private checkPermissions(permissions: string[]): void {
@@ -165,7 +181,7 @@ export class Identity implements IdentityService, PrincipalDirectory {
         token_version: 1,
       }));
       this.indexUser(user);
-      this.invalidate();
+      this.invalidate([user.id]);
       return publicUser(user);
     },
     update: async (id, patch) => {
@@ -181,6 +197,8 @@ export class Identity implements IdentityService, PrincipalDirectory {
       if (patch.role !== undefined) u.role = patch.role;
       if (patch.permissions !== undefined) u.permissions = [...new Set(patch.permissions)];
       if (patch.is_active !== undefined) u.is_active = patch.is_active;
+      // Rights taken away sign the user out: its tokens stop working (also once it is active again).
+      if (lowers(current, u)) u.token_version = current.token_version + 1;
       this.saveUser(u);
       return publicUser(u);
     },
@@ -193,7 +211,7 @@ export class Identity implements IdentityService, PrincipalDirectory {
       for (const k of [...this.keysById.values()]) if (k.user_id === id) this.unindexKey(k);
       for (const deployment of [...(this.grantsByUser.get(id)?.keys() ?? [])]) this.unindexGrant(id, deployment);
       this.grantsByUser.delete(id);
-      this.invalidate();
+      this.invalidate([id]);
     },
     verifyPassword: async (id, password) => {
       const u = this.usersById.get(id);
@@ -243,7 +261,7 @@ export class Identity implements IdentityService, PrincipalDirectory {
         key_hash: sha256(key),
       }));
       this.indexKey(stored);
-      this.invalidate();
+      this.invalidate([stored.user_id]);
       return { record: publicKey(stored), key };
     },
     revoke: async (id) => {
@@ -253,7 +271,7 @@ export class Identity implements IdentityService, PrincipalDirectory {
       const k: StoredKey = { ...current, active: false, revoked_at: now() };
       this.store.updateKeys([k]);
       this.indexKey(k);
-      this.invalidate();
+      this.invalidate([k.user_id]);
       return publicKey(k);
     },
     delete: async (id) => {
@@ -261,7 +279,7 @@ export class Identity implements IdentityService, PrincipalDirectory {
       if (!k) throw errors.notFound(`API key ${id} not found`);
       this.store.deleteKey(id);
       this.unindexKey(k);
-      this.invalidate();
+      this.invalidate([k.user_id]);
     },
   };
 
@@ -276,7 +294,7 @@ export class Identity implements IdentityService, PrincipalDirectory {
       if (!this.grantsByKey.has(grantKey(user_id, deployment))) return false;
       this.store.deleteGrant(user_id, deployment);
       this.unindexGrant(user_id, deployment);
-      this.invalidate();
+      this.invalidate([user_id]);
       return true;
     },
     removeDeployment: async (deployment) => this.removeDeployment(deployment),
@@ -290,7 +308,7 @@ export class Identity implements IdentityService, PrincipalDirectory {
     const g: DeploymentGrant = current ? { ...current, access_level: level } : { user_id, deployment, access_level: level, granted_at: now() };
     this.store.putGrant(g);
     this.indexGrant(g);
-    this.invalidate();
+    this.invalidate([user_id]);
     return { ...g };
   }
 
@@ -313,13 +331,13 @@ export class Identity implements IdentityService, PrincipalDirectory {
     this.store.removeDeployment(deployment, keys);
     for (const g of grants) this.unindexGrant(g.user_id, deployment);
     for (const k of keys) this.indexKey(k);
-    this.invalidate();
+    this.invalidate([...new Set([...grants.map((g) => g.user_id), ...keys.map((k) => k.user_id)])]);
   }
 
   private saveUser(u: StoredUser): void {
     this.store.updateUser(u);
     this.indexUser(u);
-    this.invalidate();
+    this.invalidate([u.id]);
   }
 
   resources = () => this.catalog.list();
