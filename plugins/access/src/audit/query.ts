@@ -65,13 +65,17 @@ function ownActorIds(principal: Principal, identity: IdentityService): string[] 
 }
 
 /**
- * What a non-admin may read, as the clauses of a core search: events about deployments it can access, and its own
- * actions (as the user or through any of its keys). Undefined for an admin: everything.
+ * What a non-admin may read, as the clauses of a core search. Undefined for an admin: everything. A global
+ * principal: events about any deployment, and its own actions (as the user or through any of its keys). A principal
+ * limited to its deployments (a scoped user, a key with a `deployments` list): events about those deployments only.
+ * Audit events are deployment-owned or global (tenancy), so not its own actions elsewhere either: a key never sees
+ * what its owner did on other deployments or globally (logins, keys, passwords), a scoped user not its global events.
  */
 export function searchScope(principal: Principal, identity: IdentityService): AuditSearchQuery['anyOf'] {
   if (principal.isAdmin) return undefined;
-  const anyOf: NonNullable<AuditSearchQuery['anyOf']> = [{ field: 'actor_id', values: ownActorIds(principal, identity) }];
   const names = Object.keys(principal.deployments);
+  if (!principal.isGlobal) return [{ field: 'deployment', values: names.filter((n) => n !== '*') }];
+  const anyOf: NonNullable<AuditSearchQuery['anyOf']> = [{ field: 'actor_id', values: ownActorIds(principal, identity) }];
   if (names.includes('*')) anyOf.push({ field: 'deployment', present: true });
   else if (names.length > 0) anyOf.push({ field: 'deployment', values: names });
   return anyOf;
@@ -84,12 +88,13 @@ export function scopeSql(anyOf: AuditSearchQuery['anyOf']): Where | null {
   const params: unknown[] = [];
   for (const clause of anyOf) {
     if ('present' in clause) parts.push(`${clause.field} IS NOT NULL`);
-    else {
+    else if (clause.values.length > 0) {
       parts.push(`${clause.field} IN (${clause.values.map(() => '?').join(',')})`);
       params.push(...clause.values);
     }
   }
-  return { sql: `(${parts.join(' OR ')})`, params };
+  // No clause that can match (a scoped principal without deployments): nothing, as the search answers.
+  return { sql: parts.length ? `(${parts.join(' OR ')})` : '0', params };
 }
 
 /** The visibility rule of `searchScope` as SQL conditions (null for an admin). */
