@@ -191,7 +191,10 @@ export interface WebSocketConnection {
   send(message: unknown): Promise<void>;
   /** Closes with a code (1000 normal, 1011 server error, …). */
   close(code?: number, reason?: string): void;
-  /** Aborted when the peer leaves or the connection is closed. */
+  /**
+   * Aborted when the peer leaves or the connection is closed, also by the kernel when the principal's rights are
+   * taken away (closed with 4401 or 4403): `req.principal` is the principal as it was when the socket opened.
+   */
   readonly signal: AbortSignal;
   onMessage(listener: (text: string) => void): void;
 }

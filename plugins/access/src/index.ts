@@ -27,7 +27,12 @@ export default definePlugin({
   resources: {
     users: { description: 'user accounts and their deployment access (admin only by default)', operator: 'none', viewer: 'none', owner: 'global' },
     apikeys: { description: 'your own API keys (every key for an admin)', operator: 'write', viewer: 'read', owner: 'global' },
-    audit: { description: 'the audit journal (non-admins see their deployments and their own actions)', operator: 'read', viewer: 'none', owner: 'both' },
+    audit: {
+      description: 'the audit journal (non-admins see the events of their deployments; global ones also their own actions)',
+      operator: 'read',
+      viewer: 'none',
+      owner: 'both',
+    },
   },
   // Deployments are only looked up when a request needs them (and the deployments plugin needs nothing from this
   // one at setup): optional, so either order works.

@@ -111,7 +111,7 @@ export function registerAuditRoutes(ctx: PluginContext, identity: IdentityServic
     operationId: 'audit.list',
     tenancy: 'filtered',
     summary: 'Audit events, newest first, with the filters of the spec (limit default 50, max 1000)',
-    description: `Non-admins see the events of deployments they can access and their own actions. \`meta.total\` is exact for an unfiltered list or a time window alone, and up to ${COUNT_CAP} matches; beyond, it is ${COUNT_CAP} with \`meta.total_exact: false\` (\`GET /api/audit/stats\` counts exactly).`,
+    description: `Non-admins see the events of deployments they can access; a global one also its own actions, one limited to its deployments (a scoped user, a key with a \`deployments\` list) nothing else. \`meta.total\` is exact for an unfiltered list or a time window alone, and up to ${COUNT_CAP} matches; beyond, it is ${COUNT_CAP} with \`meta.total_exact: false\` (\`GET /api/audit/stats\` counts exactly).`,
     query: FilterQuery,
     response: Type.Array(AuditEventView),
     handler: (req) => {
