@@ -17,7 +17,7 @@ import {
   type Principal,
 } from '@agent/sdk';
 import { ArchiveError } from '../archive/backup-archive.js';
-import { invalidExcludePattern } from '../archive/paths.js';
+import { invalidExcludePattern, invalidExcludePatterns } from '../archive/paths.js';
 import { BackupConfig, type BackupConfigs } from '../backup-configs.js';
 import { backupView, BackupView } from '../backup-store.js';
 import type { BackupService } from '../backup-service.js';
@@ -51,6 +51,8 @@ export function checkPatterns(patterns: string[], field = 'body.exclude_patterns
     const problem = invalidExcludePattern(p);
     if (problem) throw errors.badRequest(`${field}[${i}]: '${p}' ${problem}`, 'INVALID_PATTERN');
   });
+  const together = invalidExcludePatterns(patterns);
+  if (together) throw errors.badRequest(`${field}: the patterns ${together}`, 'INVALID_PATTERN');
 }
 
 const checkDestination = (stores: StoreRegistry, destination: string) => {
