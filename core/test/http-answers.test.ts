@@ -113,6 +113,7 @@ describe('answers written by the request listener', () => {
       registry,
       plans: unused,
       audit: unused,
+      live: unused,
       proxy: () => Promise.reject(new Error('no proxy here')),
       validateResponses: false,
     };
