@@ -45,7 +45,7 @@ export class LiveConnections {
 
   /** Authenticates and admits again every connection of these users (their keys' included); ends those that fail. */
   recheck(userIds: readonly number[]): void {
-    for (const id of userIds) for (const connection of [...(this.byUser.get(id) ?? [])]) void this.check(connection);
+    for (const id of userIds) for (const connection of [...(this.byUser.get(id) ?? [])]) void this.check(id, connection);
   }
 
   /** How many connections are tracked (the doctor, tests). */
@@ -59,7 +59,7 @@ export class LiveConnections {
     clearInterval(this.sweep);
   }
 
-  private async check(connection: LiveConnection): Promise<void> {
+  private async check(user: number, connection: LiveConnection): Promise<void> {
     let why: HttpError | null = null;
     try {
       const principal = await this.principals.authenticate(connection.bearer, connection.ip);
@@ -69,6 +69,7 @@ export class LiveConnections {
       // A deployment it no longer sees (404) is a right taken away too; anything unexpected closes as well.
       why = errors.forbidden(`access revoked: ${isHttpError(err) ? err.message : 'checks failed'}`, 'ACCESS_REVOKED');
     }
-    if (why) connection.end(why);
+    // Ended once, even when two changes in a row checked it twice; one that closed meanwhile is left alone.
+    if (why && this.byUser.get(user)?.delete(connection)) connection.end(why);
   }
 }

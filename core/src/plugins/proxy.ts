@@ -150,6 +150,8 @@ export function createPluginProxy(deps: {
       let answered = false;
       await new Promise<void>((done) => {
         if (get) {
+          // The client left while it was checked.
+          if (res.destroyed) return done();
           // A read may stream for long: it ends when the caller's rights are taken away, or the caller leaves.
           const untrack = track(principal, bearer, ip, r, checkedQuery, (why) => {
             endUpstream(req);

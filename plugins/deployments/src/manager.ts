@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errors, HttpError, isDeploymentName, retiredName, type EventBus, type Logger, type Principal } from '@agent/sdk';
+import { errors, HttpError, isDeploymentName, removeInside, retiredName, type EventBus, type Logger, type Principal } from '@agent/sdk';
 import { type CheckedCompose, type ComposeCommand, type ContainerSummary, type DockerService } from '@agent/plugin-docker/api';
 import { type DeploymentInfo, type DeploymentsService } from './api.js';
 import {
@@ -287,9 +287,26 @@ export class DeploymentManager implements DeploymentsService {
    * deleted deployment of that name left behind (containers, networks, volumes would be taken over).
    */
   async assertNameFree(name: string): Promise<void> {
-    if (name.startsWith(RESERVED_PREFIX))
-      throw errors.badRequest(`name: '${RESERVED_PREFIX}' names are reserved for the agent's own compose projects`, 'NAME_RESERVED', { field: 'name' });
+    if (name === RESERVED_PREFIX.slice(0, -1) || name.startsWith(RESERVED_PREFIX))
+      throw errors.badRequest(`name: 'agent' and '${RESERVED_PREFIX}' names are reserved for the agent's own compose projects`, 'NAME_RESERVED', { field: 'name' });
+    // Compose names a project's networks and volumes `<project>_<key>` (and v1 its containers `<project>_<service>_1`):
+    // a name that another project's name extends at `_`, or that extends another's, could meet its objects.
+    const clash = (other: string) => other !== name && (other.startsWith(`${name}_`) || name.startsWith(`${other}_`));
+    const deployment = [...this.entries.keys()].find(clash);
+    if (deployment)
+      throw errors.conflict(
+        `name: '${name}' and the deployment '${deployment}' would share names of networks, volumes and containers (compose joins names with '_'); choose another name`,
+        'NAME_IN_USE',
+        { field: 'name', project: deployment },
+      );
     if (!this.opts.docker.available()) return; // checked again before the first start
+    const project = (await this.opts.docker.compose.projects()).find(clash);
+    if (project !== undefined)
+      throw errors.conflict(
+        `name: '${name}' and the compose project '${project}' on this host would share names of networks, volumes and containers; choose another name`,
+        'NAME_IN_USE',
+        { field: 'name', project },
+      );
     const found = await this.opts.docker.compose.projectObjects(name);
     const total = found.containers + found.networks + found.volumes;
     if (total > 0) {
@@ -320,14 +337,14 @@ export class DeploymentManager implements DeploymentsService {
   }
 
   /** `up -d`: creates what is missing and recreates services whose configuration changed. */
-  private async up(entry: Entry, options: { noRecreate?: boolean; services?: string[]; checked?: CheckedCompose } = {}): Promise<void> {
+  private async up(entry: Entry, options: { services?: string[]; checked?: CheckedCompose } = {}): Promise<void> {
     try {
       // Checked again at every start: the files may have changed since (a container can write to its folder).
       const checked = options.checked ?? (await this.checkCurrent(entry));
       if (!(await this.opts.docker.compose.lastChecked(entry.name))) await this.assertNotForeign(entry.name);
       await this.composeRun(
         checked,
-        { command: 'up', noRecreate: options.noRecreate, removeOrphans: !options.services, services: options.services },
+        { command: 'up', removeOrphans: !options.services, services: options.services },
         'starting',
       );
       entry.failure = null;
@@ -484,7 +501,9 @@ export class DeploymentManager implements DeploymentsService {
     this.opts.docker.assertAvailable();
     await this.lock.run(name, async () => {
       try {
-        await this.up(entry, { noRecreate: true });
+        // Not `--no-recreate`: a container created from an older model (the files or the exceptions changed while
+        // the deployment was stopped) is recreated from the checked one, never started as it was.
+        await this.up(entry);
       } catch (err) {
         this.opts.events.emit('deployment.failed', { name, error: (err as Error).message });
         throw err;
@@ -524,10 +543,11 @@ export class DeploymentManager implements DeploymentsService {
       await this.cache.reconcile();
       const hasContainers = this.cache.containers(name).length > 0;
       try {
-        // `restart` only touches existing containers: bring missing ones up afterwards.
+        // `restart` only touches existing containers (the guard recreates those of an older model): bring missing
+        // ones up afterwards.
         const checked = await this.checkCurrent(entry);
         if (hasContainers) await this.composeRun(checked, { command: 'restart' }, 'restarting');
-        await this.up(entry, { noRecreate: true, checked });
+        await this.up(entry, { checked });
       } catch (err) {
         this.opts.events.emit('deployment.failed', { name, error: (err as Error).message });
         throw err;
@@ -554,7 +574,9 @@ export class DeploymentManager implements DeploymentsService {
         }
       }
       await this.opts.docker.compose.forget(name);
-      if (options.remove_files) await rm(entry.dir, { recursive: true, force: true });
+      // The folder's containers are gone, but what they left may be links: removed relative to open folders, a
+      // link is unlinked itself, never followed.
+      if (options.remove_files) await removeInside(this.opts.root, name);
       const deletedAt = new Date();
       await this.opts.records.remove(name, !options.remove_files, deletedAt);
       this.entries.delete(name);

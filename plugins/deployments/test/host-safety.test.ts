@@ -41,7 +41,7 @@ describe('host safety through the deployments API', () => {
     await cleanupDocker();
   });
 
-  it('a container rewriting its compose file, or swapping it for a symlink, gains nothing', async () => {
+  it('a container rewriting its compose file, or swapping it for a symlink, gains nothing (and needs an exception to see it)', async () => {
     const name = uniqueName('rewriter');
     // The container sees the whole folder read-write and keeps replacing the compose file: with a file that would
     // hand it the host, and with a symlink to a host secret.
@@ -53,7 +53,14 @@ describe('host safety through the deployments API', () => {
     labels: {agent.test: "1"}
     command: ["sh", "-c", "while true; do printf '${EVIL}' > /app/c.tmp; mv -f /app/c.tmp /app/docker-compose.yml; sleep 0.01; ln -sf /etc/shadow /app/docker-compose.yml; ln -sf /etc/shadow /app/.env; sleep 0.01; done"]
 `;
-    const created = await agent.api('POST', '/deployments', { body: { name, compose_content: compose, auto_start: true } });
+    // The folder holds the compose file and .env: mounting it read-write needs an admin's exception.
+    const refused = await agent.api('POST', '/deployments', { body: { name, compose_content: compose, auto_start: true } });
+    expect(refused.status, refused.text).toBe(400);
+    expect(refused.body).toMatchObject({ code: 'HOST_SAFETY', service: 'app', key: 'volumes', exception: 'volumes.folder:rw' });
+    // Granted, a container that rewrites the files still gains nothing: what runs is checked again at every start.
+    const created = await agent.api('POST', '/deployments', {
+      body: { name, compose_content: compose, auto_start: true, host_safety_exceptions: ['volumes.folder:rw'] },
+    });
     expect(created.status, created.text).toBe(201);
     expect(created.body.data.start_error).toBeNull();
     const dir = join(agent.dataDir, 'deployments', name);

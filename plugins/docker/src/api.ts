@@ -171,6 +171,8 @@ export interface DockerService {
     forget(project: string): Promise<void>;
     /** What the engine holds of a project (by compose's project label): a name in use is never taken over. */
     projectObjects(project: string): Promise<{ containers: number; networks: number; volumes: number }>;
+    /** Every compose project the engine holds anything of (containers, networks, volumes), by its label. */
+    projects(): Promise<string[]>;
   };
 }
 
@@ -222,7 +224,7 @@ export interface CheckedCompose {
 }
 
 export type ComposeCommand =
-  | { command: 'up'; services?: string[]; noRecreate?: boolean; forceRecreate?: boolean; removeOrphans?: boolean }
+  | { command: 'up'; services?: string[]; forceRecreate?: boolean; removeOrphans?: boolean }
   | { command: 'stop'; services?: string[] }
   | { command: 'restart'; services?: string[] }
   | { command: 'down'; volumes?: boolean; removeOrphans?: boolean }

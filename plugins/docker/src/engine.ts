@@ -15,7 +15,8 @@ import {
 import { detailsFromInspect, PROJECT_LABEL, SERVICE_LABEL, statsFrom, summaryFromList } from './mapping.js';
 import { LogLineSplitter } from './log-frames.js';
 import { isConnectionError, toHttpError, unavailable } from './engine-errors.js';
-import { ComposeGuard } from './compose/guard.js';
+import { ComposeGuard, type GuardEngine } from './compose/guard.js';
+import type { ExistingContainer } from './compose/policy.js';
 
 const EXEC_OUTPUT_LIMIT = 1024 * 1024;
 const STDERR_LIMIT = 64 * 1024;
@@ -94,7 +95,7 @@ export class DockerEngine implements DockerService {
       root: opts.composeRoot,
       dockerHost: opts.dockerHost,
       command: () => this.composeCommand(),
-      containerNames: async () => (await this.listContainers({ all: true })).map((c) => ({ name: c.name, project: c.deployment })),
+      engine: guardEngine(opts.docker, (what, fn) => this.call(what, fn), (id) => this.removeContainer(id, { force: true })),
       log: opts.log,
     });
   }
@@ -223,7 +224,18 @@ export class DockerEngine implements DockerService {
     return detailsFromInspect(await this.call(`container '${idOrName}'`, () => this.opts.docker.getContainer(idOrName).inspect()));
   }
 
+  /**
+   * A container of a compose project starts only as its project's checked model says (the guard's stamp, host paths
+   * re-checked): 409 CONTAINER_STALE otherwise. Other containers start as they are.
+   */
+  private async assertStartable(id: string): Promise<void> {
+    const info = await this.call(`container '${id}'`, () => this.opts.docker.getContainer(id).inspect());
+    if (!info.Config?.Labels?.[PROJECT_LABEL]) return;
+    await this.guard.assertStartable(existingFromInspect(info));
+  }
+
   async startContainer(id: string): Promise<void> {
+    await this.assertStartable(id);
     await this.call(`container '${id}'`, () => this.opts.docker.getContainer(id).start().catch(ignoreNotModified));
   }
 
@@ -237,6 +249,7 @@ export class DockerEngine implements DockerService {
   }
 
   async restartContainer(id: string, options: { timeout?: number } = {}): Promise<void> {
+    await this.assertStartable(id);
     await this.call(`container '${id}'`, () => this.opts.docker.getContainer(id).restart({ t: options.timeout ?? 10 }));
   }
 
@@ -584,6 +597,20 @@ export class DockerEngine implements DockerService {
       ]);
       return { containers: containers.length, networks: networks.length, volumes: volumes.Volumes?.length ?? 0 };
     },
+    projects: async () => {
+      const filters = JSON.stringify({ label: [PROJECT_LABEL] });
+      const [containers, networks, volumes] = await Promise.all([
+        this.call('containers', () => this.opts.docker.listContainers({ all: true, filters })),
+        this.call('networks', () => this.opts.docker.listNetworks({ filters } as Docker.NetworkListOptions)),
+        this.call('volumes', () => this.opts.docker.listVolumes({ filters })),
+      ]);
+      const names = new Set<string>();
+      for (const o of [...containers, ...networks, ...(volumes.Volumes ?? [])]) {
+        const p = o.Labels?.[PROJECT_LABEL];
+        if (p) names.add(p);
+      }
+      return [...names];
+    },
     removeProject: async (project, options = {}) => {
       const label = `${PROJECT_LABEL}=${project}`;
       const filters = (extra: Record<string, string[]> = {}) => JSON.stringify({ label: [label], ...extra });
@@ -611,4 +638,67 @@ function ignoreMissing(err: unknown): void {
 function ignoreNotModified(err: unknown): void {
   if ((err as { statusCode?: number }).statusCode === 304) return;
   throw err;
+}
+
+/** A listed container as the compose guard compares it with a model. */
+function existingFromList(c: Docker.ContainerInfo): ExistingContainer {
+  const labels = c.Labels ?? {};
+  return {
+    id: c.Id,
+    name: (c.Names?.[0] ?? c.Id).replace(/^\//, ''),
+    project: labels[PROJECT_LABEL] ?? null,
+    service: labels[SERVICE_LABEL] ?? null,
+    state: c.State,
+    image: c.Image,
+    labels,
+    mounts: (c.Mounts ?? []).map((m) => ({ type: m.Type, source: m.Source, rw: m.RW })),
+  };
+}
+
+function existingFromInspect(info: Docker.ContainerInspectInfo): ExistingContainer {
+  const labels = info.Config?.Labels ?? {};
+  return {
+    id: info.Id,
+    name: info.Name.replace(/^\//, ''),
+    project: labels[PROJECT_LABEL] ?? null,
+    service: labels[SERVICE_LABEL] ?? null,
+    state: info.State.Status,
+    image: info.Config?.Image ?? info.Image,
+    labels,
+    mounts: (info.Mounts ?? []).map((m) => ({ type: m.Type, source: m.Source, rw: m.RW })),
+  };
+}
+
+/** The engine as the compose guard asks it (see `GuardEngine`); `call` maps engine errors as every call does. */
+export function guardEngine(
+  docker: Docker,
+  call: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
+  remove: (id: string) => Promise<void>,
+): GuardEngine {
+  return {
+    containers: async (project) => {
+      const list = await call('containers', () =>
+        docker.listContainers({ all: true, ...(project ? { filters: JSON.stringify({ label: [`${PROJECT_LABEL}=${project}`] }) } : {}) }),
+      );
+      return list.map(existingFromList);
+    },
+    objects: async (kind, names) => {
+      if (kind === 'network') {
+        const list = await call('networks', () => docker.listNetworks());
+        return list.filter((n) => names.includes(n.Name)).map((n) => ({ name: n.Name, project: n.Labels?.[PROJECT_LABEL] ?? null }));
+      }
+      const { Volumes } = await call('volumes', () => docker.listVolumes());
+      return (Volumes ?? []).filter((v) => names.includes(v.Name)).map((v) => ({ name: v.Name, project: v.Labels?.[PROJECT_LABEL] ?? null }));
+    },
+    imageExists: async (image) => {
+      try {
+        await call(`image '${image}'`, () => docker.getImage(image).inspect());
+        return true;
+      } catch (err) {
+        if ((err as { status?: number; statusCode?: number }).status === 404 || (err as { statusCode?: number }).statusCode === 404) return false;
+        throw err;
+      }
+    },
+    removeContainer: remove,
+  };
 }

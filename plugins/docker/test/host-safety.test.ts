@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckedCompose, HostSafetyViolation } from '@agent/plugin-docker/api';
 import { detectCompose, flavourOf, runCompose } from '../src/compose/cli.js';
 import { ComposeGuard, serializeModel } from '../src/compose/guard.js';
+import { realEngine } from './guard-engine.js';
 import { checkModel, policyTable } from '../src/compose/policy.js';
 
 const run = randomBytes(3).toString('hex');
@@ -30,6 +31,9 @@ interface Attempt {
 }
 
 const svc = (body: string) => `services:\n  app:\n    image: agent-test/busybox:latest\n${body}`;
+/** A service built from the folder, and a setup writing its Dockerfile. */
+const build = 'services:\n  app:\n    build: .\n';
+const dockerfile = (text: string) => (dir: string) => writeFileSync(join(dir, 'Dockerfile'), text);
 
 /** Escape attempts: every one a different spelling, key or trick. */
 const ATTEMPTS: Attempt[] = [
@@ -197,6 +201,93 @@ const ATTEMPTS: Attempt[] = [
     setup: (d) => writeFileSync(join(d, 'Dockerfile'), 'FROM scratch\n'),
     key: /^build/,
   },
+  // the folder root and the agent's own files are never writable by a container
+  { what: 'the folder itself read-write', content: svc('    volumes: [".:/app"]\n'), key: /^volumes$/ },
+  { what: 'the folder itself read-write, long syntax', content: svc('    volumes:\n      - type: bind\n        source: .\n        target: /app\n'), key: /^volumes$/ },
+  { what: 'the folder as ./ read-write', content: svc('    volumes: ["./:/app:rw"]\n'), key: /^volumes$/ },
+  {
+    what: 'the compose file read-write',
+    content: svc('    volumes: ["./docker-compose.yml:/c.yml"]\n'),
+    setup: (d) => writeFileSync(join(d, 'docker-compose.yml'), 'services: {}\n'),
+    key: /^volumes$/,
+  },
+  { what: 'the .env read-write', content: svc('    volumes: ["./.env:/app/.env"]\n'), setup: (d) => writeFileSync(join(d, '.env'), 'A=1\n'), key: /^volumes$/ },
+  {
+    what: 'the folder reached through a link inside it',
+    content: svc('    volumes: ["./self:/app"]\n'),
+    setup: (d) => symlinkSync('.', join(d, 'self')),
+    key: /^volumes$/,
+  },
+  // names of other projects and of the agent
+  { what: "the shared database's volume by name", content: svc('    volumes: ["v:/v"]\nvolumes:\n  v:\n    name: agent-infra-database_data\n'), key: /^volumes\.v\.name$/ },
+  { what: 'the proxy network by name', content: svc('    networks: [n]\nnetworks:\n  n:\n    name: agent-infra-proxy\n'), key: /^networks\.n\.name$/ },
+  { what: 'a volume name in the dash spelling', content: svc('    volumes: ["v:/v"]\nvolumes:\n  v:\n    name: other-v\n'), key: /^volumes\.v\.name$/ },
+  { what: "running another deployment's built image", content: 'services:\n  app:\n    image: otherproject_web:latest\n', key: /^image$/ },
+  // builds
+  { what: "a build tagging another deployment's image", content: 'services:\n  app:\n    build: .\n    image: otherproject_web\n', setup: dockerfile('FROM scratch\n'), key: /^build$/ },
+  { what: "a build tagging the agent's image", content: 'services:\n  app:\n    build: .\n    image: agent/objstore:0.1.0\n', setup: dockerfile('FROM scratch\n'), key: /^build$/ },
+  {
+    what: "a build's extra tag in another namespace",
+    content: 'services:\n  app:\n    build: {context: ., tags: ["otherproject_api:1"]}\n',
+    setup: dockerfile('FROM scratch\n'),
+    key: /^build$/,
+  },
+  {
+    what: "a build on another project's network",
+    content: 'services:\n  app:\n    build: {context: ., network: otherproject_default}\n',
+    setup: dockerfile('FROM scratch\n'),
+    key: /^build\.network$/,
+  },
+  {
+    what: "a build in another container's network",
+    content: 'services:\n  app:\n    build: {context: ., network: "container:agent-infra-database-1"}\n',
+    setup: dockerfile('FROM scratch\n'),
+    key: /^build\.network$/,
+  },
+  { what: 'ADD of a loopback URL', content: build, setup: dockerfile('FROM scratch\nADD http://127.0.0.1:8090/api/health /x\n'), key: /^build\.dockerfile$/ },
+  {
+    what: 'ADD of a metadata address, JSON form',
+    content: build,
+    setup: dockerfile('FROM scratch\nADD ["http://169.254.169.254/latest/meta-data/", "/m"]\n'),
+    key: /^build\.dockerfile$/,
+  },
+  { what: 'ADD over a line continuation', content: build, setup: dockerfile('FROM scratch\nADD \\\n  https://10.0.0.1/secret \\\n  /s\n'), key: /^build\.dockerfile$/ },
+  {
+    what: 'ADD with the escape directive',
+    content: build,
+    setup: dockerfile('# escape=`\nFROM scratch\nADD `\n  http://192.168.1.1/ /r\n'),
+    key: /^build\.dockerfile$/,
+  },
+  { what: 'ADD of a URL from an ARG default', content: build, setup: dockerfile('ARG U=http://127.0.0.1:2375\nFROM scratch\nADD ${U}/info /i\n'), key: /^build\.dockerfile$/ },
+  {
+    what: 'ADD of a URL from a build arg',
+    content: 'services:\n  app:\n    build: {context: ., args: {U: "http://10.1.1.1"}}\n',
+    setup: dockerfile('FROM scratch\nARG U\nADD $U/x /x\n'),
+    key: /^build\.dockerfile$/,
+  },
+  { what: 'ADD of a git repository', content: build, setup: dockerfile('FROM scratch\nADD git@github.com:org/repo.git /src\n'), key: /^build\.dockerfile$/ },
+  { what: 'ADD written in lower case', content: build, setup: dockerfile('FROM scratch\nadd HTTP://127.0.0.1/ /x\n'), key: /^build\.dockerfile$/ },
+  { what: 'ONBUILD trigger', content: build, setup: dockerfile('FROM scratch\nONBUILD ADD http://127.0.0.1/ /x\n'), key: /^build\.dockerfile$/ },
+  {
+    what: 'ADD of a URL in dockerfile_inline',
+    content: 'services:\n  app:\n    build:\n      context: .\n      dockerfile_inline: |\n        FROM scratch\n        ADD http://127.0.0.1:8090/ /x\n',
+    key: /^build/,
+  },
+  { what: "FROM another deployment's image", content: build, setup: dockerfile('FROM otherproject_web\n'), key: /^build\.dockerfile$/ },
+  { what: "COPY --from another deployment's image", content: build, setup: dockerfile('FROM scratch\nCOPY --from=otherproject_web /app /app\n'), key: /^build\.dockerfile$/ },
+  {
+    what: 'a dockerfile that is a link out of the context',
+    content: 'services:\n  app:\n    build: {context: ., dockerfile: Dockerfile.link}\n',
+    setup: (d) => symlinkSync('/etc/hostname', join(d, 'Dockerfile.link')),
+    key: /^build/,
+  },
+  { what: 'build context through a planted symlink', content: 'services:\n  app:\n    build: ./ctx\n', setup: (d) => symlinkSync('/etc', join(d, 'ctx')), key: /^build/ },
+  {
+    what: 'an additional context outside the folder',
+    content: 'services:\n  app:\n    build: {context: ., additional_contexts: {root: /}}\n',
+    setup: dockerfile('FROM scratch\n'),
+    key: /^build/,
+  },
   // logging
   { what: 'syslog to a remote address', content: svc('    logging: {driver: syslog, options: {syslog-address: "tcp://192.0.2.1:514"}}\n'), key: /^logging/ },
   { what: 'fluentd logging', content: svc('    logging: {driver: fluentd}\n'), key: /^logging/ },
@@ -327,6 +418,24 @@ const ORDINARY: Ordinary[] = [
     content:
       'version: "3.8"\nservices:\n  app:\n    image: agent-test/busybox:latest\n    entrypoint: ["/bin/sh", "-c"]\n    command: ["echo hi"]\n    working_dir: /tmp\n',
   },
+  {
+    what: 'build from the folder root beside a read-write data folder',
+    content: 'services:\n  app:\n    build: .\n    volumes: ["./data:/data"]\n',
+    setup: dockerfile('FROM agent-test/busybox:latest\nCOPY . /src\n'),
+  },
+  {
+    what: 'build tagged in its own namespace',
+    content: 'services:\n  api:\n    build: ./api\n    image: PROJECT_api:1.0\n  worker:\n    image: PROJECT_api:1.0\n    command: ["worker"]\n',
+    setup: (d) => {
+      mkdirSync(join(d, 'api'));
+      writeFileSync(join(d, 'api', 'Dockerfile'), 'FROM scratch\n');
+    },
+  },
+  {
+    what: 'multi-stage build with ARG, local ADD and COPY --from a stage',
+    content: 'services:\n  app:\n    build: {context: ., args: {BASE: "agent-test/busybox:latest"}}\n',
+    setup: dockerfile('ARG BASE=scratch\nFROM ${BASE} AS builder\nADD ./src.tar /src\nRUN true\nFROM scratch\nCOPY --from=builder /src /src\n'),
+  },
   { what: 'own project name', content: 'name: PROJECT\n' + svc('') },
   {
     what: 'unicode and YAML 1.1 values',
@@ -346,14 +455,7 @@ describe('host-safety policy with the real compose CLI', () => {
     if (!detected) throw new Error('compose is needed for this test');
     command = detected;
     root = mkdtempSync(join(tmpdir(), 'agent-hs-'));
-    const containerNames = async () => {
-      const { stdout } = await execa('docker', ['ps', '-a', '--format', '{{.Names}}\t{{.Label "com.docker.compose.project"}}']);
-      return stdout
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => ({ name: l.split('\t')[0]!, project: l.split('\t')[1] || null }));
-    };
-    guard = new ComposeGuard({ root: join(root, 'private'), dockerHost: null, command: async () => command, containerNames, log });
+    guard = new ComposeGuard({ root: join(root, 'private'), dockerHost: null, command: async () => command, engine: realEngine(), log });
     await execa('docker', ['create', '--name', taken, '--label', 'agent.test=1', 'agent-test/busybox:latest', 'true']);
   });
   afterAll(async () => {
@@ -448,7 +550,7 @@ describe('host-safety policy with the real compose CLI', () => {
     const changed = await guard.check({ project: `hs${run}-cache`, dir, content: svc('    command: ["false"]\n') });
     expect(changed.hash).not.toBe(first.hash);
     // A new guard (an agent restart) finds the kept model on disk.
-    const again = new ComposeGuard({ root: join(root, 'private'), dockerHost: null, command: async () => command, containerNames: async () => [], log });
+    const again = new ComposeGuard({ root: join(root, 'private'), dockerHost: null, command: async () => command, engine: realEngine(), log });
     expect((await again.check({ project: `hs${run}-cache`, dir, content })).hash).toBe(first.hash);
     expect(readdirSync(join(root, 'private', `hs${run}-cache`)).filter((f) => f.endsWith('.meta.json')).length).toBe(2);
   });
@@ -520,6 +622,11 @@ describe('host-safety policy on compose v2 canonical models', () => {
       ['build entitlements', check({ app: { build: { context: dir, entitlements: ['security.insecure'] } } }), /^build\.entitlements$/],
       ['build ssh', check({ app: { build: { context: dir, ssh: ['default'] } } }), /^build\.ssh$/],
       ['nested default resolved to /', check(app({ volumes: [{ type: 'bind', source: '/', target: '/x' }] })), /^volumes$/],
+      ['volume subpath', check(app({ volumes: [{ type: 'volume', source: 'data', target: '/d', volume: { subpath: 'x' } }] })), /^volumes\.volume\.subpath$/],
+      ['a volume named in the dash spelling', check(app({}), { volumes: { data: { name: 'p-data' } } }), /^volumes\.data\.name$/],
+      ['a network named like a longer project', check(app({}), { networks: { default: { name: 'p_x_default' } } }), /^networks\.default\.name$/],
+      ['the folder read-write', check(app({ volumes: [{ type: 'bind', source: dir, target: '/app' }] })), /^volumes$/],
+      ['additional context from an image', check({ app: { build: { context: dir, additional_contexts: { x: 'docker-image://otherproject_web' } } } }), /^build\.additional_contexts$/],
     ];
     for (const [what, violations, key] of cases) {
       expect(violations.length, what).toBeGreaterThan(0);
@@ -537,6 +644,10 @@ describe('host-safety policy on compose v2 canonical models', () => {
         volumes: { data: { name: 'p_data' } },
       }),
     ).toEqual([]);
+  });
+
+  it('accepts additional build contexts inside the folder and of the same project', () => {
+    expect(check({ app: { build: { context: dir, additional_contexts: { shared: join(dir, 'shared'), base: 'service:base' } } }, base: { image: 'x' } })).toEqual([]);
   });
 
   it('classifies every key in the README table of the docker plugin', () => {

@@ -11,20 +11,46 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { isAbsolute, join, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { parse } from 'yaml';
-import { errors, HttpError, type Logger } from '@agent/sdk';
+import { errors, HttpError, isInside, readTextInside, type Logger } from '@agent/sdk';
 import { type CheckedCompose, type ComposeCommand, type ComposeFlavour, type ComposeRunResult, type ComposeSource, type HostSafetyViolation } from '../api.js';
+import { copyContext } from './build-context.js';
 import { flavourOf, interpolationEnv, runCompose, type ComposeRunOptions } from './cli.js';
-import { checkModel, recheckHostPaths, type HostPath } from './policy.js';
+import { checkDockerfile } from './dockerfile.js';
+import {
+  checkModel,
+  containersAbove,
+  normalImage,
+  ownsImageName,
+  repository,
+  recheckHostPaths,
+  STAMP_LABEL,
+  type BuiltImage,
+  type ExistingContainer,
+  type HostPath,
+  type Pin,
+  type PolicyResult,
+} from './policy.js';
 import { envFileKeys, prepareSource, type PreparedSource } from './source.js';
 
 /** Part of every content hash: a change of the policy's code must check every project again. */
-const POLICY_VERSION = 'policy-1';
+const POLICY_VERSION = 'policy-2';
 const PROJECT = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const SERVICE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 /** Models kept per project besides the one that last ran (plans preview several versions). */
 const KEEP = 4;
+
+/** What the guard asks the engine (the docker plugin's engine provides it; tests may give a real one of theirs). */
+export interface GuardEngine {
+  /** Containers in every state, of one compose project or of all. */
+  containers(project?: string): Promise<ExistingContainer[]>;
+  /** Networks or volumes of these names that exist, with their compose project label (null: none). */
+  objects(kind: 'network' | 'volume', names: string[]): Promise<{ name: string; project: string | null }[]>;
+  imageExists(image: string): Promise<boolean>;
+  /** Removes a container at once (killed if it runs: it must not outlive the decision). */
+  removeContainer(id: string): Promise<void>;
+}
 
 export interface GuardOptions {
   /** Private folder of the guard (inside the agent's data folder, never mounted into containers). */
@@ -32,8 +58,7 @@ export interface GuardOptions {
   dockerHost: string | null;
   /** The detected compose command; rejects with 503 COMPOSE_UNAVAILABLE. */
   command(): Promise<string[]>;
-  /** Names of existing containers and their compose project (container_name collisions). */
-  containerNames(): Promise<{ name: string; project: string | null }[]>;
+  engine: GuardEngine;
   log: Logger;
 }
 
@@ -46,6 +71,9 @@ interface Kept {
   /** `COMPOSE_PROFILES` of the project's environment: which profiles `up` starts. */
   profiles: string | null;
   envCopies: string[];
+  builtImages: BuiltImage[];
+  images: { service: string; image: string }[];
+  ownNames: PolicyResult['ownNames'];
 }
 
 interface KeptFile {
@@ -61,6 +89,75 @@ interface KeptFile {
   enforce: boolean;
   profiles: string | null;
   envCopies: string[];
+  builtImages: BuiltImage[];
+  images: { service: string; image: string }[];
+  ownNames: PolicyResult['ownNames'];
+}
+
+/** Images a project builds and runs, from its kept models (for the names-are-owned rule across projects). */
+interface ImageUse {
+  built: Set<string>;
+  used: Set<string>;
+}
+
+/** The model that runs: compose's model with the policy's pins applied (host paths as their real paths, …). */
+function applyPins(model: Record<string, any>, pins: Pin[]): Record<string, any> {
+  const out = structuredClone(model);
+  for (const { path, value } of pins) {
+    let at: any = out;
+    for (const step of path.slice(0, -1)) at = at?.[step];
+    const last = path[path.length - 1]!;
+    if (!at || typeof at !== 'object') continue;
+    if (Array.isArray(at) || last in at) at[last] = value;
+    else {
+      // A new key (an image name for a build): placed where compose would write it.
+      const parent = path.slice(0, -2).reduce((o: any, step) => o?.[step], out);
+      if (parent && typeof parent === 'object') parent[path[path.length - 2]!] = withKey(at, String(last), value);
+    }
+  }
+  return out;
+}
+
+/**
+ * Stamps every service with the checked model it comes from (a label, so compose's own configuration hash changes
+ * with it and `up` recreates the container): a container whose stamp differs was created from another model, or
+ * under other exceptions, and is never started again as it is.
+ */
+function stampServices(model: Record<string, any>, granted: string[]): Record<string, string> {
+  const stamps: Record<string, string> = {};
+  for (const [name, def] of Object.entries((model.services ?? {}) as Record<string, any>)) {
+    if (!def || typeof def !== 'object') continue;
+    const stamp = createHash('sha256').update(JSON.stringify([POLICY_VERSION, granted, def])).digest('hex').slice(0, 32);
+    const labels = Array.isArray(def.labels)
+      ? [...def.labels.filter((l: unknown) => !String(l).startsWith(`${STAMP_LABEL}=`)), `${STAMP_LABEL}=${stamp}`]
+      : withKey({ ...(def.labels ?? {}) }, STAMP_LABEL, stamp);
+    (model.services as Record<string, unknown>)[name] = withKey(def, 'labels', labels);
+    stamps[name] = stamp;
+  }
+  return stamps;
+}
+
+/**
+ * `object` with `key` set; in its place among the others when they are in order (compose writes its model with
+ * sorted keys: the model that runs reads back exactly as it was checked).
+ */
+function withKey<T extends Record<string, unknown>>(object: T, key: string, value: unknown): T {
+  const keys = Object.keys(object).filter((k) => k !== key);
+  const sorted = keys.every((k, i) => i === 0 || keys[i - 1]! <= k);
+  if (!sorted) return { ...object, [key]: value };
+  const out: Record<string, unknown> = {};
+  for (const k of [...keys, key].sort()) out[k] = k === key ? value : object[k];
+  return out as T;
+}
+
+/** The stamp a service of a checked model carries. */
+function stampOf(model: Readonly<Record<string, any>>, service: string): string | null {
+  const labels = model.services?.[service]?.labels;
+  if (Array.isArray(labels)) {
+    const entry = labels.map(String).find((l) => l.startsWith(`${STAMP_LABEL}=`));
+    return entry ? entry.slice(STAMP_LABEL.length + 1) : null;
+  }
+  return typeof labels?.[STAMP_LABEL] === 'string' ? labels[STAMP_LABEL] : null;
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -118,6 +215,8 @@ function hostSafetyError(violations: HostSafetyViolation[], prepared: PreparedSo
 export class ComposeGuard {
   private readonly issued = new WeakMap<CheckedCompose, Kept>();
   private readonly byHash = new Map<string, Kept>();
+  /** Images of every project's kept models (null until first needed). */
+  private imageUse: Map<string, ImageUse> | null = null;
   private escapedOutput: Promise<boolean> | null = null;
 
   constructor(private readonly opts: GuardOptions) {}
@@ -189,15 +288,27 @@ export class ComposeGuard {
     try {
       await writeFile(join(staging, 'source.yml'), prepared.text, { mode: 0o600 });
       await writeFile(join(staging, 'source.env'), envText(env), { mode: 0o600 });
+      // Compose builds its model against a stand-in of the project folder: it never reads the real one (which a
+      // container may be rearranging), and a folder that does not exist yet (a deployment being created) or lacks a
+      // build context so far is no reason to refuse a valid file (compose v1 insists that build contexts exist).
+      const standIn = join(staging, 'project');
+      await mkdir(standIn, { mode: 0o700 });
+      for (const context of prepared.buildContexts) {
+        if (isAbsolute(context) || /^[a-z][a-z0-9+.-]*:\/\/|^git@/i.test(context)) continue;
+        const at = resolve(standIn, context);
+        if (isInside(standIn, at)) await mkdir(at, { recursive: true, mode: 0o700 });
+      }
       const r = await runCompose(
         command,
         this.opts.dockerHost,
         staging,
-        ['--env-file', join(staging, 'source.env'), '-f', join(staging, 'source.yml'), '--project-directory', dir, '-p', source.project, 'config'],
+        ['--env-file', join(staging, 'source.env'), '-f', join(staging, 'source.yml'), '--project-directory', standIn, '-p', source.project, 'config'],
         { env: interpolationEnv(flavour, join(staging, 'docker-config')), stdout: true },
       );
-      // Relative paths of extended services resolve against the file's own folder: that is the project folder.
-      const unstage = (s: string) => s.split(`${staging}/source.yml`).join('the compose file').split(staging).join(dir);
+      // Paths come back below the stand-in (and, for extended services, below the file's own folder): both are
+      // the project folder.
+      const unstage = (s: string) =>
+        s.split(`${staging}/source.yml`).join('the compose file').split(standIn).join(dir).split(staging).join(dir);
       if (r.exit_code !== 0) {
         const message = unstage(r.output)
           .trim()
@@ -217,18 +328,10 @@ export class ComposeGuard {
     const policy = checkModel(model, { project: source.project, dir, exceptions: new Set(exceptions) });
     const violations: HostSafetyViolation[] = [...policy.violations];
     violations.push(...this.unexpectedEnvironment(model, prepared, envDir));
-    const existing = policy.containerNames.length ? await this.opts.containerNames() : [];
-    for (const { service, name } of policy.containerNames) {
-      const taken = existing.find((c) => c.name === name && c.project !== source.project);
-      if (taken)
-        violations.push({
-          service,
-          key: 'container_name',
-          value: name,
-          exception: `container_name:${name}`,
-          why: `container name '${name}' is taken by ${taken.project ? `project '${taken.project}'` : 'a container outside any project'}`,
-        });
-    }
+    const runModel = applyPins(model, policy.pins);
+    stampServices(runModel, policy.granted);
+    violations.push(...(await this.dockerfiles(source.project, dir, runModel)));
+    violations.push(...(await this.foreignNames(source.project, { ...policy, services: Object.keys(runModel.services ?? {}) }, new Set(exceptions))));
     for (const f of prepared.findings) violations.push({ service: null, key: f.key, value: f.value, exception: f.key, why: f.why });
     if (enforce && violations.length) throw hostSafetyError(violations, prepared);
 
@@ -238,7 +341,7 @@ export class ComposeGuard {
       dir,
       hash,
       flavour,
-      model,
+      model: runModel,
       granted: policy.granted,
       violations: enforce ? [] : violations,
       hostPaths: policy.hostPaths,
@@ -246,6 +349,9 @@ export class ComposeGuard {
       enforce,
       profiles: envValue === undefined ? null : envValue,
       envCopies: prepared.envCopies.map((c) => c.name),
+      builtImages: policy.builtImages,
+      images: policy.images,
+      ownNames: policy.ownNames,
     };
     await writeAtomic(join(projectDir, `${hash}.meta.json`), JSON.stringify(kept));
     await this.prune(source.project, hash);
@@ -302,7 +408,11 @@ export class ComposeGuard {
       enforce: file.enforce,
       profiles: file.profiles,
       envCopies: file.envCopies,
+      builtImages: file.builtImages ?? [],
+      images: file.images ?? [],
+      ownNames: file.ownNames ?? [],
     };
+    this.noteImages(file.project, kept);
     this.issued.set(pub, kept);
     this.byHash.set(file.hash, kept);
     // A bounded memory: the files on disk stay the record.
@@ -367,7 +477,205 @@ export class ComposeGuard {
 
   async forget(project: string): Promise<void> {
     for (const [hash, kept] of this.byHash) if (kept.public.project === project) this.byHash.delete(hash);
+    this.imageUse?.delete(project);
     await rm(this.projectDir(project), { recursive: true, force: true });
+  }
+
+  // ---- names are owned ----------------------------------------------------------------------------------------------
+
+  /** Images every project builds and runs, from the kept models on disk (read once, then kept current). */
+  private async imageUses(): Promise<Map<string, ImageUse>> {
+    if (this.imageUse) return this.imageUse;
+    const map = new Map<string, ImageUse>();
+    for (const project of await readdir(this.opts.root).catch(() => [] as string[])) {
+      if (!PROJECT.test(project)) continue;
+      for (const name of await readdir(join(this.opts.root, project)).catch(() => [] as string[])) {
+        if (!name.endsWith('.meta.json')) continue;
+        try {
+          const file = JSON.parse(await readFile(join(this.opts.root, project, name), 'utf8')) as Partial<KeptFile>;
+          addImages(map, project, file.builtImages ?? [], file.images ?? []);
+        } catch {
+          /* an unreadable kept model names nothing */
+        }
+      }
+    }
+    this.imageUse ??= map;
+    return this.imageUse;
+  }
+
+  private noteImages(project: string, kept: Kept): void {
+    if (this.imageUse) addImages(this.imageUse, project, kept.builtImages, kept.images);
+  }
+
+  /**
+   * What the engine and the other projects hold under the names this project would create or take: its networks
+   * and volumes (another project's, or one of no project), its containers' names (v1 `p_s_1`, v2 `p-s-1`,
+   * `container_name`), the images its builds tag (run or built by another project) and the images it runs (built by
+   * another project). Checked when a model is checked and again before every `up`.
+   */
+  private async foreignNames(
+    project: string,
+    facts: Pick<PolicyResult, 'ownNames' | 'containerNames' | 'builtImages' | 'images'> & { services: string[] },
+    exceptions: ReadonlySet<string>,
+  ): Promise<HostSafetyViolation[]> {
+    const out: HostSafetyViolation[] = [];
+    const push = (v: HostSafetyViolation) => {
+      if (!exceptions.has(v.exception)) out.push(v);
+    };
+    let containers: ExistingContainer[];
+    let objects: { kind: 'network' | 'volume'; key: string; name: string; owner: string | null }[];
+    try {
+      containers = await this.opts.engine.containers();
+      objects = [];
+      for (const kind of ['network', 'volume'] as const) {
+        const wanted = facts.ownNames.filter((n) => n.kind === kind);
+        if (!wanted.length) continue;
+        const found = await this.opts.engine.objects(
+          kind,
+          wanted.map((n) => n.name),
+        );
+        for (const f of found) {
+          const n = wanted.find((w) => w.name === f.name);
+          if (n) objects.push({ ...n, owner: f.project });
+        }
+      }
+    } catch (err) {
+      // Without an engine nothing can be taken over now; `up` checks again before anything is created.
+      if (err instanceof HttpError && err.status === 503) return out;
+      throw err;
+    }
+    const owner = (p: string | null) => (p ? `project '${p}'` : 'no compose project');
+    for (const o of objects) {
+      if (o.owner === project) continue;
+      const section = o.kind === 'network' ? 'networks' : 'volumes';
+      push({
+        service: null,
+        key: `${section}.${o.key}`,
+        value: o.name,
+        exception: `${section}.external:${o.name}`,
+        why: `the ${o.kind} '${o.name}' this project would use already exists and belongs to ${owner(o.owner)}`,
+      });
+    }
+    for (const { service, name } of facts.containerNames) {
+      const taken = containers.find((c) => c.name === name && c.project !== project);
+      if (taken)
+        push({
+          service,
+          key: 'container_name',
+          value: name,
+          exception: `container_name:${name}`,
+          why: `container name '${name}' is taken by ${taken.project ? `project '${taken.project}'` : 'a container outside any project'}`,
+        });
+    }
+    const explicit = new Set(facts.containerNames.map((c) => c.service));
+    for (const service of facts.services) {
+      if (explicit.has(service)) continue;
+      const derived = new RegExp(`^${escapeRegExp(project)}[_-]${escapeRegExp(service)}[_-]\\d+$`);
+      const taken = containers.find((c) => derived.test(c.name) && c.project !== project);
+      if (taken)
+        push({
+          service,
+          key: 'container_name',
+          value: taken.name,
+          exception: `container_name:${taken.name}`,
+          why: `the container name compose derives ('${taken.name}') is taken by ${owner(taken.project)}`,
+        });
+    }
+    const uses = await this.imageUses();
+    const others = [...uses.entries()].filter(([p]) => p !== project);
+    for (const { service, tags } of facts.builtImages) {
+      for (const tag of tags.map(normalImage)) {
+        if (ownsImageName(project, tag)) continue;
+        const user = others.find(([, u]) => u.built.has(tag) || u.used.has(tag))?.[0] ?? containers.find((c) => c.project !== project && normalImage(c.image) === tag)?.project;
+        if (user !== undefined)
+          push({
+            service,
+            key: 'build',
+            value: tag,
+            exception: `build.image:${tag}`,
+            why: `the build would tag '${tag}', an image ${user ? `project '${user}'` : 'a container outside any project'} uses: name it '${project}_…'`,
+          });
+      }
+    }
+    for (const { service, image } of facts.images) {
+      const builder = others.find(([, u]) => u.built.has(normalImage(image)))?.[0];
+      if (builder)
+        push({ service, key: 'image', value: image, exception: `image:${image}`, why: `'${image}' is an image project '${builder}' builds` });
+    }
+    return out;
+  }
+
+  /**
+   * The Dockerfiles of a model's builds as they are in the folder now (an early answer; what is built is checked
+   * again in the copy the build reads). A Dockerfile that does not exist yet is checked when it is built.
+   */
+  private async dockerfiles(project: string, dir: string, model: Record<string, any>): Promise<HostSafetyViolation[]> {
+    const out: HostSafetyViolation[] = [];
+    for (const [service, def] of Object.entries((model.services ?? {}) as Record<string, any>)) {
+      const build = typeof def?.build === 'string' ? { context: def.build } : def?.build;
+      if (!build || typeof build !== 'object') continue;
+      const text = await this.dockerfileText(dir, build).catch(() => null);
+      if (text !== null) out.push(...(await this.dockerfileViolations(project, service, build, text)));
+    }
+    return out;
+  }
+
+  private async dockerfileText(root: string, build: Record<string, any>, context?: string): Promise<string | null> {
+    if (typeof build.dockerfile_inline === 'string') return build.dockerfile_inline;
+    const ctx = context ?? resolve(root, String(build.context ?? '.'));
+    if (!context && !isInside(root, ctx)) return null;
+    return readTextInside(ctx, typeof build.dockerfile === 'string' ? build.dockerfile : 'Dockerfile');
+  }
+
+  private async dockerfileViolations(project: string, service: string, build: Record<string, any>, text: string): Promise<HostSafetyViolation[]> {
+    const args = argsOf(build.args);
+    const facts = checkDockerfile(text, service, 'build', args);
+    const out = [...facts.violations];
+    const uses = await this.imageUses();
+    for (const image of facts.images) {
+      const m = /^([a-z0-9][a-z0-9-]*)_[^/]*$/.exec(repository(image));
+      const builder = m && m[1] !== project ? m[1] : [...uses.entries()].find(([p, u]) => p !== project && u.built.has(normalImage(image)))?.[0];
+      if (builder)
+        out.push({
+          service,
+          key: 'build.dockerfile',
+          value: image,
+          exception: `image:${image}`,
+          why: `the Dockerfile reads '${image}', an image of deployment '${builder}'`,
+        });
+    }
+    return out;
+  }
+
+  // ---- running --------------------------------------------------------------------------------------------------
+
+  /**
+   * Whether an existing container of a project the agent runs may be started as it is (the container routes): only
+   * when it was created from the model the project last ran, its host paths still lead where they did, and no other container
+   * of the project could rearrange them. Throws 409 CONTAINER_STALE or 400 HOST_SAFETY otherwise.
+   */
+  async assertStartable(container: ExistingContainer): Promise<void> {
+    // A project the guard never checked is not the agent's (a compose project run by hand): it has no model to
+    // hold its containers to.
+    if (!container.project || !PROJECT.test(container.project) || !existsSync(this.projectDir(container.project))) return;
+    const last = await this.lastChecked(container.project);
+    const kept = last ? this.issued.get(last) : undefined;
+    const wanted = last && container.service ? stampOf(last.model, container.service) : null;
+    if (!last || !kept || !wanted || container.labels[STAMP_LABEL] !== wanted)
+      throw errors.conflict(
+        `container '${container.name}' was not created from the model its deployment last ran (checked); start the deployment instead, which recreates it`,
+        'CONTAINER_STALE',
+      );
+    if (!kept.enforce) return;
+    const moved = recheckHostPaths(kept.hostPaths, { project: last.project, dir: last.dir, exceptions: new Set(kept.exceptions) });
+    if (moved.length) throw hostSafetyError(moved, null);
+    const others = (await this.opts.engine.containers(container.project)).filter((c) => c.id !== container.id);
+    const above = containersAbove(kept.hostPaths.filter((p) => p.service === container.service), others);
+    if (above.length)
+      throw errors.conflict(
+        `container '${container.name}' cannot start while '${above[0]!.name}' of the same project can write above what it mounts; start the deployment instead`,
+        'CONTAINER_STALE',
+      );
   }
 
   async run(checked: CheckedCompose, command: ComposeCommand, options: ComposeRunOptions = {}): Promise<ComposeRunResult> {
@@ -378,7 +686,8 @@ export class ComposeGuard {
     for (const s of 'services' in command ? (command.services ?? []) : []) {
       if (!SERVICE.test(s) || !checked.services.includes(s)) throw errors.badRequest(`project '${project}' has no service '${s}'`, 'VALIDATION_FAILED');
     }
-    if (kept.enforce && (command.command === 'up' || command.command === 'restart' || command.command === 'build')) {
+    const starts = command.command === 'up' || command.command === 'restart' || command.command === 'build';
+    if (kept.enforce && starts) {
       // The engine resolves host paths again at every start: a symlink planted since the check must not count.
       const moved = recheckHostPaths(kept.hostPaths, { project, dir, exceptions: new Set(kept.exceptions) });
       if (moved.length) throw hostSafetyError(moved, null);
@@ -389,11 +698,157 @@ export class ComposeGuard {
     if (!existsSync(file)) await writeAtomic(file, serializeModel(checked.model as Record<string, unknown>));
     if (!existsSync(runEnv)) await writeAtomic(runEnv, kept.profiles === null ? '' : envText({ COMPOSE_PROFILES: kept.profiles }));
     await writeAtomic(join(projectDir, 'last'), hash + '\n');
-    const args = ['--env-file', runEnv, '-f', file, '--project-directory', dir, '-p', project, ...subcommand(command)];
-    const result = await runCompose(await this.opts.command(), this.opts.dockerHost, projectDir, args, options);
-    return { exit_code: result.exit_code, output: result.output.split(file).join('the checked compose file') };
+    const base = ['--env-file', runEnv, '-f', file, '--project-directory', dir, '-p', project];
+    const compose = async (args: string[]) => {
+      const r = await runCompose(await this.opts.command(), this.opts.dockerHost, projectDir, [...base, ...args], options);
+      return { exit_code: r.exit_code, output: r.output.split(file).join('the checked compose file') };
+    };
+
+    if (command.command === 'build') return this.build(checked, kept, command.services ?? kept.builtImages.map((b) => b.service), options);
+    if (command.command !== 'up' && command.command !== 'restart') return compose(subcommand(command));
+
+    if (kept.enforce) {
+      const names = await this.foreignNames(project, { ...kept, containerNames: containerNamesOf(checked.model), services: [...checked.services] }, new Set(kept.exceptions));
+      if (names.length) throw hostSafetyError(names, null);
+    }
+    // What exists now: containers created from another model are never started as they are, and a container that
+    // could rearrange what the model mounts is gone before anything of the model is created or started.
+    const existing = await this.opts.engine.containers(project);
+    const stale = existing.filter((c) => !c.service || c.labels[STAMP_LABEL] !== stampOf(checked.model, c.service));
+    const above = kept.enforce ? containersAbove(kept.hostPaths, existing) : [];
+    for (const c of above) {
+      this.opts.log.info('container removed before a start: it could write above what the model mounts', { project, container: c.name });
+      await this.opts.engine.removeContainer(c.id).catch((err: unknown) => {
+        if (!(err instanceof HttpError && err.status === 404)) throw err;
+      });
+    }
+    const outputs: ComposeRunResult[] = [];
+    const built = await this.build(checked, kept, await this.missingImages(kept, command.services), options);
+    outputs.push(built);
+    if (built.exit_code !== 0) return merge(outputs);
+    if (command.command === 'up') {
+      outputs.push(await compose([...subcommand(command), '--no-build']));
+      return merge(outputs);
+    }
+    // restart: stale or removed containers are recreated from the model; the current ones restart as they are.
+    const gone = new Set([...stale, ...above].map((c) => c.service).filter((s): s is string => s !== null));
+    const wanted = command.services ?? [...checked.services];
+    const recreate = wanted.filter((s) => gone.has(s));
+    if (recreate.length || stale.some((c) => !c.service || !checked.services.includes(c.service))) {
+      outputs.push(await compose(['up', '-d', '--no-build', ...recreate]));
+      if (outputs[outputs.length - 1]!.exit_code !== 0) return merge(outputs);
+    }
+    const current = wanted.filter((s) => !gone.has(s));
+    if (current.length) outputs.push(await compose(['restart', ...current]));
+    return merge(outputs);
+  }
+
+  /** Services of a model whose built image is not on the engine (compose would build them at `up`). */
+  private async missingImages(kept: Kept, services?: string[]): Promise<string[]> {
+    const out: string[] = [];
+    for (const b of kept.builtImages) {
+      if (services && !services.includes(b.service)) continue;
+      if (!(await this.opts.engine.imageExists(b.tags[0]!))) out.push(b.service);
+    }
+    return out;
+  }
+
+  /**
+   * Builds services from copies of their contexts in the guard's own folder (see build-context.ts); the Dockerfile
+   * checked is the copied one, which is the one built.
+   */
+  private async build(checked: CheckedCompose, kept: Kept, services: string[], options: ComposeRunOptions): Promise<ComposeRunResult> {
+    if (!services.length) return { exit_code: 0, output: '' };
+    const { project, dir } = checked;
+    const work = await mkdtemp(join(this.projectDir(project), '.build-'));
+    try {
+      const model = structuredClone(checked.model) as Record<string, any>;
+      const violations: HostSafetyViolation[] = [];
+      for (const service of services) {
+        const def = model.services?.[service];
+        const build = typeof def?.build === 'string' ? { context: def.build } : def?.build;
+        if (!build || typeof build !== 'object') continue;
+        const context = resolve(dir, String(build.context ?? '.'));
+        if (!isInside(dir, context)) {
+          if (kept.enforce) throw errors.internal(`build context of '${service}' is outside the project folder`);
+          continue;
+        }
+        const copy = join(work, service);
+        await mkdir(copy, { mode: 0o700 });
+        const stats = await copyContext(dir, context, copy);
+        if (stats.skipped.length) this.opts.log.warn('build context: entries not copied (links swapped in, special files)', { project, service, skipped: stats.skipped.slice(0, 20) });
+        const contexts: Record<string, string> = {};
+        for (const [name, path] of Object.entries(argsOf(build.additional_contexts))) {
+          const abs = resolve(dir, path);
+          if (/^(service|target):/.test(path) || !isInside(dir, abs)) {
+            contexts[name] = path;
+            continue;
+          }
+          const extra = join(work, `${service}.${Object.keys(contexts).length}`);
+          await mkdir(extra, { mode: 0o700 });
+          await copyContext(dir, abs, extra);
+          contexts[name] = extra;
+        }
+        const text = await this.dockerfileText(dir, build, copy).catch((err: unknown) => {
+          if (err instanceof HttpError) throw errors.badRequest(`service '${service}': the Dockerfile ${err.message}`, 'HOST_SAFETY');
+          return null;
+        });
+        if (text !== null && kept.enforce) violations.push(...(await this.dockerfileViolations(project, service, build, text)).filter((v) => !kept.exceptions.includes(v.exception)));
+        def.build = { ...build, context: copy, ...(Object.keys(contexts).length ? { additional_contexts: contexts } : {}) };
+      }
+      if (violations.length) throw hostSafetyError(violations, null);
+      const file = join(work, 'build.json');
+      await writeAtomic(file, serializeModel(model));
+      const runEnv = join(this.projectDir(project), `${checked.hash}.env`);
+      const r = await runCompose(
+        await this.opts.command(),
+        this.opts.dockerHost,
+        work,
+        ['--env-file', runEnv, '-f', file, '--project-directory', dir, '-p', project, 'build', ...services],
+        options,
+      );
+      return { exit_code: r.exit_code, output: r.output.split(file).join('the checked compose file').split(work).join('the build copy') };
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
   }
 }
+
+/** Build args (or additional contexts) as compose writes them: a mapping or a `KEY=VALUE` list. */
+function argsOf(value: unknown): Record<string, string> {
+  if (Array.isArray(value))
+    return Object.fromEntries(
+      value.map((v) => {
+        const s = String(v);
+        const eq = s.indexOf('=');
+        return eq === -1 ? [s, ''] : [s.slice(0, eq), s.slice(eq + 1)];
+      }),
+    );
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, v === null || v === undefined ? '' : String(v)]));
+  return {};
+}
+
+function containerNamesOf(model: Readonly<Record<string, any>>): { service: string; name: string }[] {
+  return Object.entries((model.services ?? {}) as Record<string, any>)
+    .filter(([, def]) => typeof def?.container_name === 'string')
+    .map(([service, def]) => ({ service, name: String(def.container_name) }));
+}
+
+function addImages(map: Map<string, ImageUse>, project: string, built: BuiltImage[], images: { image: string }[]): void {
+  const use = map.get(project) ?? { built: new Set<string>(), used: new Set<string>() };
+  for (const b of built) for (const t of b.tags) use.built.add(normalImage(t));
+  for (const i of images) use.used.add(normalImage(i.image));
+  map.set(project, use);
+}
+
+function merge(results: ComposeRunResult[]): ComposeRunResult {
+  const failed = results.find((r) => r.exit_code !== 0);
+  return { exit_code: failed?.exit_code ?? 0, output: results.map((r) => r.output).filter(Boolean).join('\n') };
+}
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+
 
 function subcommand(c: ComposeCommand): string[] {
   switch (c.command) {
@@ -401,7 +856,6 @@ function subcommand(c: ComposeCommand): string[] {
       return [
         'up',
         '-d',
-        ...(c.noRecreate ? ['--no-recreate'] : []),
         ...(c.forceRecreate ? ['--force-recreate'] : []),
         ...(c.removeOrphans ? ['--remove-orphans'] : []),
         ...(c.services ?? []),

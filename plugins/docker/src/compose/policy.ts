@@ -27,10 +27,27 @@ export interface HostPath {
   key: string;
   /** Absolute, as in the model. */
   source: string;
-  /** With symlinks resolved (the part that exists). */
+  /** With symlinks resolved (the part that exists). The model that runs names this path (see `pins`). */
   real: string;
   /** A container can write below it. */
   writable: boolean;
+  /** A bind mount of a container (build contexts and files compose reads itself are not). */
+  mounted: boolean;
+}
+
+/** A value of the model replaced by the one that runs (a host path pinned to its real path). */
+export interface Pin {
+  path: (string | number)[];
+  value: unknown;
+}
+
+/** An image a service builds and tags (its `image`, or the name the guard gives it, and `build.tags`). */
+export interface BuiltImage {
+  service: string;
+  /** Names the build tags. */
+  tags: string[];
+  /** The service had no `image`: the guard writes this name into the model (compose would derive a name itself). */
+  derived: boolean;
 }
 
 export interface PolicyInput {
@@ -50,7 +67,52 @@ export interface PolicyResult {
   hostPaths: HostPath[];
   /** `container_name`s the model sets (checked against other projects by the caller). */
   containerNames: { service: string; name: string }[];
+  /** Values the model that runs has instead (host paths pinned to their real paths, derived image names). */
+  pins: Pin[];
+  /** Images the project's builds tag (checked against other projects' images by the caller). */
+  builtImages: BuiltImage[];
+  /** Images the services run without building them (`service → image`). */
+  images: { service: string; image: string }[];
+  /** Networks and volumes the project creates, by the engine name compose gives them. */
+  ownNames: { kind: 'network' | 'volume'; key: string; name: string }[];
 }
+
+/** Files at the root of a project folder that the agent writes and reads: no container may write them. */
+export const AGENT_FILES = ['docker-compose.yml', 'docker-compose.yaml', 'compose.yaml', 'compose.yml', '.env'];
+
+/** The engine name compose gives a network or volume `key` of `project` (v1 and v2 alike). */
+export const ownName = (project: string, key: string) => `${project}_${key}`;
+
+/** The image name the guard gives a service that builds without naming its image: compose v1's own default. */
+export const builtImageName = (project: string, service: string) => `${project}_${service.toLowerCase()}`;
+
+/**
+ * An image name a project owns outright: one path component (no registry, no namespace) starting with
+ * `<project>_`. Deployment names are chosen so that no project's prefix is another's (see the deployments plugin),
+ * so `<project>_…` names exactly one project.
+ */
+export const ownsImageName = (project: string, image: string) => repository(image).startsWith(`${project}_`) && !repository(image).includes('/');
+
+/** The repository of an image reference: without its tag or digest (`a/b:1` → `a/b`; `host:5000/a` stays). */
+export function repository(image: string): string {
+  const at = image.indexOf('@');
+  const noDigest = at === -1 ? image : image.slice(0, at);
+  const slash = noDigest.lastIndexOf('/');
+  const colon = noDigest.lastIndexOf(':');
+  return colon > slash ? noDigest.slice(0, colon) : noDigest;
+}
+
+/** The reference with an explicit tag, as the engine stores it (`x` → `x:latest`). */
+export function normalImage(image: string): string {
+  if (image.includes('@')) return image;
+  return repository(image) === image ? `${image}:latest` : image;
+}
+
+/**
+ * Names of the build namespace (`<word>_…`, one component): only the project of that prefix may run or build them,
+ * so a deployment can neither run another's build nor tag a name another deployment will build.
+ */
+const BUILD_NAMESPACE = /^([a-z0-9][a-z0-9-]*)_[^/]*$/;
 
 /** The real path of `path`, resolving the symlinks of the part that exists. */
 export function realish(path: string): string {
@@ -111,7 +173,14 @@ const SAFE_SYSCTLS = new Set([
 const LOG_DRIVERS = new Set(['json-file', 'local', 'none']);
 
 /** Label namespaces that belong to compose, swarm and the agent: a file must not claim another project with them. */
-const RESERVED_LABEL = /^(com\.docker\.compose\.|com\.docker\.stack\.|com\.docker\.swarm\.|agent\.infrastructure)/;
+const RESERVED_LABEL = /^(com\.docker\.compose\.|com\.docker\.stack\.|com\.docker\.swarm\.|agent\.infrastructure|agent\.checked$)/;
+
+/** The label the guard stamps on every service: which checked model its container was created from. */
+export const STAMP_LABEL = 'agent.checked';
+
+/** Compose projects of the agent itself are named so; their images too (`agent/objstore`, …). */
+const AGENT_PROJECT = /^agent-/;
+const AGENT_IMAGE = /^agent([/_.-]|$)/;
 
 const PRIVATE_NETS = [/^10\./, /^172\.(1[6-9]|2\d|3[01])\./, /^192\.168\./, /^f[cd][0-9a-f]{2}:/i];
 
@@ -122,6 +191,10 @@ class Scope {
   readonly granted = new Set<string>();
   readonly hostPaths: HostPath[] = [];
   readonly containerNames: { service: string; name: string }[] = [];
+  readonly pins: Pin[] = [];
+  readonly builtImages: BuiltImage[] = [];
+  readonly images: { service: string; image: string }[] = [];
+  readonly ownNames: { kind: 'network' | 'volume'; key: string; name: string }[] = [];
   readonly services: Set<string>;
   readonly dir: string;
 
@@ -146,20 +219,25 @@ class Scope {
     this.violations.push({ service, key, value: show(value), exception, why });
   }
 
-  /** A host path a container gets: inside the folder, or outside with an exception naming it. */
-  hostPath(service: string | null, key: string, source: string, writable: boolean, kind: 'volumes' | 'build' | 'secrets' | 'configs'): void {
+  /**
+   * A host path a container gets: inside the folder, or outside with an exception naming it. Returns the path the
+   * model that runs names (the real one, so that the engine never walks a symlink when it mounts it), or null.
+   */
+  hostPath(service: string | null, key: string, source: string, writable: boolean, kind: 'volumes' | 'build' | 'secrets' | 'configs'): string | null {
     const abs = isAbsolute(source) ? resolve(source) : resolve(this.input.dir, source);
     const real = this.real(abs);
     const socket = RUNTIME_SOCKET.test(abs) || RUNTIME_SOCKET.test(real);
+    const mounted = kind === 'volumes' || kind === 'secrets' || kind === 'configs';
     if (!socket && inside(this.dir, real)) {
-      this.hostPaths.push({ service, key, source: abs, real, writable });
-      return;
+      if (writable && mounted) this.agentFiles(service, key, abs, real);
+      this.hostPaths.push({ service, key, source: abs, real, writable, mounted });
+      return real;
     }
     const exception = `${kind}:${abs}`;
     // The exception may name the path as written or where it really leads (/var/run is often a link to /run).
     if (real !== abs && this.input.exceptions.has(`${kind}:${real}`)) {
       this.granted.add(`${kind}:${real}`);
-      return;
+      return real;
     }
     const why = socket
       ? `'${abs}' is the container runtime socket: whoever holds it is root on the host`
@@ -167,6 +245,35 @@ class Scope {
         ? `host path '${abs}' is outside the deployment folder`
         : `host path '${abs}' leads to '${real}', outside the deployment folder`;
     this.refuse(service, key, abs, exception, why);
+    return this.input.exceptions.has(exception) ? abs : null;
+  }
+
+  /**
+   * The folder's root holds the agent's own files (the compose file, `.env`): a container that could write the
+   * root, or one of them, could rewrite what the agent runs next, so neither is ever mounted read-write.
+   */
+  private agentFiles(service: string | null, key: string, abs: string, real: string): void {
+    if (real === this.dir)
+      this.refuse(
+        service,
+        key,
+        abs,
+        'volumes.folder:rw',
+        `'${abs}' is the deployment folder itself, which holds the agent's compose file and .env: mount it read-only (':ro') or mount a subfolder`,
+      );
+    else if (dirname(real) === this.dir && AGENT_FILES.includes(basename(real)))
+      this.refuse(
+        service,
+        key,
+        abs,
+        `volumes.agent-file:${basename(real)}`,
+        `'${abs}' is a file the agent writes and runs (${basename(real)}): mount it read-only`,
+      );
+  }
+
+  /** Records the value the model that runs has at `path`. */
+  pin(path: (string | number)[], value: unknown): void {
+    this.pins.push({ path, value });
   }
 
   labels(service: string | null, key: string, value: unknown): void {
@@ -233,10 +340,11 @@ const VOLUME_MODES = new Set(['ro', 'rw', 'z', 'Z', 'nocopy', 'cached', 'delegat
 const PROPAGATION_SHARED = new Set(['shared', 'rshared', 'slave', 'rslave']);
 
 const checkVolumes: Check = (value, scope, service, key) => {
-  for (const item of asList(value)) {
+  asList(value).forEach((item, index) => {
+    const at = ['services', service!, key, index];
     if (typeof item === 'string') {
       const parts = item.split(':');
-      if (parts.length === 1) continue; // anonymous volume
+      if (parts.length === 1) return; // anonymous volume
       const [source, , mode = 'rw'] = parts as [string, string, string?];
       const modes = mode.split(',');
       for (const m of modes) {
@@ -244,12 +352,15 @@ const checkVolumes: Check = (value, scope, service, key) => {
           scope.refuse(service, key, item, `volumes.propagation:${m}`, `mount propagation '${m}' lets mounts cross between the host and the container`);
         else if (!VOLUME_MODES.has(m)) scope.refuse(service, key, item, `volumes.mode:${m}`, `volume mode '${m}' is not known to the policy`);
       }
-      if (source.startsWith('/') || source.startsWith('.') || source.startsWith('~')) scope.hostPath(service, key, source, !modes.includes('ro'), 'volumes');
-      continue;
+      if (source.startsWith('/') || source.startsWith('.') || source.startsWith('~')) {
+        const real = scope.hostPath(service, key, source, !modes.includes('ro'), 'volumes');
+        if (real && real !== source) scope.pin(at, [real, ...parts.slice(1)].join(':'));
+      }
+      return;
     }
     if (!isMap(item)) {
       scope.refuse(service, key, item, `volumes:${show(item)}`, 'volume entry not understood');
-      continue;
+      return;
     }
     for (const k of Object.keys(item)) {
       if (!['type', 'source', 'target', 'read_only', 'bind', 'volume', 'tmpfs', 'consistency'].includes(k) && !k.startsWith('x-')) {
@@ -258,6 +369,11 @@ const checkVolumes: Check = (value, scope, service, key) => {
     }
     const type = String(item.type ?? (typeof item.source === 'string' && /^[./~]/.test(item.source) ? 'bind' : 'volume'));
     if (type === 'bind') {
+      for (const k of Object.keys(isMap(item.bind) ? item.bind : {})) {
+        // `create_host_path` and SELinux relabelling concern the source, which is checked; propagation below.
+        if (!['propagation', 'create_host_path', 'selinux'].includes(k) && !k.startsWith('x-'))
+          scope.refuse(service, `${key}.bind.${k}`, item.bind[k], `key:${key}.bind.${k}`, `bind option '${k}' is not classified by the policy`);
+      }
       const propagation = item.bind?.propagation;
       if (propagation && PROPAGATION_SHARED.has(String(propagation))) {
         scope.refuse(
@@ -269,13 +385,27 @@ const checkVolumes: Check = (value, scope, service, key) => {
         );
       }
       if (typeof item.source !== 'string' || !item.source) scope.refuse(service, key, item, 'volumes:bind-without-source', 'a bind mount needs a source');
-      else scope.hostPath(service, key, item.source, item.read_only !== true, 'volumes');
+      else {
+        const real = scope.hostPath(service, key, item.source, item.read_only !== true, 'volumes');
+        if (real && real !== item.source) scope.pin([...at, 'source'], real);
+      }
     } else if (type === 'volume' || type === 'tmpfs') {
       // Named volumes are declared (and checked) at the top level; anonymous ones and tmpfs live in the engine.
+      for (const k of Object.keys(isMap(item.volume) ? item.volume : {})) {
+        // A subpath is resolved inside a volume that containers of the project can rearrange with links.
+        if (k !== 'nocopy' && !k.startsWith('x-'))
+          scope.refuse(
+            service,
+            `${key}.volume.${k}`,
+            item.volume[k],
+            `volumes.volume:${k}`,
+            k === 'subpath' ? 'a volume subpath is resolved by the engine inside a volume containers can write' : `volume option '${k}' is not classified by the policy`,
+          );
+      }
     } else {
       scope.refuse(service, key, item, `volumes.type:${type}`, `mount type '${type}' is not allowed`);
     }
-  }
+  });
 };
 
 const checkCapAdd: Check = (value, scope, service, key) => {
@@ -341,13 +471,15 @@ const BUILD_KEYS: Record<string, 'ok' | 'refused'> = {
   cache_from: 'ok',
   network: 'ok',
   ulimits: 'ok',
-  additional_contexts: 'refused',
+  additional_contexts: 'ok',
   ssh: 'refused',
   secrets: 'refused',
   privileged: 'refused',
   entitlements: 'refused',
   cache_to: 'refused',
 };
+
+const REMOTE = /^[a-z][a-z0-9+.-]*:\/\/|^git@/i;
 
 const checkBuild: Check = (value, scope, service, key) => {
   const build = typeof value === 'string' ? { context: value } : value;
@@ -361,24 +493,89 @@ const checkBuild: Check = (value, scope, service, key) => {
     scope.refuse(service, `${key}.${k}`, v, `build.${k}`, why);
   }
   const context = String(build.context ?? '.');
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(context) || context.startsWith('git@')) {
+  if (REMOTE.test(context)) {
     scope.refuse(service, `${key}.context`, context, `build.context:${context}`, 'remote build contexts are not allowed');
   } else {
-    scope.hostPath(service, `${key}.context`, context, false, 'build');
-    if (typeof build.dockerfile === 'string') {
-      const ctx = isAbsolute(context) ? context : resolve(scope.input.dir, context);
-      const file = resolve(ctx, build.dockerfile);
-      if (!inside(resolve(ctx), file))
-        scope.refuse(service, `${key}.dockerfile`, build.dockerfile, `build:${file}`, 'the dockerfile must be inside the build context');
+    const real = scope.hostPath(service, `${key}.context`, context, false, 'build');
+    if (real && typeof value !== 'string' && real !== build.context) scope.pin(['services', service!, key, 'context'], real);
+    if (real && typeof build.dockerfile === 'string') {
+      // Where the file really is, links resolved, must be inside the context (compose reads it from there).
+      const file = scope.real(resolve(real, build.dockerfile));
+      if (!inside(real, file))
+        scope.refuse(service, `${key}.dockerfile`, build.dockerfile, `build.dockerfile:${build.dockerfile}`, 'the dockerfile must be inside the build context');
     }
   }
-  if (build.network === 'host') scope.refuse(service, `${key}.network`, 'host', 'build.network:host', "building on the host's network is not allowed");
+  for (const [name, ctx] of Object.entries(isMap(build.additional_contexts) ? build.additional_contexts : toMap(build.additional_contexts))) {
+    const v = String(ctx ?? '');
+    const ref = /^(service|target):(.+)$/.exec(v);
+    if (ref && scope.services.has(ref[2]!)) continue;
+    if (!REMOTE.test(v) && !/^[a-z-]+:/i.test(v)) {
+      scope.hostPath(service, `${key}.additional_contexts`, v, false, 'build');
+      continue;
+    }
+    scope.refuse(
+      service,
+      `${key}.additional_contexts`,
+      `${name}=${v}`,
+      `build.additional_contexts:${v}`,
+      'an additional build context must be a folder inside the deployment folder or a service of this project',
+    );
+  }
+  // The builder joins the network named here: another project's network or container is not the project's own.
+  const network = build.network;
+  if (network !== undefined && network !== null && network !== 'default' && network !== 'none') {
+    const own = isMap(scope.model.networks)
+      ? Object.entries(scope.model.networks).some(
+          ([k, def]) => !(isMap(def) && (def.external === true || isMap(def.external))) && (network === k || network === ownName(scope.input.project, k)),
+        )
+      : false;
+    if (!own)
+      scope.refuse(
+        service,
+        `${key}.network`,
+        network,
+        `build.network:${network}`,
+        network === 'host' ? "building on the host's network is not allowed" : `the build would join '${network}', which is not a network of this project`,
+      );
+  }
   for (const from of asList(build.cache_from)) {
     if (/(^|,)type=(local|tar)/.test(String(from)))
       scope.refuse(service, `${key}.cache_from`, from, `build.cache_from:${from}`, 'a build cache from host files is not allowed');
   }
   if (build.labels !== undefined) scope.labels(service, `${key}.labels`, build.labels);
 };
+
+/**
+ * Images: what a build tags must not be a name another project runs or builds (the guard checks the others'
+ * models); a name of another project's build namespace is never taken, neither to build nor to run.
+ */
+function checkImages(scope: Scope, service: string, def: Record<string, any>): void {
+  const project = scope.input.project;
+  const foreignNamespace = (image: string) => {
+    const m = BUILD_NAMESPACE.exec(repository(image));
+    return m !== null && m[1] !== project;
+  };
+  if (def.build === undefined || def.build === null) {
+    if (typeof def.image === 'string') {
+      scope.images.push({ service, image: def.image });
+      if (foreignNamespace(def.image))
+        scope.refuse(service, 'image', def.image, `image:${def.image}`, `'${def.image}' names an image another deployment builds (its build namespace)`);
+    }
+    return;
+  }
+  const derived = typeof def.image !== 'string';
+  const main = derived ? builtImageName(project, service) : (def.image as string);
+  if (derived) scope.pin(['services', service, 'image'], main);
+  const tags = [main, ...asList(isMap(def.build) ? def.build.tags : undefined).map(String)];
+  for (const tag of tags) {
+    if (AGENT_IMAGE.test(repository(tag)) && !AGENT_PROJECT.test(project))
+      scope.refuse(service, 'build', tag, `build.image:${tag}`, `'${tag}' is a name of the agent's own images`);
+    if (foreignNamespace(tag))
+      scope.refuse(service, 'build', tag, `build.image:${tag}`, `the build would tag '${tag}', a name of another deployment's build namespace`);
+    if (tag.includes('@')) scope.refuse(service, 'build', tag, `build.image:${tag}`, 'a build cannot tag a digest reference');
+  }
+  scope.builtImages.push({ service, tags, derived });
+}
 
 const checkDeploy: Check = (value, scope, service, key) => {
   if (!isMap(value)) return;
@@ -416,7 +613,7 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
   attach: allowed('log attachment of `up`'),
   blkio_config: allowed('I/O weights and throttles'),
   build: checked(
-    'context (and dockerfile) inside the folder; refused: `additional_contexts`, `ssh`, `secrets`, `privileged`, `entitlements`, `cache_to`, host network, remote contexts, host-file caches',
+    'context, dockerfile and additional contexts inside the folder (links resolved), built from a private copy; the Dockerfile is parsed: `ADD` of URLs, `ONBUILD` and images of other deployments are refused; the build network is the default or one of the project; tags must not be names other projects use; refused: `ssh`, `secrets`, `privileged`, `entitlements`, `cache_to`, remote contexts, host-file caches',
     checkBuild,
   ),
   cap_add: checked("only Docker's default capabilities (adding them is a no-op); anything else needs `cap_add:<CAP>`", checkCapAdd),
@@ -461,7 +658,7 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
   group_add: allowed('groups inside the container'),
   healthcheck: allowed('runs inside the container'),
   hostname: allowed('inside the container'),
-  image: allowed('any image'),
+  image: checked("any image but another deployment's build namespace (`<deployment>_…`) or an image another project builds", () => undefined),
   init: allowed('an init process inside the container'),
   ipc: checked(
     'own, `shareable`, `none` or `service:<same project>`; `host` and `container:` need an exception',
@@ -469,7 +666,7 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
   ),
   isolation: allowed('Windows isolation technology; no effect on Linux'),
   label_file: refused('reads labels from a host file', () => 'label_file'),
-  labels: checked('compose, swarm and agent label namespaces are refused (they would claim another project)', (value, scope, service, key) =>
+  labels: checked('compose, swarm and agent label namespaces are refused (they would claim another project or a checked model)', (value, scope, service, key) =>
     scope.labels(service, key, value),
   ),
   links: allowed('services of the same project'),
@@ -536,7 +733,7 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
   userns_mode: checked('must stay unset; `host` needs `userns_mode:host`', namespace([''], 'user')),
   uts: checked('must stay unset; `host` needs `uts:host`', namespace([''], 'UTS')),
   volumes: checked(
-    'bind sources inside the folder (symlinks resolved; none below a read-write bind of the same project); named and anonymous volumes, tmpfs; host paths, the runtime socket and shared propagation need an exception',
+    'bind sources inside the folder, run as their real paths; none below a read-write bind of the model or of an existing container of the project; the folder itself and its compose file and `.env` never read-write; named and anonymous volumes (no `subpath`), tmpfs; host paths, the runtime socket and shared propagation need an exception',
     checkVolumes,
   ),
   volumes_from: checked('services of the same project; `container:` needs an exception', checkVolumesFrom),
@@ -545,19 +742,22 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
 
 // ---- top level ------------------------------------------------------------------------------------------------------
 
-/** Compose's default name of a network or volume of the project (v2 writes it out, v1 leaves it implicit). */
-const defaultName = (project: string, key: string) => [`${project}_${key}`, `${project}-${key}`];
-
-const checkOwnName = (scope: Scope, section: string, key: string, def: Record<string, any>): void => {
+/**
+ * A network or volume of the project may carry only the name compose derives for it (v2 writes it out, v1 leaves it
+ * implicit): exactly `<project>_<key>`. Any other spelling could be another project's object.
+ */
+const checkOwnName = (scope: Scope, section: 'networks' | 'volumes', key: string, def: Record<string, any>): void => {
+  const own = ownName(scope.input.project, key);
+  scope.ownNames.push({ kind: section === 'networks' ? 'network' : 'volume', key, name: own });
   if (def.name === undefined || def.name === null) return;
   const name = String(def.name);
-  if (defaultName(scope.input.project, key).includes(name)) return;
+  if (name === own) return;
   scope.refuse(
     null,
     `${section}.${key}.name`,
     name,
     `${section}.name:${name}`,
-    `a ${section === 'networks' ? 'network' : 'volume'} named '${name}' may belong to another project`,
+    `a ${section === 'networks' ? 'network' : 'volume'} named '${name}' may belong to another project (its own name is '${own}')`,
   );
 };
 
@@ -669,7 +869,10 @@ const checkFileObjects =
       }
       if (def.external === true || isMap(def.external))
         scope.refuse(null, `${at}.external`, key, `${section}.external:${key}`, `external ${section} are swarm objects outside this project`);
-      if (typeof def.file === 'string') scope.hostPath(null, `${at}.file`, def.file, false, section);
+      if (typeof def.file === 'string') {
+        const real = scope.hostPath(null, `${at}.file`, def.file, false, section);
+        if (real && real !== def.file) scope.pin([section, key, 'file'], real);
+      }
       if (def.labels !== undefined) scope.labels(null, `${at}.labels`, def.labels);
     }
   };
@@ -681,11 +884,11 @@ const TOP_LEVEL: Record<string, KeyRule & { checkTop?: (value: unknown, scope: S
   }),
   services: checked('every service key is classified in the table below', () => undefined),
   networks: {
-    ...checked('own bridge networks (private IPAM subnets); `external`, other drivers, `driver_opts` and foreign names need an exception', () => undefined),
+    ...checked('own bridge networks named exactly `<project>_<key>` (private IPAM subnets); `external`, other drivers, `driver_opts` and other names need an exception', () => undefined),
     checkTop: checkNetworks,
   },
   volumes: {
-    ...checked('own local volumes; `external`, other drivers, `driver_opts` (they can bind host paths) and foreign names need an exception', () => undefined),
+    ...checked('own local volumes named exactly `<project>_<key>`; `external`, other drivers, `driver_opts` (they can bind host paths) and other names need an exception', () => undefined),
     checkTop: checkTopVolumes,
   },
   configs: {
@@ -717,6 +920,7 @@ export function checkModel(model: Record<string, any>, input: PolicyInput): Poli
     rule.check?.(value, scope, null, key);
     rule.checkTop?.(value, scope);
   }
+  let defaultNetwork = false;
   for (const [service, def] of Object.entries(isMap(model.services) ? model.services : {})) {
     if (!isMap(def)) continue;
     for (const [key, value] of Object.entries(def)) {
@@ -725,7 +929,12 @@ export function checkModel(model: Record<string, any>, input: PolicyInput): Poli
       if (!rule) scope.refuse(service, key, value, `key:${key}`, `service key '${key}' is not classified by the policy`);
       else rule.check?.(value, scope, service, key);
     }
+    checkImages(scope, service, def);
+    if (def.networks === undefined && def.network_mode === undefined) defaultNetwork = true;
   }
+  // Compose v1 creates `<project>_default` for services that name no network without writing it into the model.
+  if (defaultNetwork && !(isMap(model.networks) && 'default' in model.networks))
+    scope.ownNames.push({ kind: 'network', key: 'default', name: ownName(input.project, 'default') });
   // A writable bind is a folder the container can rearrange: nothing the engine mounts may sit below it.
   const writable = scope.hostPaths.filter((p) => p.writable);
   for (const p of scope.hostPaths) {
@@ -740,7 +949,16 @@ export function checkModel(model: Record<string, any>, input: PolicyInput): Poli
       );
     }
   }
-  return { violations: scope.violations, granted: [...scope.granted].sort(), hostPaths: scope.hostPaths, containerNames: scope.containerNames };
+  return {
+    violations: scope.violations,
+    granted: [...scope.granted].sort(),
+    hostPaths: scope.hostPaths,
+    containerNames: scope.containerNames,
+    pins: scope.pins,
+    builtImages: scope.builtImages,
+    images: scope.images,
+    ownNames: scope.ownNames,
+  };
 }
 
 /**
@@ -752,7 +970,8 @@ export function recheckHostPaths(paths: HostPath[], input: PolicyInput): Violati
   const dir = real(input.dir);
   const out: Violation[] = [];
   for (const p of paths) {
-    const now = real(p.source);
+    // The model that runs names the real path: no component of it may have become a link since.
+    const now = real(p.real);
     if (now === p.real && inside(dir, now)) continue;
     if (input.exceptions.has(`volumes:${now}`)) continue;
     out.push({
@@ -777,4 +996,32 @@ export function policyTable(): { section: string; key: string; status: KeyStatus
     ...Object.entries(TOP_LEVEL).map(([key, r]) => ({ section: 'top level', key, status: r.status, note: r.note })),
     ...Object.entries(SERVICE_KEYS).map(([key, r]) => ({ section: 'service', key, status: r.status, note: r.note })),
   ];
+}
+
+/** A container that exists on the engine, as the guard compares it with what is about to run. */
+export interface ExistingContainer {
+  id: string;
+  name: string;
+  project: string | null;
+  service: string | null;
+  state: string;
+  image: string;
+  labels: Record<string, string>;
+  mounts: { type: string; source: string; rw: boolean }[];
+}
+
+/**
+ * Containers that could rearrange what the project is about to mount: a read-write bind of theirs lies strictly
+ * above a host path the model mounts (or reads to build), so they could swap a folder of that path for a symlink
+ * while the engine mounts it. They are removed before anything of the model is created or started.
+ */
+export function containersAbove(paths: HostPath[], containers: ExistingContainer[], realpath: (p: string) => string = realish): ExistingContainer[] {
+  return containers.filter((c) =>
+    c.mounts.some((m) => {
+      if (m.type !== 'bind' || !m.rw) return false;
+      // Where it was mounted from (as written) and where that leads now: either may be what the container holds.
+      const sources = new Set([resolve(m.source), realpath(m.source)]);
+      return paths.some((p) => [...sources].some((s) => s !== p.real && inside(s, p.real)));
+    }),
+  );
 }

@@ -42,6 +42,8 @@ export interface PreparedSource {
   envCopies: EnvCopy[];
   /** Every variable name an `environment` section of the file sets (to spot environment compose read elsewhere). */
   environmentKeys: Set<string>;
+  /** Build contexts as written (interpolated), relative to the project folder or absolute. */
+  buildContexts: string[];
   /** Where keys are in the original text, for messages: `(line L, column C)` or ''. */
   position(path: (string | number)[]): string;
   /** Policy findings when the policy is off (they would have been refused). */
@@ -135,9 +137,20 @@ function envFileEntries(node: Node, service: string | null): EnvFileEntry[] {
  * Checks the text and prepares what compose reads. Throws 400 INVALID_YAML / INVALID_COMPOSE / HOST_SAFETY
  * (file-reading keys) and 409 UNSAFE_FILE is mapped to HOST_SAFETY for env files.
  */
+/** Larger compose files are refused before they are parsed (real ones are a few KiB). */
+export const MAX_COMPOSE_BYTES = 1024 * 1024;
+
 export async function prepareSource(input: SourceInput): Promise<PreparedSource> {
+  if (Buffer.byteLength(input.content) > MAX_COMPOSE_BYTES)
+    throw errors.badRequest(`compose_content: the file is larger than ${MAX_COMPOSE_BYTES} bytes`, 'COMPOSE_TOO_LARGE', { field: 'compose_content' });
   const counter = new LineCounter();
-  const doc = parseDocument(input.content, { lineCounter: counter, prettyErrors: true, uniqueKeys: true, merge: true });
+  let doc: Document;
+  try {
+    doc = parseDocument(input.content, { lineCounter: counter, prettyErrors: true, uniqueKeys: true, merge: true });
+  } catch (err) {
+    // Nesting deep enough to exhaust the parser's stack is not a compose file.
+    throw errors.badRequest(`compose_content: invalid YAML: ${(err as Error).message.split('\n')[0]}`, 'INVALID_YAML', { field: 'compose_content' });
+  }
   if (doc.errors.length) {
     const e = doc.errors[0]!;
     const pos = e.linePos?.[0];
@@ -153,7 +166,13 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
   }
   if (!isMap(doc.contents)) throw invalid('compose_content: the file must be a mapping with a `services` key');
   const at = (path: (string | number)[]) => positionIn(doc, counter, path);
-  const parsed = doc.toJS({ maxAliasCount: 100 }) as Record<string, any>;
+  let parsed: Record<string, any>;
+  try {
+    parsed = doc.toJS({ maxAliasCount: 100 }) as Record<string, any>;
+  } catch (err) {
+    // The yaml library refuses alias chains that would expand beyond reason ("billion laughs").
+    throw errors.badRequest(`compose_content: invalid YAML: ${(err as Error).message.split('\n')[0]}`, 'INVALID_YAML', { field: 'compose_content' });
+  }
   const findings: PreparedSource['findings'] = [];
   const fileRead = (key: string, value: string, why: string, service: string | null = null) => {
     if (!input.enforce) return void findings.push({ key, value, why });
@@ -268,7 +287,13 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
 
   const environmentKeys = new Set<string>();
   environmentKeysOf(parsed, environmentKeys);
-  return { text, envCopies, environmentKeys, position: at, findings };
+  const buildContexts: string[] = [];
+  for (const svc of Object.values(services as Record<string, any>)) {
+    const build = svc?.build;
+    const context = typeof build === 'string' ? build : build && typeof build === 'object' ? (build.context ?? '.') : null;
+    if (typeof context === 'string') buildContexts.push(interpolateString(context, input.env));
+  }
+  return { text, envCopies, environmentKeys, buildContexts, position: at, findings };
 }
 
 /** A file the caller is about to write, by its absolute path inside the folder. */
