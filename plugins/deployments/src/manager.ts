@@ -288,7 +288,9 @@ export class DeploymentManager implements DeploymentsService {
    */
   async assertNameFree(name: string): Promise<void> {
     if (name === RESERVED_PREFIX.slice(0, -1) || name.startsWith(RESERVED_PREFIX))
-      throw errors.badRequest(`name: 'agent' and '${RESERVED_PREFIX}' names are reserved for the agent's own compose projects`, 'NAME_RESERVED', { field: 'name' });
+      throw errors.badRequest(`name: 'agent' and '${RESERVED_PREFIX}' names are reserved for the agent's own compose projects`, 'NAME_RESERVED', {
+        field: 'name',
+      });
     // Compose names a project's networks and volumes `<project>_<key>` (and v1 its containers `<project>_<service>_1`):
     // a name that another project's name extends at `_`, or that extends another's, could meet its objects.
     const clash = (other: string) => other !== name && (other.startsWith(`${name}_`) || name.startsWith(`${other}_`));
@@ -342,11 +344,7 @@ export class DeploymentManager implements DeploymentsService {
       // Checked again at every start: the files may have changed since (a container can write to its folder).
       const checked = options.checked ?? (await this.checkCurrent(entry));
       if (!(await this.opts.docker.compose.lastChecked(entry.name))) await this.assertNotForeign(entry.name);
-      await this.composeRun(
-        checked,
-        { command: 'up', removeOrphans: !options.services, services: options.services },
-        'starting',
-      );
+      await this.composeRun(checked, { command: 'up', removeOrphans: !options.services, services: options.services }, 'starting');
       entry.failure = null;
     } catch (err) {
       entry.failure = (err as Error).message;

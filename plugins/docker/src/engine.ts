@@ -95,7 +95,11 @@ export class DockerEngine implements DockerService {
       root: opts.composeRoot,
       dockerHost: opts.dockerHost,
       command: () => this.composeCommand(),
-      engine: guardEngine(opts.docker, (what, fn) => this.call(what, fn), (id) => this.removeContainer(id, { force: true })),
+      engine: guardEngine(
+        opts.docker,
+        (what, fn) => this.call(what, fn),
+        (id) => this.removeContainer(id, { force: true }),
+      ),
       log: opts.log,
     });
   }
@@ -670,11 +674,7 @@ function existingFromInspect(info: Docker.ContainerInspectInfo): ExistingContain
 }
 
 /** The engine as the compose guard asks it (see `GuardEngine`); `call` maps engine errors as every call does. */
-export function guardEngine(
-  docker: Docker,
-  call: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
-  remove: (id: string) => Promise<void>,
-): GuardEngine {
+export function guardEngine(docker: Docker, call: <T>(what: string, fn: () => Promise<T>) => Promise<T>, remove: (id: string) => Promise<void>): GuardEngine {
   return {
     containers: async (project) => {
       const list = await call('containers', () =>

@@ -203,7 +203,11 @@ const ATTEMPTS: Attempt[] = [
   },
   // the folder root and the agent's own files are never writable by a container
   { what: 'the folder itself read-write', content: svc('    volumes: [".:/app"]\n'), key: /^volumes$/ },
-  { what: 'the folder itself read-write, long syntax', content: svc('    volumes:\n      - type: bind\n        source: .\n        target: /app\n'), key: /^volumes$/ },
+  {
+    what: 'the folder itself read-write, long syntax',
+    content: svc('    volumes:\n      - type: bind\n        source: .\n        target: /app\n'),
+    key: /^volumes$/,
+  },
   { what: 'the folder as ./ read-write', content: svc('    volumes: ["./:/app:rw"]\n'), key: /^volumes$/ },
   {
     what: 'the compose file read-write',
@@ -219,13 +223,27 @@ const ATTEMPTS: Attempt[] = [
     key: /^volumes$/,
   },
   // names of other projects and of the agent
-  { what: "the shared database's volume by name", content: svc('    volumes: ["v:/v"]\nvolumes:\n  v:\n    name: agent-infra-database_data\n'), key: /^volumes\.v\.name$/ },
+  {
+    what: "the shared database's volume by name",
+    content: svc('    volumes: ["v:/v"]\nvolumes:\n  v:\n    name: agent-infra-database_data\n'),
+    key: /^volumes\.v\.name$/,
+  },
   { what: 'the proxy network by name', content: svc('    networks: [n]\nnetworks:\n  n:\n    name: agent-infra-proxy\n'), key: /^networks\.n\.name$/ },
   { what: 'a volume name in the dash spelling', content: svc('    volumes: ["v:/v"]\nvolumes:\n  v:\n    name: other-v\n'), key: /^volumes\.v\.name$/ },
   { what: "running another deployment's built image", content: 'services:\n  app:\n    image: otherproject_web:latest\n', key: /^image$/ },
   // builds
-  { what: "a build tagging another deployment's image", content: 'services:\n  app:\n    build: .\n    image: otherproject_web\n', setup: dockerfile('FROM scratch\n'), key: /^build$/ },
-  { what: "a build tagging the agent's image", content: 'services:\n  app:\n    build: .\n    image: agent/objstore:0.1.0\n', setup: dockerfile('FROM scratch\n'), key: /^build$/ },
+  {
+    what: "a build tagging another deployment's image",
+    content: 'services:\n  app:\n    build: .\n    image: otherproject_web\n',
+    setup: dockerfile('FROM scratch\n'),
+    key: /^build$/,
+  },
+  {
+    what: "a build tagging the agent's image",
+    content: 'services:\n  app:\n    build: .\n    image: agent/objstore:0.1.0\n',
+    setup: dockerfile('FROM scratch\n'),
+    key: /^build$/,
+  },
   {
     what: "a build's extra tag in another namespace",
     content: 'services:\n  app:\n    build: {context: ., tags: ["otherproject_api:1"]}\n',
@@ -251,14 +269,24 @@ const ATTEMPTS: Attempt[] = [
     setup: dockerfile('FROM scratch\nADD ["http://169.254.169.254/latest/meta-data/", "/m"]\n'),
     key: /^build\.dockerfile$/,
   },
-  { what: 'ADD over a line continuation', content: build, setup: dockerfile('FROM scratch\nADD \\\n  https://10.0.0.1/secret \\\n  /s\n'), key: /^build\.dockerfile$/ },
+  {
+    what: 'ADD over a line continuation',
+    content: build,
+    setup: dockerfile('FROM scratch\nADD \\\n  https://10.0.0.1/secret \\\n  /s\n'),
+    key: /^build\.dockerfile$/,
+  },
   {
     what: 'ADD with the escape directive',
     content: build,
     setup: dockerfile('# escape=`\nFROM scratch\nADD `\n  http://192.168.1.1/ /r\n'),
     key: /^build\.dockerfile$/,
   },
-  { what: 'ADD of a URL from an ARG default', content: build, setup: dockerfile('ARG U=http://127.0.0.1:2375\nFROM scratch\nADD ${U}/info /i\n'), key: /^build\.dockerfile$/ },
+  {
+    what: 'ADD of a URL from an ARG default',
+    content: build,
+    setup: dockerfile('ARG U=http://127.0.0.1:2375\nFROM scratch\nADD ${U}/info /i\n'),
+    key: /^build\.dockerfile$/,
+  },
   {
     what: 'ADD of a URL from a build arg',
     content: 'services:\n  app:\n    build: {context: ., args: {U: "http://10.1.1.1"}}\n',
@@ -274,14 +302,24 @@ const ATTEMPTS: Attempt[] = [
     key: /^build/,
   },
   { what: "FROM another deployment's image", content: build, setup: dockerfile('FROM otherproject_web\n'), key: /^build\.dockerfile$/ },
-  { what: "COPY --from another deployment's image", content: build, setup: dockerfile('FROM scratch\nCOPY --from=otherproject_web /app /app\n'), key: /^build\.dockerfile$/ },
+  {
+    what: "COPY --from another deployment's image",
+    content: build,
+    setup: dockerfile('FROM scratch\nCOPY --from=otherproject_web /app /app\n'),
+    key: /^build\.dockerfile$/,
+  },
   {
     what: 'a dockerfile that is a link out of the context',
     content: 'services:\n  app:\n    build: {context: ., dockerfile: Dockerfile.link}\n',
     setup: (d) => symlinkSync('/etc/hostname', join(d, 'Dockerfile.link')),
     key: /^build/,
   },
-  { what: 'build context through a planted symlink', content: 'services:\n  app:\n    build: ./ctx\n', setup: (d) => symlinkSync('/etc', join(d, 'ctx')), key: /^build/ },
+  {
+    what: 'build context through a planted symlink',
+    content: 'services:\n  app:\n    build: ./ctx\n',
+    setup: (d) => symlinkSync('/etc', join(d, 'ctx')),
+    key: /^build/,
+  },
   {
     what: 'an additional context outside the folder',
     content: 'services:\n  app:\n    build: {context: ., additional_contexts: {root: /}}\n',
@@ -626,7 +664,11 @@ describe('host-safety policy on compose v2 canonical models', () => {
       ['a volume named in the dash spelling', check(app({}), { volumes: { data: { name: 'p-data' } } }), /^volumes\.data\.name$/],
       ['a network named like a longer project', check(app({}), { networks: { default: { name: 'p_x_default' } } }), /^networks\.default\.name$/],
       ['the folder read-write', check(app({ volumes: [{ type: 'bind', source: dir, target: '/app' }] })), /^volumes$/],
-      ['additional context from an image', check({ app: { build: { context: dir, additional_contexts: { x: 'docker-image://otherproject_web' } } } }), /^build\.additional_contexts$/],
+      [
+        'additional context from an image',
+        check({ app: { build: { context: dir, additional_contexts: { x: 'docker-image://otherproject_web' } } } }),
+        /^build\.additional_contexts$/,
+      ],
     ];
     for (const [what, violations, key] of cases) {
       expect(violations.length, what).toBeGreaterThan(0);
@@ -647,7 +689,9 @@ describe('host-safety policy on compose v2 canonical models', () => {
   });
 
   it('accepts additional build contexts inside the folder and of the same project', () => {
-    expect(check({ app: { build: { context: dir, additional_contexts: { shared: join(dir, 'shared'), base: 'service:base' } } }, base: { image: 'x' } })).toEqual([]);
+    expect(
+      check({ app: { build: { context: dir, additional_contexts: { shared: join(dir, 'shared'), base: 'service:base' } } }, base: { image: 'x' } }),
+    ).toEqual([]);
   });
 
   it('classifies every key in the README table of the docker plugin', () => {

@@ -127,7 +127,10 @@ function stampServices(model: Record<string, any>, granted: string[]): Record<st
   const stamps: Record<string, string> = {};
   for (const [name, def] of Object.entries((model.services ?? {}) as Record<string, any>)) {
     if (!def || typeof def !== 'object') continue;
-    const stamp = createHash('sha256').update(JSON.stringify([POLICY_VERSION, granted, def])).digest('hex').slice(0, 32);
+    const stamp = createHash('sha256')
+      .update(JSON.stringify([POLICY_VERSION, granted, def]))
+      .digest('hex')
+      .slice(0, 32);
     const labels = Array.isArray(def.labels)
       ? [...def.labels.filter((l: unknown) => !String(l).startsWith(`${STAMP_LABEL}=`)), `${STAMP_LABEL}=${stamp}`]
       : withKey({ ...(def.labels ?? {}) }, STAMP_LABEL, stamp);
@@ -307,8 +310,7 @@ export class ComposeGuard {
       );
       // Paths come back below the stand-in (and, for extended services, below the file's own folder): both are
       // the project folder.
-      const unstage = (s: string) =>
-        s.split(`${staging}/source.yml`).join('the compose file').split(standIn).join(dir).split(staging).join(dir);
+      const unstage = (s: string) => s.split(`${staging}/source.yml`).join('the compose file').split(standIn).join(dir).split(staging).join(dir);
       if (r.exit_code !== 0) {
         const message = unstage(r.output)
           .trim()
@@ -586,7 +588,9 @@ export class ComposeGuard {
     for (const { service, tags } of facts.builtImages) {
       for (const tag of tags.map(normalImage)) {
         if (ownsImageName(project, tag)) continue;
-        const user = others.find(([, u]) => u.built.has(tag) || u.used.has(tag))?.[0] ?? containers.find((c) => c.project !== project && normalImage(c.image) === tag)?.project;
+        const user =
+          others.find(([, u]) => u.built.has(tag) || u.used.has(tag))?.[0] ??
+          containers.find((c) => c.project !== project && normalImage(c.image) === tag)?.project;
         if (user !== undefined)
           push({
             service,
@@ -599,8 +603,7 @@ export class ComposeGuard {
     }
     for (const { service, image } of facts.images) {
       const builder = others.find(([, u]) => u.built.has(normalImage(image)))?.[0];
-      if (builder)
-        push({ service, key: 'image', value: image, exception: `image:${image}`, why: `'${image}' is an image project '${builder}' builds` });
+      if (builder) push({ service, key: 'image', value: image, exception: `image:${image}`, why: `'${image}' is an image project '${builder}' builds` });
     }
     return out;
   }
@@ -670,7 +673,10 @@ export class ComposeGuard {
     const moved = recheckHostPaths(kept.hostPaths, { project: last.project, dir: last.dir, exceptions: new Set(kept.exceptions) });
     if (moved.length) throw hostSafetyError(moved, null);
     const others = (await this.opts.engine.containers(container.project)).filter((c) => c.id !== container.id);
-    const above = containersAbove(kept.hostPaths.filter((p) => p.service === container.service), others);
+    const above = containersAbove(
+      kept.hostPaths.filter((p) => p.service === container.service),
+      others,
+    );
     if (above.length)
       throw errors.conflict(
         `container '${container.name}' cannot start while '${above[0]!.name}' of the same project can write above what it mounts; start the deployment instead`,
@@ -708,7 +714,11 @@ export class ComposeGuard {
     if (command.command !== 'up' && command.command !== 'restart') return compose(subcommand(command));
 
     if (kept.enforce) {
-      const names = await this.foreignNames(project, { ...kept, containerNames: containerNamesOf(checked.model), services: [...checked.services] }, new Set(kept.exceptions));
+      const names = await this.foreignNames(
+        project,
+        { ...kept, containerNames: containerNamesOf(checked.model), services: [...checked.services] },
+        new Set(kept.exceptions),
+      );
       if (names.length) throw hostSafetyError(names, null);
     }
     // What exists now: containers created from another model are never started as they are, and a container that
@@ -776,7 +786,8 @@ export class ComposeGuard {
         const copy = join(work, service);
         await mkdir(copy, { mode: 0o700 });
         const stats = await copyContext(dir, context, copy);
-        if (stats.skipped.length) this.opts.log.warn('build context: entries not copied (links swapped in, special files)', { project, service, skipped: stats.skipped.slice(0, 20) });
+        if (stats.skipped.length)
+          this.opts.log.warn('build context: entries not copied (links swapped in, special files)', { project, service, skipped: stats.skipped.slice(0, 20) });
         const contexts: Record<string, string> = {};
         for (const [name, path] of Object.entries(argsOf(build.additional_contexts))) {
           const abs = resolve(dir, path);
@@ -793,7 +804,8 @@ export class ComposeGuard {
           if (err instanceof HttpError) throw errors.badRequest(`service '${service}': the Dockerfile ${err.message}`, 'HOST_SAFETY');
           return null;
         });
-        if (text !== null && kept.enforce) violations.push(...(await this.dockerfileViolations(project, service, build, text)).filter((v) => !kept.exceptions.includes(v.exception)));
+        if (text !== null && kept.enforce)
+          violations.push(...(await this.dockerfileViolations(project, service, build, text)).filter((v) => !kept.exceptions.includes(v.exception)));
         def.build = { ...build, context: copy, ...(Object.keys(contexts).length ? { additional_contexts: contexts } : {}) };
       }
       if (violations.length) throw hostSafetyError(violations, null);
@@ -843,23 +855,21 @@ function addImages(map: Map<string, ImageUse>, project: string, built: BuiltImag
 
 function merge(results: ComposeRunResult[]): ComposeRunResult {
   const failed = results.find((r) => r.exit_code !== 0);
-  return { exit_code: failed?.exit_code ?? 0, output: results.map((r) => r.output).filter(Boolean).join('\n') };
+  return {
+    exit_code: failed?.exit_code ?? 0,
+    output: results
+      .map((r) => r.output)
+      .filter(Boolean)
+      .join('\n'),
+  };
 }
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-
-
 function subcommand(c: ComposeCommand): string[] {
   switch (c.command) {
     case 'up':
-      return [
-        'up',
-        '-d',
-        ...(c.forceRecreate ? ['--force-recreate'] : []),
-        ...(c.removeOrphans ? ['--remove-orphans'] : []),
-        ...(c.services ?? []),
-      ];
+      return ['up', '-d', ...(c.forceRecreate ? ['--force-recreate'] : []), ...(c.removeOrphans ? ['--remove-orphans'] : []), ...(c.services ?? [])];
     case 'stop':
       return ['stop', ...(c.services ?? [])];
     case 'restart':

@@ -399,7 +399,9 @@ const checkVolumes: Check = (value, scope, service, key) => {
             `${key}.volume.${k}`,
             item.volume[k],
             `volumes.volume:${k}`,
-            k === 'subpath' ? 'a volume subpath is resolved by the engine inside a volume containers can write' : `volume option '${k}' is not classified by the policy`,
+            k === 'subpath'
+              ? 'a volume subpath is resolved by the engine inside a volume containers can write'
+              : `volume option '${k}' is not classified by the policy`,
           );
       }
     } else {
@@ -884,11 +886,17 @@ const TOP_LEVEL: Record<string, KeyRule & { checkTop?: (value: unknown, scope: S
   }),
   services: checked('every service key is classified in the table below', () => undefined),
   networks: {
-    ...checked('own bridge networks named exactly `<project>_<key>` (private IPAM subnets); `external`, other drivers, `driver_opts` and other names need an exception', () => undefined),
+    ...checked(
+      'own bridge networks named exactly `<project>_<key>` (private IPAM subnets); `external`, other drivers, `driver_opts` and other names need an exception',
+      () => undefined,
+    ),
     checkTop: checkNetworks,
   },
   volumes: {
-    ...checked('own local volumes named exactly `<project>_<key>`; `external`, other drivers, `driver_opts` (they can bind host paths) and other names need an exception', () => undefined),
+    ...checked(
+      'own local volumes named exactly `<project>_<key>`; `external`, other drivers, `driver_opts` (they can bind host paths) and other names need an exception',
+      () => undefined,
+    ),
     checkTop: checkTopVolumes,
   },
   configs: {
