@@ -7,17 +7,20 @@
  * `principals.changed`), so the one-second bound is asserted; the measured figures (from the moment the revoking
  * request is sent to the moment the client sees its connection end) are printed at the end.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { startAgent, type TestAgent } from './helpers/agent.js';
+import { scratchProxy, startAgent, type TestAgent } from './helpers/agent.js';
 import { APP_FIXTURE, FIXTURE } from '../core/test/helpers/fixture.js';
 import { cleanupDocker, uniqueName, until, webCompose } from '../plugins/deployments/test/helpers.js';
 
 const PASS = 'Revoke-Pass-2024!x';
 const BOUND_MS = 1000;
 
-type Kind = 'log follow (websocket)' | 'streamed route answer' | 'proxied stream' | 'proxied websocket';
+type Kind = 'log follow (websocket)' | 'system log stream' | 'streamed route answer' | 'proxied stream' | 'proxied websocket';
 const figures: { trigger: string; kind: Kind; ms: number }[] = [];
 
 interface Ended {
@@ -61,6 +64,31 @@ async function follow(agent: TestAgent, deployment: string, token: string): Prom
   });
   await first;
   return { kind: 'log follow (websocket)', received: () => lines, ended, isOpen: () => open };
+}
+
+/** A system log stream (the proxy's access log), once it is ready. */
+async function systemLogs(agent: TestAgent, token: string, deployment?: string): Promise<Open> {
+  const url = wsUrl(agent, '/system/logs/stream');
+  url.searchParams.set('source', 'proxy-access');
+  if (deployment) url.searchParams.set('deployment', deployment);
+  const ws = new WebSocket(url);
+  let messages = 0;
+  let open = true;
+  const ended = new Promise<Ended>((done) =>
+    ws.on('close', (code, reason) => {
+      open = false;
+      done({ at: Date.now(), code, reason: reason.toString() });
+    }),
+  );
+  ws.on('open', () => ws.send(token));
+  await new Promise<void>((done, fail) => {
+    ws.on('message', (data) => {
+      messages++;
+      if ((JSON.parse(data.toString()) as { type?: string }).type === 'ready') done();
+    });
+    void ended.then((e) => fail(new Error(`system log stream closed before it was ready: ${e.code} ${e.reason}`)));
+  });
+  return { kind: 'system log stream', received: () => messages, ended, isOpen: () => open };
 }
 
 /** A streamed GET (a route's or a proxied one), once its first chunk arrived. */
@@ -167,7 +195,10 @@ describe('revocation of open connections', () => {
   const status = async (token: string) => (await agent.api('GET', '/auth/validate', { token })).status;
 
   beforeAll(async () => {
-    agent = await startAgent({ plugins: ['docker', 'deployments', APP_FIXTURE, FIXTURE] });
+    // The edge plugin serves the system log streams; it renders into a scratch folder and never touches nginx.
+    const edge = mkdtempSync(join(tmpdir(), 'revocation-edge-'));
+    writeFileSync(join(edge, 'access.log'), '');
+    agent = await startAgent({ plugins: ['docker', 'deployments', 'edge', APP_FIXTURE, FIXTURE], config: { proxy: scratchProxy(edge) } });
     const x = await agent.api('POST', '/deployments', { body: { name: X, compose_content: webCompose(), auto_start: true } });
     expect(x.status, x.text).toBe(201);
     const y = await agent.api('POST', '/deployments', { body: { name: Y, compose_content: webCompose(), auto_start: false } });
@@ -278,21 +309,25 @@ describe('revocation of open connections', () => {
     expect(ended.slice(0, 2).map((e) => e.code)).toEqual([4401, 4401]);
   });
 
-  it('user demoted: its sessions are signed out (4401); its key loses the deployment (4403) and the proxied stream ends', async () => {
+  it('user demoted: its sessions are signed out (4401); its key loses the deployment and global logs (4403) and the proxied stream ends', async () => {
     // An admin is global; demoted to operator it is limited to its grants (it has none).
     const u = await user('admin');
     const k = await key(u.token);
     const open = [
       await follow(agent, X, u.token),
       await follow(agent, X, k.key),
+      await systemLogs(agent, u.token),
+      await systemLogs(agent, k.key),
       await stream(agent, '/plugin/app-fixture/ticks', u.token, 'proxied stream'),
       await stream(agent, '/plugin/app-fixture/ticks', k.key, 'proxied stream'),
     ];
     const since = Date.now();
     expect((await agent.api('PUT', `/users/${u.id}`, { body: { role: 'operator' } })).status).toBe(200);
-    const [byToken, byKey] = await Promise.all(open.map((c) => endedWithin(c, 'user demoted', since)));
+    const [byToken, byKey, logsByToken, logsByKey] = await Promise.all(open.map((c) => endedWithin(c, 'user demoted', since)));
     expect(byToken.code).toBe(4401);
     expect(byKey).toMatchObject({ code: 4403, reason: expect.stringMatching(/^ACCESS_REVOKED: access revoked: deployment/) });
+    expect(logsByToken.code).toBe(4401);
+    expect(logsByKey).toMatchObject({ code: 4403, reason: expect.stringMatching(/^ACCESS_REVOKED: access revoked: .* limited to its deployments/) });
     expect(await status(u.token)).toBe(401);
     const validated = await agent.api('GET', '/auth/validate', { token: k.key });
     expect(validated.status).toBe(200);
@@ -302,6 +337,7 @@ describe('revocation of open connections', () => {
   it('grant lowered, then removed: what still passes stays open, the rest ends (4403)', async () => {
     const u = await user('operator', { [X]: 'read', [Y]: 'write' });
     const logs = await follow(agent, X, u.token);
+    const accessLog = await systemLogs(agent, u.token, X);
     const route = await stream(agent, `/fixture/deployments/${X}/stream`, u.token, 'streamed route answer');
     const proxied = await stream(agent, '/plugin/app-fixture/ticks', u.token, 'proxied stream');
     // Y lowered to read: the follow and the stream of X still pass; the app was given write on Y, so its stream ends.
@@ -310,11 +346,17 @@ describe('revocation of open connections', () => {
     await endedWithin(proxied, 'grant lowered', since);
     await staysOpen(logs, 'the follow of X');
     await staysOpen(route, 'the streamed answer about X');
+    expect(accessLog.isOpen()).toBe(true);
     // X removed: both end.
     since = Date.now();
     expect((await agent.api('DELETE', `/users/${u.id}/deployments/${X}`)).status).toBe(200);
-    const [f, s] = await Promise.all([endedWithin(logs, 'grant removed', since), endedWithin(route, 'grant removed', since)]);
+    const [f, s, a] = await Promise.all([
+      endedWithin(logs, 'grant removed', since),
+      endedWithin(route, 'grant removed', since),
+      endedWithin(accessLog, 'grant removed', since),
+    ]);
     expect(f).toMatchObject({ code: 4403, reason: `ACCESS_REVOKED: access revoked: deployment '${X}' not found` });
+    expect(a.code).toBe(4403);
     expect(s.complete).toBe(false);
     // The token itself is still good (grants are not the account): only what needed X was ended.
     expect(await status(u.token)).toBe(200);
