@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import type { Logger, SqlDatabase } from '@agent/sdk';
 import { TrafficJournal, type TrafficFilter, type TrafficRecord } from '../src/traffic/journal.js';
+import { pathMatcher } from '../src/traffic/pattern.js';
 import { parseLine, parseLines } from '../src/traffic/parse.js';
 import { AccessLogReader } from '../src/traffic/ingest.js';
 import { seededRandom } from '../../../test/helpers/random.js';
@@ -46,11 +47,18 @@ function naive(db: Database.Database, f: TrafficFilter, limit: number, offset: n
   if (f.host) (c.push('host = ?'), p.push(f.host));
   if (f.start_ms !== undefined) (c.push('time_ms >= ?'), p.push(f.start_ms));
   if (f.end_ms !== undefined) (c.push('time_ms <= ?'), p.push(f.end_ms));
+  if (f.path !== undefined) (c.push("path LIKE ? ESCAPE '\\'"), p.push(likePattern(f.path)));
   const w = c.length ? `WHERE ${c.join(' AND ')}` : '';
   return {
     ids: (db.prepare(`SELECT id FROM traffic ${w} ORDER BY id DESC LIMIT ? OFFSET ?`).all(...p, limit, offset) as { id: number }[]).map((r) => r.id),
     total: (db.prepare(`SELECT COUNT(*) AS n FROM traffic ${w}`).get(...p) as { n: number }).n,
   };
+}
+
+/** What ran the path filter before, in SQLite: the reference. `*` → `%`; without one, anywhere in the path. */
+function likePattern(pattern: string): string {
+  const escaped = pattern.replace(/[\\%_]/g, (c) => `\\${c}`);
+  return escaped.includes('*') ? escaped.replace(/\*/g, '%') : `%${escaped}%`;
 }
 
 const hour = 3_600_000;
@@ -108,11 +116,12 @@ describe('traffic journal', () => {
     expect(db.prepare('SELECT SUM(n) AS n FROM traffic_counts').get()).toEqual(db.prepare('SELECT COUNT(*) AS n FROM traffic').get());
   });
 
-  it('an empty deployments list matches nothing, not the rows of unknown hosts', () => {
+  it('an empty deployments list matches nothing, not the rows of unknown hosts', async () => {
     const journal = new TrafficJournal(new Database(':memory:'));
     journal.add(records(500, 0));
     expect(journal.query({ deployments: [] }, 10, 0)).toEqual({ items: [], total: 0, capped: false });
-    expect(journal.query({ deployments: [], path: '/' }, 10, 0, true).total).toBe(0);
+    expect(journal.query({ deployments: [] }, 10, 0, true).total).toBe(0);
+    expect((await journal.search({ deployments: [], path: '/' }, 10, 0, true)).total).toBe(0);
     expect(journal.stats({ deployments: [] }).total.requests).toBe(0);
   });
 
@@ -234,6 +243,109 @@ const oddLines = [
   '{"time":"1","status":"2"',
   '{}        ',
 ];
+
+describe('traffic path patterns', () => {
+  it("match as SQLite's LIKE did, on random patterns and paths", () => {
+    const db = new Database(':memory:');
+    const like = db.prepare("SELECT ? LIKE ? ESCAPE '\\' AS m").pluck();
+    const rnd = seededRandom(3);
+    const chars = ['a', 'A', 'b', '/', '%', '_', '\\', '?', 'é', 'É', '*'];
+    const text = (n: number, alphabet: string[]) => Array.from({ length: n }, () => alphabet[rnd(alphabet.length)]).join('');
+    const paths = Array.from({ length: 300 }, () => text(rnd(9), chars.slice(0, -1)));
+    let compared = 0;
+    for (let i = 0; i < 600; i++) {
+      const pattern = text(rnd(6), chars);
+      const m = pathMatcher(pattern);
+      for (const path of paths) {
+        expect(m(path), `${pattern} ${path}`).toBe(like.get(path, likePattern(pattern)) === 1);
+        compared++;
+      }
+    }
+    expect(compared).toBe(180_000);
+  });
+
+  it('cost one pass over the path, whatever the pattern: ≤ 2 steps per character', () => {
+    const path = `/${'a'.repeat(8190)}`;
+    for (const pattern of [
+      `${'a'.repeat(500)}b`,
+      `*${'a'.repeat(300)}b*`,
+      `${'*a'.repeat(15)}*b`,
+      `/*${'a'.repeat(200)}*${'a'.repeat(200)}c`,
+      `*${'ab'.repeat(200)}`,
+    ]) {
+      const m = pathMatcher(pattern);
+      expect(m(path), pattern).toBe(false);
+      expect(m.steps, pattern).toBeLessThanOrEqual(2 * (path.length + pattern.length));
+    }
+  });
+
+  it('page and count like LIKE through the journal, with the other filters', async () => {
+    const db = new Database(':memory:');
+    const journal = new TrafficJournal(db);
+    const rows = records(6000, 0).map((r, i) => ({ ...r, path: ['/', '/api/x', '/API/y?q=1', '/login', `/static/${i % 7}.js`, '/100%_off'][i % 6]! }));
+    journal.add(rows);
+    const cases: TrafficFilter[] = [
+      { path: '/api/*' },
+      { path: 'api' },
+      { path: '*.js' },
+      { path: '%_' },
+      { path: '/nothing*' },
+      { path: '/*/*', deployment: 'a' },
+      { path: 'api', deployments: ['a', 'c'], status_group: '5xx' },
+      { path: '/login', start_ms: T0 + 2 * hour, end_ms: T0 + 9 * hour },
+      { path: '*', source_ip: '10.0.0.7' },
+    ];
+    for (const f of cases) {
+      for (const [limit, offset] of [
+        [50, 0],
+        [20, 130],
+        [10, 5990],
+      ] as const) {
+        const got = await journal.search(f, limit, offset, true);
+        const want = naive(db, f, limit, offset);
+        expect({ f, ids: got.items.map((r) => r.id), total: got.total, capped: got.capped }).toEqual({ f, ids: want.ids, total: want.total, capped: false });
+      }
+    }
+    // Counting stops past the cap, as for the other filters.
+    journal.add(records(12_000, 6000).map((r) => ({ ...r, path: '/many' })));
+    const capped = await journal.search({ path: '/many' }, 10, 0);
+    expect(capped).toMatchObject({ total: 10_000, capped: true });
+    expect(capped.items.map((r) => r.id)).toEqual(naive(db, { path: '/many' }, 10, 0).ids);
+    expect(() => journal.query({ path: '/many' }, 10, 0)).toThrow(/search/);
+  });
+
+  it('a search over long repetitive paths reads in slices, lets the event loop turn between them, and stops at its budget', async () => {
+    const db = new Database(':memory:');
+    const journal = new TrafficJournal(db);
+    // 30k rows of 2 kB paths of one character: what made LIKE quadratic (here: one pass each).
+    const long = `/${'a'.repeat(2047)}`;
+    for (let i = 0; i < 30_000; i += 5000) journal.add(records(5000, i).map((r) => ({ ...r, path: long })));
+    const pattern = `*${'a'.repeat(500)}b*`;
+    const slices: { ms: number; rows: number }[] = [];
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 0);
+    const found = await journal.search({ path: pattern }, 100, 0, true, { sliceMs: 8, onSlice: (ms, rows) => slices.push({ ms, rows }) });
+    clearInterval(timer);
+    expect(found).toEqual({ items: [], total: 0, capped: false });
+    expect(slices.reduce((n, s) => n + s.rows, 0)).toBe(30_000);
+    expect(slices.length).toBeGreaterThan(1);
+    // Other work ran between the slices: the timer fired in most of the gaps.
+    expect(ticks).toBeGreaterThanOrEqual(slices.length / 2);
+    // Each slice checks the clock every 64 rows (≈ 64 × 2 kB compared): none ran far past its 8 ms.
+    expect(Math.max(...slices.map((s) => s.ms))).toBeLessThan(100);
+    // Two searches at once take turns: both finish, neither waits for the other to end.
+    const order: string[] = [];
+    await Promise.all(['x', 'y'].map((who) => journal.search({ path: pattern }, 10, 0, true, { sliceMs: 4, onSlice: () => order.push(who) })));
+    const switches = order.filter((w, i) => i > 0 && w !== order[i - 1]).length;
+    expect(switches).toBeGreaterThan(order.length / 3);
+    // A budget too small for the journal: refused with 503 SEARCH_TIMEOUT, not an incomplete page.
+    await expect(journal.search({ path: pattern }, 10, 0, true, { sliceMs: 2, budgetMs: 20 })).rejects.toMatchObject({ status: 503, code: 'SEARCH_TIMEOUT' });
+    // A full page by then answers, with the count so far.
+    const early = await journal.search({ path: '/a*' }, 10, 0, true, { sliceMs: 1, budgetMs: 1 });
+    expect(early.items).toHaveLength(10);
+    expect(early.capped).toBe(true);
+  });
+});
 
 describe('access-log parsing and reading', () => {
   it('gives what JSON.parse gives, line by line and over a chunk', () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkCidr, checkHostname, checkIp, checkUrlPath, cidrContains } from '../src/validate.js';
-import { likePattern, type TrafficRecord } from '../src/traffic/journal.js';
+import type { TrafficRecord } from '../src/traffic/journal.js';
+import { invalidPathPattern, pathMatcher } from '../src/traffic/pattern.js';
 import { parseLine } from '../src/traffic/parse.js';
 import { Detector, isAttackPath } from '../src/security/detector.js';
 import { renderAll, type RenderInput } from '../src/nginx/render.js';
@@ -62,8 +63,20 @@ describe('edge units', () => {
     expect(r).toMatchObject({ time_ms: 1_700_000_000_250, status: 404, bytes: 12, duration_ms: 15, path: '/x?a="1"', blocked: true, protected: false });
     expect(parseLine('not json')).toBeNull();
     expect(parseLine('{"time":"x","status":"200"}')).toBeNull();
-    expect(likePattern('/api/*')).toBe('/api/%');
-    expect(likePattern('100%_x')).toBe('%100\\%\\_x%');
+    const m = (pattern: string, paths: string[]) => paths.filter(pathMatcher(pattern));
+    const paths = ['/api/items', '/API/Items?q=1', '/v1/api/x', '/login', '/100%_x', '/100ab', '/a/b/c.js', '/é/É'];
+    expect(m('/api/*', paths)).toEqual(['/api/items', '/API/Items?q=1']);
+    expect(m('api', paths)).toEqual(['/api/items', '/API/Items?q=1', '/v1/api/x']);
+    expect(m('100%_x', paths)).toEqual(['/100%_x']);
+    expect(m('*.js', paths)).toEqual(['/a/b/c.js']);
+    expect(m('/*/*/*', paths)).toEqual(['/v1/api/x', '/a/b/c.js']); // `*` crosses `/`
+    expect(m('/é*', paths)).toEqual(['/é/É']);
+    expect(m('/É*', paths)).toEqual([]); // only A–Z fold, as in SQLite's LIKE
+    expect(m('*', paths)).toEqual(paths);
+    expect(m('', paths)).toEqual(paths);
+    expect(invalidPathPattern('*a'.repeat(16))).toBeNull();
+    expect(invalidPathPattern('*a'.repeat(17))).toMatch(/more than 16 \* wildcards/);
+    expect(invalidPathPattern('x'.repeat(513))).toMatch(/longer than 512/);
   });
 
   it('detects scans, auth failures, attack paths, rates and blocked hits once per window', () => {

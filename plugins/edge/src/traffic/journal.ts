@@ -2,7 +2,8 @@
  * The traffic journal (SQLite): one row per request nginx served through an agent server, indexed for the
  * list filters. Inserts are batched in transactions (the ingester hands over whole reads).
  */
-import type { SqlDatabase, SqlStatement } from '@agent/sdk';
+import { errors, type SqlDatabase, type SqlStatement } from '@agent/sdk';
+import { pathMatcher } from './pattern.js';
 
 export interface TrafficRecord {
   time_ms: number;
@@ -64,12 +65,6 @@ interface RawRow {
   user_agent: string;
 }
 
-/** `*` wildcards become LIKE `%`; without a wildcard the pattern matches anywhere in the path. */
-export function likePattern(pattern: string): string {
-  const escaped = pattern.replace(/[\\%_]/g, (c) => `\\${c}`);
-  return escaped.includes('*') ? escaped.replace(/\*/g, '%') : `%${escaped}%`;
-}
-
 const ROWS_PER_STATEMENT = 50;
 /** Rows a retirement moves per transaction (see `retire`). */
 const RETIRE_ROWS = 20_000;
@@ -85,6 +80,12 @@ const SPAN_ROWS = 1024;
 /** Pages of a filter on deployment/status merge one index walk per (deployment, status code) up to this many. */
 const MAX_PARTS = 64;
 const HOUR_MS = 3_600_000;
+/** A path search holds the event loop at most this long at a time (then other work and other searches go first). */
+const SLICE_MS = 8;
+/** Ids one statement of a path search covers: SQLite's own work between two rows handed over stays bounded too. */
+const SLICE_IDS = 16_384;
+/** A path search that has not filled its page after this long is refused (503 SEARCH_TIMEOUT). */
+const SEARCH_BUDGET_MS = 10_000;
 /** The source index is partitioned by hour: new entries land in the current hour's part, which stays small. */
 const HOUR = `time_ms / ${HOUR_MS}`;
 
@@ -131,6 +132,8 @@ export class TrafficJournal {
   private readonly flat: unknown[] = new Array(ROWS_PER_STATEMENT * 10);
   private readonly insertBatch: (records: TrafficRecord[]) => void;
   private readonly deleteOld: (before: number) => number;
+  /** Whose slice runs next, among the searches in progress. */
+  private readonly turns = new Turns();
 
   constructor(readonly db: SqlDatabase) {
     // Index pages of a large journal stay cached between batches (SQLite grows its cache only as it needs it).
@@ -367,10 +370,6 @@ export class TrafficJournal {
       clauses.push('host = ?');
       params.push(f.host);
     }
-    if (f.path) {
-      clauses.push("path LIKE ? ESCAPE '\\'");
-      params.push(likePattern(f.path));
-    }
     if (f.start_ms !== undefined || f.end_ms !== undefined) {
       const range = this.idRange(f.start_ms, f.end_ms);
       if (!range) return null;
@@ -402,6 +401,8 @@ export class TrafficJournal {
    * id order until the page is full; a source address through its hourly index parts, newest hour first.
    */
   query(f: TrafficFilter, limit: number, offset: number, exact = false): { items: TrafficRow[]; total: number; capped: boolean } {
+    // A path pattern is matched in JavaScript, in slices: see `search`.
+    if (f.path) throw new Error('a path filter goes through search()');
     const where = this.where(f);
     if (!where) return { items: [], total: 0, capped: false };
     if (f.source_ip) return this.querySource(f, where, limit, offset, exact);
@@ -421,6 +422,79 @@ export class TrafficJournal {
       rows = this.db.prepare(`SELECT * FROM traffic ${page.sql} ORDER BY id DESC LIMIT ? OFFSET ?`).all(...page.params, limit, offset) as RawRow[];
     }
     return { items: rows.map(toRow), total, capped };
+  }
+
+  /**
+   * `query` with any filter, `path` included. A path pattern has no index: its rows are read newest first (by id,
+   * with the other filters in SQL) and matched by `pathMatcher`, linear in each path, in slices of at most SLICE_MS
+   * (and SLICE_IDS ids per statement, closed before the slice ends: no cursor stays open across turns). Between
+   * slices the event loop serves everything else, and concurrent searches take one slice each in turn. Counting
+   * stops past COUNT_CAP (unless `exact`) as in `query`; a search still short of its page after SEARCH_BUDGET_MS
+   * is refused with 503 SEARCH_TIMEOUT, one whose page is full answers with the count so far (`capped`).
+   */
+  async search(
+    f: TrafficFilter,
+    limit: number,
+    offset: number,
+    exact = false,
+    opts: { sliceMs?: number; budgetMs?: number; onSlice?: (ms: number, rows: number) => void } = {},
+  ): Promise<{ items: TrafficRow[]; total: number; capped: boolean }> {
+    if (!f.path) return this.query(f, limit, offset, exact);
+    const { path, ...rest } = f;
+    const where = this.where(rest);
+    if (!where) return { items: [], total: 0, capped: false };
+    const sliceMs = opts.sliceMs ?? SLICE_MS;
+    const deadline = performance.now() + (opts.budgetMs ?? SEARCH_BUDGET_MS);
+    const match = pathMatcher(path);
+    const bounds = this.db.prepare('SELECT MIN(id) AS lo, MAX(id) AS hi FROM traffic').get() as { lo: number | null; hi: number | null };
+    if (bounds.lo === null || bounds.hi === null) return { items: [], total: 0, capped: false };
+    // NOT INDEXED: a walk of the rowid, already newest first; an index on the other filters would need a sort first.
+    const rows = this.db.prepare(
+      `SELECT id, path FROM traffic NOT INDEXED WHERE id BETWEEN ? AND ?${where.sql ? ` AND ${where.sql.slice('WHERE '.length)}` : ''} ORDER BY id DESC`,
+    );
+    const need = offset + limit;
+    const ids: number[] = [];
+    let count = 0;
+    let cursor = bounds.hi;
+    let done = false;
+    while (!done) {
+      await this.turns.next();
+      const started = performance.now();
+      let read = 0;
+      while (!done && performance.now() - started < sliceMs) {
+        const lo = Math.max(bounds.lo, cursor - SLICE_IDS + 1);
+        let next = lo - 1;
+        for (const row of rows.iterate(lo, cursor, ...where.params) as IterableIterator<{ id: number; path: string }>) {
+          read++;
+          if (match(row.path)) {
+            count++;
+            if (count > offset && count <= need) ids.push(row.id);
+            if (!exact && count > COUNT_CAP && count >= need) {
+              done = true;
+              break;
+            }
+          }
+          // The clock is read every 64 rows: a row costs its path's length, so 64 of them stay far below a slice.
+          if ((read & 63) === 0 && performance.now() - started >= sliceMs) {
+            next = row.id - 1;
+            break;
+          }
+        }
+        cursor = next;
+        if (cursor < bounds.lo) done = true;
+      }
+      opts.onSlice?.(performance.now() - started, read);
+      if (!done && performance.now() > deadline) {
+        if (count < need)
+          throw errors.unavailable(
+            `the path search read the traffic journal for ${Math.round((opts.budgetMs ?? SEARCH_BUDGET_MS) / 1000)} s without filling its page: narrow it (deployment, start_time/end_time, status)`,
+            'SEARCH_TIMEOUT',
+          );
+        return { items: this.rowsById(ids).map(toRow), total: count, capped: true };
+      }
+    }
+    const capped = !exact && count > COUNT_CAP;
+    return { items: this.rowsById(ids).map(toRow), total: capped ? COUNT_CAP : count, capped };
   }
 
   /** Exact total of a filter on a time window alone: whole spans by their row counts, cut spans row by row. */
@@ -652,3 +726,31 @@ const toRow = (r: RawRow): TrafficRow => ({
   source_ip: r.source_ip,
   user_agent: r.user_agent,
 });
+
+/**
+ * Turns of the event loop for long reads: `next()` resolves in a later turn, one waiter per turn, first come first
+ * served. However many searches run, the loop serves I/O between any two of their slices.
+ */
+class Turns {
+  private readonly waiting: (() => void)[] = [];
+  private armed = false;
+
+  next(): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      this.arm();
+    });
+  }
+
+  private arm(): void {
+    if (this.armed || this.waiting.length === 0) return;
+    this.armed = true;
+    // An immediate queued from the check phase runs in the next turn, after the poll phase has served I/O.
+    setImmediate(() => {
+      this.armed = false;
+      const resolve = this.waiting.shift();
+      this.arm();
+      resolve?.();
+    });
+  }
+}

@@ -1,9 +1,10 @@
 /** Traffic endpoints: the journal with its filters, statistics, unknown domains, cleanup, per deployment. */
 import { deploymentName, deploymentOrRetired, errors, Nullable, Pagination, reply, Seconds, Type } from '@agent/sdk';
 import { filterScope, TimeQuery, timeParam } from '../access.js';
-import { checkIp } from '../validate.js';
+import { checkIp, printable } from '../validate.js';
 import type { Runtime } from '../runtime.js';
 import { COUNT_CAP, type TrafficJournal } from './journal.js';
+import { invalidPathPattern, MAX_PATH_PATTERN_LENGTH, MAX_PATH_WILDCARDS } from './pattern.js';
 
 const TrafficItem = Type.Object({
   id: Type.Integer(),
@@ -68,7 +69,12 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       status_group: Type.Optional(Type.String({ pattern: '^[1-5]xx$', description: '1xx … 5xx' })),
       status_code: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
       source_ip: Type.Optional(Type.String({ maxLength: 64 })),
-      path: Type.Optional(Type.String({ maxLength: 512, description: 'substring, or a pattern with * wildcards' })),
+      path: Type.Optional(
+        Type.String({
+          maxLength: MAX_PATH_PATTERN_LENGTH,
+          description: `substring, or a pattern with * wildcards (at most ${MAX_PATH_WILDCARDS}) matching the whole path; A–Z match either case. Read in slices: a search that has not filled its page after 10 s answers 503 SEARCH_TIMEOUT`,
+        }),
+      ),
       start_time: TimeQuery(),
       end_time: TimeQuery(),
       ...Pagination(100, 1000),
@@ -77,12 +83,14 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       ),
     }),
     response: Type.Array(TrafficItem),
-    handler: (req) => {
+    handler: async (req) => {
       const q = req.query;
       const visible = filterScope(req.principal, q.deployment);
       const limit = q.limit ?? 100;
       const offset = q.offset ?? 0;
-      const { items, total, capped } = journal.query(
+      const problem = q.path === undefined ? null : invalidPathPattern(q.path);
+      if (problem) throw errors.badRequest(`path: '${printable(q.path!)}' ${problem}`, 'INVALID_PATTERN', { field: 'path' });
+      const { items, total, capped } = await journal.search(
         {
           deployment: q.deployment,
           deployments: visible,
