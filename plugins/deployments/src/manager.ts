@@ -283,6 +283,27 @@ export class DeploymentManager implements DeploymentsService {
   }
 
   /**
+   * Tells the guard which model the deployment's containers must come from now that its files or exceptions
+   * changed without a run (none when they no longer pass): a container of an older model is then never started as
+   * it is, through any route.
+   */
+  private async declareCurrent(entry: Entry, checked?: CheckedCompose): Promise<void> {
+    let model: CheckedCompose | null = checked ?? null;
+    if (!model) {
+      try {
+        model = await this.checkCurrent(entry);
+      } catch (err) {
+        if (!(err instanceof HttpError) || err.status >= 500)
+          this.opts.log.warn('deployment files could not be checked; no container of it starts until it is started again', {
+            deployment: entry.name,
+            error: (err as Error).message,
+          });
+      }
+    }
+    await this.opts.docker.compose.declareCurrent(entry.name, model);
+  }
+
+  /**
    * A name is free when no compose project of that name exists on the host: neither a foreign one nor what a
    * deleted deployment of that name left behind (containers, networks, volumes would be taken over).
    */
@@ -425,6 +446,7 @@ export class DeploymentManager implements DeploymentsService {
       await this.opts.records.put(name, record);
       const entry = (await this.load(name))!;
       entry.services = [...checked.services];
+      await this.declareCurrent(entry, checked);
       // The access plugin grants the creator admin access to it as the event is delivered.
       this.opts.events.emit('deployment.created', { name, created_by: principal?.id ?? null });
       let startError: string | null = null;
@@ -463,6 +485,7 @@ export class DeploymentManager implements DeploymentsService {
       if (input.env_vars) await writeAtomic(p.env, serializeEnv(vars), 0o600);
       if (input.compose_content !== undefined) await writeAtomic(p.compose, content);
       entry.services = [...checked.services];
+      await this.declareCurrent(entry, checked);
       this.invalidate();
       this.opts.events.emit('deployment.updated', { name });
       if (wasRunning) await this.up(entry, { checked });
@@ -485,6 +508,7 @@ export class DeploymentManager implements DeploymentsService {
       }
       const checked = await this.check(name, entry.dir, content, current, entry.record.exceptions);
       await writeAtomic(this.paths(entry).env, serializeEnv(current), 0o600);
+      await this.declareCurrent(entry, checked);
       this.opts.events.emit('deployment.updated', { name });
       if (options.recreate) {
         await this.cache.reconcile();
@@ -589,6 +613,7 @@ export class DeploymentManager implements DeploymentsService {
     await this.lock.run(name, async () => {
       const entry = await this.load(name);
       if (!entry) throw errors.notFound(`deployment '${name}' not found`);
+      await this.declareCurrent(entry);
       await this.cache.reconcile();
     });
   }
@@ -606,6 +631,8 @@ export class DeploymentManager implements DeploymentsService {
   async saveRecord(entry: Entry, patch: Partial<DeploymentRecord>): Promise<void> {
     await this.lock.run(entry.name, async () => {
       entry.record = await this.opts.records.patch(entry.name, patch);
+      // Revoked exceptions take effect at once: the containers of a model that needed them are no longer current.
+      if (patch.exceptions) await this.declareCurrent(entry);
     });
   }
 }

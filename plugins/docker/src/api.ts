@@ -163,6 +163,12 @@ export interface DockerService {
     /** The model a project last ran with (kept across restarts of the agent), or null. */
     lastChecked(project: string): Promise<CheckedCompose | null>;
     /**
+     * Declares the model a project's owner holds as current (its files changed without a run, e.g. an update of a
+     * stopped deployment), or null when its files no longer pass the check. A container that is not of the current
+     * model is never started as it is (409 CONTAINER_STALE from the container routes).
+     */
+    declareCurrent(project: string, checked: CheckedCompose | null): Promise<void>;
+    /**
      * Removes a project through the engine (containers, its networks, and its volumes with `volumes`), for a
      * project whose file can no longer be checked.
      */

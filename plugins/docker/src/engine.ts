@@ -591,6 +591,7 @@ export class DockerEngine implements DockerService {
       return this.guard.run(checked, command, options);
     },
     lastChecked: (project) => this.guard.lastChecked(project),
+    declareCurrent: (project, checked) => this.guard.declareCurrent(project, checked),
     forget: (project) => this.guard.forget(project),
     projectObjects: async (project) => {
       const filters = JSON.stringify({ label: [`${PROJECT_LABEL}=${project}`] });

@@ -442,6 +442,29 @@ export class ComposeGuard {
     return (this.byHash.get(hash) ?? (await this.load(project, hash)))?.public ?? null;
   }
 
+  /** See `DockerService.compose.declareCurrent`: kept as `current` (a hash, or `none`) beside `last`. */
+  async declareCurrent(project: string, checked: CheckedCompose | null): Promise<void> {
+    if (checked && (checked.project !== project || !this.issued.has(checked)))
+      throw errors.internal('only a model the guard checked for this project can be current');
+    const dir = this.projectDir(project);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeAtomic(join(dir, 'current'), (checked ? checked.hash : 'none') + '\n');
+  }
+
+  /** The model containers of a project must come from: the one declared current, else the one that last ran. */
+  private async currentModel(project: string): Promise<CheckedCompose | null | 'none'> {
+    const declared = await readFile(join(this.projectDir(project), 'current'), 'utf8').then(
+      (t) => t.trim(),
+      () => '',
+    );
+    if (declared === 'none') return 'none';
+    if (declared) {
+      const kept = this.byHash.get(declared) ?? (await this.load(project, declared));
+      if (kept) return kept.public;
+    }
+    return this.lastChecked(project);
+  }
+
   /** Drops kept models of a project except `keep`, the one that last ran and the newest few; then unused env copies. */
   private async prune(project: string, keep: string): Promise<void> {
     const dir = this.projectDir(project);
@@ -462,7 +485,11 @@ export class ComposeGuard {
         });
     }
     metas.sort((a, b) => b.mtime - a.mtime);
-    const keepSet = new Set([keep, last, ...metas.slice(0, KEEP).map((m) => m.hash)]);
+    const current = await readFile(join(dir, 'current'), 'utf8').then(
+      (t) => t.trim(),
+      () => '',
+    );
+    const keepSet = new Set([keep, last, current, ...metas.slice(0, KEEP).map((m) => m.hash)]);
     const usedCopies = new Set<string>();
     for (const { hash } of metas) {
       if (keepSet.has(hash)) {
@@ -661,7 +688,8 @@ export class ComposeGuard {
     // A project the guard never checked is not the agent's (a compose project run by hand): it has no model to
     // hold its containers to.
     if (!container.project || !PROJECT.test(container.project) || !existsSync(this.projectDir(container.project))) return;
-    const last = await this.lastChecked(container.project);
+    const current = await this.currentModel(container.project);
+    const last = current === 'none' ? null : current;
     const kept = last ? this.issued.get(last) : undefined;
     const wanted = last && container.service ? stampOf(last.model, container.service) : null;
     if (!last || !kept || !wanted || container.labels[STAMP_LABEL] !== wanted)
@@ -704,6 +732,7 @@ export class ComposeGuard {
     if (!existsSync(file)) await writeAtomic(file, serializeModel(checked.model as Record<string, unknown>));
     if (!existsSync(runEnv)) await writeAtomic(runEnv, kept.profiles === null ? '' : envText({ COMPOSE_PROFILES: kept.profiles }));
     await writeAtomic(join(projectDir, 'last'), hash + '\n');
+    if (starts) await writeAtomic(join(projectDir, 'current'), hash + '\n');
     const base = ['--env-file', runEnv, '-f', file, '--project-directory', dir, '-p', project];
     const compose = async (args: string[]) => {
       const r = await runCompose(await this.opts.command(), this.opts.dockerHost, projectDir, [...base, ...args], options);
