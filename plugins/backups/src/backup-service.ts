@@ -5,10 +5,10 @@
  * when anything fails.
  */
 import { createReadStream, createWriteStream, existsSync } from 'node:fs';
-import { lstat, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { errors, type Logger, type Principal } from '@agent/sdk';
+import { Dir, errors, isHttpError, readTextInside, removeInside, UNSAFE_FILE, type Logger, type Principal } from '@agent/sdk';
 import { type DeploymentsService } from '@agent/plugin-deployments/api';
 import { type DockerService } from '@agent/plugin-docker/api';
 import {
@@ -21,6 +21,7 @@ import {
   type DumpSource,
   type Manifest,
 } from './archive/backup-archive.js';
+import { copyEntry, dropEscapingLinks, openEntry, sortedEntries } from './archive/folder-ops.js';
 import { excludeMatcher } from './archive/paths.js';
 import { backupView, type BackupRecord, type BackupStore, type BackupView } from './backup-store.js';
 import { DatabaseTools, type DatabaseService } from './databases.js';
@@ -353,6 +354,8 @@ export class BackupService {
     const cleanup: (() => Promise<void>)[] = [];
     const target = req.target_name;
     let archive: { path: string; temporary: boolean } | null = null;
+    /** The target's folder as it was before the restore, once replaced (a rollback renames it back). */
+    let previous: string | null = null;
     try {
       ctx.progress({ step: 'fetching archive' });
       archive = await this.localArchive(b, ctx.signal);
@@ -365,8 +368,10 @@ export class BackupService {
       // 1. Verify everything (files extracted to a staging folder next to the deployments) before touching the target.
       ctx.progress({ step: 'verifying archive', total_bytes: b.components.reduce((n, c) => n + c.size, 0) });
       const root = this.deployments.root();
-      const staging = req.restore_files ? join(root, `.restore-${ctx.id}`) : undefined;
-      if (staging) cleanup.push(() => rm(staging, { recursive: true, force: true }));
+      const stagingName = `.restore-${ctx.id}`;
+      const staging = req.restore_files ? join(root, stagingName) : undefined;
+      // Removed without following links (removeInside), like every tree below the deployments' root.
+      if (staging) cleanup.push(() => removeInside(root, stagingName));
       let manifest: Manifest;
       try {
         manifest = await verifyArchive(archive.path, { extractTo: staging, signal: ctx.signal, onProgress: (p) => ctx.progress({ bytes: p.bytes }) });
@@ -381,9 +386,11 @@ export class BackupService {
       if (!existing) {
         if (!staging || !manifest.compose_file) throw new Error('the backup has no compose file: it cannot create a new deployment');
         ctx.progress({ step: `creating deployment ${target}` });
-        const compose = await readFile(join(staging, manifest.compose_file), 'utf8');
-        const envText = manifest.env_file ? await readFile(join(staging, manifest.env_file), 'utf8').catch(() => '') : '';
-        const env_vars = Object.entries(parseEnv(envText)).map(([key, value]) => ({ key, value }));
+        // Read relative to the staged folder, never through a link (the names come from the archive).
+        const compose = await readTextInside(staging, manifest.compose_file);
+        if (compose === null) throw new Error(`the backup has no compose file '${manifest.compose_file}': it cannot create a new deployment`);
+        const envText = manifest.env_file ? await readTextInside(staging, manifest.env_file).catch(() => null) : null;
+        const env_vars = Object.entries(parseEnv(envText ?? '')).map(([key, value]) => ({ key, value }));
         await this.deployments.create({ name: target, compose_content: compose, env_vars, auto_start: false }, req.principal);
         undo.push(() => this.deployments.remove(target, { remove_files: true }));
         existing = this.deployments.get(target)!;
@@ -402,12 +409,17 @@ export class BackupService {
       // 3. Files: swap the staged folder in (same filesystem: renames), keeping what the backup had excluded.
       if (staging) {
         ctx.progress({ step: 'restoring files' });
-        await this.carryOverExcluded(folder, staging, manifest.exclude_patterns);
+        const carried = await this.carryOverExcluded(folder, staging, manifest.exclude_patterns, manifest.warnings);
         // The agent's own metadata of the target (created_at, log sources…) stays the target's.
-        for (const own of AGENT_OWNED) {
-          if (existsSync(join(folder, own))) await this.copy(join(folder, own), join(staging, own));
+        for (const own of AGENT_OWNED) await this.keepAgentFile(folder, staging, own);
+        // A link carried over may lead out through links of the backup: the staged tree is checked as a whole again.
+        if (carried.links > 0) {
+          for (const dropped of await dropEscapingLinks(staging)) {
+            manifest.warnings.push(`symlink ${dropped.rel} -> ${dropped.target} not carried over: it resolves outside the deployment folder`);
+          }
         }
-        const old = join(root, `.restore-${ctx.id}-previous`);
+        const oldName = `.restore-${ctx.id}-previous`;
+        const old = join(root, oldName);
         await rename(folder, old);
         try {
           await rename(staging, folder);
@@ -416,11 +428,11 @@ export class BackupService {
           throw err;
         }
         undo.push(async () => {
-          await rm(folder, { recursive: true, force: true });
+          await removeInside(dirname(folder), basename(folder));
           await rename(old, folder);
           await this.deployments.refresh(target).catch(() => undefined);
         });
-        cleanup.push(() => rm(old, { recursive: true, force: true }));
+        previous = oldName;
         await this.deployments.refresh(target);
       }
 
@@ -448,6 +460,7 @@ export class BackupService {
         ctx.progress({ step: `starting ${target}` });
         await this.deployments.start(target);
       } else if (restoredDbs.length) await this.deployments.stop(target);
+      if (previous) await this.removePrevious(root, previous, manifest.warnings);
       this.emit('restore.finished', { id: b.id, deployment: target, success: true });
       return { backup_id: b.id, target, restored_files: !!staging, restored_databases: restoredDbs, warnings: manifest.warnings };
     } catch (err) {
@@ -467,30 +480,126 @@ export class BackupService {
     }
   }
 
-  /** Moves files the backup had excluded from the current folder into the staged one (restores keep them). */
-  private async carryOverExcluded(folder: string, staging: string, patterns: string[]): Promise<void> {
-    if (!patterns.length) return;
-    const excluded = excludeMatcher(patterns);
-    const walk = async (rel: string): Promise<void> => {
-      for (const name of await readdir(join(folder, rel)).catch(() => [] as string[])) {
-        const childRel = rel ? `${rel}/${name}` : name;
-        const abs = join(folder, childRel);
-        const st = await lstat(abs);
+  /**
+   * Copies what the backup had excluded from the current folder into the staged one (a restore keeps those files),
+   * where the backup holds nothing of that name. Both trees are walked through open directories, never through a
+   * link: a link is carried over as a link, FIFOs and devices are not, a folder of the staged tree that is a link
+   * there takes nothing. Copies, not moves, so a rollback finds the current folder untouched.
+   */
+  private async carryOverExcluded(folder: string, staging: string, patterns: string[], warnings: string[]): Promise<{ links: number }> {
+    const carried = { links: 0 };
+    if (!patterns.length) return carried;
+    let excluded: (rel: string) => boolean;
+    try {
+      excluded = excludeMatcher(patterns);
+    } catch (err) {
+      // Patterns of an older backup that the matcher no longer takes: nothing is carried over rather than guessed.
+      warnings.push(`files the backup excluded were not carried over: ${(err as Error).message}`);
+      return carried;
+    }
+    /** The staged folder at `rel`, opened (and created like its source) only when something goes into it. */
+    const visit = async (from: Dir, rel: string, to: () => Promise<Dir | null>): Promise<void> => {
+      for (const dirent of await sortedEntries(from)) {
+        const childRel = rel ? `${rel}/${dirent.name}` : dirent.name;
         if (excluded(childRel)) {
-          const dest = join(staging, childRel);
-          if (existsSync(dest)) continue;
-          await mkdir(dirname(dest), { recursive: true });
-          // Copy, so a rollback finds the current folder untouched.
-          await this.copy(abs, dest);
-        } else if (st.isDirectory()) await walk(childRel);
+          const dest = await to();
+          if (!dest) return;
+          const present = await dest.lstat(dirent.name).then(
+            () => true,
+            (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? false : Promise.reject(err)),
+          );
+          if (!present) carried.links += await copyEntry(from, dest, dirent.name, dirent, childRel, warnings);
+        } else if (dirent.isDirectory()) {
+          const entry = await openEntry(from, dirent.name, dirent, () => warnings.push(`${childRel} was not carried over: it kept changing while it was read`));
+          if (entry?.type !== 'directory') {
+            if (entry?.type === 'file') await entry.handle.close();
+            continue;
+          }
+          let sub: Dir | null | undefined;
+          const open = async (): Promise<Dir | null> => {
+            if (sub !== undefined) return sub;
+            const parent = await to();
+            sub = parent ? await this.stagedDir(parent, dirent.name, entry.stat.mode, childRel, warnings) : null;
+            return sub;
+          };
+          try {
+            await visit(entry.dir, childRel, open);
+          } finally {
+            await entry.dir.close();
+            await sub?.close();
+          }
+        }
       }
     };
-    await walk('');
+    const source = await Dir.openRoot(folder);
+    const top = await Dir.openRoot(staging);
+    try {
+      await visit(source, '', async () => top);
+    } finally {
+      await source.close();
+      await top.close();
+    }
+    return carried;
   }
 
-  private async copy(src: string, dest: string): Promise<void> {
-    const { cp } = await import('node:fs/promises');
-    await cp(src, dest, { recursive: true, verbatimSymlinks: true, preserveTimestamps: true });
+  /** The staged folder `name` of `parent`, created when the backup had none; null (with a warning) when it is not a folder. */
+  private async stagedDir(parent: Dir, name: string, mode: number, rel: string, warnings: string[]): Promise<Dir | null> {
+    try {
+      return await parent.dir(name);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        if (isHttpError(err) && err.code === UNSAFE_FILE) {
+          warnings.push(`excluded files below ${rel} were not carried over: the backup holds a file or link there`);
+          return null;
+        }
+        throw err;
+      }
+    }
+    await parent.mkdir(name, (mode & 0o777) | 0o700);
+    return parent.dir(name);
+  }
+
+  /** Replaces the staged copy of an agent-owned file by the target's own (regular files only, never through a link). */
+  private async keepAgentFile(folder: string, staging: string, name: string): Promise<void> {
+    const source = await Dir.openRoot(folder);
+    const dest = await Dir.openRoot(staging);
+    try {
+      let opened;
+      try {
+        opened = await source.openFile(name);
+      } catch (err) {
+        // The target has none (or something that is not a regular file): the backup's stays.
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (isHttpError(err) && err.code === UNSAFE_FILE)) return;
+        throw err;
+      }
+      await opened.handle.close();
+      await removeInside(staging, name);
+      await copyEntry(source, dest, name, null, name, []);
+    } finally {
+      await source.close();
+      await dest.close();
+    }
+  }
+
+  /**
+   * Removes the folder a restore replaced, without following any link (it holds what containers wrote). Something
+   * may still write into it (a container outside the deployment with a bind mount of it): a few tries, then a
+   * warning naming the folder, which is left as it is.
+   */
+  private async removePrevious(root: string, name: string, warnings: string[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await removeInside(root, name);
+        return;
+      } catch (err) {
+        if (attempt >= 5) {
+          this.log.warn('could not remove the folder a restore replaced', { folder: join(root, name), error: (err as Error).message });
+          warnings.push(`the previous folder ${join(root, name)} could not be removed (${(err as Error).message}): something still writes into it`);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
   }
 
   /** Starts one database service of a deployment (compose up of that service) and waits until it answers. */

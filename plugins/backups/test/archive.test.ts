@@ -1,13 +1,27 @@
 /** The archive layer on its own: round trips, exclude globs, dumps in parts, corruption and unsafe paths. */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync, statSync, lstatSync, readlinkSync, existsSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync, gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { databaseDump, verifyArchive, writeBackupArchive, ArchiveError, DUMP_PART_SIZE, type DumpSource } from '../src/archive/backup-archive.js';
 import { excludeMatcher, invalidExcludePattern } from '../src/archive/paths.js';
-import { encodeHeader } from '../src/archive/tar-format.js';
+import { forgeArchive } from './helpers/forge.js';
 
 const work = mkdtempSync(join(tmpdir(), 'backups-archive-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -118,13 +132,77 @@ describe('backup archive', () => {
   });
 
   it('refuses entries that climb out of the folder', async () => {
-    const evil = Buffer.concat([
-      encodeHeader({ path: 'files/../../etc/evil', type: 'file', size: 0, mode: 0o644, mtime: 0, linkname: '' }),
-      Buffer.alloc(1024),
-    ]);
     const out = join(work, 'evil.tar.gz');
-    writeFileSync(out, gzipSync(evil));
+    writeFileSync(out, forgeArchive([{ path: 'files/../../etc/evil', type: 'File', body: 'x' }]));
     await expect(verifyArchive(out, { extractTo: join(work, 'evil') })).rejects.toThrow(/unsafe path/);
+  });
+
+  it('restores an archive written by the hand-written tar writer used before node-tar', async () => {
+    // fixtures/old-writer.tar.gz was written by the previous writer (plain ustar, pax for the 124-character name,
+    // ustar prefix for the 156-character path, a dump of one part); its manifest's checksums are that writer's.
+    const dest = join(work, 'old-format');
+    const manifest = await verifyArchive(join(import.meta.dirname, 'fixtures/old-writer.tar.gz'), { extractTo: dest });
+    expect(manifest).toMatchObject({ id: 'bkp_fixture', compose_file: 'docker-compose.yml', env_file: '.env', warnings: [] });
+    const bin = Buffer.alloc(70_000);
+    for (let i = 0; i < bin.length; i++) bin[i] = (i * 31 + 7) & 0xff;
+    const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
+    const got = tree(dest);
+    expect(got).toMatchObject({
+      'docker-compose.yml': sha('services:\n  app:\n    image: agent-test/busybox:latest\n'),
+      '.env': sha('GREETING=hello\n'),
+      'data/a.txt': sha('alpha\n'.repeat(100)),
+      'data/nested/b.bin': sha(bin),
+      [`${'n'.repeat(120)}.txt`]: sha('long name\n'),
+      [`${'deep/'.repeat(30)}x.txt`]: sha('deep\n'),
+      empty: sha(''),
+      current: '-> data/a.txt',
+      'empty-dir/': 'dir',
+    });
+    expect(Object.keys(got)).toHaveLength(41);
+    const db = manifest.components.find((c) => c.type === 'database')!;
+    const chunks: Buffer[] = [];
+    for await (const c of databaseDump(join(import.meta.dirname, 'fixtures/old-writer.tar.gz'), db as never)) chunks.push(c);
+    expect(Buffer.concat(chunks).toString()).toBe('CREATE TABLE t (id int);\nINSERT INTO t VALUES (1), (2), (3);\n');
+  });
+
+  it('writes a valid archive when a file shrinks or grows while it is read (padded or cut, with a warning)', async () => {
+    const folder = join(work, 'changing');
+    mkdirSync(folder, { recursive: true });
+    const big = randomBytes(48 * 1024 * 1024);
+    for (const change of ['shrink', 'grow'] as const) {
+      writeFileSync(join(folder, 'big.bin'), big);
+      let changed = false;
+      const out = join(work, `${change}.tar.gz`);
+      // Level 9 on random bytes is slow enough that the file is still being read at the first progress report.
+      const written = await writeBackupArchive({
+        folder,
+        includeFiles: true,
+        exclude: [],
+        dumps: [],
+        meta: meta(change),
+        output: out,
+        level: 9,
+        onProgress: (p) => {
+          if (changed || p.bytes === 0) return;
+          changed = true;
+          if (change === 'shrink') truncateSync(join(folder, 'big.bin'), 1024 * 1024);
+          else appendFileSync(join(folder, 'big.bin'), randomBytes(1024 * 1024));
+        },
+      });
+      expect(changed).toBe(true);
+      expect(written.manifest.warnings.join('\n')).toMatch(
+        change === 'shrink' ? /big\.bin shrank while it was read; padded with zeros/ : /big\.bin grew while it was read; cut at/,
+      );
+      const dest = join(work, `${change}-restored`);
+      await verifyArchive(out, { extractTo: dest });
+      const restored = readFileSync(join(dest, 'big.bin'));
+      expect(restored.length).toBe(big.length);
+      if (change === 'grow') expect(restored.equals(big)).toBe(true);
+      else {
+        expect(restored.subarray(0, 1024 * 1024).equals(big.subarray(0, 1024 * 1024))).toBe(true);
+        expect(restored.subarray(restored.length - 1024).equals(Buffer.alloc(1024))).toBe(true);
+      }
+    }
   });
 
   it('a failed dump leaves no archive behind', async () => {

@@ -5,17 +5,25 @@
  *                                         front and a dump's size is only known at its end
  *   manifest.json                         last: every component with its size and SHA-256
  * Everything is streamed: memory holds at most one dump part, never the archive.
+ *
+ * node-tar (`tar`) writes and reads the tar stream. The writer hands its `Pack` entries the agent opened itself
+ * (through `Dir`, see folder-ops.ts), so node-tar never opens a path of the deployment folder; a restore extracts
+ * with node-tar's `Unpack` (which refuses `..`, absolute names and writing through links) behind our own filter
+ * (no devices or FIFOs, hard links only to files stored earlier, no setuid/setgid/sticky bits), into a fresh
+ * staging folder no container can reach, and finally removes the links that resolve outside of it.
  */
 import { createHash, type Hash } from 'node:crypto';
+import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { lstat, mkdir, readdir, readlink, realpath, rename, rm, symlink, utimes } from 'node:fs/promises';
-import { dirname, join, resolve, sep } from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { mkdir, rename, rm, type FileHandle } from 'node:fs/promises';
+import { posix, resolve } from 'node:path';
+import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
+import { Header, Pack, Parser, ReadEntry, Unpack, type WriteEntry } from 'tar';
+import { Dir } from '@agent/sdk';
+import { dropEscapingLinks, openEntry, sortedEntries, SPECIAL_BITS } from './folder-ops.js';
 import { excludeMatcher, unsafeRelativePath } from './paths.js';
-import { readTar, writeTar, type TarInput } from './tar-stream.js';
-import { isHttpError, isInside, openInside, UNSAFE_FILE } from '@agent/sdk';
 
 export const FORMAT = 'agent-backup/1';
 /** Dumps are cut into parts of this size (each part is held in memory once while written). */
@@ -98,89 +106,275 @@ export interface WrittenArchive {
   sha256: string;
 }
 
-const describe = (type: string, path: string, size: number, mode: number, link: string) =>
+/** Entries of `files/` are the deployment folder; `files/<path>`. */
+const FILES = 'files/';
+/** How many entries may wait inside node-tar's Pack at once (each holds its header, at most one body chunk). */
+const MAX_QUEUED_ENTRIES = 64;
+const ZEROS = Buffer.alloc(READ_CHUNK);
+/** Regular-file entry types (`0`, the old `\0`, and contiguous files, which every reader treats as files). */
+const FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile']);
+
+/**
+ * One line of the `files` component's SHA-256 per entry, followed by the content of a regular file: type (`f` file,
+ * `d` folder, `l` symlink, `h` hard link, else node-tar's type name), path below `files/`, size, mode and link
+ * target, as stored in the archive. The same lines as the archives written before node-tar, so those still verify.
+ */
+export const describeEntry = (type: string, path: string, size: number, mode: number, link: string): string =>
   `${type}\0${path}\0${size}\0${(mode & 0o7777).toString(8)}\0${link}\n`;
 
-interface WalkItem {
-  rel: string;
-  abs: string;
-  type: 'file' | 'directory' | 'symlink';
-  size: number;
+/**
+ * Groups small chunks (tar headers, small files) into larger ones so the compressor is not fed 512-byte writes;
+ * large chunks pass as they are, without a copy. Its buffer (several read chunks) lets the folder be read and
+ * hashed on the main thread while zlib compresses earlier chunks on the threadpool.
+ */
+class Coalesce extends Transform {
+  private pending: Buffer[] = [];
+  private size = 0;
+
+  constructor(
+    private readonly min: number,
+    buffer: number,
+  ) {
+    super({ writableHighWaterMark: buffer, readableHighWaterMark: buffer });
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    if (chunk.length >= this.min) {
+      this.release();
+      this.push(chunk);
+    } else {
+      this.pending.push(chunk);
+      this.size += chunk.length;
+      if (this.size >= this.min) this.release();
+    }
+    done();
+  }
+
+  override _flush(done: TransformCallback): void {
+    this.release();
+    done();
+  }
+
+  private release(): void {
+    if (!this.size) return;
+    this.push(this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.size));
+    this.pending = [];
+    this.size = 0;
+  }
+}
+
+interface EntryHeader {
+  path: string;
+  type: 'File' | 'Directory' | 'SymbolicLink';
   mode: number;
+  size: number;
+  /** Seconds since the epoch. */
   mtime: number;
+  uid?: number;
+  gid?: number;
+  linkpath?: string;
+}
+
+interface OpenTarEntry {
+  /** The mode node-tar wrote in the header (it makes readable folders listable): what the SHA-256 covers. */
+  mode: number;
+  /** Writes body bytes (exactly the header's size in total), waiting while the archive's consumer is busy. */
+  write(chunk: Buffer): Promise<void>;
+  end(): void;
 }
 
 /**
- * The folder's entries in a stable order, skipping excluded paths (and everything below an excluded folder). The
- * folder may be written by its containers while it is walked: a subfolder swapped for a symlink is not entered.
+ * Feeds node-tar's `Pack` with entries whose bodies we stream ourselves (a `ReadEntry` per entry, the way node-tar
+ * copies entries from one archive into another): node-tar encodes headers (ustar, pax for long names and sizes)
+ * and never opens a path. Memory stays bounded: a body waits on its entry's backpressure, and no more than
+ * MAX_QUEUED_ENTRIES entries wait inside the Pack.
  */
-async function* walk(root: string, isExcluded: (rel: string) => boolean, warnings: string[], rel = '', realRoot?: string): AsyncGenerator<WalkItem> {
-  const base0 = realRoot ?? (await realpath(root));
-  const dir = rel ? join(root, rel) : root;
-  const names = (await readdir(dir)).sort();
-  if (rel && !isInside(base0, await realpath(dir).catch(() => ''))) {
-    warnings.push(`skipped ${rel}: it was replaced by a link out of the folder while it was read`);
-    return;
+class TarWriter {
+  readonly pack: Pack;
+  private added: WriteEntry | null = null;
+  /** Entries the Pack has not finished, oldest first (they finish in order). */
+  private readonly queued: WriteEntry[] = [];
+  private readonly finished = new WeakSet<WriteEntry>();
+
+  constructor(private readonly signal: AbortSignal) {
+    this.pack = new Pack({
+      // Called synchronously while `write` wraps our entry (a WriteEntryTar, typed as node-tar's WriteEntry).
+      onWriteEntry: (entry) => {
+        this.added = entry;
+        this.queued.push(entry);
+        entry.once('end', () => {
+          this.finished.add(entry);
+          while (this.queued.length && this.finished.has(this.queued[0]!)) this.queued.shift();
+        });
+      },
+    });
   }
-  for (const name of names) {
-    const childRel = rel ? `${rel}/${name}` : name;
-    if (isExcluded(childRel)) continue;
-    const abs = join(dir, name);
-    let st;
-    try {
-      st = await lstat(abs);
-    } catch {
-      continue; // removed while walking
-    }
-    const base = { rel: childRel, abs, size: 0, mode: st.mode, mtime: Math.floor(st.mtimeMs / 1000) };
-    if (st.isDirectory()) {
-      yield { ...base, type: 'directory' };
-      yield* walk(root, isExcluded, warnings, childRel, base0);
-    } else if (st.isFile()) yield { ...base, type: 'file', size: st.size };
-    else if (st.isSymbolicLink()) yield { ...base, type: 'symlink' };
-    else warnings.push(`skipped special file ${childRel}`);
+
+  async add(header: EntryHeader): Promise<OpenTarEntry> {
+    while (this.queued.length >= MAX_QUEUED_ENTRIES) await once(this.queued[0]!, 'end', { signal: this.signal });
+    this.signal.throwIfAborted();
+    const entry = new ReadEntry(new Header({ ...header, mtime: new Date(header.mtime * 1000) }));
+    this.added = null;
+    this.pack.write(entry);
+    const wrapped = this.added as WriteEntry | null;
+    if (!wrapped) throw new Error(`node-tar did not take the entry '${header.path}'`);
+    return {
+      // The header node-tar built while wrapping the entry (it makes readable folders listable).
+      mode: wrapped.header?.mode ?? header.mode,
+      write: async (chunk) => {
+        if (!entry.write(chunk)) await once(entry, 'drain', { signal: this.signal });
+      },
+      end: () => entry.end(),
+    };
   }
 }
 
-/** Reads a file of the folder without following a symlink swapped in after the walk, in the file or a folder above it. */
-async function* fileBody(root: string, rel: string): AsyncGenerator<Buffer> {
-  let handle;
+interface WriteContext {
+  tar: TarWriter;
+  warnings: string[];
+  signal: AbortSignal;
+  counted(bytes: number): void;
+}
+
+/** The deployment folder as `files/…` entries, read through `Dir` (never through a link); returns its component. */
+async function writeFolder(ctx: WriteContext, folder: string, exclude: string[]): Promise<FilesComponent> {
+  const isExcluded = excludeMatcher(exclude);
+  const hash = createHash('sha256');
+  const comp: FilesComponent = { name: 'files', type: 'files', entries: 0, size: 0, sha256: '' };
+
+  const visit = async (dir: Dir, rel: string): Promise<void> => {
+    for (const dirent of await sortedEntries(dir)) {
+      ctx.signal.throwIfAborted();
+      const childRel = rel ? `${rel}/${dirent.name}` : dirent.name;
+      if (isExcluded(childRel)) continue;
+      const entry = await openEntry(dir, dirent.name, dirent, () => ctx.warnings.push(`skipped ${childRel}: it kept changing while it was read`));
+      if (!entry) continue;
+      if (entry.type === 'special') {
+        ctx.warnings.push(`skipped ${childRel}: FIFOs, sockets and devices are not backed up`);
+        continue;
+      }
+      const base = { mode: entry.stat.mode & 0o7777, mtime: Math.floor(entry.stat.mtimeMs / 1000), uid: entry.stat.uid, gid: entry.stat.gid };
+      comp.entries++;
+      if (entry.type === 'directory') {
+        try {
+          const tarEntry = await ctx.tar.add({ ...base, path: `${FILES}${childRel}/`, type: 'Directory', size: 0 });
+          tarEntry.end();
+          hash.update(describeEntry('d', childRel, 0, tarEntry.mode, ''));
+          await visit(entry.dir, childRel);
+        } finally {
+          await entry.dir.close();
+        }
+      } else if (entry.type === 'symlink') {
+        // Stored as its text: never followed.
+        const tarEntry = await ctx.tar.add({ ...base, path: `${FILES}${childRel}`, type: 'SymbolicLink', size: 0, linkpath: entry.target });
+        tarEntry.end();
+        hash.update(describeEntry('l', childRel, 0, tarEntry.mode, entry.target));
+      } else {
+        try {
+          comp.size += await writeFile(ctx, entry.handle, entry.stat.size, childRel, base, hash);
+        } finally {
+          await entry.handle.close();
+        }
+      }
+    }
+  };
+
+  const top = await Dir.openRoot(folder);
   try {
-    handle = await openInside(root, rel);
-  } catch (err) {
-    // Removed (or replaced by a symlink or special file) since the walk: recorded as a file that shrank.
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR' || (isHttpError(err) && err.code === UNSAFE_FILE))
-      return;
-    throw err;
-  }
-  try {
-    yield* handle.createReadStream({ highWaterMark: READ_CHUNK, autoClose: false }) as AsyncIterable<Buffer>;
+    await visit(top, '');
   } finally {
-    await handle.close();
+    await top.close();
   }
+  comp.sha256 = hash.digest('hex');
+  return comp;
 }
 
-/** Buffers small chunks (tar headers) into larger ones so the compressor is not fed 512-byte writes. */
-async function* coalesce(source: AsyncIterable<Buffer>, min = 256 * 1024): AsyncGenerator<Buffer> {
-  let pending: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of source) {
-    if (chunk.length >= min) {
-      if (size) yield pending.length === 1 ? pending[0]! : Buffer.concat(pending, size);
-      pending = [];
-      size = 0;
-      yield chunk;
-      continue;
-    }
-    pending.push(chunk);
-    size += chunk.length;
-    if (size >= min) {
-      yield Buffer.concat(pending, size);
-      pending = [];
-      size = 0;
-    }
+/**
+ * One regular file, from its open handle. The header's size is the size when it was opened; a file that shrinks
+ * meanwhile is padded with zeros, one that grows is cut (a tar entry cannot change its size): the archive stays
+ * valid either way, with a warning.
+ */
+async function writeFile(
+  ctx: WriteContext,
+  handle: FileHandle,
+  size: number,
+  rel: string,
+  base: { mode: number; mtime: number; uid: number; gid: number },
+  hash: Hash,
+): Promise<number> {
+  const tarEntry = await ctx.tar.add({ ...base, path: `${FILES}${rel}`, type: 'File', size });
+  hash.update(describeEntry('f', rel, size, tarEntry.mode, ''));
+  let done = 0;
+  while (done < size) {
+    const want = Math.min(READ_CHUNK, size - done);
+    // A fresh buffer per chunk: node-tar and zlib keep a reference until it is compressed.
+    const buffer = Buffer.allocUnsafe(want);
+    const { bytesRead } = await handle.read(buffer, 0, want, done);
+    if (bytesRead === 0) break;
+    const chunk = bytesRead === want ? buffer : buffer.subarray(0, bytesRead);
+    hash.update(chunk);
+    done += bytesRead;
+    ctx.counted(bytesRead);
+    await tarEntry.write(chunk);
   }
-  if (size) yield Buffer.concat(pending, size);
+  if (done < size) {
+    ctx.warnings.push(`${rel} shrank while it was read; padded with zeros to ${size} bytes`);
+    while (done < size) {
+      const zeros = ZEROS.subarray(0, Math.min(ZEROS.length, size - done));
+      hash.update(zeros);
+      done += zeros.length;
+      await tarEntry.write(zeros);
+    }
+  } else if ((await handle.read(Buffer.alloc(1), 0, 1, size)).bytesRead > 0) {
+    ctx.warnings.push(`${rel} grew while it was read; cut at ${size} bytes`);
+  }
+  tarEntry.end();
+  return size;
+}
+
+/** A database dump in parts of DUMP_PART_SIZE (a part's size must be known before its header is written). */
+async function writeDump(ctx: WriteContext, dump: DumpSource): Promise<DatabaseComponent> {
+  const comp: DatabaseComponent = {
+    name: `database:${dump.service}`,
+    type: 'database',
+    service: dump.service,
+    engine: dump.engine,
+    databases: dump.databases,
+    parts: 0,
+    size: 0,
+    sha256: '',
+  };
+  const hash = createHash('sha256');
+  const running = await dump.open();
+  let pending: Buffer[] = [];
+  let pendingSize = 0;
+  const flush = async () => {
+    comp.parts++;
+    const tarEntry = await ctx.tar.add({
+      path: `databases/${dump.service}.sql.part-${String(comp.parts).padStart(6, '0')}`,
+      type: 'File',
+      mode: 0o600,
+      mtime: Math.floor(Date.now() / 1000),
+      size: pendingSize,
+    });
+    for (const chunk of pending) await tarEntry.write(chunk);
+    tarEntry.end();
+    pending = [];
+    pendingSize = 0;
+  };
+  for await (const chunk of running.stdout) {
+    ctx.signal.throwIfAborted();
+    hash.update(chunk);
+    comp.size += chunk.length;
+    ctx.counted(chunk.length);
+    pending.push(chunk);
+    pendingSize += chunk.length;
+    if (pendingSize >= DUMP_PART_SIZE) await flush();
+  }
+  await running.finish();
+  if (pendingSize > 0) await flush();
+  comp.sha256 = hash.digest('hex');
+  return comp;
 }
 
 function hashTap(hash: Hash, count: { bytes: number }): Transform {
@@ -206,143 +400,77 @@ export async function writeBackupArchive(opts: WriteOptions): Promise<WrittenArc
       opts.onProgress?.({ ...progress });
     }
   };
-
-  async function* entries(): AsyncGenerator<TarInput> {
-    if (opts.includeFiles) {
-      progress.step = 'files';
-      report(true);
-      const hash = createHash('sha256');
-      const comp: FilesComponent = { name: 'files', type: 'files', entries: 0, size: 0, sha256: '' };
-      for await (const item of walk(opts.folder, excludeMatcher(opts.exclude), warnings)) {
-        opts.signal?.throwIfAborted();
-        const path = `files/${item.rel}`;
-        comp.entries++;
-        if (item.type === 'directory') {
-          hash.update(describe('d', item.rel, 0, item.mode, ''));
-          yield { path: `${path}/`, type: 'directory', mode: item.mode, mtime: item.mtime };
-        } else if (item.type === 'symlink') {
-          const link = await readlink(item.abs);
-          hash.update(describe('l', item.rel, 0, item.mode, link));
-          yield { path, type: 'symlink', mode: item.mode, mtime: item.mtime, linkname: link };
-        } else {
-          hash.update(describe('f', item.rel, item.size, item.mode, ''));
-          comp.size += item.size;
-          const body = (async function* () {
-            let written = 0;
-            for await (const chunk of fileBody(opts.folder, item.rel)) {
-              // Hash exactly what the tar entry will hold (a growing file is cut at its walked size).
-              const part = written + chunk.length > item.size ? chunk.subarray(0, item.size - written) : chunk;
-              written += part.length;
-              hash.update(part);
-              progress.bytes += part.length;
-              report();
-              yield chunk;
-            }
-            if (written < item.size) {
-              hash.update(Buffer.alloc(item.size - written));
-              warnings.push(`${item.rel} shrank while it was read; padded with zeros`);
-            }
-          })();
-          yield {
-            path,
-            type: 'file',
-            mode: item.mode,
-            mtime: item.mtime,
-            size: item.size,
-            body,
-            onSizeMismatch: (actual) => {
-              if (actual > item.size) warnings.push(`${item.rel} grew while it was read; cut at ${item.size} bytes`);
-            },
-          };
-        }
-      }
-      comp.sha256 = hash.digest('hex');
-      components.push(comp);
-    }
-    for (const dump of opts.dumps) {
-      opts.signal?.throwIfAborted();
-      progress.step = `database ${dump.service}`;
-      report(true);
-      const comp: DatabaseComponent = {
-        name: `database:${dump.service}`,
-        type: 'database',
-        service: dump.service,
-        engine: dump.engine,
-        databases: dump.databases,
-        parts: 0,
-        size: 0,
-        sha256: '',
-      };
-      const hash = createHash('sha256');
-      const running = await dump.open();
-      let pending: Buffer[] = [];
-      let pendingSize = 0;
-      const part = (): TarInput => {
-        comp.parts++;
-        const data = pending;
-        const size = pendingSize;
-        pending = [];
-        pendingSize = 0;
-        return {
-          path: `databases/${dump.service}.sql.part-${String(comp.parts).padStart(6, '0')}`,
-          type: 'file',
-          mode: 0o600,
-          mtime: Math.floor(Date.now() / 1000),
-          size,
-          body: (async function* () {
-            yield* data;
-          })(),
-        };
-      };
-      for await (const chunk of running.stdout) {
-        opts.signal?.throwIfAborted();
-        hash.update(chunk);
-        comp.size += chunk.length;
-        progress.bytes += chunk.length;
-        report();
-        pending.push(chunk);
-        pendingSize += chunk.length;
-        if (pendingSize >= DUMP_PART_SIZE) yield part();
-      }
-      await running.finish();
-      if (pendingSize > 0) yield part();
-      comp.sha256 = hash.digest('hex');
-      components.push(comp);
-    }
-    progress.step = 'manifest';
+  const step = (name: string) => {
+    progress.step = name;
     report(true);
-    const manifest: Manifest = { format: FORMAT, ...opts.meta, exclude_patterns: opts.exclude, components, warnings };
-    const body = Buffer.from(JSON.stringify(manifest, null, 2));
-    yield {
-      path: 'manifest.json',
-      type: 'file',
-      mode: 0o644,
-      mtime: Math.floor(Date.now() / 1000),
-      size: body.length,
-      body: (async function* () {
-        yield body;
-      })(),
-    };
-  }
+  };
 
+  // One signal for both halves: a failure of either (or the job's cancellation) stops the other.
+  const stop = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
+  let firstError: unknown = null;
+  const failed = (err: unknown) => {
+    firstError ??= err;
+    stop.abort(err);
+    throw err;
+  };
+
+  const tar = new TarWriter(signal);
+  const ctx: WriteContext = {
+    tar,
+    warnings,
+    signal,
+    counted: (bytes) => {
+      progress.bytes += bytes;
+      report();
+    },
+  };
   const partial = `${opts.output}.partial`;
   const archiveHash = createHash('sha256');
   const written = { bytes: 0 };
+  const coalesce = new Coalesce(256 * 1024, 8 * READ_CHUNK);
+  tar.pack.on('error', (err: unknown) => coalesce.destroy(err as Error));
+  tar.pack.pipe(coalesce);
+  const output = pipeline(
+    coalesce,
+    createGzip({ level: opts.level ?? 6, chunkSize: 256 * 1024 }),
+    hashTap(archiveHash, written),
+    createWriteStream(partial, { mode: 0o600 }),
+    { signal },
+  );
+
+  const produce = async () => {
+    if (opts.includeFiles) {
+      step('files');
+      components.push(await writeFolder(ctx, opts.folder, opts.exclude));
+    }
+    for (const dump of opts.dumps) {
+      signal.throwIfAborted();
+      step(`database ${dump.service}`);
+      components.push(await writeDump(ctx, dump));
+    }
+    step('manifest');
+    const manifest: Manifest = { format: FORMAT, ...opts.meta, exclude_patterns: opts.exclude, components, warnings };
+    const body = Buffer.from(JSON.stringify(manifest, null, 2));
+    const tarEntry = await tar.add({ path: 'manifest.json', type: 'File', mode: 0o644, mtime: Math.floor(Date.now() / 1000), size: body.length });
+    await tarEntry.write(body);
+    tarEntry.end();
+    tar.pack.end();
+  };
+
+  // Both halves settle before the partial file is removed, so nothing writes to it afterwards.
+  await Promise.allSettled([produce().catch(failed), output.catch(failed)]);
+  if (firstError !== null) {
+    await rm(partial, { force: true });
+    throw firstError;
+  }
   try {
-    await pipeline(
-      Readable.from(coalesce(writeTar(entries()))),
-      createGzip({ level: opts.level ?? 6, chunkSize: 256 * 1024 }),
-      hashTap(archiveHash, written),
-      createWriteStream(partial, { mode: 0o600 }),
-      { signal: opts.signal },
-    );
     await rename(partial, opts.output);
   } catch (err) {
     await rm(partial, { force: true });
     throw err;
   }
-  progress.step = 'done';
-  report(true);
+  step('done');
   const manifest: Manifest = { format: FORMAT, ...opts.meta, exclude_patterns: opts.exclude, components, warnings };
   return { manifest, size: written.bytes, sha256: archiveHash.digest('hex') };
 }
@@ -360,49 +488,334 @@ export async function hashFile(path: string, signal?: AbortSignal): Promise<{ sh
 
 const PART_NAME = /^databases\/([a-z0-9][a-z0-9_.-]{0,62})\.sql\.part-(\d{6})$/;
 
-const asArchiveError = (err: unknown): Error =>
-  err instanceof ArchiveError || (err as Error)?.name === 'AbortError'
-    ? (err as Error)
-    : new ArchiveError(`the archive is corrupted: ${(err as Error).message}`);
+const isAbort = (err: unknown) => (err as Error)?.name === 'AbortError';
 
-/** The archive's tar entries, decompressed on the fly; gzip and tar errors become ArchiveError. */
-async function* archiveEntries(path: string) {
-  const gunzip = createGunzip({ chunkSize: 256 * 1024 });
+const asArchiveError = (err: unknown): Error =>
+  err instanceof ArchiveError || isAbort(err) ? (err as Error) : new ArchiveError(`the archive is corrupted: ${(err as Error).message}`);
+
+/**
+ * Decompresses the archive (Node's zlib, on the threadpool) and feeds the tar stream to node-tar parsers chunk by
+ * chunk, waiting while one holds back (an extraction writing to disk); yields after each chunk. Ends at the first
+ * parser error (a damaged tar stream: ArchiveError), gzip error (ArchiveError) or `refused()` answer (a refusal
+ * decided while parsing, thrown as it is).
+ */
+async function* pumpArchive(path: string, parsers: Parser[], refused: () => Error | null, signal?: AbortSignal): AsyncGenerator<void> {
   const source = createReadStream(path, { highWaterMark: READ_CHUNK });
+  const gunzip = createGunzip({ chunkSize: 256 * 1024 });
   source.on('error', (err) => gunzip.destroy(err));
   source.pipe(gunzip);
-  // Errors surface wherever the stream is read (also inside entry bodies): all become ArchiveError.
-  const guarded = (async function* () {
+  let broken: Error | null = null;
+  let reject: (err: Error) => void = () => undefined;
+  const failure = new Promise<never>((_, r) => (reject = r));
+  failure.catch(() => undefined);
+  for (const parser of parsers) {
+    parser.on('error', (err: Error) => {
+      broken ??= err;
+      reject(err);
+    });
+  }
+  const check = () => {
+    if (broken) throw asArchiveError(broken);
+    const refusal = refused();
+    if (refusal) throw refusal;
+  };
+  const wait = async (pending: Promise<unknown>) => {
     try {
-      yield* gunzip as AsyncIterable<Buffer>;
+      await Promise.race([pending, failure]);
     } catch (err) {
-      throw asArchiveError(err);
+      check();
+      throw err;
     }
-  })();
+  };
   try {
-    for await (const entry of readTar(guarded)) {
-      const body = entry.body;
-      yield {
-        ...entry,
-        body: (async function* () {
-          try {
-            yield* body;
-          } catch (err) {
-            throw asArchiveError(err);
-          }
-        })(),
-      };
+    const chunks = (gunzip as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+    for (;;) {
+      let next: IteratorResult<Buffer>;
+      try {
+        next = await chunks.next();
+      } catch (err) {
+        throw asArchiveError(err);
+      }
+      if (next.done) break;
+      for (const parser of parsers) {
+        signal?.throwIfAborted();
+        const flowing = parser.write(next.value);
+        check();
+        if (!flowing) await wait(once(parser, 'drain', { signal }));
+      }
+      yield;
     }
-  } catch (err) {
-    throw asArchiveError(err);
+    const closed = Promise.all(parsers.map((parser) => once(parser, 'close')));
+    for (const parser of parsers) parser.end();
+    check();
+    await wait(closed);
+    check();
   } finally {
     source.destroy();
     gunzip.destroy();
   }
 }
 
+/** What a restore does with one `files/` entry. */
+interface Decision {
+  /** The path below `files/`. */
+  rel: string;
+  extract: boolean;
+  /** Why the whole archive is refused (an entry our writer never produces: a forged or damaged archive). */
+  refuse?: string;
+  /** What the restore changed or left out (the folder held it, the restore does not bring it back as it was). */
+  warning?: string;
+}
+
+/**
+ * The rules for `files/` entries. Decisions depend on the entries before (a hard link may only point to a regular
+ * file stored earlier), so each pass over the archive has its own instance.
+ */
+class FilesPolicy {
+  /** Paths (below files/) of the regular files stored so far and not replaced since. */
+  private readonly regular = new Set<string>();
+
+  decide(entry: ReadEntry): Decision {
+    const rel = entry.path.slice(FILES.length).replace(/\/+$/, '');
+    const problem = unsafeRelativePath(rel);
+    if (problem) return { rel, extract: false, refuse: `unsafe path '${entry.path}' in the archive: ${problem}` };
+    const type = entry.type;
+    const setId = (entry.mode ?? 0) & SPECIAL_BITS ? `${rel}: setuid, setgid and sticky bits removed` : undefined;
+    if (FILE_TYPES.has(type)) {
+      this.regular.add(rel);
+      return { rel, extract: true, warning: setId };
+    }
+    this.regular.delete(rel);
+    if (type === 'Directory') return { rel, extract: true, warning: setId };
+    if (type === 'SymbolicLink') {
+      const target = entry.linkpath ?? '';
+      const resolved = posix.normalize(posix.join(posix.dirname(rel), target));
+      if (posix.isAbsolute(target) || resolved === '..' || resolved.startsWith('../')) {
+        return { rel, extract: false, warning: `symlink ${rel} -> ${target} not restored: it points outside the deployment folder` };
+      }
+      // Links that leave the folder only through other links are removed after the extraction (dropEscapingLinks).
+      return { rel, extract: true };
+    }
+    if (type === 'Link') {
+      const target = entry.linkpath ?? '';
+      const targetRel = target.startsWith(FILES) ? target.slice(FILES.length) : null;
+      if (targetRel === null || unsafeRelativePath(targetRel) || !this.regular.has(targetRel)) {
+        return {
+          rel,
+          extract: false,
+          refuse: `hard link '${entry.path}' -> '${target}': a hard link may only point to a regular file stored before it in the archive`,
+        };
+      }
+      this.regular.add(rel);
+      return { rel, extract: true };
+    }
+    if (type === 'CharacterDevice' || type === 'BlockDevice' || type === 'FIFO') {
+      return { rel, extract: false, warning: `${rel} not restored: devices and FIFOs are never restored` };
+    }
+    return { rel, extract: false, warning: `${rel} not restored: unsupported entry type ${type}` };
+  }
+}
+
+const typeLetter = (type: string) => (FILE_TYPES.has(type) ? 'f' : type === 'Directory' ? 'd' : type === 'SymbolicLink' ? 'l' : type === 'Link' ? 'h' : type);
+
+/** The verifying pass: every entry hashed against the manifest, the policy applied, the manifest read. */
+class ArchiveCheck {
+  refusal: ArchiveError | null = null;
+  readonly warnings: string[] = [];
+  private readonly policy = new FilesPolicy();
+  private readonly filesHash = createHash('sha256');
+  private readonly files = { entries: 0, size: 0 };
+  private readonly dbs = new Map<string, { hash: Hash; size: number; parts: number }>();
+  private manifestSeen = false;
+  private manifestText: string | null = null;
+  private bytes = 0;
+  private lastReport = 0;
+
+  constructor(
+    /** Whether the files are extracted: only then do the policy's warnings say something. */
+    private readonly extracting: boolean,
+    private readonly onProgress?: (progress: Progress) => void,
+  ) {}
+
+  private refuse(message: string, entry: ReadEntry): void {
+    this.refusal ??= new ArchiveError(message);
+    entry.resume();
+  }
+
+  private counted(bytes: number): void {
+    this.bytes += bytes;
+    if (Date.now() - this.lastReport > 250) {
+      this.lastReport = Date.now();
+      this.onProgress?.({ bytes: this.bytes, step: 'verifying' });
+    }
+  }
+
+  /** Each entry of the archive, in order (node-tar's onReadEntry); bodies are consumed synchronously. */
+  entry(entry: ReadEntry): void {
+    if (this.refusal) return void entry.resume();
+    if (this.manifestSeen) return this.refuse(`unexpected entry '${entry.path}' after the manifest`, entry);
+    if (entry.path === 'manifest.json' && FILE_TYPES.has(entry.type)) {
+      this.manifestSeen = true;
+      if (entry.size > MANIFEST_LIMIT) return this.refuse('manifest too large', entry);
+      const chunks: Buffer[] = [];
+      entry.on('data', (chunk: Buffer) => chunks.push(chunk));
+      entry.on('end', () => (this.manifestText = Buffer.concat(chunks).toString('utf8')));
+      return;
+    }
+    if (entry.path.startsWith(FILES)) return this.file(entry);
+    const part = PART_NAME.exec(entry.path);
+    if (part && FILE_TYPES.has(entry.type)) {
+      const service = part[1]!;
+      const db = this.dbs.get(service) ?? { hash: createHash('sha256'), size: 0, parts: 0 };
+      this.dbs.set(service, db);
+      db.parts++;
+      if (Number(part[2]) !== db.parts) return this.refuse(`dump part '${entry.path}' out of order`, entry);
+      entry.on('data', (chunk: Buffer) => {
+        db.hash.update(chunk);
+        db.size += chunk.length;
+        this.counted(chunk.length);
+      });
+      return;
+    }
+    this.refuse(`unexpected entry '${entry.path}' in the archive`, entry);
+  }
+
+  private file(entry: ReadEntry): void {
+    const decision = this.policy.decide(entry);
+    if (decision.refuse) return this.refuse(decision.refuse, entry);
+    if (decision.warning && this.extracting) this.warnings.push(decision.warning);
+    const isFile = FILE_TYPES.has(entry.type);
+    const link = entry.type === 'SymbolicLink' || entry.type === 'Link' ? (entry.linkpath ?? '') : '';
+    this.files.entries++;
+    this.filesHash.update(describeEntry(typeLetter(entry.type), decision.rel, isFile ? entry.size : 0, entry.mode ?? 0, link));
+    if (!isFile) return void entry.resume();
+    this.files.size += entry.size;
+    entry.on('data', (chunk: Buffer) => {
+      this.filesHash.update(chunk);
+      this.counted(chunk.length);
+    });
+  }
+
+  /** The manifest, once every entry was read, checked against what the archive held. */
+  finish(): Manifest {
+    if (this.manifestText === null) throw new ArchiveError('the archive has no manifest (incomplete or not a backup)');
+    let manifest: Manifest;
+    try {
+      manifest = JSON.parse(this.manifestText) as Manifest;
+    } catch {
+      throw new ArchiveError('the manifest is not valid JSON');
+    }
+    if (manifest.format !== FORMAT || !Array.isArray(manifest.components)) throw new ArchiveError(`unknown archive format '${String(manifest.format)}'`);
+    const filesDigest = this.filesHash.digest('hex');
+    const seenDbs = new Set<string>();
+    for (const comp of manifest.components) {
+      if (comp.type === 'files') {
+        if (comp.entries !== this.files.entries || comp.size !== this.files.size || comp.sha256 !== filesDigest) {
+          throw new ArchiveError('checksum mismatch in component files: the archive is corrupted');
+        }
+      } else if (comp.type === 'database') {
+        const db = this.dbs.get(comp.service);
+        const digest = db ? db.hash.digest('hex') : createHash('sha256').digest('hex');
+        if ((db?.size ?? 0) !== comp.size || (db?.parts ?? 0) !== comp.parts || digest !== comp.sha256) {
+          throw new ArchiveError(`checksum mismatch in component ${comp.name}: the archive is corrupted`);
+        }
+        seenDbs.add(comp.service);
+      } else throw new ArchiveError('unknown component in the manifest');
+    }
+    if (!manifest.components.some((c) => c.type === 'files') && this.files.entries > 0) throw new ArchiveError('files not listed in the manifest');
+    for (const service of this.dbs.keys()) if (!seenDbs.has(service)) throw new ArchiveError(`dump of '${service}' not listed in the manifest`);
+    manifest.warnings = [...(Array.isArray(manifest.warnings) ? manifest.warnings : []), ...this.warnings];
+    return manifest;
+  }
+}
+
+/**
+ * The extracting pass: node-tar's Unpack into the fresh staging folder, behind FilesPolicy. node-tar refuses
+ * `..` and absolute names and any entry whose path, or hard link target, goes through a link created earlier
+ * (the archive is then refused). It also refuses a symlink whose target text goes through an earlier link, which
+ * a folder may legitimately hold (`config -> current/config` with `current -> releases/2`): those are created
+ * last, relative to the opened parent folder, and every link is then checked where it resolves.
+ */
+class Extraction {
+  readonly unpack: Unpack;
+  problem: Error | null = null;
+  private readonly policy = new FilesPolicy();
+  private readonly deferred: { rel: string; target: string }[] = [];
+  private closed = false;
+
+  constructor(private readonly root: string) {
+    this.unpack = new Unpack({
+      cwd: root,
+      strip: 1, // files/<path> → <path>; a hard link's target too
+      // Files belong to the agent, as the hand-written extraction left them: no owner taken from the archive.
+      preserveOwner: false,
+      filter: (path, entry) => this.admit(path, entry as ReadEntry),
+      onwarn: (code, message, data) => this.onWarn(code, message, data),
+    });
+    this.unpack.on('close', () => (this.closed = true));
+  }
+
+  private admit(path: string, entry: ReadEntry): boolean {
+    if (!path.startsWith(FILES)) return false; // dumps and the manifest are only verified
+    if (!this.policy.decide(entry).extract) return false;
+    // Never setuid, setgid or sticky: the agent (root) creates what a container wrote.
+    if (typeof entry.mode === 'number') entry.mode &= 0o777;
+    return true;
+  }
+
+  private onWarn(code: string, message: string, data: Record<string, unknown>): void {
+    const entry = data.entry as ReadEntry | undefined;
+    const shown = entry ? `${FILES}${entry.path}` : '?';
+    const link = typeof data.symlink === 'string' ? data.symlink : null;
+    // A link on the way to the entry itself is writing through it; a link on the way to a symlink's target is not.
+    const through = link !== null && String(entry?.absolute ?? '').startsWith(`${link}/`);
+    if (data.code === 'TAR_SYMLINK_ERROR' && !through && entry?.type === 'SymbolicLink' && entry.linkpath) {
+      this.deferred.push({ rel: entry.path, target: entry.linkpath });
+      return;
+    }
+    if (this.problem) return;
+    if (data.code === 'TAR_SYMLINK_ERROR') {
+      const shownLink = link ? `the symbolic link '${FILES}${posix.relative(this.root, link)}'` : 'a symbolic link';
+      this.problem = new ArchiveError(`the archive is unsafe: '${shown}' would be written through ${shownLink} stored before it`);
+    } else if (code === 'TAR_ENTRY_INVALID' || code === 'TAR_BAD_ARCHIVE' || code === 'TAR_ABORT') {
+      this.problem = new ArchiveError(`the archive is corrupted: ${message}`);
+    } else this.problem = new Error(`extracting '${shown}' failed: ${message}`);
+  }
+
+  /** After a failure: lets node-tar finish what it started (the caller removes the folder next). */
+  async settle(): Promise<void> {
+    if (this.closed) return;
+    const closed = once(this.unpack, 'close').catch(() => undefined);
+    this.unpack.on('error', () => undefined);
+    this.unpack.end();
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 30_000).unref())]);
+  }
+
+  /** After a complete extraction: the deferred links, then every link that resolves outside is removed. */
+  async finish(): Promise<string[]> {
+    const warnings: string[] = [];
+    for (const link of this.deferred) {
+      try {
+        // Its folder opened one component at a time: a link where a folder should be refuses it.
+        const dir = await Dir.open(this.root, posix.dirname(link.rel));
+        try {
+          await dir.symlink(link.target, posix.basename(link.rel));
+        } finally {
+          await dir.close();
+        }
+      } catch (err) {
+        warnings.push(`symlink ${link.rel} -> ${link.target} not restored: ${(err as Error).message}`);
+      }
+    }
+    for (const dropped of await dropEscapingLinks(this.root)) {
+      warnings.push(`symlink ${dropped.rel} -> ${dropped.target} not restored: it resolves outside the deployment folder`);
+    }
+    return warnings;
+  }
+}
+
 export interface VerifyOptions {
-  /** Extracts `files/` into this folder (which must not exist yet); symlinks leaving it are skipped. */
+  /** Extracts `files/` into this folder (which must not exist yet, and no container may reach). */
   extractTo?: string;
   signal?: AbortSignal;
   onProgress?(progress: Progress): void;
@@ -410,122 +823,29 @@ export interface VerifyOptions {
 
 /**
  * Reads the whole archive and checks every component against the manifest (sizes and SHA-256), optionally
- * extracting the files to a fresh folder on the way. Throws ArchiveError when anything does not match.
+ * extracting the files to a fresh folder on the way. Throws ArchiveError when anything does not match or the
+ * archive holds what no backup holds (names leaving the folder, hard links elsewhere, writing through a link).
+ * What the restore leaves out or changes is in the returned manifest's warnings.
  */
 export async function verifyArchive(path: string, opts: VerifyOptions = {}): Promise<Manifest> {
-  const filesHash = createHash('sha256');
-  const files = { entries: 0, size: 0 };
-  const dbs = new Map<string, { hash: Hash; size: number; parts: number }>();
-  const links: { at: string; target: string; rel: string }[] = [];
-  const warnings: string[] = [];
-  let manifestText: string | null = null;
-  const progress: Progress = { bytes: 0, step: 'verifying' };
-  let last = 0;
   const root = opts.extractTo ? resolve(opts.extractTo) : null;
-  if (root) await mkdir(root, { recursive: false, mode: 0o755 });
-
-  for await (const entry of archiveEntries(path)) {
-    opts.signal?.throwIfAborted();
-    if (manifestText !== null) throw new ArchiveError(`unexpected entry '${entry.path}' after the manifest`);
-    if (entry.path === 'manifest.json' && entry.type === 'file') {
-      if (entry.size > MANIFEST_LIMIT) throw new ArchiveError('manifest too large');
-      const chunks: Buffer[] = [];
-      for await (const c of entry.body) chunks.push(c);
-      manifestText = Buffer.concat(chunks).toString('utf8');
-      continue;
-    }
-    if (entry.path.startsWith('files/')) {
-      const rel = entry.path.slice('files/'.length).replace(/\/$/, '');
-      const problem = unsafeRelativePath(rel);
-      if (problem) throw new ArchiveError(`unsafe path '${entry.path}' in the archive: ${problem}`);
-      files.entries++;
-      const target = root ? join(root, ...rel.split('/')) : null;
-      if (entry.type === 'directory') {
-        filesHash.update(describe('d', rel, 0, entry.mode, ''));
-        if (target) await mkdir(target, { recursive: true, mode: (entry.mode & 0o7777) | 0o700 });
-      } else if (entry.type === 'symlink') {
-        filesHash.update(describe('l', rel, 0, entry.mode, entry.linkname));
-        if (target) links.push({ at: target, target: entry.linkname, rel });
-      } else if (entry.type === 'file') {
-        filesHash.update(describe('f', rel, entry.size, entry.mode, ''));
-        files.size += entry.size;
-        const counted = (async function* () {
-          for await (const chunk of entry.body) {
-            filesHash.update(chunk);
-            progress.bytes += chunk.length;
-            if (Date.now() - last > 250) {
-              last = Date.now();
-              opts.onProgress?.({ ...progress });
-            }
-            yield chunk;
-          }
-        })();
-        if (target) {
-          await mkdir(dirname(target), { recursive: true, mode: 0o755 });
-          // 'wx': never write through something that already exists there (a symlink from an earlier entry).
-          await pipeline(Readable.from(counted), createWriteStream(target, { flags: 'wx', mode: entry.mode & 0o7777 }));
-          await utimes(target, entry.mtime, entry.mtime).catch(() => undefined);
-        } else for await (const _ of counted) void _;
-      } else throw new ArchiveError(`unsupported entry type for '${entry.path}'`);
-      continue;
-    }
-    const part = PART_NAME.exec(entry.path);
-    if (part && entry.type === 'file') {
-      const service = part[1]!;
-      const db = dbs.get(service) ?? { hash: createHash('sha256'), size: 0, parts: 0 };
-      dbs.set(service, db);
-      db.parts++;
-      if (Number(part[2]) !== db.parts) throw new ArchiveError(`dump part '${entry.path}' out of order`);
-      for await (const chunk of entry.body) {
-        db.hash.update(chunk);
-        db.size += chunk.length;
-        progress.bytes += chunk.length;
-      }
-      continue;
-    }
-    throw new ArchiveError(`unexpected entry '${entry.path}' in the archive`);
-  }
-
-  if (manifestText === null) throw new ArchiveError('the archive has no manifest (incomplete or not a backup)');
-  let manifest: Manifest;
-  try {
-    manifest = JSON.parse(manifestText) as Manifest;
-  } catch {
-    throw new ArchiveError('the manifest is not valid JSON');
-  }
-  if (manifest.format !== FORMAT || !Array.isArray(manifest.components)) throw new ArchiveError(`unknown archive format '${String(manifest.format)}'`);
-  const filesDigest = filesHash.digest('hex');
-  const seenDbs = new Set<string>();
-  for (const comp of manifest.components) {
-    if (comp.type === 'files') {
-      if (comp.entries !== files.entries || comp.size !== files.size || comp.sha256 !== filesDigest) {
-        throw new ArchiveError('checksum mismatch in component files: the archive is corrupted');
-      }
-    } else if (comp.type === 'database') {
-      const db = dbs.get(comp.service);
-      const digest = db ? db.hash.digest('hex') : createHash('sha256').digest('hex');
-      if ((db?.size ?? 0) !== comp.size || (db?.parts ?? 0) !== comp.parts || digest !== comp.sha256) {
-        throw new ArchiveError(`checksum mismatch in component ${comp.name}: the archive is corrupted`);
-      }
-      seenDbs.add(comp.service);
-    } else throw new ArchiveError('unknown component in the manifest');
-  }
-  if (!manifest.components.some((c) => c.type === 'files') && files.entries > 0) throw new ArchiveError('files not listed in the manifest');
-  for (const service of dbs.keys()) if (!seenDbs.has(service)) throw new ArchiveError(`dump of '${service}' not listed in the manifest`);
-
+  const check = new ArchiveCheck(root !== null, opts.onProgress);
+  const parser = new Parser({ strict: true, onReadEntry: (entry) => check.entry(entry) });
+  let extraction: Extraction | null = null;
   if (root) {
-    // Symlinks last, so no file of the archive is ever written through one; links leaving the folder are dropped.
-    for (const link of links) {
-      const resolved = resolve(dirname(link.at), link.target);
-      if (link.target.startsWith('/') || (resolved !== root && !resolved.startsWith(root + sep))) {
-        warnings.push(`skipped symlink ${link.rel} -> ${link.target} (points outside the deployment)`);
-        continue;
-      }
-      await mkdir(dirname(link.at), { recursive: true });
-      await symlink(link.target, link.at);
-    }
+    await mkdir(root, { recursive: false, mode: 0o755 });
+    extraction = new Extraction(root);
   }
-  manifest.warnings = [...(manifest.warnings ?? []), ...warnings];
+  // The verifying parser sees each chunk first: a refusal it decides stops the extraction before that chunk.
+  const parsers: Parser[] = extraction ? [parser, extraction.unpack] : [parser];
+  try {
+    for await (const _ of pumpArchive(path, parsers, () => check.refusal ?? extraction?.problem ?? null, opts.signal)) void _;
+  } catch (err) {
+    await extraction?.settle();
+    throw err;
+  }
+  const manifest = check.finish();
+  if (extraction) manifest.warnings.push(...(await extraction.finish()));
   return manifest;
 }
 
@@ -537,21 +857,33 @@ export async function* databaseDump(path: string, component: DatabaseComponent):
   const hash = createHash('sha256');
   let size = 0;
   let started = false;
+  let passed = false;
+  const ready: Buffer[] = [];
+  const parser = new Parser({
+    strict: true,
+    onReadEntry: (entry) => {
+      const part = PART_NAME.exec(entry.path);
+      if (!part || part[1] !== component.service || !FILE_TYPES.has(entry.type)) {
+        if (started) passed = true;
+        return void entry.resume();
+      }
+      started = true;
+      entry.on('data', (chunk: Buffer) => {
+        hash.update(chunk);
+        size += chunk.length;
+        ready.push(chunk);
+      });
+    },
+  });
   let held: Buffer | null = null;
-  for await (const entry of archiveEntries(path)) {
-    const part = PART_NAME.exec(entry.path);
-    if (!part || part[1] !== component.service) {
-      if (started) break;
-      continue;
-    }
-    started = true;
-    for await (const chunk of entry.body) {
-      hash.update(chunk);
-      size += chunk.length;
+  for await (const _ of pumpArchive(path, [parser], () => null)) {
+    void _;
+    for (const chunk of ready.splice(0)) {
       // Keep one chunk back so a corrupted dump never reaches its end in the database.
       if (held) yield held;
       held = chunk;
     }
+    if (passed) break;
   }
   if (size !== component.size || hash.digest('hex') !== component.sha256) {
     throw new ArchiveError(`checksum mismatch in component ${component.name}: the archive is corrupted`);
