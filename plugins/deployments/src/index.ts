@@ -3,7 +3,7 @@
  * plannable mutations, logs (HTTP and websocket), log sources, stats, the host-safety policy and templates.
  * Provides the `deployments` service for the other plugins.
  */
-import { isAbsolute, join, resolve } from 'node:path';
+import { isAbsolute, join, resolve, sep } from 'node:path';
 import { coreServices, definePlugin, Type } from '@agent/sdk';
 import { deploymentsService } from './api.js';
 import { dockerService } from '@agent/plugin-docker/api';
@@ -51,6 +51,11 @@ export default definePlugin({
   async setup(ctx, deps) {
     const configured = ctx.config.deployments.path;
     const root = configured ? (isAbsolute(configured) ? configured : resolve(configured)) : join(ctx.agent.dataDir, 'deployments');
+    // Every folder below the root may be a deployment's, mounted into its containers: the agent's own data must not
+    // be one of them (a deployment named like the data folder would reach the agent's secrets).
+    const data = resolve(ctx.agent.dataDir);
+    if (data === resolve(root) || data.startsWith(resolve(root) + sep))
+      throw new Error(`deployments.path '${root}' contains the agent's data folder '${data}': give the deployments a folder of their own`);
     const settings = ctx.settings(
       Type.Object({
         host_safety: Type.Boolean({
