@@ -12,6 +12,13 @@ export type Opener = () => Promise<FileHandle>;
 const CHUNK = 64 * 1024;
 /** A filter that matches nothing must not scan a huge file forever. */
 const MAX_SCAN = 512 * 1024 * 1024;
+/**
+ * Bytes of one line kept at most: a container writes these files, and a file without a newline is one line. Longer
+ * lines are cut (marked with `…` where the cut is): their other bytes are read and skipped, never gathered, so a
+ * line of any length costs time in proportion to its length and bounded memory.
+ */
+export const MAX_LINE_BYTES = 1024 * 1024;
+const CUT = '…';
 
 /** The last `count` lines (0 = all) containing `filter`, oldest first. */
 export async function readLastLines(open: Opener, count: number, filter?: string): Promise<string[]> {
@@ -20,42 +27,63 @@ export async function readLastLines(open: Opener, count: number, filter?: string
 
 /**
  * Like `readLastLines`, with the size the lines were read up to (where a follow must continue). `maxScan` bounds the
- * bytes read from the end when a filter matches little.
+ * bytes read from the end when a filter matches little. Read backwards in chunks: the bytes of the line a chunk
+ * ends inside are kept as parts (newest first) and joined once, when its start is found; a line past
+ * MAX_LINE_BYTES keeps its last MAX_LINE_BYTES bytes.
  */
 export async function readLastLinesAt(open: Opener, count: number, filter?: string, maxScan = MAX_SCAN): Promise<{ lines: string[]; size: number }> {
   const fh = await open();
   try {
     const { size } = await fh.stat();
     const out: string[] = [];
+    const wanted = () => count === 0 || out.length < count;
+    const keep = (line: string) => {
+      if (wanted() && (!filter || line.includes(filter))) out.push(line);
+    };
+    // The end of the line being read backwards: parts in file order, their bytes, whether its middle was skipped.
+    let carry: Buffer[] = [];
+    let carried = 0;
+    let cut = false;
+    const line = (head: Buffer) => {
+      const text = Buffer.concat(cut ? carry : [head, ...carry]).toString('utf8');
+      return (cut ? CUT + text : text).replace(/\r$/, '');
+    };
     let position = size;
-    let carry = Buffer.alloc(0);
     let scanned = 0;
-    let first = true;
-    while (position > 0 && (count === 0 || out.length < count) && scanned < maxScan) {
+    let last = true;
+    while (position > 0 && wanted() && scanned < maxScan) {
       const length = Math.min(CHUNK, position);
       position -= length;
       const buf = Buffer.alloc(length);
       await fh.read(buf, 0, length, position);
       scanned += length;
-      let data = carry.length ? Buffer.concat([buf, carry]) : buf;
-      // Everything before the first newline may continue in the previous chunk: keep it for the next round.
-      const nl = data.indexOf(0x0a);
-      if (nl === -1 && position > 0) {
-        carry = data;
-        continue;
+      let end = length;
+      // The file's own final newline ends the last line; it does not start an empty one.
+      if (last && buf[end - 1] === 0x0a) end--;
+      last = false;
+      // (`lastIndexOf` with a negative offset would count from the end: an empty rest has no newline.)
+      const newline = () => (end > 0 ? buf.lastIndexOf(0x0a, end - 1) : -1);
+      for (let nl = newline(); nl !== -1 && wanted(); nl = newline()) {
+        keep(line(buf.subarray(nl + 1, end)));
+        carry = [];
+        carried = 0;
+        cut = false;
+        end = nl;
       }
-      const head = position > 0 ? data.subarray(0, nl + 1) : Buffer.alloc(0);
-      carry = position > 0 ? Buffer.from(head.subarray(0, head.length - 1)) : Buffer.alloc(0);
-      data = position > 0 ? data.subarray(nl + 1) : data;
-      const lines = data.toString('utf8').split('\n');
-      if (first) {
-        if (lines[lines.length - 1] === '') lines.pop();
-        first = false;
+      if (!wanted()) break;
+      // What is left of the chunk starts the line that continues into the next chunk read (earlier in the file).
+      const head = buf.subarray(0, end);
+      if (carried + head.length <= MAX_LINE_BYTES) {
+        carry.unshift(Buffer.from(head));
+        carried += head.length;
+      } else if (!cut) {
+        const room = MAX_LINE_BYTES - carried;
+        if (room > 0) carry.unshift(Buffer.from(head.subarray(head.length - room)));
+        carried = MAX_LINE_BYTES;
+        cut = true;
       }
-      for (let i = lines.length - 1; i >= 0 && (count === 0 || out.length < count); i--) {
-        const line = lines[i]!.replace(/\r$/, '');
-        if (!filter || line.includes(filter)) out.push(line);
-      }
+      // The start of the file starts the first line (empty if the file starts with a newline).
+      if (position === 0) keep(line(Buffer.alloc(0)));
     }
     return { lines: out.reverse(), size };
   } finally {
@@ -86,7 +114,21 @@ export async function followFile(
 ): Promise<void> {
   let offset = from ?? (await sizeOf(open)) ?? 0;
   let generation = 0;
-  let partial = '';
+  // The line being read: its parts in file order (joined once, at its newline), their bytes, whether bytes past
+  // MAX_LINE_BYTES were skipped. Never a string grown chunk by chunk: a file without newlines would cost its square.
+  let parts: Buffer[] = [];
+  let held = 0;
+  let cut = false;
+  const hold = (bytes: Buffer) => {
+    if (held + bytes.length <= MAX_LINE_BYTES) {
+      if (bytes.length) parts.push(bytes);
+      held += bytes.length;
+    } else if (!cut) {
+      parts.push(bytes.subarray(0, MAX_LINE_BYTES - held));
+      held = MAX_LINE_BYTES;
+      cut = true;
+    }
+  };
   let busy = false;
   let pending = false;
   let watcher: FSWatcher | null = null;
@@ -106,21 +148,29 @@ export async function followFile(
           const { size } = await fh.stat();
           if (size < offset) {
             offset = 0;
-            partial = '';
+            parts = [];
+            held = 0;
+            cut = false;
             generation++;
           }
           while (offset < size && !signal.aborted) {
             const buf = Buffer.alloc(Math.min(CHUNK, size - offset));
             const { bytesRead } = await fh.read(buf, 0, buf.length, offset);
             if (bytesRead === 0) break;
-            let end = offset - Buffer.byteLength(partial);
+            const chunk = buf.subarray(0, bytesRead);
+            const base = offset;
             offset += bytesRead;
-            const lines = (partial + buf.subarray(0, bytesRead).toString('utf8')).split('\n');
-            partial = lines.pop()!;
-            for (const line of lines) {
-              end += Buffer.byteLength(line) + 1;
-              if (!filter || line.includes(filter)) await onLine(line.replace(/\r$/, ''), { end, generation });
+            let start = 0;
+            for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
+              hold(chunk.subarray(start, nl));
+              const line = Buffer.concat(parts).toString('utf8') + (cut ? CUT : '');
+              parts = [];
+              held = 0;
+              cut = false;
+              start = nl + 1;
+              if (!filter || line.includes(filter)) await onLine(line.replace(/\r$/, ''), { end: base + start, generation });
             }
+            hold(chunk.subarray(start));
           }
         } finally {
           await fh.close();
