@@ -79,6 +79,27 @@ describe('edge units', () => {
     expect(invalidPathPattern('x'.repeat(513))).toMatch(/longer than 512/);
   });
 
+  it('recognises attack paths as the expression with /cgi-bin/.* did, in one pass however many /cgi-bin/ a path has', () => {
+    const before = /\/cgi-bin\/.*\.(sh|cgi|pl)/;
+    for (const path of [
+      '/cgi-bin/test.sh',
+      '/CGI-BIN/a/b.PL',
+      '/cgi-bin/x.cgi?y',
+      '/x/cgi-bin/a.sh',
+      '/cgi-bin/',
+      '/cgi-bin.sh',
+      '/a.sh/cgi-bin/x',
+      '/cgi-bin/.s',
+    ]) {
+      expect(isAttackPath(path), path).toBe(before.test(path.toLowerCase()));
+    }
+    // 900 × `/cgi-bin/` (8 kB, what nginx lets through): ≈19 ms a line with the expression; 200 lines now.
+    const crafted = '/cgi-bin/'.repeat(900);
+    const started = performance.now();
+    for (let i = 0; i < 200; i++) expect(isAttackPath(crafted)).toBe(false);
+    expect(performance.now() - started).toBeLessThan(400);
+  });
+
   it('detects scans, auth failures, attack paths, rates and blocked hits once per window', () => {
     const d = new Detector(() => settings);
     const scan = Array.from({ length: 12 }, (_, i) => rec({ status: 404, path: `/m${i}`, time_ms: 1_700_000_000_000 + i }));

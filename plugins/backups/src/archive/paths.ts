@@ -206,7 +206,7 @@ function classEnd(s: string, i: number): number {
  * | SET | a member (never `/`) | next | |
  * | STAR | any but `/` | itself | next |
  * | ANY (`**` alone) | anything | itself | next |
- * | DEEP_START (`**​/`: zero or more folders) | `/` / any other | itself / DEEP_IN | the state after DEEP_IN |
+ * | DEEP_START (a `**` segment before another: zero or more folders) | `/` / any other | itself / DEEP_IN | the state after DEEP_IN |
  * | DEEP_IN (inside a folder name) | `/` / any other | DEEP_START / itself | |
  * | TAIL_START (trailing `/**`: nothing, or `/` and anything) | `/` | TAIL_IN | ACCEPT |
  * | TAIL_IN | anything | itself | next (ACCEPT) |
