@@ -2,6 +2,9 @@
 // (a) ingest rate: 1M nginx JSON access-log lines appended to the followed log → rows in the SQLite journal
 //     (parse + insert + security detection), goal >= 50k lines/s;
 // (b) latency of filtered pages of GET /api/traffic/logs over those 1M rows, p50/p99 per filter, goal p99 < 20 ms.
+// (d) path searches that read every row (exact totals, patterns that match nothing), then the stats, with
+//     GET /api/health timed every 20 ms meanwhile: how long they take and how long they hold other requests (goal:
+//     health p99 < 100 ms).
 // nginx itself is not needed for this: the proxy commands are `true` and the log file is written directly.
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -148,6 +151,37 @@ try {
   console.log(`  including the path pattern (full scan): p99 ${fmt(percentile(all, 99), 2)} ms`);
   const stats = await api('/traffic/stats?start_time=' + new Date(now * 1000 - 86_400_000 - 60_000).toISOString());
   console.log(`\n(c) GET /api/traffic/stats (per deployment and status group, p50/p95) over ${total} rows: ${fmt(stats.ms, 0)} ms`);
+
+  const health = [];
+  let probing = true;
+  const prober = (async () => {
+    while (probing) {
+      const t0 = process.hrtime.bigint();
+      await (await fetch(`${agent.url}/api/health`)).arrayBuffer();
+      health.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      await sleep(20);
+    }
+  })();
+  console.log(
+    `\n(d) path searches reading all ${total} rows (exact_total=true), one at a time, then three at once, then the stats; GET /api/health every 20 ms meanwhile:`,
+  );
+  const patterns = ['/nothing-here', `*${'a'.repeat(300)}b*`, '/api/*x*y*z*w'];
+  for (const pattern of patterns) {
+    const { body, ms } = await api(`/traffic/logs?limit=100&exact_total=true&path=${encodeURIComponent(pattern)}`);
+    console.log(`  ${pattern.slice(0, 24).padEnd(26)} ${fmt(ms, 0).padStart(6)} ms, total ${body.meta.total}`);
+  }
+  const t3 = Date.now();
+  await Promise.all(patterns.map((p) => api(`/traffic/logs?limit=100&exact_total=true&path=${encodeURIComponent(p)}`)));
+  console.log(`  the three at once: ${Date.now() - t3} ms`);
+  const stats2 = await api('/traffic/stats?start_time=' + new Date(now * 1000 - 86_400_000 - 60_000).toISOString());
+  console.log(`  GET /api/traffic/stats over ${total} rows (a sliced pass as well): ${fmt(stats2.ms, 0)} ms`);
+  probing = false;
+  await prober;
+  health.sort((a, b) => a - b);
+  const hp99 = percentile(health, 99);
+  console.log(
+    `  GET /api/health meanwhile (${health.length} probes): p50 ${fmt(percentile(health, 50), 1)} ms, p99 ${fmt(hp99, 1)} ms, max ${fmt(health.at(-1), 1)} ms (goal p99 < 100 ms: ${hp99 < 100 ? 'met' : 'NOT met'})`,
+  );
 } finally {
   await agent.stop();
   rmSync(work, { recursive: true, force: true });

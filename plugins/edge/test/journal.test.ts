@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import type { Logger, SqlDatabase } from '@agent/sdk';
-import { TrafficJournal, type TrafficFilter, type TrafficRecord } from '../src/traffic/journal.js';
-import { pathMatcher } from '../src/traffic/pattern.js';
+import { HeavyHitters, TrafficJournal, type TrafficFilter, type TrafficRecord } from '../src/traffic/journal.js';
+import { pathMatcher, requiredPiece } from '../src/traffic/pattern.js';
 import { parseLine, parseLines } from '../src/traffic/parse.js';
 import { AccessLogReader } from '../src/traffic/ingest.js';
 import { seededRandom } from '../../../test/helpers/random.js';
@@ -122,7 +122,7 @@ describe('traffic journal', () => {
     expect(journal.query({ deployments: [] }, 10, 0)).toEqual({ items: [], total: 0, capped: false });
     expect(journal.query({ deployments: [] }, 10, 0, true).total).toBe(0);
     expect((await journal.search({ deployments: [], path: '/' }, 10, 0, true)).total).toBe(0);
-    expect(journal.stats({ deployments: [] }).total.requests).toBe(0);
+    expect((await journal.stats({ deployments: [] })).total.requests).toBe(0);
   });
 
   it('retires a deployment: its rows up to the cut and their counts move to the retired name, in chunks', async () => {
@@ -245,7 +245,7 @@ const oddLines = [
 ];
 
 describe('traffic path patterns', () => {
-  it("match as SQLite's LIKE did, on random patterns and paths", () => {
+  it("match as SQLite's LIKE did, on random patterns and paths, also through the journal and its prefilter", async () => {
     const db = new Database(':memory:');
     const like = db.prepare("SELECT ? LIKE ? ESCAPE '\\' AS m").pluck();
     const rnd = seededRandom(3);
@@ -262,6 +262,18 @@ describe('traffic path patterns', () => {
       }
     }
     expect(compared).toBe(180_000);
+    // The same paths as rows: the prefilter (`instr(lower(path), piece)`) never leaves out a row LIKE matches.
+    const journal = new TrafficJournal(db);
+    journal.add(records(paths.length, 0).map((r, i) => ({ ...r, path: paths[i]! })));
+    for (let i = 0; i < 300; i++) {
+      const pattern = text(1 + rnd(5), chars);
+      const got = await journal.search({ path: pattern }, 1000, 0, true);
+      const want = naive(db, { path: pattern }, 1000, 0);
+      expect({ pattern, ids: got.items.map((r) => r.id) }).toEqual({ pattern, ids: want.ids });
+    }
+    expect(requiredPiece('/API/*x*Édition-longue')).toBe('dition-l');
+    expect(requiredPiece('*é*')).toBeNull();
+    expect(requiredPiece('*')).toBeNull();
   });
 
   it('cost one pass over the path, whatever the pattern: ≤ 2 steps per character', () => {
@@ -344,6 +356,62 @@ describe('traffic path patterns', () => {
     const early = await journal.search({ path: '/a*' }, 10, 0, true, { sliceMs: 1, budgetMs: 1 });
     expect(early.items).toHaveLength(10);
     expect(early.capped).toBe(true);
+  });
+});
+
+describe('traffic aggregates', () => {
+  it('stats, top values and unknown domains agree with GROUP BY, read in slices', async () => {
+    const db = new Database(':memory:');
+    const journal = new TrafficJournal(db);
+    journal.add(records(20_000, 0).map((r, i) => ({ ...r, path: `/p${i % 37}`, host: r.deployment ? r.host : `u${i % 13}.test` })));
+    const window = { start_ms: T0 + 3 * hour, end_ms: T0 + 40 * hour };
+    const sql = (q: string, ...p: unknown[]) => db.prepare(q).all(...p) as Record<string, number | string>[];
+    const stats = await journal.stats({ ...window, deployments: ['a', 'b'] });
+    const grouped = sql(
+      'SELECT deployment, COUNT(*) AS n, SUM(bytes) AS bytes FROM traffic WHERE time_ms BETWEEN ? AND ? AND deployment IN (?, ?) GROUP BY deployment ORDER BY n DESC',
+      window.start_ms,
+      window.end_ms,
+      'a',
+      'b',
+    );
+    expect(stats.deployments.map((d) => [d.deployment, d.requests, d.bytes])).toEqual(grouped.map((g) => [g.deployment, g.n, g.bytes]));
+    expect(stats.total.requests).toBe(grouped.reduce((n, g) => n + (g.n as number), 0));
+    const top = await journal.top({ deployment: 'a', ...window }, 'path', 5);
+    const topSql = sql(
+      'SELECT path AS value, COUNT(*) AS requests FROM traffic WHERE deployment = ? AND time_ms BETWEEN ? AND ? GROUP BY path ORDER BY requests DESC, path LIMIT 5',
+      'a',
+      window.start_ms,
+      window.end_ms,
+    );
+    expect(top).toEqual(topSql);
+    const unknown = await journal.unknownDomains(window, 4);
+    const unknownSql = sql(
+      `SELECT host, COUNT(*) AS requests, COUNT(DISTINCT source_ip) AS sources, MIN(time_ms) AS first, MAX(time_ms) AS last FROM traffic
+       WHERE deployment = '' AND time_ms BETWEEN ? AND ? GROUP BY host ORDER BY requests DESC, host LIMIT 4`,
+      window.start_ms,
+      window.end_ms,
+    );
+    expect(unknown).toEqual(unknownSql);
+  });
+
+  it('heavy hitters: exact below capacity; past it, bounded and keeping every value more frequent than n / capacity', () => {
+    const rnd = seededRandom(8);
+    const small = new HeavyHitters<null>(100);
+    const truth = new Map<string, number>();
+    for (let i = 0; i < 5000; i++) {
+      const k = `k${rnd(60)}`;
+      small.add(k, () => null);
+      truth.set(k, (truth.get(k) ?? 0) + 1);
+    }
+    const exact = [...truth].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 10);
+    expect(small.top(10).map((t) => [t.key, t.count])).toEqual(exact);
+    // 200,000 keys, all different but three frequent ones (what a flood of random paths looks like).
+    const flood = new HeavyHitters<null>(1000);
+    for (let i = 0; i < 200_000; i++) flood.add(i % 50 === 0 ? `hot${i % 3}` : `cold${i}`, () => null);
+    const hot = flood.top(3);
+    expect(hot.map((t) => t.key).sort()).toEqual(['hot0', 'hot1', 'hot2']);
+    for (const t of hot) expect(t.count - 200_000 / 150).toBeLessThanOrEqual(200_000 / 1000);
+    expect(flood.top(5000)).toHaveLength(1000);
   });
 });
 

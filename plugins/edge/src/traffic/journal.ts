@@ -3,7 +3,7 @@
  * list filters. Inserts are batched in transactions (the ingester hands over whole reads).
  */
 import { errors, type SqlDatabase, type SqlStatement } from '@agent/sdk';
-import { pathMatcher } from './pattern.js';
+import { pathMatcher, requiredPiece } from './pattern.js';
 
 export interface TrafficRecord {
   time_ms: number;
@@ -82,8 +82,17 @@ const MAX_PARTS = 64;
 const HOUR_MS = 3_600_000;
 /** A path search holds the event loop at most this long at a time (then other work and other searches go first). */
 const SLICE_MS = 8;
-/** Ids one statement of a path search covers: SQLite's own work between two rows handed over stays bounded too. */
+/**
+ * Ids one statement of a path search covers: SQLite's own work between two rows it hands over stays bounded too.
+ * With the prefilter (`requiredPiece`), a row costs SQLite up to ≈4 ns per byte of its path (`instr` compares the
+ * piece at each position where its first byte appears): 512 rows of 8 kB paths of that byte ≈ 18 ms at worst.
+ */
 const SLICE_IDS = 16_384;
+const PREFILTERED_SLICE_IDS = 512;
+/** Distinct values `top` and `unknownDomains` keep a counter for at most (bounded memory whatever the rows hold). */
+const TOP_COUNTERS = 10_000;
+/** Distinct sources counted per unknown host at most. */
+const SOURCES_PER_HOST = 10_000;
 /** A path search that has not filled its page after this long is refused (503 SEARCH_TIMEOUT). */
 const SEARCH_BUDGET_MS = 10_000;
 /** The source index is partitioned by hour: new entries land in the current hour's part, which stays small. */
@@ -426,8 +435,9 @@ export class TrafficJournal {
 
   /**
    * `query` with any filter, `path` included. A path pattern has no index: its rows are read newest first (by id,
-   * with the other filters in SQL) and matched by `pathMatcher`, linear in each path, in slices of at most SLICE_MS
-   * (and SLICE_IDS ids per statement, closed before the slice ends: no cursor stays open across turns). Between
+   * with the other filters and a prefilter in SQL) and matched by `pathMatcher`, linear in each path, in slices of
+   * at most SLICE_MS (and a bounded id range per statement, closed before the slice ends: no cursor stays open
+   * across turns). Between
    * slices the event loop serves everything else, and concurrent searches take one slice each in turn. Counting
    * stops past COUNT_CAP (unless `exact`) as in `query`; a search still short of its page after SEARCH_BUDGET_MS
    * is refused with 503 SEARCH_TIMEOUT, one whose page is full answers with the count so far (`capped`).
@@ -441,60 +451,107 @@ export class TrafficJournal {
   ): Promise<{ items: TrafficRow[]; total: number; capped: boolean }> {
     if (!f.path) return this.query(f, limit, offset, exact);
     const { path, ...rest } = f;
-    const where = this.where(rest);
-    if (!where) return { items: [], total: 0, capped: false };
-    const sliceMs = opts.sliceMs ?? SLICE_MS;
-    const deadline = performance.now() + (opts.budgetMs ?? SEARCH_BUDGET_MS);
     const match = pathMatcher(path);
-    const bounds = this.db.prepare('SELECT MIN(id) AS lo, MAX(id) AS hi FROM traffic').get() as { lo: number | null; hi: number | null };
-    if (bounds.lo === null || bounds.hi === null) return { items: [], total: 0, capped: false };
-    // NOT INDEXED: a walk of the rowid, already newest first; an index on the other filters would need a sort first.
-    const rows = this.db.prepare(
-      `SELECT id, path FROM traffic NOT INDEXED WHERE id BETWEEN ? AND ?${where.sql ? ` AND ${where.sql.slice('WHERE '.length)}` : ''} ORDER BY id DESC`,
-    );
+    // Rows without a piece every match contains are left out by SQLite (linear: `requiredPiece` says why): a rare
+    // pattern reads the journal about as fast as LIKE did. What is left is matched here.
+    const piece = requiredPiece(path);
     const need = offset + limit;
     const ids: number[] = [];
     let count = 0;
-    let cursor = bounds.hi;
-    let done = false;
-    while (!done) {
+    const end = await this.scan<{ id: number; path: string }>(
+      rest,
+      'id, path',
+      (row) => {
+        if (!match(row.path)) return;
+        count++;
+        if (count > offset && count <= need) ids.push(row.id);
+        return exact || count <= COUNT_CAP || count < need;
+      },
+      {
+        newestFirst: true,
+        extra: piece === null ? undefined : { sql: 'instr(lower(path), ?) > 0', params: [piece] },
+        span: piece === null ? SLICE_IDS : PREFILTERED_SLICE_IDS,
+        sliceMs: opts.sliceMs,
+        budgetMs: opts.budgetMs ?? SEARCH_BUDGET_MS,
+        onSlice: opts.onSlice,
+      },
+    );
+    if (end === 'timeout') {
+      if (count < need)
+        throw errors.unavailable(
+          `the path search read the traffic journal for ${Math.round((opts.budgetMs ?? SEARCH_BUDGET_MS) / 1000)} s without filling its page: narrow it (deployment, start_time/end_time, status)`,
+          'SEARCH_TIMEOUT',
+        );
+      return { items: this.rowsById(ids).map(toRow), total: count, capped: true };
+    }
+    const capped = !exact && count > COUNT_CAP;
+    return { items: this.rowsById(ids).map(toRow), total: capped ? COUNT_CAP : count, capped };
+  }
+
+  /**
+   * Hands `each` the rows of a filter (the columns asked), read through the rowid in id ranges (`span` ids per
+   * statement, each closed before its slice ends: no cursor stays open across turns), in slices of at most
+   * `sliceMs`: one slice per turn of the event loop, whatever the number of scans (`Turns`). NOT INDEXED: a walk
+   * of the rowid is already in id order, where an index on the other filters would need a sort of all its rows
+   * first. `each` returns false to stop. Ends with 'done' (no rows left), 'stopped', or 'timeout' (past `budgetMs`).
+   */
+  private async scan<R extends object>(
+    f: TrafficFilter,
+    columns: string,
+    each: (row: R) => boolean | void,
+    o: {
+      newestFirst?: boolean;
+      extra?: { sql: string; params: unknown[] };
+      span?: number;
+      sliceMs?: number;
+      budgetMs?: number;
+      onSlice?: (ms: number, rows: number) => void;
+    } = {},
+  ): Promise<'done' | 'stopped' | 'timeout'> {
+    const where = this.where(f);
+    if (!where) return 'done';
+    const all = this.db.prepare('SELECT MIN(id) AS lo, MAX(id) AS hi FROM traffic').get() as { lo: number | null; hi: number | null };
+    const window = f.start_ms !== undefined || f.end_ms !== undefined ? this.idRange(f.start_ms, f.end_ms) : { lo: 0, hi: Number.MAX_SAFE_INTEGER };
+    if (all.lo === null || all.hi === null || !window) return 'done';
+    const lo = Math.max(all.lo, window.lo);
+    const hi = Math.min(all.hi, window.hi);
+    const conditions = [where.sql.slice('WHERE '.length), o.extra?.sql].filter(Boolean);
+    const params = [...where.params, ...(o.extra?.params ?? [])];
+    const rows = this.db.prepare(
+      `SELECT ${columns} FROM traffic NOT INDEXED WHERE id BETWEEN ? AND ?${conditions.map((c) => ` AND ${c}`).join('')} ORDER BY id ${o.newestFirst ? 'DESC' : 'ASC'}`,
+    );
+    const span = o.span ?? SLICE_IDS;
+    const sliceMs = o.sliceMs ?? SLICE_MS;
+    const deadline = o.budgetMs === undefined ? Infinity : performance.now() + o.budgetMs;
+    // The next id range starts at `cursor` (its highest id newest first, its lowest oldest first).
+    let cursor = o.newestFirst ? hi : lo;
+    const left = () => (o.newestFirst ? cursor >= lo : cursor <= hi);
+    while (left()) {
       await this.turns.next();
       const started = performance.now();
       let read = 0;
-      while (!done && performance.now() - started < sliceMs) {
-        const lo = Math.max(bounds.lo, cursor - SLICE_IDS + 1);
-        let next = lo - 1;
-        for (const row of rows.iterate(lo, cursor, ...where.params) as IterableIterator<{ id: number; path: string }>) {
+      while (left() && performance.now() - started < sliceMs) {
+        const [from, to] = o.newestFirst ? [Math.max(lo, cursor - span + 1), cursor] : [cursor, Math.min(hi, cursor + span - 1)];
+        let next = o.newestFirst ? from - 1 : to + 1;
+        for (const row of rows.iterate(from, to, ...params) as IterableIterator<R & { id?: number }>) {
           read++;
-          if (match(row.path)) {
-            count++;
-            if (count > offset && count <= need) ids.push(row.id);
-            if (!exact && count > COUNT_CAP && count >= need) {
-              done = true;
-              break;
-            }
+          if (each(row) === false) {
+            o.onSlice?.(performance.now() - started, read);
+            return 'stopped';
           }
-          // The clock is read every 64 rows: a row costs its path's length, so 64 of them stay far below a slice.
-          if ((read & 63) === 0 && performance.now() - started >= sliceMs) {
-            next = row.id - 1;
+          // The clock is read every 64 rows: a row costs at most its path's length, so 64 of them stay far below a
+          // slice. `id` is among the columns of any scan that may stop inside a range.
+          if ((read & 63) === 0 && performance.now() - started >= sliceMs && row.id !== undefined) {
+            next = o.newestFirst ? row.id - 1 : row.id + 1;
             break;
           }
         }
         cursor = next;
-        if (cursor < bounds.lo) done = true;
       }
-      opts.onSlice?.(performance.now() - started, read);
-      if (!done && performance.now() > deadline) {
-        if (count < need)
-          throw errors.unavailable(
-            `the path search read the traffic journal for ${Math.round((opts.budgetMs ?? SEARCH_BUDGET_MS) / 1000)} s without filling its page: narrow it (deployment, start_time/end_time, status)`,
-            'SEARCH_TIMEOUT',
-          );
-        return { items: this.rowsById(ids).map(toRow), total: count, capped: true };
-      }
+      o.onSlice?.(performance.now() - started, read);
+      if (left() && performance.now() > deadline) return 'timeout';
     }
-    const capped = !exact && count > COUNT_CAP;
-    return { items: this.rowsById(ids).map(toRow), total: capped ? COUNT_CAP : count, capped };
+    return 'done';
   }
 
   /** Exact total of a filter on a time window alone: whole spans by their row counts, cut spans row by row. */
@@ -611,32 +668,33 @@ export class TrafficJournal {
     return { items: this.rowsById(ids.sort((a, b) => b - a).slice(offset, offset + limit)).map(toRow), total, capped };
   }
 
-  /** Requests, status groups, bytes and latency percentiles per deployment (one pass over the rows). */
-  stats(f: TrafficFilter) {
-    const where = this.where(f) ?? { sql: 'WHERE 0', params: [] };
+  /**
+   * Requests, status groups, bytes and latency percentiles per deployment: one pass over the rows, in slices of the
+   * event loop (`scan`): a day of a busy journal is a million rows, seconds of work that held every other request.
+   */
+  async stats(f: TrafficFilter) {
     type Acc = { deployment: string | null; requests: number; bytes: number; status: Record<string, number>; durations: number[] };
     const groups = () => ({ '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 }) as Record<string, number>;
     const per = new Map<string, Acc>();
     const all: number[] = [];
     const total = { requests: 0, bytes: 0, status: groups() };
-    for (const row of this.db.prepare(`SELECT deployment, status, bytes, duration_ms FROM traffic ${where.sql}`).iterate(...where.params) as IterableIterator<{
-      deployment: string;
-      status: number;
-      bytes: number;
-      duration_ms: number;
-    }>) {
-      let s = per.get(row.deployment);
-      if (!s) per.set(row.deployment, (s = { deployment: row.deployment || null, requests: 0, bytes: 0, status: groups(), durations: [] }));
-      const key = `${Math.floor(row.status / 100)}xx`;
-      s.requests++;
-      s.bytes += row.bytes;
-      s.status[key] = (s.status[key] ?? 0) + 1;
-      s.durations.push(row.duration_ms);
-      total.requests++;
-      total.bytes += row.bytes;
-      total.status[key] = (total.status[key] ?? 0) + 1;
-      all.push(row.duration_ms);
-    }
+    await this.scan<{ id: number; deployment: string; status: number; bytes: number; duration_ms: number }>(
+      f,
+      'id, deployment, status, bytes, duration_ms',
+      (row) => {
+        let s = per.get(row.deployment);
+        if (!s) per.set(row.deployment, (s = { deployment: row.deployment || null, requests: 0, bytes: 0, status: groups(), durations: [] }));
+        const key = `${Math.floor(row.status / 100)}xx`;
+        s.requests++;
+        s.bytes += row.bytes;
+        s.status[key] = (s.status[key] ?? 0) + 1;
+        s.durations.push(row.duration_ms);
+        total.requests++;
+        total.bytes += row.bytes;
+        total.status[key] = (total.status[key] ?? 0) + 1;
+        all.push(row.duration_ms);
+      },
+    );
     const pct = (values: number[], p: number) => {
       if (values.length === 0) return null;
       const sorted = Float64Array.from(values).sort();
@@ -648,25 +706,28 @@ export class TrafficJournal {
     return { total: { ...total, p50_ms: pct(all, 0.5), p95_ms: pct(all, 0.95) }, deployments };
   }
 
-  /** The most frequent values of `column` (path or source_ip) among a filter's rows. */
-  top(f: TrafficFilter, column: 'path' | 'source_ip', limit: number): { value: string; requests: number }[] {
-    const where = this.where(f);
-    if (!where) return [];
-    return this.db
-      .prepare(`SELECT ${column} AS value, COUNT(*) AS requests FROM traffic ${where.sql} GROUP BY ${column} ORDER BY requests DESC LIMIT ?`)
-      .all(...where.params, limit) as { value: string; requests: number }[];
+  /**
+   * The most frequent values of `column` (path or source_ip) among a filter's rows, in one sliced pass (`scan`),
+   * counted by `HeavyHitters`: exact while there are at most TOP_COUNTERS distinct values, bounded memory and time
+   * past that (anyone can make every request's path different).
+   */
+  async top(f: TrafficFilter, column: 'path' | 'source_ip', limit: number): Promise<{ value: string; requests: number }[]> {
+    const counts = new HeavyHitters<null>(TOP_COUNTERS);
+    await this.scan<{ id: number; value: string }>(f, `id, ${column} AS value`, (row) => void counts.add(row.value, () => null));
+    return counts.top(limit).map(({ key, count }) => ({ value: key, requests: count }));
   }
 
-  /** Requests for host names no deployment owns (the default server), by host. */
-  unknownDomains(f: TrafficFilter, limit: number) {
-    const where = this.where({ ...f, deployment: '' });
-    if (!where) return [];
-    return this.db
-      .prepare(
-        `SELECT host, COUNT(*) AS requests, COUNT(DISTINCT source_ip) AS sources, MIN(time_ms) AS first, MAX(time_ms) AS last
-      FROM traffic ${where.sql} GROUP BY host ORDER BY requests DESC LIMIT ?`,
-      )
-      .all(...where.params, limit) as { host: string; requests: number; sources: number; first: number; last: number }[];
+  /** Requests for host names no deployment owns (the default server), by host, in one sliced pass (`scan`). */
+  async unknownDomains(f: TrafficFilter, limit: number) {
+    const hosts = new HeavyHitters<{ sources: Set<string>; first: number; last: number }>(TOP_COUNTERS);
+    await this.scan<{ id: number; host: string; source_ip: string; time_ms: number }>({ ...f, deployment: '' }, 'id, host, source_ip, time_ms', (row) => {
+      const h = hosts.add(row.host, () => ({ sources: new Set(), first: row.time_ms, last: row.time_ms }));
+      // Distinct sources counted up to SOURCES_PER_HOST (then the count says "at least").
+      if (h.sources.size < SOURCES_PER_HOST) h.sources.add(row.source_ip);
+      if (row.time_ms < h.first) h.first = row.time_ms;
+      if (row.time_ms > h.last) h.last = row.time_ms;
+    });
+    return hosts.top(limit).map(({ key, count, value }) => ({ host: key, requests: count, sources: value.sources.size, first: value.first, last: value.last }));
   }
 
   cleanup(olderThanMs: number): number {
@@ -752,5 +813,83 @@ class Turns {
       this.arm();
       resolve?.();
     });
+  }
+}
+
+/**
+ * Counts of the most frequent keys of a stream in bounded memory: Space-Saving (Metwally, Agrawal, El Abbadi,
+ * 2005). Exact while there are at most `capacity` distinct keys; past that, a new key takes the counter of the
+ * least counted one (and its count + 1), so any key seen more than n / capacity times in n keys keeps a counter,
+ * over-counted by at most that. The counters are a min-heap on their counts: O(log capacity) a key.
+ */
+export class HeavyHitters<V> {
+  private readonly keys: string[] = [];
+  private readonly counts: number[] = [];
+  private readonly values: V[] = [];
+  private readonly at = new Map<string, number>();
+
+  constructor(private readonly capacity: number) {}
+
+  /** Counts `key` once; returns its value (`init()` for a key that takes a counter). */
+  add(key: string, init: () => V): V {
+    let i = this.at.get(key);
+    if (i !== undefined) this.counts[i]!++;
+    else if (this.keys.length < this.capacity) {
+      i = this.keys.length;
+      this.keys.push(key);
+      this.counts.push(1);
+      this.values.push(init());
+      this.at.set(key, i);
+      return this.up(i);
+    } else {
+      i = 0;
+      this.at.delete(this.keys[0]!);
+      this.keys[0] = key;
+      this.counts[0]!++;
+      this.values[0] = init();
+      this.at.set(key, 0);
+    }
+    return this.down(i);
+  }
+
+  /** The `limit` most counted keys, most first (ties by key). */
+  top(limit: number): { key: string; count: number; value: V }[] {
+    return this.keys
+      .map((key, i) => ({ key, count: this.counts[i]!, value: this.values[i]! }))
+      .sort((a, b) => b.count - a.count || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+      .slice(0, limit);
+  }
+
+  private swap(i: number, j: number): void {
+    [this.keys[i], this.keys[j]] = [this.keys[j]!, this.keys[i]!];
+    [this.counts[i], this.counts[j]] = [this.counts[j]!, this.counts[i]!];
+    [this.values[i], this.values[j]] = [this.values[j]!, this.values[i]!];
+    this.at.set(this.keys[i]!, i);
+    this.at.set(this.keys[j]!, j);
+  }
+
+  private up(i: number): V {
+    const value = this.values[i]!;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (this.counts[parent]! <= this.counts[i]!) break;
+      this.swap(i, parent);
+      i = parent;
+    }
+    return value;
+  }
+
+  private down(i: number): V {
+    const value = this.values[i]!;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let least = i;
+      if (l < this.keys.length && this.counts[l]! < this.counts[least]!) least = l;
+      if (r < this.keys.length && this.counts[r]! < this.counts[least]!) least = r;
+      if (least === i) return value;
+      this.swap(i, least);
+      i = least;
+    }
   }
 }

@@ -125,11 +125,11 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       end_time: TimeQuery(),
     }),
     response: Stats,
-    handler: (req) => {
+    handler: async (req) => {
       const visible = filterScope(req.principal, req.query.deployment);
       const start = timeParam(req.query.start_time, 'start_time') ?? Date.now() - DAY;
       const end = timeParam(req.query.end_time, 'end_time');
-      const s = journal.stats({ deployment: req.query.deployment, deployments: visible, start_ms: start, end_ms: end });
+      const s = await journal.stats({ deployment: req.query.deployment, deployments: visible, start_ms: start, end_ms: end });
       return { since: new Date(start).toISOString(), until: end === undefined ? null : new Date(end).toISOString(), ...s };
     },
   });
@@ -150,9 +150,9 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
     response: Type.Array(
       Type.Object({ host: Type.String(), requests: Type.Integer(), sources: Type.Integer(), first_seen: Type.String(), last_seen: Type.String() }),
     ),
-    handler: (req) => {
+    handler: async (req) => {
       const start = timeParam(req.query.start_time, 'start_time') ?? Date.now() - 7 * DAY;
-      return journal.unknownDomains({ start_ms: start, end_ms: timeParam(req.query.end_time, 'end_time') }, req.query.limit ?? 100).map((r) => ({
+      return (await journal.unknownDomains({ start_ms: start, end_ms: timeParam(req.query.end_time, 'end_time') }, req.query.limit ?? 100)).map((r) => ({
         host: r.host,
         requests: r.requests,
         sources: r.sources,
@@ -203,13 +203,16 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
       top_paths: Type.Array(Type.Object({ path: Type.String(), requests: Type.Integer() })),
       top_sources: Type.Array(Type.Object({ source_ip: Type.String(), requests: Type.Integer() })),
     }),
-    handler: (req) => {
+    handler: async (req) => {
       const name = req.params.name;
       if (!rt.deployments().get(name)) throw errors.notFound(`deployment '${name}' not found`);
       const since = sinceParam(req.query.since, DAY);
-      const s = journal.stats({ deployment: name, start_ms: since });
+      const s = await journal.stats({ deployment: name, start_ms: since });
       const row = s.deployments[0];
-      const top = (col: 'path' | 'source_ip') => journal.top({ deployment: name, start_ms: since }, col, 10);
+      const [paths, sources] = await Promise.all([
+        journal.top({ deployment: name, start_ms: since }, 'path', 10),
+        journal.top({ deployment: name, start_ms: since }, 'source_ip', 10),
+      ]);
       return {
         deployment: name,
         since: new Date(since).toISOString(),
@@ -218,8 +221,8 @@ export function trafficRoutes(rt: Runtime, journal: TrafficJournal): void {
         status: row?.status ?? { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 },
         p50_ms: row?.p50_ms ?? null,
         p95_ms: row?.p95_ms ?? null,
-        top_paths: top('path').map((r) => ({ path: r.value, requests: r.requests })),
-        top_sources: top('source_ip').map((r) => ({ source_ip: r.value, requests: r.requests })),
+        top_paths: paths.map((r) => ({ path: r.value, requests: r.requests })),
+        top_sources: sources.map((r) => ({ source_ip: r.value, requests: r.requests })),
       };
     },
   });
