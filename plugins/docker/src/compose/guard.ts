@@ -766,7 +766,9 @@ export class ComposeGuard {
     outputs.push(built);
     if (built.exit_code !== 0) return merge(outputs);
     if (command.command === 'up') {
-      outputs.push(await compose([...subcommand(command), '--no-build']));
+      // `--no-build` among the options: compose v1 reads whatever follows the services as more services.
+      const [up, ...rest] = subcommand(command);
+      outputs.push(await compose([up!, '--no-build', ...rest]));
       return merge(outputs);
     }
     // restart: stale or removed containers are recreated from the model; the current ones restart as they are.
