@@ -131,7 +131,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const live = new LiveConnections(principals);
   bus.on('principals.changed', ({ user_ids }) => live.recheck(user_ids));
   const proxy = createPluginProxy({ registry, principals, apps, audit, live, log: root });
-  const listener = createHttpApp({
+  const app = createHttpApp({
     config: core,
     log: root,
     principals,
@@ -145,7 +145,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
   const sockets = createSocketServer(registry, principals, live, root);
   // Keep-alive longer than clients' own idle timeouts (undici: 4 s), so a client never reuses a connection the
   // agent is closing at that moment.
-  const server: Server = createServer({ requestTimeout: 3600_000, keepAliveTimeout: 65_000 }, listener);
+  const server: Server = createServer({ requestTimeout: 3600_000, keepAliveTimeout: 65_000 }, app.callback());
   server.headersTimeout = 66_000;
   server.on('upgrade', (req, socket, head) => {
     // The same client address as on HTTP: an API key's last use and the audit name the client, not the proxy.

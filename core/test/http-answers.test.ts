@@ -1,5 +1,5 @@
 /**
- * How the request listener writes answers on node's response, checked on the wire: bodies and their headers,
+ * How the koa application writes answers on node's response, checked on the wire: bodies and their headers,
  * statuses without a body, HEAD, streams that fail or whose client goes away, and path params as sent.
  */
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
@@ -117,7 +117,7 @@ describe('answers written by the request listener', () => {
       proxy: () => Promise.reject(new Error('no proxy here')),
       validateResponses: false,
     };
-    server = createServer(createHttpApp(deps));
+    server = createServer(createHttpApp(deps).callback());
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });

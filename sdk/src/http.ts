@@ -1,3 +1,4 @@
+import type { Context as KoaContext, Next as KoaNext } from 'koa';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Static, TSchema } from '@sinclair/typebox';
@@ -198,3 +199,6 @@ export interface WebSocketConnection {
   readonly signal: AbortSignal;
   onMessage(listener: (text: string) => void): void;
 }
+
+/** Koa middleware a plugin adds in front of its own routes (`ctx.use`): koa's context, and `next` to go on. */
+export type HttpMiddleware = (ctx: KoaContext, next: KoaNext) => unknown;

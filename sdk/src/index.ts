@@ -27,6 +27,7 @@ export type {
   PlanSupport,
   WebSocketSpec,
   WebSocketConnection,
+  HttpMiddleware,
 } from './http.js';
 export { HttpError, isHttpError, errors } from './errors.js';
 export { principalFrom, levelRank, lowerLevel, ROLES, ACCESS_LEVELS, SCOPES } from './principal.js';

@@ -1,6 +1,6 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { EventBus } from './events.js';
-import type { RouteSpec, WebSocketSpec } from './http.js';
+import type { HttpMiddleware, RouteSpec, WebSocketSpec } from './http.js';
 import type { JobHandle, JobSpec, Scheduler } from './jobs.js';
 import type { ServiceRef } from './services.js';
 import type { PluginStore, Sealer } from './store.js';
@@ -72,6 +72,11 @@ export interface PluginContext<C = Record<string, unknown>> {
     spec: RouteSpec<P, Q, B>,
   ): void;
   websocket<P extends TSchema | undefined = undefined, Q extends TSchema | undefined = undefined>(spec: WebSocketSpec<P, Q>): void;
+  /**
+   * Adds koa middleware in front of this plugin's own routes only (after authentication and the body are read,
+   * before the checks and the handler): other plugins' routes never see it.
+   */
+  use(middleware: HttpMiddleware): void;
   /** Shorthand for `scheduler.job`. */
   job(spec: JobSpec): JobHandle;
   /**

@@ -1,12 +1,18 @@
 /**
- * The request listener: error envelope, CORS, the routes of the registry (auth → body → pipeline → audit per
- * route), the plugin proxy, and JSON 404/405 answers.
+ * The HTTP application: koa, with the kernel's pipeline as koa middleware. In order: the `{error, code}` envelope
+ * (koa's `onerror`, below), CORS, the plugin proxy for `/api/plugin/<name>/…`, then one @koa/router router per
+ * plugin, each route a stack of middleware (authenticate → body (koa-body) → the plugin's own middleware →
+ * pipeline → audit → answer), and last the JSON 404/405 answers.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import { parse as parseQuery } from 'node:querystring';
+import Koa, { type Context, type Middleware, type Next } from 'koa';
+import Router from '@koa/router';
+import { HttpMethodEnum, koaBody } from 'koa-body';
 import typeis from 'type-is';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { cjsExports, errors, HttpError, type Principal, type PrincipalDirectory } from '@agent/sdk';
+import { errors, HttpError, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import type { CoreConfig } from '../config/config.js';
 import type { RootLogger } from '../log.js';
 import type { RouteRegistry, RegisteredRoute } from '../openapi/registry.js';
@@ -15,8 +21,7 @@ import { createdName, routeAuditEvent, type AuditWriter } from '../audit.js';
 import { authenticateHeader, bearerToken, readmit } from '../auth/checks.js';
 import type { LiveConnections } from '../auth/live.js';
 import { execute, type ExecuteResult } from './execute.js';
-import { RouteTable } from './router.js';
-import { bindStream, sendError, sendReply, toErrorAnswer, writable } from './respond.js';
+import { sendError, toErrorAnswer } from './respond.js';
 
 export interface HttpDeps {
   config: CoreConfig;
@@ -37,28 +42,14 @@ export interface HttpDeps {
 }
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-/** `http://host:port` of a request target in absolute form (sent to proxies), which the path does not include. */
-const AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
-
-/** The path of a request target (still percent-encoded) and its query string without the `?`; no fragment. */
-function splitTarget(url: string): [path: string, query: string] {
-  let target = url;
-  // Absolute form: the path is what follows the authority.
-  const authority = url.charCodeAt(0) === 0x2f ? null : AUTHORITY.exec(url);
-  if (authority) {
-    target = url.slice(authority[0].length);
-    if (target.charCodeAt(0) !== 0x2f) target = `/${target}`;
-  }
-  const hash = target.indexOf('#');
-  if (hash >= 0) target = target.slice(0, hash);
-  const q = target.indexOf('?');
-  return q < 0 ? [target, ''] : [target.slice(0, q), target.slice(q + 1)];
-}
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** Statuses whose answers never carry a body. */
+const EMPTY = new Set([204, 205, 304]);
 
 /**
  * The client's address: behind a trusted proxy the first `X-Forwarded-For` entry (the client as the outermost
- * proxy saw it), else the peer of the connection; empty when neither is known.
+ * proxy saw it), else the peer of the connection; empty when neither is known. Koa's `ctx.ip` is the same rule
+ * (`proxy` set from `api.trust_proxy`); websocket upgrades, which koa never sees, use this.
  */
 export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
   // Node joins repeated X-Forwarded-For headers into one value.
@@ -70,9 +61,6 @@ export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
   }
   return req.socket.remoteAddress ?? '';
 }
-
-/** Goes on with `next` at once when `value` is at hand, else once it resolves: the hot path awaits nothing. */
-const then = <T, R>(value: T | Promise<T>, next: (value: T) => R | Promise<R>): R | Promise<R> => (value instanceof Promise ? value.then(next) : next(value));
 
 function makeResponseValidator(log: RootLogger) {
   const ajv = new Ajv2020({ strict: false, allErrors: false });
@@ -92,207 +80,298 @@ function makeResponseValidator(log: RootLogger) {
   };
 }
 
-export function createHttpApp(deps: HttpDeps): (req: IncomingMessage, res: ServerResponse) => void {
+/** What the route stack keeps for one request between its middleware (koa's `ctx.state`). */
+interface RouteState {
+  principal: Principal | null;
+  body: unknown;
+  result: ExecuteResult | null;
+  wantsPlan: boolean;
+  /** Headers the reply set: taken back when it fails before its first byte (CORS and `Allow` stay). */
+  replyHeaders: string[];
+  /** The audit record was written (once per request, whatever failed where). */
+  recorded: boolean;
+}
+
+const stateOf = (ctx: Context): RouteState => ctx.state as RouteState;
+
+const isReadable = (body: unknown): body is Readable => typeof (body as Readable | null)?.pipe === 'function';
+
+/** Resolves once a stream has its first bytes (or ended empty); rejects when it fails before. Reads nothing. */
+function firstBytes(stream: Readable): Promise<void> {
+  if (stream.readableLength > 0 || stream.readableEnded) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const done = (err?: Error) => {
+      stream.off('readable', ready).off('end', ready).off('error', done).off('close', ready);
+      if (err) reject(err);
+      else resolve();
+    };
+    const ready = () => done();
+    stream.once('readable', ready).once('end', ready).once('error', done).once('close', ready);
+  });
+}
+
+/** A path param as the client meant it: `+` read as a space; a value that does not decode is kept as sent. */
+function decodeParam(text: string): string {
+  if (!text.includes('%') && !text.includes('+')) return text;
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The path params of the matched route, decoded the way the kernel always has (from the router's raw captures:
+ * its own decoding keeps `+` and cannot tell it from `%2B`).
+ */
+function paramsOf(ctx: Context): Record<string, string> {
+  const names = Object.keys((ctx.params ?? {}) as Record<string, string>);
+  const captures = (ctx as { captures?: string[] }).captures ?? [];
+  const out: Record<string, string> = {};
+  names.forEach((name, i) => {
+    const raw = captures[i];
+    if (raw !== undefined && raw !== '') out[name] = decodeParam(raw);
+  });
+  return out;
+}
+
+export function createHttpApp(deps: HttpDeps): Koa {
   const { config, log, principals, registry, plans, audit, live } = deps;
   const { trust_proxy: trustProxy, body_limit: bodyLimit } = config.api;
   const validateResponse = deps.validateResponses ? makeResponseValidator(log) : undefined;
   const allowedOrigins = new Set(config.api.allowed_origins);
 
-  /** The `{error, code}` answer; once the answer has begun, the connection is cut so the client sees it broke off. */
-  const answerError = (req: IncomingMessage, res: ServerResponse, path: string, err: unknown): void => {
+  const app = new Koa({ proxy: trustProxy, proxyIpHeader: 'X-Forwarded-For' });
+
+  /**
+   * Every failure, thrown by a middleware or by a streamed body, becomes `{error, code}` with the right status;
+   * once the answer has begun, the connection is cut so the client sees it broke off. Replaces koa's text answer.
+   */
+  app.context.onerror = function onerror(this: Context, err: unknown): void {
+    if (err === null || err === undefined) return;
     const answer = toErrorAnswer(err);
-    if (answer.internal) log.error({ err, method: req.method, path }, 'request failed');
-    if (!writable(res)) return;
-    if (res.headersSent) res.destroy();
-    else sendError(res, answer);
+    if (answer.internal) log.error({ err, method: this.method, path: this.path }, 'request failed');
+    const res = this.res;
+    if (res.writableEnded || res.destroyed) return;
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    for (const name of (this.state as Partial<RouteState>).replyHeaders ?? []) res.removeHeader(name);
+    sendError(res, answer);
   };
 
-  /** CORS headers; true when it answered the request itself (a preflight). Throws 403 for a denied preflight. */
-  const cors = config.api.enable_cors
-    ? (req: IncomingMessage, res: ServerResponse): boolean => {
-        const { origin } = req.headers;
-        if (!origin) return false;
-        const allowed = allowedOrigins.has(origin);
-        // Set, not appended: nothing has touched this answer's headers yet.
-        res.setHeader('Vary', 'Origin');
-        if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
-          if (!allowed) throw errors.forbidden(`origin ${origin} is not allowed`, 'CORS_ORIGIN_DENIED');
-          res.setHeader('Access-Control-Allow-Origin', origin);
-          res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
-          res.setHeader('Access-Control-Allow-Headers', req.headers['access-control-request-headers'] || 'Authorization, Content-Type');
-          res.setHeader('Access-Control-Max-Age', '600');
-          res.statusCode = 204;
-          res.end();
-          return true;
-        }
-        if (allowed) {
-          res.setHeader('Access-Control-Allow-Origin', origin);
-          res.setHeader('Access-Control-Expose-Headers', 'Content-Disposition, Retry-After');
-        }
-        return false;
+  if (config.api.enable_cors) {
+    app.use(async (ctx, next) => {
+      const origin = ctx.get('Origin');
+      if (!origin) return next();
+      const allowed = allowedOrigins.has(origin);
+      ctx.set('Vary', 'Origin');
+      if (ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method')) {
+        if (!allowed) throw errors.forbidden(`origin ${origin} is not allowed`, 'CORS_ORIGIN_DENIED');
+        ctx.set('Access-Control-Allow-Origin', origin);
+        ctx.set('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
+        ctx.set('Access-Control-Allow-Headers', ctx.get('Access-Control-Request-Headers') || 'Authorization, Content-Type');
+        ctx.set('Access-Control-Max-Age', '600');
+        ctx.status = 204;
+        return;
       }
-    : null;
+      if (allowed) {
+        ctx.set('Access-Control-Allow-Origin', origin);
+        ctx.set('Access-Control-Expose-Headers', 'Content-Disposition, Retry-After');
+      }
+      return next();
+    });
+  }
 
-  // The JSON body is read and parsed by co-body (size limit, strict JSON, charset and content-encoding), called
-  // directly, and only for routes that take one. Loaded on first use.
-  let readJson: Promise<typeof import('co-body').json> | null = null;
-  const readBody = (req: IncomingMessage, route: RegisteredRoute): unknown => {
-    if (!route.validate.body || route.spec.rawBody) return undefined;
-    const length = Number(req.headers['content-length'] || 0);
-    if ((length > 0 || req.headers['transfer-encoding']) && !typeis(req, ['json'])) {
+  // The plugin proxy answers on node's response itself (koa stands aside).
+  app.use(async (ctx, next) => {
+    if (!ctx.path.startsWith('/api/plugin/')) return next();
+    ctx.respond = false;
+    // Until the app answers: a mutation the client gave up on before that is audited with this status.
+    ctx.res.statusCode = 404;
+    await deps.proxy(ctx.req, ctx.res, ctx.ip, parseQuery(ctx.querystring));
+  });
+
+  // JSON bodies (koa-body over co-body: size limit, strict JSON, charset and content-encoding), read only for
+  // routes that take one; anything but JSON is 415 rather than an empty body.
+  const json = koaBody({
+    json: true,
+    text: false,
+    urlencoded: false,
+    multipart: false,
+    jsonLimit: bodyLimit,
+    jsonStrict: true,
+    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
+    onError: (err) => {
+      throw err;
+    },
+  });
+  const readBody: Middleware = async (ctx, next) => {
+    const length = Number(ctx.get('Content-Length') || 0);
+    if ((length > 0 || ctx.get('Transfer-Encoding')) && !typeis(ctx.req, ['json'])) {
       throw errors.badRequest('the body must be JSON (Content-Type: application/json)', 'UNSUPPORTED_MEDIA_TYPE');
     }
     if (length > bodyLimit) throw errors.tooLarge(`request body larger than ${bodyLimit} bytes`);
-    readJson ??= import('co-body').then(cjsExports).then((m) => m.json);
-    return readJson.then((json) => json(req, { limit: bodyLimit, strict: true }));
+    await json(ctx, async () => {
+      stateOf(ctx).body = (ctx.request as { body?: unknown }).body;
+    });
+    return next();
+  };
+
+  /** The principal of the request (401 without one), for every route that is not public. */
+  const authenticate: Middleware = async (ctx, next) => {
+    stateOf(ctx).principal = await authenticateHeader(ctx.get('Authorization') || undefined, ctx.ip, principals);
+    return next();
   };
 
   /**
-   * One request on one route: authenticate → body → pipeline → audit record → answer. Each step goes on
-   * synchronously when it can; only a step that really waits (a token's first use, a request body, an async
-   * handler, the audit record of a mutation) makes the call asynchronous. `params` are as decoded from the path.
+   * The audit record of a mutating request, whatever its outcome; the answer waits until it is durable. Reads are
+   * not recorded.
    */
-  const callRoute = (req: IncomingMessage, res: ServerResponse, route: RegisteredRoute, params: Record<string, string>, path: string, query: string) => {
-    const ip = clientIp(req, trustProxy);
-    let principal: Principal | null = null;
-    let body: unknown = undefined;
-    let wantsPlan = false;
-    let result: ExecuteResult | null = null;
-    /** The reply's body serialized (once the handler answered with data rather than a stream). */
-    let json: string | null = null;
+  const record = (ctx: Context, route: RegisteredRoute, status: number): void | Promise<void> => {
+    const state = stateOf(ctx);
+    if (state.recorded || !state.principal || !MUTATING.has(route.method) || route.spec.audit === false) return;
+    state.recorded = true;
+    const { result, wantsPlan } = state;
+    return audit.settle(
+      routeAuditEvent({
+        route,
+        principal: state.principal,
+        params: paramsOf(ctx),
+        status,
+        deployment: result?.deployment ?? null,
+        // A plan's answer is the plan, not the resource.
+        created: createdName(route.spec.creates, wantsPlan ? undefined : result?.reply.body?.data, state.body),
+        ip: ctx.ip,
+        action: wantsPlan ? `${route.operationId}.plan` : undefined,
+        detail: wantsPlan ? { plan: true } : null,
+      }),
+    );
+  };
 
-    const run = (): void | Promise<void> => {
-      // Without a query string (the usual case) a fresh empty object; `plan` is taken out of a copy.
-      let parsed = (query ? parseQuery(query) : {}) as Record<string, unknown>;
-      if ('plan' in parsed) {
-        parsed = { ...parsed };
-        if (parsed.plan !== 'true' && parsed.plan !== 'false') throw errors.badRequest('query.plan: must be true or false');
-        wantsPlan = parsed.plan === 'true';
-        delete parsed.plan;
+  /** The pipeline (`execute`, shared with plan apply), the audit record, then the answer koa writes. */
+  const handle =
+    (route: RegisteredRoute): Middleware =>
+    async (ctx) => {
+      const state = stateOf(ctx);
+      let query = parseQuery(ctx.querystring) as Record<string, unknown>;
+      if ('plan' in query) {
+        query = { ...query };
+        if (query.plan !== 'true' && query.plan !== 'false') throw errors.badRequest('query.plan: must be true or false');
+        state.wantsPlan = query.plan === 'true';
+        delete query.plan;
       }
       // Most handlers never look at the signal: it is created (and the close listener added) on first use.
       let controller: AbortController | null = null;
       const signal = () => {
         if (!controller) {
           const c = (controller = new AbortController());
-          res.once('close', () => {
-            if (!res.writableFinished) c.abort();
+          ctx.res.once('close', () => {
+            if (!ctx.res.writableFinished) c.abort();
           });
         }
         return controller.signal;
       };
-      // A copy of the params: validation coerces them in place (`'2'` → `2`), the audit record keeps the raw path values.
-      const inv = { route, principal, params: { ...params }, query: parsed, body, ip, path, headers: req.headers, signal, raw: { req, res }, wantsPlan };
-      return then(execute(inv, plans, validateResponse), (done) => {
-        result = done;
-        const { reply } = done;
-        // The reply is sent once the audit record (if any) is durable; a stream that fails before its first byte
-        // is answered as an error without the headers set for it, a later failure cuts the answer off.
-        const streamFailed = (err: Error) => {
-          if (!res.headersSent) for (const k in reply.headers) res.removeHeader(k);
-          answerError(req, res, path, err);
-        };
-        if (reply.stream !== undefined) {
-          bindStream(reply.stream, res, streamFailed);
-          // A streamed answer (an export, a download) may last long after its checks: until it ends, losing the
-          // rights it needs ends it (see LiveConnections).
-          if (principal && typeof (reply.stream as { pipe?: unknown }).pipe === 'function' && !res.destroyed) {
-            const untrack = live.track(principal, {
-              bearer: bearerToken(req.headers.authorization),
-              ip,
-              admit: (now) => readmit(route, now, inv.params, inv.query, done.deployment),
-              end: (why) => answerError(req, res, path, why),
-            });
-            res.once('close', untrack);
-          }
-        } else if (reply.body) json = JSON.stringify(reply.body);
-      });
-    };
-
-    /**
-     * The audit record of a mutating request, whatever its outcome; the answer waits until it is durable. Reads
-     * are not recorded and stay synchronous.
-     */
-    const record = (status: number): void | Promise<void> => {
-      if (!principal || !MUTATING.has(route.method) || route.spec.audit === false) return;
-      return audit.settle(
-        routeAuditEvent({
-          route,
-          principal,
-          params,
-          status,
-          deployment: result?.deployment ?? null,
-          // A plan's answer is the plan, not the resource.
-          created: createdName(route.spec.creates, wantsPlan ? undefined : result?.reply.body?.data, body),
-          ip,
-          action: wantsPlan ? `${route.operationId}.plan` : undefined,
-          detail: wantsPlan ? { plan: true } : null,
-        }),
-      );
-    };
-
-    const finish = (): void | Promise<void> => {
-      const reply = result!.reply;
-      return then(record(reply.status), () => sendReply(res, reply, json, req.method === 'HEAD'));
-    };
-
-    /** Answers the error once the failure's audit record is durable (a failed mutation is recorded too). */
-    const failed = (err: unknown): never | Promise<never> => {
-      const rethrow = (): never => {
-        throw err;
+      // A copy of the params: validation coerces them in place (`'2'` → `2`), the audit record keeps the raw values.
+      const inv = {
+        route,
+        principal: state.principal,
+        params: { ...paramsOf(ctx) },
+        query,
+        body: state.body,
+        ip: ctx.ip,
+        path: ctx.path,
+        headers: ctx.headers,
+        signal,
+        raw: { req: ctx.req, res: ctx.res },
+        wantsPlan: state.wantsPlan,
       };
-      const recorded = record(toErrorAnswer(err).status);
-      return recorded ? recorded.then(rethrow, rethrow) : rethrow();
+      const done = (state.result = await execute(inv, plans, validateResponse));
+      const { reply } = done;
+      await record(ctx, route, reply.status);
+      for (const [k, v] of Object.entries(reply.headers)) {
+        ctx.set(k, v);
+        state.replyHeaders.push(k);
+      }
+      if (reply.stream !== undefined) {
+        const status = reply.status;
+        // Koa pipes a stream with `pipeline`, which cuts the connection when the stream fails: one that fails
+        // before its first byte (a missing file) is answered with the error envelope instead.
+        if (isReadable(reply.stream) && ctx.method !== 'HEAD') await firstBytes(reply.stream);
+        ctx.body = reply.stream;
+        ctx.status = status;
+        // A streamed answer (an export, a download) may last long after its checks: until it ends, losing the
+        // rights it needs ends it (see LiveConnections).
+        if (state.principal && typeof (reply.stream as { pipe?: unknown }).pipe === 'function' && !ctx.res.destroyed) {
+          const untrack = live.track(state.principal, {
+            bearer: bearerToken(ctx.get('Authorization') || undefined),
+            ip: ctx.ip,
+            admit: (now) => readmit(route, now, inv.params, inv.query, done.deployment),
+            end: (why) => ctx.onerror(why),
+          });
+          ctx.res.once('close', untrack);
+        }
+      } else if (reply.body && !EMPTY.has(reply.status)) {
+        ctx.status = reply.status;
+        ctx.type = reply.headers['content-type'] ?? JSON_TYPE;
+        ctx.body = JSON.stringify(reply.body);
+      } else {
+        ctx.status = EMPTY.has(reply.status) ? reply.status : 204;
+        ctx.body = null;
+      }
     };
 
-    let pending: void | Promise<void>;
-    try {
-      const authenticated = route.permission === null ? null : authenticateHeader(req.headers.authorization, ip, principals);
-      pending = then(authenticated, (found) => {
-        principal = found;
-        return then(readBody(req, route), (read) => {
-          body = read;
-          return run();
-        });
-      });
-    } catch (err) {
-      return failed(err);
-    }
-    return pending ? pending.then(finish, failed) : finish();
+  const begin: Middleware = (ctx, next) => {
+    ctx.state = { principal: null, body: undefined, result: null, wantsPlan: false, replyHeaders: [], recorded: false } satisfies RouteState;
+    return next();
   };
+  /** A failed mutation is recorded too, wherever it failed; the error is answered once its record is durable. */
+  const failed =
+    (route: RegisteredRoute): Middleware =>
+    async (ctx, next) => {
+      try {
+        await next();
+      } catch (err) {
+        await record(ctx, route, toErrorAnswer(err).status);
+        throw err;
+      }
+    };
 
-  const routes = new RouteTable<RegisteredRoute>('/api');
-  for (const route of registry.routes) routes.add(route.path, route.method, route);
-
-  /** Finds the route of a request and runs it; throws 404 when nothing matched, 405 for a path without the method. */
-  const dispatch = (req: IncomingMessage, res: ServerResponse, path: string, query: string): void | Promise<void> => {
-    const method = req.method!;
-    if (!path.startsWith('/api/')) throw errors.notFound(`no route ${method} ${path}`);
-    if (path.startsWith('/api/plugin/')) {
-      // Until the app answers: a mutation the client gave up on before that is audited with this status.
-      res.statusCode = 404;
-      return deps.proxy(req, res, clientIp(req, trustProxy), parseQuery(query));
+  // One router per plugin: its own middleware (`ctx.use`) runs for its routes only.
+  const routers: Router[] = [];
+  const byPlugin = new Map<string, RegisteredRoute[]>();
+  for (const route of registry.routes) {
+    const list = byPlugin.get(route.plugin) ?? [];
+    list.push(route);
+    byPlugin.set(route.plugin, list);
+  }
+  for (const [plugin, routes] of byPlugin) {
+    const router = new Router({ prefix: '/api', sensitive: false, strict: false });
+    const own = registry.middleware.get(plugin) ?? [];
+    for (const route of routes) {
+      const path = route.path === '/' ? '' : route.path;
+      const stack: Middleware[] = [begin, failed(route)];
+      if (route.permission !== null) stack.push(authenticate);
+      if (route.validate.body && !route.spec.rawBody) stack.push(readBody);
+      const guarded = [...stack, ...own, handle(route)];
+      router.register(path, [route.method], guarded as never, { name: route.operationId });
     }
-    const found = routes.find(method, path);
-    if (found === null) throw errors.notFound(`no route ${method} ${path}`);
-    if (!Array.isArray(found)) return callRoute(req, res, found.value, found.params, path, query);
-    res.setHeader('Allow', found.join(', '));
-    if (method !== 'OPTIONS') throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${path}`);
-    res.statusCode = 204;
-    res.end();
-  };
+    routers.push(router);
+    app.use(router.routes() as Middleware);
+  }
 
-  // CORS, the route, the error envelope. A route that answers synchronously (most do) costs no promise here.
-  return (req, res) => {
-    const [path, query] = splitTarget(req.url!);
-    let pending: void | Promise<void>;
-    try {
-      if (cors?.(req, res)) return;
-      pending = dispatch(req, res, path, query);
-    } catch (err) {
-      answerError(req, res, path, err);
-      return;
-    }
-    if (pending) pending.then(undefined, (err: unknown) => answerError(req, res, path, err));
-  };
+  // Nothing answered: 405 with `Allow` when other methods exist at that path, else 404.
+  app.use(async (ctx: Context, next: Next) => {
+    await next();
+    if (ctx.body !== undefined || ctx.status !== 404 || ctx.respond === false) return;
+    if (!ctx.path.startsWith('/api/')) throw errors.notFound(`no route ${ctx.method} ${ctx.path}`);
+    const allowed = new Set<string>();
+    for (const router of routers) for (const layer of router.match(ctx.path, ctx.method).path) for (const m of layer.methods) allowed.add(m);
+    if (!allowed.size) throw errors.notFound(`no route ${ctx.method} ${ctx.path}`);
+    ctx.set('Allow', [...allowed].join(', '));
+    if (ctx.method !== 'OPTIONS') throw new HttpError(405, 'METHOD_NOT_ALLOWED', `method ${ctx.method} is not allowed on ${ctx.path}`);
+    ctx.status = 204;
+  });
+  return app;
 }

@@ -1,15 +1,12 @@
 /**
- * Writing answers on node's response: the `{error, code}` answer of anything thrown, JSON text with its length,
- * Buffer and string bodies, piped streams, and no body (or type) for statuses that have none. Node itself leaves the
- * body out of an answer to HEAD.
+ * The `{error, code}` answer of anything thrown while serving a request, written on node's response (koa's
+ * `onerror`, the plugin proxy) or on a socket whose upgrade is refused.
  */
 import { STATUS_CODES, type ServerResponse } from 'node:http';
-import type { Duplex, Readable } from 'node:stream';
-import { isHttpError, type Reply } from '@agent/sdk';
+import type { Duplex } from 'node:stream';
+import { isHttpError } from '@agent/sdk';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-/** Statuses whose answers never carry a body. */
-const EMPTY = new Set([204, 205, 304]);
 
 export interface ErrorAnswer {
   status: number;
@@ -63,9 +60,6 @@ export function toErrorAnswer(err: unknown): ErrorAnswer {
   return { status: 500, body: { error: 'internal error', code: 'INTERNAL_ERROR' }, internal: true };
 }
 
-/** False once the answer is complete or the client is gone: nothing more can be written. */
-export const writable = (res: ServerResponse): boolean => !res.writableEnded && !res.destroyed;
-
 /** A complete text answer of a known length; the content type is the caller's. */
 function sendText(res: ServerResponse, status: number, text: string): void {
   res.statusCode = status;
@@ -86,54 +80,4 @@ export function refuseUpgrade(socket: Duplex, err: unknown): void {
   const text = JSON.stringify(body);
   const head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}`;
   socket.end(`${head}\r\nconnection: close\r\n\r\n${text}`);
-}
-
-const isStream = (body: unknown): body is Readable => typeof (body as Readable | null)?.pipe === 'function';
-
-/**
- * Ties a streamed body to its response: destroyed when the response closes (complete, answered otherwise, or the
- * client gone), so a file or upstream is never left open; its errors go to `onError`.
- */
-export function bindStream(body: Reply['stream'], res: ServerResponse, onError: (err: Error) => void): void {
-  if (!isStream(body)) return;
-  body.on('error', onError);
-  if (res.destroyed) body.destroy();
-  else res.once('close', () => body.destroy());
-}
-
-/** The default content type of a body the route gave none for. */
-function defaultType(body: Readable | Buffer | string): string {
-  if (typeof body !== 'string') return 'application/octet-stream';
-  return /^\s*</.test(body) ? 'text/html; charset=utf-8' : 'text/plain; charset=utf-8';
-}
-
-/**
- * Writes a route's reply: `json` (its serialized body), else its stream (a Buffer or string is sent with its
- * length, a Readable piped), else no body (204). `head` leaves a stream unread.
- */
-export function sendReply(res: ServerResponse, reply: Reply, json: string | null, head: boolean): void {
-  const { stream } = reply;
-  if (!writable(res)) return;
-  for (const k in reply.headers) res.setHeader(k, reply.headers[k]!);
-  const status = json === null && stream === undefined && !EMPTY.has(reply.status) ? 204 : reply.status;
-  if (EMPTY.has(status)) {
-    res.removeHeader('Content-Type');
-    res.removeHeader('Content-Length');
-    res.removeHeader('Transfer-Encoding');
-    res.statusCode = status;
-    res.end();
-    return;
-  }
-  if (json !== null) {
-    if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', JSON_TYPE);
-    return sendText(res, status, json);
-  }
-  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', defaultType(stream!));
-  if (typeof stream === 'string') return sendText(res, status, stream);
-  res.statusCode = status;
-  if (Buffer.isBuffer(stream)) {
-    res.setHeader('Content-Length', stream.length);
-    res.end(stream);
-  } else if (head) res.end();
-  else stream!.pipe(res);
 }

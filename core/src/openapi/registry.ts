@@ -3,6 +3,7 @@
  * validators. It feeds the router, the plan engine and `/api/openapi.json`.
  */
 import { match } from 'path-to-regexp';
+import type { Middleware } from 'koa';
 import type { AppRouteSpec, HttpMethod, RouteSpec, WebSocketSpec } from '@agent/sdk';
 import { bodyValidator, paramsValidator, queryValidator, type Validator } from './validation.js';
 
@@ -128,6 +129,8 @@ export class RouteRegistry {
   readonly routes: RegisteredRoute[] = [];
   readonly sockets: RegisteredSocket[] = [];
   readonly appRoutes: RegisteredAppRoute[] = [];
+  /** Koa middleware each plugin added for its own routes (`ctx.use`). */
+  readonly middleware = new Map<string, Middleware[]>();
 
   /** Compiles a route without registering it (plugins commit their routes only when setup succeeds). */
   prepareRoute(plugin: string, spec: RouteSpec<any, any, any>): RegisteredRoute {
@@ -183,8 +186,14 @@ export class RouteRegistry {
     }
   }
 
+  /** The middleware a plugin adds in front of its own routes, after authentication and the body, before its handlers. */
+  use(plugin: string, middleware: Middleware[]): void {
+    if (middleware.length) this.middleware.set(plugin, [...(this.middleware.get(plugin) ?? []), ...middleware]);
+  }
+
   /** Withdraws every entry of a plugin (one that failed to start). */
   removePlugin(plugin: string): void {
+    this.middleware.delete(plugin);
     for (const list of [this.routes, this.sockets, this.appRoutes] as { plugin: string }[][]) {
       for (let i = list.length - 1; i >= 0; i--) if (list[i]!.plugin === plugin) list.splice(i, 1);
     }

@@ -2,6 +2,7 @@
  * The `ctx` a plugin receives in `setup`. Everything it registers is staged here and committed only when setup
  * succeeds, so a failing plugin leaves nothing behind.
  */
+import type { Middleware } from 'koa';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentInfo, Dependency, DoctorCheck, PluginContext, PluginDefinition, PluginStore, ServiceRef, SqlDatabase } from '@agent/sdk';
@@ -41,6 +42,8 @@ export interface StagedPlugin {
   closers: (() => void | Promise<void>)[];
   /** Doctor checks the plugin added (committed with its routes when setup succeeds). */
   checks: DoctorCheck[];
+  /** Koa middleware for its own routes (committed with them). */
+  middleware: Middleware[];
   /** Cancels its jobs, drops its event subscriptions and closes its journals. */
   release(): void;
 }
@@ -72,6 +75,7 @@ export function createContext(
   const entries: StagedPlugin['entries'] = [];
   const closers: StagedPlugin['closers'] = [];
   const checks: DoctorCheck[] = [];
+  const middleware: Middleware[] = [];
   const journals = new Map<string, Journal>();
 
   const store: PluginStore = {
@@ -100,6 +104,7 @@ export function createContext(
     sealer: deps.sealer,
     route: (spec) => void entries.push(deps.registry.prepareRoute(name, spec as never)),
     websocket: (spec) => void entries.push(deps.registry.prepareSocket(name, spec as never)),
+    use: (fn) => void middleware.push(fn as Middleware),
     job: (spec) => scheduler.job(spec),
     audit: (event) => deps.audit.record({ actor_type: 'system', actor_id: `system:${name}`, ...event }),
     settings: (schema, options) => deps.settings.define(name, schema, options as Parameters<SettingsStore['define']>[2]),
@@ -135,5 +140,5 @@ export function createContext(
     events.dispose();
     for (const journal of journals.values()) journal.close();
   };
-  return { ctx, deps: Object.freeze(resolved), entries, scheduler, closers, checks, release };
+  return { ctx, deps: Object.freeze(resolved), entries, scheduler, closers, checks, middleware, release };
 }

@@ -282,6 +282,7 @@ export class PluginHost {
       for (const [key, ref] of providedRefs(def)) services.provide(ref.id, provided[key], def.name);
       record.instance = instance;
       this.deps.registry.commit(staged.entries);
+      this.deps.registry.use(def.name, staged.middleware);
       record.status = 'running';
     } catch (err) {
       this.rollback(record);
