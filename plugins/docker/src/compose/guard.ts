@@ -21,6 +21,7 @@ import { checkDockerfile } from './dockerfile.js';
 import {
   checkModel,
   containersAbove,
+  containersBelow,
   normalImage,
   ownsImageName,
   repository,
@@ -755,11 +756,23 @@ export class ComposeGuard {
     const existing = await this.opts.engine.containers(project);
     const stale = existing.filter((c) => !c.service || c.labels[STAMP_LABEL] !== stampOf(checked.model, c.service));
     const above = kept.enforce ? containersAbove(kept.hostPaths, existing) : [];
-    for (const c of above) {
-      this.opts.log.info('container removed before a start: it could write above what the model mounts', { project, container: c.name });
+    // An older container with a bind below what the model mounts read-write would mount it again at its next start
+    // (a restart policy needs no one to ask) while the model's containers can rearrange it: gone before they start.
+    const below = kept.enforce ? containersBelow(kept.hostPaths, stale).filter((c) => !above.includes(c)) : [];
+    for (const [c, why] of [...above.map((c) => [c, 'above'] as const), ...below.map((c) => [c, 'below'] as const)]) {
+      this.opts.log.info(`container removed before a start: it could ${why === 'above' ? 'write above' : 'mount again below'} what the model mounts`, {
+        project,
+        container: c.name,
+      });
       await this.opts.engine.removeContainer(c.id).catch((err: unknown) => {
         if (!(err instanceof HttpError && err.status === 404)) throw err;
       });
+    }
+    if (kept.enforce && (above.length || below.length)) {
+      // The paths were checked while those containers could still rearrange them (and may have, right before they
+      // were killed): only now, with no container left that can write above them, does a check hold until the mount.
+      const moved = recheckHostPaths(kept.hostPaths, { project, dir, exceptions: new Set(kept.exceptions) });
+      if (moved.length) throw hostSafetyError(moved, null);
     }
     const outputs: ComposeRunResult[] = [];
     const built = await this.build(checked, kept, await this.missingImages(kept, command.services), options);
@@ -772,7 +785,7 @@ export class ComposeGuard {
       return merge(outputs);
     }
     // restart: stale or removed containers are recreated from the model; the current ones restart as they are.
-    const gone = new Set([...stale, ...above].map((c) => c.service).filter((s): s is string => s !== null));
+    const gone = new Set([...stale, ...above, ...below].map((c) => c.service).filter((s): s is string => s !== null));
     const wanted = command.services ?? [...checked.services];
     const recreate = wanted.filter((s) => gone.has(s));
     if (recreate.length || stale.some((c) => !c.service || !checked.services.includes(c.service))) {

@@ -1033,3 +1033,20 @@ export function containersAbove(paths: HostPath[], containers: ExistingContainer
     }),
   );
 }
+
+/**
+ * Containers with a bind mount strictly below a read-write bind the model mounts: the engine resolves their sources
+ * again whenever they start (a restart policy restarts them without anyone asking), and by then a container of the
+ * model may have replaced a folder on the way with a symlink. Older containers of the kind are removed before
+ * anything of the model is created or started.
+ */
+export function containersBelow(paths: HostPath[], containers: ExistingContainer[], realpath: (p: string) => string = realish): ExistingContainer[] {
+  const writable = paths.filter((p) => p.writable && p.mounted);
+  return containers.filter((c) =>
+    c.mounts.some((m) => {
+      if (m.type !== 'bind') return false;
+      const sources = new Set([resolve(m.source), realpath(m.source)]);
+      return writable.some((w) => [...sources].some((s) => s !== w.real && inside(w.real, s)));
+    }),
+  );
+}
