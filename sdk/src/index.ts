@@ -33,6 +33,8 @@ export { HttpError, isHttpError, errors } from './errors.js';
 export { principalFrom, levelRank, lowerLevel, ROLES, ACCESS_LEVELS, SCOPES } from './principal.js';
 export type { Principal, PrincipalInfo, Permission, Access, AccessLevel, Role, PrincipalType, Scope } from './principal.js';
 export { createServiceRef } from './services.js';
+export { defineOperation, operationRoute } from './operations.js';
+export type { Operation, OperationSpec, OperationCaller, Prepared } from './operations.js';
 export type { ServiceRef } from './services.js';
 export type { AgentEvents, EventName, EventBus } from './events.js';
 export type { Document, PluginStore, SqlDatabase, SqlStatement, Sealer } from './store.js';

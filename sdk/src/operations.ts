@@ -1,0 +1,105 @@
+/**
+ * Operations: each change a plugin makes, declared once. `prepare(input, caller)` does every check and returns the
+ * planned change (what a plan shows, what it depends on, and what `apply` needs); `apply(prepared, caller)` does
+ * it. A route made with `operationRoute` runs the same operation for a direct request (prepare → apply), for its
+ * `?plan=true` preview (prepare only) and for a plan's apply (the stored request, so prepare again → apply): the
+ * preview can no longer drift from what the handler checks, and a route handler is a few lines.
+ */
+import type { Static, TSchema } from '@sinclair/typebox';
+import type { PlanPreview, PlanSnapshot, RequestOf, RouteSpec } from './http.js';
+import type { Principal } from './principal.js';
+
+/** Who asks, and how to stop: the same for a request, a plan's apply, or the console. */
+export interface OperationCaller {
+  principal: Principal;
+  /** Aborted when the client goes away. */
+  signal?: AbortSignal;
+  ip?: string;
+}
+
+/** A checked change, ready to apply. */
+export interface Prepared<V> {
+  /** What `apply` needs (the checked, normalised input and whatever the checks found). */
+  value: V;
+  /** What a plan shows: a summary and the resources it changes. */
+  preview: PlanPreview;
+  /** What the change depends on (files, records): re-read at a plan's apply, any difference is 409 PLAN_STALE. */
+  snapshot?: PlanSnapshot;
+}
+
+export interface OperationSpec<S extends TSchema, V, R> {
+  /** `<plugin>.<verb>`, e.g. `deployments.create`: names the operation in plans, the audit and the console. */
+  name: string;
+  /** The input's schema (its type is the input's type). */
+  input: S;
+  /** The resource the change is about: applying one plan obsoletes the others on the same resource. */
+  resource(input: Static<S>): { type: string; id: string };
+  /** Every check; throws `HttpError` (400/403/404/409…) when the change cannot be made. Changes nothing. */
+  prepare(input: Static<S>, caller: OperationCaller): Prepared<V> | Promise<Prepared<V>>;
+  /** Makes the change `prepare` planned. */
+  apply(prepared: V, caller: OperationCaller): R | Promise<R>;
+}
+
+export interface Operation<S extends TSchema = TSchema, V = unknown, R = unknown> extends OperationSpec<S, V, R> {
+  /** prepare then apply, for callers that do not preview (other plugins, background work). */
+  run(input: Static<S>, caller: OperationCaller): Promise<R>;
+}
+
+/** Declares an operation. */
+export function defineOperation<S extends TSchema, V, R>(spec: OperationSpec<S, V, R>): Operation<S, V, R> {
+  if (!/^[a-z][a-z0-9-]*(\.[a-z][A-Za-z0-9-]*)+$/.test(spec.name)) throw new Error(`invalid operation name '${spec.name}'`);
+  return {
+    ...spec,
+    run: async (input, caller) => spec.apply((await spec.prepare(input, caller)).value, caller),
+  };
+}
+
+type RouteOf<P, Q, B> = Omit<RouteSpec<P, Q, B>, 'handler' | 'plan'>;
+
+/**
+ * A route that runs an operation. `input` maps the request (params, query, body) to the operation's input;
+ * `respond` turns its result into the answer (`reply.created(…)`, data, …; the result as `data` by default).
+ * With `plannable`, `?plan=true` answers the operation's preview.
+ */
+export function operationRoute<P, Q, B, S extends TSchema, V, R>(
+  operation: Operation<S, V, R>,
+  route: RouteOf<P, Q, B> & {
+    input(req: RequestOf<P, Q, B>): Static<S>;
+    respond?(result: R, req: RequestOf<P, Q, B>): unknown;
+    plannable?: boolean;
+  },
+): RouteSpec<P, Q, B> {
+  const { input, respond, plannable, ...rest } = route;
+  // One prepare per request: the plan engine asks for the preview and the snapshot separately.
+  const prepared = new WeakMap<object, Promise<Prepared<V>>>();
+  const prepare = (req: RequestOf<P, Q, B>) => {
+    let found = prepared.get(req);
+    if (!found) prepared.set(req, (found = Promise.resolve(operation.prepare(input(req), callerOf(req)))));
+    return found;
+  };
+  return {
+    ...rest,
+    ...(plannable
+      ? {
+          plan: {
+            resource: (req: RequestOf<P, Q, B>) => operation.resource(input(req)),
+            preview: async (req: RequestOf<P, Q, B>) => (await prepare(req)).preview,
+            snapshot: async (req: RequestOf<P, Q, B>) => (await prepare(req)).snapshot ?? {},
+          },
+        }
+      : {}),
+    handler: async (req: RequestOf<P, Q, B>) => {
+      const caller = callerOf(req);
+      const result = await operation.apply((await prepare(req)).value, caller);
+      return respond ? respond(result, req) : result;
+    },
+  } as RouteSpec<P, Q, B>;
+}
+
+const callerOf = (req: { principal: Principal; ip: string; signal: AbortSignal }): OperationCaller => ({
+  principal: req.principal,
+  ip: req.ip,
+  get signal() {
+    return req.signal;
+  },
+});
