@@ -54,6 +54,7 @@ export function defineOperation<S extends TSchema, V, R>(spec: OperationSpec<S, 
   };
 }
 
+/** A route spec without what the operation gives it. */
 type RouteOf<P, Q, B> = Omit<RouteSpec<P, Q, B>, 'handler' | 'plan'>;
 
 /**
@@ -61,7 +62,14 @@ type RouteOf<P, Q, B> = Omit<RouteSpec<P, Q, B>, 'handler' | 'plan'>;
  * `respond` turns its result into the answer (`reply.created(…)`, data, …; the result as `data` by default).
  * With `plannable`, `?plan=true` answers the operation's preview.
  */
-export function operationRoute<P, Q, B, S extends TSchema, V, R>(
+export function operationRoute<
+  S extends TSchema,
+  V,
+  R,
+  P extends TSchema | undefined = undefined,
+  Q extends TSchema | undefined = undefined,
+  B extends TSchema | undefined = undefined,
+>(
   operation: Operation<S, V, R>,
   route: RouteOf<P, Q, B> & {
     input(req: RequestOf<P, Q, B>): Static<S>;

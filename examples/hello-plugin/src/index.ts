@@ -3,7 +3,7 @@
  * routes with JSON Schemas (validated and documented), a plannable create/delete, a scheduled job, a typed event
  * of its own, a lowdb document and a SQLite journal table, a runtime setting and a config section.
  */
-import { definePlugin, errors, reply, Type, type Static } from '@agent/sdk';
+import { defineOperation, definePlugin, errors, operationRoute, reply, Type, type Static } from '@agent/sdk';
 
 // Plugins add their own events to the bus by declaration merging.
 declare module '@agent/sdk' {
@@ -87,38 +87,31 @@ export default definePlugin({
       handler: (req) => doc.data.greetings.filter((g) => !req.query.name || g.name === req.query.name),
     });
 
-    ctx.route({
-      method: 'POST',
-      path: '/hello/greetings',
-      permission: 'greetings:write',
-      operationId: 'hello.create',
-      status: 201,
-      summary: 'Greet someone',
-      body: Type.Object({
+    // Each change is an operation: `prepare` does every check and says what a plan shows, `apply` makes the change.
+    // The route, its `?plan=true` preview and a plan's apply all run the same operation, so they cannot disagree.
+    const greet = defineOperation({
+      name: 'hello.greet',
+      input: Type.Object({
         name: Type.String({ pattern: NAME, description: 'who to greet' }),
         message: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
       }),
-      response: Greeting,
-      plan: {
-        resource: (req) => ({ type: 'greeting', id: req.body.name }),
-        preview: (req) => ({
-          summary: `greet ${req.body.name}`,
-          changes: [
-            {
-              type: 'greeting',
-              id: `#${doc.data.next_id}`,
-              actions: ['create'],
-              after: { name: req.body.name, message: compose(req.body.name, req.body.message) },
-            },
-          ],
-        }),
-        // The plan is stale if another greeting was created meanwhile (the id it would get changed).
-        snapshot: () => ({ records: { next_id: doc.data.next_id } }),
+      resource: (input) => ({ type: 'greeting', id: input.name }),
+      prepare: (input) => {
+        if (doc.data.greetings.some((g) => g.name === input.name)) throw errors.conflict(`'${input.name}' was already greeted`, 'GREETING_EXISTS');
+        const message = compose(input.name, input.message);
+        return {
+          value: { name: input.name, message },
+          preview: {
+            summary: `greet ${input.name}`,
+            changes: [{ type: 'greeting', id: `#${doc.data.next_id}`, actions: ['create'], after: { name: input.name, message } }],
+          },
+          // The plan is stale if another greeting was created meanwhile (the id it would get changed).
+          snapshot: { records: { next_id: doc.data.next_id } },
+        };
       },
-      handler: async (req) => {
-        if (doc.data.greetings.some((g) => g.name === req.body.name)) throw errors.conflict(`'${req.body.name}' was already greeted`, 'GREETING_EXISTS');
+      apply: async ({ name, message }) => {
         const greeting = await doc.update((d) => {
-          const g: Greeting = { id: d.next_id++, name: req.body.name, message: compose(req.body.name, req.body.message), created_at: new Date().toISOString() };
+          const g: Greeting = { id: d.next_id++, name, message, created_at: new Date().toISOString() };
           d.greetings.push(g);
           return g;
         });
@@ -126,31 +119,54 @@ export default definePlugin({
         return greeting;
       },
     });
+    ctx.route(
+      operationRoute(greet, {
+        method: 'POST',
+        path: '/hello/greetings',
+        permission: 'greetings:write',
+        operationId: 'hello.create',
+        status: 201,
+        summary: 'Greet someone',
+        body: greet.input,
+        response: Greeting,
+        plannable: true,
+        input: (req) => req.body,
+      }),
+    );
 
-    ctx.route({
-      method: 'DELETE',
-      path: '/hello/greetings/:id',
-      permission: 'greetings:write',
-      operationId: 'hello.delete',
-      summary: 'Forget a greeting',
-      params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
-      plan: {
-        resource: (req) => ({ type: 'greeting', id: String(req.params.id) }),
-        preview: (req) => {
-          const g = find(req.params.id);
-          if (!g) throw errors.notFound(`greeting ${req.params.id} not found`);
-          return { changes: [{ type: 'greeting', id: `#${g.id}`, actions: ['delete'], before: g }] };
-        },
-        snapshot: (req) => ({ records: { greeting: find(req.params.id) } }),
+    const forget = defineOperation({
+      name: 'hello.forget',
+      input: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
+      resource: (input) => ({ type: 'greeting', id: String(input.id) }),
+      prepare: ({ id }) => {
+        const g = find(id);
+        if (!g) throw errors.notFound(`greeting ${id} not found`);
+        return {
+          value: id,
+          preview: { changes: [{ type: 'greeting', id: `#${g.id}`, actions: ['delete'], before: g }] },
+          snapshot: { records: { greeting: g } },
+        };
       },
-      handler: async (req) => {
-        if (!find(req.params.id)) throw errors.notFound(`greeting ${req.params.id} not found`);
+      apply: async (id) => {
         await doc.update((d) => {
-          d.greetings = d.greetings.filter((g) => g.id !== req.params.id);
+          d.greetings = d.greetings.filter((g) => g.id !== id);
         });
-        return reply.ok(null, `greeting ${req.params.id} deleted`);
+        return id;
       },
     });
+    ctx.route(
+      operationRoute(forget, {
+        method: 'DELETE',
+        path: '/hello/greetings/:id',
+        permission: 'greetings:write',
+        operationId: 'hello.delete',
+        summary: 'Forget a greeting',
+        params: forget.input,
+        plannable: true,
+        input: (req) => req.params,
+        respond: (id) => reply.ok(null, `greeting ${id} deleted`),
+      }),
+    );
 
     const tick = ctx.job({
       name: 'tick',
