@@ -346,7 +346,7 @@ export class TrafficJournal {
    * status index for a status range or the method, which would force a sort of every match: pages walk an index
    * whose entries are in id order for one value (deployment, one status code) or the table itself.
    */
-  private where(f: TrafficFilter, page = false): { sql: string; params: unknown[] } | null {
+  private where(f: TrafficFilter, page = false, ids = true): { sql: string; params: unknown[] } | null {
     const plus = page ? '+' : '';
     const clauses: string[] = [];
     const params: unknown[] = [];
@@ -382,8 +382,11 @@ export class TrafficJournal {
     if (f.start_ms !== undefined || f.end_ms !== undefined) {
       const range = this.idRange(f.start_ms, f.end_ms);
       if (!range) return null;
-      clauses.push('id BETWEEN ? AND ?');
-      params.push(range.lo, range.hi);
+      // A scan bounds the ids itself, range by range: a second range on the rowid could be the one SQLite seeks by.
+      if (ids) {
+        clauses.push('id BETWEEN ? AND ?');
+        params.push(range.lo, range.hi);
+      }
       if (f.start_ms !== undefined) {
         clauses.push('time_ms >= ?');
         params.push(f.start_ms);
@@ -508,7 +511,7 @@ export class TrafficJournal {
       onSlice?: (ms: number, rows: number) => void;
     } = {},
   ): Promise<'done' | 'stopped' | 'timeout'> {
-    const where = this.where(f);
+    const where = this.where(f, false, false);
     if (!where) return 'done';
     const all = this.db.prepare('SELECT MIN(id) AS lo, MAX(id) AS hi FROM traffic').get() as { lo: number | null; hi: number | null };
     const window = f.start_ms !== undefined || f.end_ms !== undefined ? this.idRange(f.start_ms, f.end_ms) : { lo: 0, hi: Number.MAX_SAFE_INTEGER };
