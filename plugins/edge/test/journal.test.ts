@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import type { Logger, SqlDatabase } from '@agent/sdk';
-import { HeavyHitters, TrafficJournal, type TrafficFilter, type TrafficRecord } from '../src/traffic/journal.js';
+import { HeavyHitters, select, TrafficJournal, type TrafficFilter, type TrafficRecord } from '../src/traffic/journal.js';
 import { pathMatcher, requiredPiece } from '../src/traffic/pattern.js';
 import { parseLine, parseLines } from '../src/traffic/parse.js';
 import { AccessLogReader } from '../src/traffic/ingest.js';
@@ -376,6 +376,12 @@ describe('traffic aggregates', () => {
     );
     expect(stats.deployments.map((d) => [d.deployment, d.requests, d.bytes])).toEqual(grouped.map((g) => [g.deployment, g.n, g.bytes]));
     expect(stats.total.requests).toBe(grouped.reduce((n, g) => n + (g.n as number), 0));
+    const durations = db
+      .prepare('SELECT duration_ms FROM traffic WHERE time_ms BETWEEN ? AND ? AND deployment IN (?, ?) ORDER BY duration_ms')
+      .pluck()
+      .all(window.start_ms, window.end_ms, 'a', 'b') as number[];
+    expect(stats.total.p50_ms).toBe(durations[Math.floor(0.5 * durations.length)]);
+    expect(stats.total.p95_ms).toBe(durations[Math.floor(0.95 * durations.length)]);
     const top = await journal.top({ deployment: 'a', ...window }, 'path', 5);
     const topSql = sql(
       'SELECT path AS value, COUNT(*) AS requests FROM traffic WHERE deployment = ? AND time_ms BETWEEN ? AND ? GROUP BY path ORDER BY requests DESC, path LIMIT 5',
@@ -408,6 +414,20 @@ describe('traffic aggregates', () => {
     // seek from the window's start for every statement: quadratic, 10× slower at 100k rows and worse beyond.)
     const windowed = await time({ start_ms: T0 - hour, end_ms: T0 + 1000 * hour });
     expect(windowed).toBeLessThan(3 * whole + 50);
+  });
+
+  it('percentiles by selection give what a sort gives', () => {
+    const rnd = seededRandom(12);
+    for (const n of [1, 2, 7, 100, 5000]) {
+      for (const spread of [1, 3, 1000]) {
+        const values = Float64Array.from({ length: n }, () => rnd(spread) / 10);
+        const sorted = Float64Array.from(values).sort();
+        for (const p of [0, 0.5, 0.95, 0.999]) {
+          const k = Math.min(n - 1, Math.floor(p * n));
+          expect(select(Float64Array.from(values), k), `${n} ${spread} ${p}`).toBe(sorted[k]);
+        }
+      }
+    }
   });
 
   it('heavy hitters: exact below capacity; past it, bounded and keeping every value more frequent than n / capacity', () => {

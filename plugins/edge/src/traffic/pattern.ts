@@ -73,6 +73,23 @@ function startsAt(r: Run, s: string, at: number, steps: { n: number }): boolean 
   return true;
 }
 
+/** Characters of the prefilter piece at most. */
+const PIECE_LENGTH = 8;
+
+/**
+ * A piece of text every path the pattern matches contains, in lower case, for SQLite to leave out the other rows
+ * first: `instr(lower(path), piece)`. Both are linear: `lower` copies the path, `instr` compares the piece at each
+ * position where its first byte is (a piece of at most 8 bytes). The piece is ASCII, from the longest such stretch
+ * of a literal run: SQLite's `lower` folds A–Z as the matcher does (and only those, unless built with ICU, which
+ * folds ASCII the same way), so no row that matches is left out. Null when the pattern has no ASCII literal.
+ */
+export function requiredPiece(pattern: string): string | null {
+  // eslint-disable-next-line no-control-regex -- every ASCII character, control characters included, can be in a path
+  const stretches = pattern.split('*').flatMap((run) => run.match(/[\u0000-\u007f]+/g) ?? []);
+  const longest = stretches.reduce((a, b) => (b.length > a.length ? b : a), '');
+  return longest === '' ? null : longest.slice(0, PIECE_LENGTH).replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
+
 export interface PathMatcher {
   (path: string): boolean;
   /** Characters compared so far (tests bound it). */
