@@ -513,7 +513,11 @@ export class TrafficJournal {
   ): Promise<'done' | 'stopped' | 'timeout'> {
     const where = this.where(f, false, false);
     if (!where) return 'done';
-    const all = this.db.prepare('SELECT MIN(id) AS lo, MAX(id) AS hi FROM traffic').get() as { lo: number | null; hi: number | null };
+    // Two statements: SQLite reads MIN(id) or MAX(id) alone from the rowid's ends, but both at once by a full scan.
+    const all = {
+      lo: (this.db.prepare('SELECT MIN(id) AS v FROM traffic').get() as { v: number | null }).v,
+      hi: (this.db.prepare('SELECT MAX(id) AS v FROM traffic').get() as { v: number | null }).v,
+    };
     const window = f.start_ms !== undefined || f.end_ms !== undefined ? this.idRange(f.start_ms, f.end_ms) : { lo: 0, hi: Number.MAX_SAFE_INTEGER };
     if (all.lo === null || all.hi === null || !window) return 'done';
     const lo = Math.max(all.lo, window.lo);
