@@ -3,7 +3,7 @@
  * real agent with the docker, deployments, backups and edge plugins; a deployment folder full of long file names
  * backed up with the exclude patterns that made picomatch backtrack (one took 41 s on 40-character names and grew
  * without end with longer ones), and searches of a traffic journal of long repetitive paths with the path patterns
- * that made SQLite's LIKE quadratic (about 2 ms a row here: minutes for the journal). Meanwhile `GET /api/health`
+ * that made SQLite's LIKE quadratic (about 2 ms a row here: minutes for the journal), and its statistics. Meanwhile `GET /api/health`
  * and an authenticated cheap call (`GET /api/auth/validate`) are timed every 20 ms: every one answers in under 1 s
  * (the figures are printed: p99 and max).
  */
@@ -121,10 +121,17 @@ describe('no request stalls the agent', () => {
       const searches = [`*${'a'.repeat(500)}b*`, `${'a'.repeat(511)}b`, `/*${'a'.repeat(200)}*${'a'.repeat(200)}*c`].map((path) =>
         agent.api('GET', '/traffic/logs', { query: { path, exact_total: true, limit: 10 } }),
       );
+      // And the aggregates, which read the same rows in slices too.
+      const aggregates = [agent.api('GET', '/traffic/stats'), agent.api('GET', `/deployments/${name}/traffic`)];
       for (const res of await Promise.all(searches)) {
         expect(res.status, res.text).toBe(200);
         expect(res.body.meta.total).toBe(0);
       }
+      const [stats, summary] = await Promise.all(aggregates);
+      expect(stats!.status, stats!.text).toBe(200);
+      expect(stats!.body.data.total.requests).toBe(ROWS);
+      expect(summary!.status, summary!.text).toBe(200);
+      expect(summary!.body.data.top_paths).toEqual([{ path: `/${'a'.repeat(PATH_LENGTH - 1)}`, requests: ROWS }]);
       // The journal's rows do match a plain pattern: the search reads them all.
       const all = await agent.api('GET', '/traffic/logs', { query: { path: '/a*a', exact_total: true, limit: 5 } });
       expect(all.status, all.text).toBe(200);
