@@ -38,6 +38,21 @@ export interface OperationSpec<S extends TSchema, V, R> {
   prepare(input: Static<S>, caller: OperationCaller): Prepared<V> | Promise<Prepared<V>>;
   /** Makes the change `prepare` planned. */
   apply(prepared: V, caller: OperationCaller): R | Promise<R>;
+  /**
+   * What a plan of the change depends on, from the input and the current state alone (paths, records), without the
+   * checks. When given, it is what a plan fingerprints when it is made and again when it is applied, before
+   * `prepare` runs again: a dependency edited meanwhile answers 409 PLAN_STALE, not whatever the checks now say about
+   * the edited file, and the apply does not run the checks twice. Without it, the snapshot `prepare` returns is
+   * used (at a plan's apply that means a whole `prepare` just to fingerprint).
+   */
+  snapshot?(input: Static<S>): PlanSnapshot | Promise<PlanSnapshot>;
+  /**
+   * Called when `prepare` refuses a change that was asked for (a request, a plan's apply, `run`), never for a
+   * preview, which changes nothing. For refusals that are facts of their own: a start that the checks of its files
+   * refuse is a failed start (recorded and announced), while the preview of that start only answers the error. An
+   * error it throws does not replace the refusal.
+   */
+  refused?(input: Static<S>, error: unknown, caller: OperationCaller): void | Promise<void>;
 }
 
 export interface Operation<S extends TSchema = TSchema, V = unknown, R = unknown> extends OperationSpec<S, V, R> {
@@ -50,8 +65,29 @@ export function defineOperation<S extends TSchema, V, R>(spec: OperationSpec<S, 
   if (!/^[a-z][a-z0-9-]*(\.[a-z][A-Za-z0-9-]*)+$/.test(spec.name)) throw new Error(`invalid operation name '${spec.name}'`);
   return {
     ...spec,
-    run: async (input, caller) => spec.apply((await spec.prepare(input, caller)).value, caller),
+    run: async (input, caller) => spec.apply((await asked(spec, input, caller, () => spec.prepare(input, caller))).value, caller),
   };
+}
+
+/** The prepare of a change that was asked for (not previewed): a refusal goes to `refused` first. */
+async function asked<S extends TSchema, V, R>(
+  spec: OperationSpec<S, V, R>,
+  input: Static<S>,
+  caller: OperationCaller,
+  prepare: () => Prepared<V> | Promise<Prepared<V>>,
+): Promise<Prepared<V>> {
+  try {
+    return await prepare();
+  } catch (err) {
+    if (spec.refused) {
+      try {
+        await spec.refused(input, err, caller);
+      } catch {
+        // The refusal is the answer; recording it is the operation's own concern (and its own log).
+      }
+    }
+    throw err;
+  }
 }
 
 /** A route spec without what the operation gives it. */
@@ -60,7 +96,8 @@ type RouteOf<P, Q, B> = Omit<RouteSpec<P, Q, B>, 'handler' | 'plan'>;
 /**
  * A route that runs an operation. `input` maps the request (params, query, body) to the operation's input;
  * `respond` turns its result into the answer (`reply.created(…)`, data, …; the result as `data` by default).
- * With `plannable`, `?plan=true` answers the operation's preview.
+ * With `plannable`, `?plan=true` answers the operation's preview. The route's `operationId` is the operation's
+ * name unless it gives one.
  */
 export function operationRoute<
   S extends TSchema,
@@ -82,23 +119,26 @@ export function operationRoute<
   const prepared = new WeakMap<object, Promise<Prepared<V>>>();
   const prepare = (req: RequestOf<P, Q, B>) => {
     let found = prepared.get(req);
-    if (!found) prepared.set(req, (found = Promise.resolve(operation.prepare(input(req), callerOf(req)))));
+    // A promise either way: a prepare that throws at once is a refusal like any other.
+    if (!found) prepared.set(req, (found = new Promise<Prepared<V>>((resolve) => resolve(operation.prepare(input(req), callerOf(req))))));
     return found;
   };
+  const snapshot = operation.snapshot?.bind(operation);
   return {
+    operationId: operation.name,
     ...rest,
     ...(plannable
       ? {
           plan: {
             resource: (req: RequestOf<P, Q, B>) => operation.resource(input(req)),
             preview: async (req: RequestOf<P, Q, B>) => (await prepare(req)).preview,
-            snapshot: async (req: RequestOf<P, Q, B>) => (await prepare(req)).snapshot ?? {},
+            snapshot: snapshot ? (req: RequestOf<P, Q, B>) => snapshot(input(req)) : async (req: RequestOf<P, Q, B>) => (await prepare(req)).snapshot ?? {},
           },
         }
       : {}),
     handler: async (req: RequestOf<P, Q, B>) => {
       const caller = callerOf(req);
-      const result = await operation.apply((await prepare(req)).value, caller);
+      const result = await operation.apply((await asked(operation, input(req), caller, () => prepare(req))).value, caller);
       return respond ? respond(result, req) : result;
     },
   } as RouteSpec<P, Q, B>;
