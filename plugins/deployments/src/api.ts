@@ -4,7 +4,8 @@
  */
 import { createServiceRef } from '@agent/sdk';
 import type { ContainerHealth, ContainerSummary } from '@agent/plugin-docker/api';
-import type { Principal } from '@agent/sdk';
+import type { Principal, Static } from '@agent/sdk';
+import type { CreateDeployment } from './schemas.js';
 
 export type DeploymentStatus = 'running' | 'stopped' | 'partial' | 'failed' | 'unknown';
 
@@ -30,6 +31,12 @@ export interface DeploymentInfo {
   env_file: string;
 }
 
+/**
+ * A create as other plugins ask for it: the fields of `POST /api/deployments` (one schema), with `exceptions`: the
+ * host-safety exceptions the plugin gives its own deployment (never from a request).
+ */
+export type ServiceCreateInput = Omit<Static<typeof CreateDeployment>, 'template' | 'host_safety_exceptions'> & { exceptions?: string[] };
+
 export interface DeploymentsService {
   /** Every deployment, from the state cache (no engine call). */
   list(): DeploymentInfo[];
@@ -45,10 +52,7 @@ export interface DeploymentsService {
   /** The container of one compose service (null when it has none). */
   serviceContainer(name: string, service: string): Promise<ContainerSummary | null>;
   /** `exceptions`: host-safety exceptions the deployment gets (a plugin's own deployments; never from a request). */
-  create(
-    input: { name: string; compose_content: string; env_vars?: { key: string; value: string }[]; auto_start?: boolean; exceptions?: string[] },
-    principal: Principal | null,
-  ): Promise<DeploymentInfo>;
+  create(input: ServiceCreateInput, principal: Principal | null): Promise<DeploymentInfo>;
   start(name: string): Promise<void>;
   stop(name: string): Promise<void>;
   restart(name: string): Promise<void>;

@@ -8,7 +8,7 @@ import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errors, HttpError, isDeploymentName, removeInside, retiredName, type EventBus, type Logger, type Principal } from '@agent/sdk';
 import { type CheckedCompose, type ComposeCommand, type ContainerSummary, type DockerService } from '@agent/plugin-docker/api';
-import { type DeploymentInfo, type DeploymentsService } from './api.js';
+import { type DeploymentInfo, type DeploymentsService, type ServiceCreateInput } from './api.js';
 import {
   createFolder,
   DEFAULT_COMPOSE,
@@ -53,14 +53,25 @@ export interface ManagerOptions {
   hostSafety: () => boolean;
 }
 
-export interface CreateInput {
-  name: string;
-  compose_content: string;
-  env_vars?: { key: string; value: string }[];
-  auto_start?: boolean;
-  template?: string | null;
-  /** Host-safety exceptions granted with the creation (the route allows it to admins only). */
-  exceptions?: string[];
+/** A create as the service takes it (`exceptions` granted by the caller: the route allows that to admins only). */
+export type CreateInput = ServiceCreateInput & { template?: string | null };
+
+/** A create that passed its checks (`checkCreate`): what `createChecked` writes, and the model it starts. */
+export interface CreatePlan {
+  input: CreateInput;
+  dir: string;
+  vars: Record<string, string>;
+  exceptions: string[];
+  checked: CheckedCompose;
+}
+
+/** An update that passed its checks (`checkUpdate`): the files before and after, and whether it runs. */
+export interface UpdatePlan {
+  current: { content: string; env: Record<string, string> };
+  content: string;
+  vars: Record<string, string>;
+  checked: CheckedCompose;
+  wasRunning: boolean;
 }
 
 export interface CreateResult {
@@ -363,8 +374,7 @@ export class DeploymentManager implements DeploymentsService {
   private async up(entry: Entry, options: { services?: string[]; checked?: CheckedCompose } = {}): Promise<void> {
     try {
       // Checked again at every start: the files may have changed since (a container can write to its folder).
-      const checked = options.checked ?? (await this.checkCurrent(entry));
-      if (!(await this.opts.docker.compose.lastChecked(entry.name))) await this.assertNotForeign(entry.name);
+      const checked = await this.checkStart(entry, options.checked);
       await this.composeRun(checked, { command: 'up', removeOrphans: !options.services, services: options.services }, 'starting');
       entry.failure = null;
     } catch (err) {
@@ -398,6 +408,61 @@ export class DeploymentManager implements DeploymentsService {
     }
   }
 
+  // ---- the checks of each change (the operations' prepare; the methods below run them again) -------------------
+
+  /** Every check of a create; changes nothing. */
+  async checkCreate(input: CreateInput): Promise<CreatePlan> {
+    const { name } = input;
+    assertDeploymentName(name);
+    const problem = envProblems(input.env_vars ?? []);
+    if (problem) throw errors.badRequest(problem, 'VALIDATION_FAILED', { field: 'env_vars' });
+    if (input.auto_start) this.opts.docker.assertAvailable();
+    const dir = join(this.opts.root, name);
+    this.assertCreatable(name, dir);
+    await this.assertNameFree(name);
+    const vars = toVars(input.env_vars);
+    const exceptions = [...new Set(input.exceptions ?? [])].sort();
+    const checked = await this.check(name, dir, input.compose_content, vars, exceptions);
+    return { input, dir, vars, exceptions, checked };
+  }
+
+  /** No deployment has the name, and its folder is free or a deleted deployment's kept folder (then true: reused). */
+  private assertCreatable(name: string, dir: string): boolean {
+    if (this.entries.has(name)) throw errors.conflict(`deployment '${name}' already exists`, 'DEPLOYMENT_EXISTS');
+    const reuse = existsSync(dir);
+    if (reuse && !this.opts.records.isKept(name)) throw errors.conflict(`folder '${dir}' already exists and is not a deleted deployment`, 'DEPLOYMENT_EXISTS');
+    return reuse;
+  }
+
+  /** Every check of an update (the files as they are now with the change, the engine when it runs); changes nothing. */
+  async checkUpdate(entry: Entry, input: { compose_content?: string; env_vars?: { key: string; value: string }[] }): Promise<UpdatePlan> {
+    if (input.compose_content === undefined && input.env_vars === undefined)
+      throw errors.badRequest('body: give compose_content and/or env_vars', 'VALIDATION_FAILED');
+    const problem = envProblems(input.env_vars ?? []);
+    if (problem) throw errors.badRequest(problem, 'VALIDATION_FAILED', { field: 'env_vars' });
+    const current = await this.source(entry);
+    const content = input.compose_content ?? current.content;
+    const vars = input.env_vars ? toVars(input.env_vars) : current.env;
+    const checked = await this.check(entry.name, entry.dir, content, vars, entry.record.exceptions);
+    await this.cache.reconcile();
+    const status = this.info(entry).status;
+    const wasRunning = status === 'running' || status === 'partial';
+    if (wasRunning) this.opts.docker.assertAvailable();
+    return { current, content, vars, checked, wasRunning };
+  }
+
+  /** The checks of a start: compose's model of the files as they are now and, before its first run, the name still free. */
+  async checkStart(entry: Entry, checked?: CheckedCompose): Promise<CheckedCompose> {
+    const model = checked ?? (await this.checkCurrent(entry));
+    if (!(await this.opts.docker.compose.lastChecked(entry.name))) await this.assertNotForeign(entry.name);
+    return model;
+  }
+
+  /** The checks of a restart: a start's, except that containers it restarts first have already run under the name. */
+  checkRestart(entry: Entry): Promise<CheckedCompose> {
+    return this.cache.containers(entry.name).length > 0 ? this.checkCurrent(entry) : this.checkStart(entry);
+  }
+
   // ---- lifecycle -------------------------------------------------------------------------------------------------
 
   async create(input: CreateInput, principal: Principal | null): Promise<DeploymentInfo> {
@@ -405,21 +470,15 @@ export class DeploymentManager implements DeploymentsService {
   }
 
   async createWithResult(input: CreateInput, principal: Principal | null): Promise<CreateResult> {
+    return this.createChecked(await this.checkCreate(input), principal);
+  }
+
+  /** Writes (and starts) a checked create. The name is taken under the lock: another create may have won it since. */
+  async createChecked(plan: CreatePlan, principal: Principal | null): Promise<CreateResult> {
+    const { input, dir, vars, exceptions, checked } = plan;
     const { name } = input;
-    assertDeploymentName(name);
-    const problem = envProblems(input.env_vars ?? []);
-    if (problem) throw errors.badRequest(problem, 'VALIDATION_FAILED', { field: 'env_vars' });
-    if (input.auto_start) this.opts.docker.assertAvailable();
     return this.lock.run(name, async () => {
-      if (this.entries.has(name)) throw errors.conflict(`deployment '${name}' already exists`, 'DEPLOYMENT_EXISTS');
-      const dir = join(this.opts.root, name);
-      const reuse = existsSync(dir);
-      if (reuse && !this.opts.records.isKept(name))
-        throw errors.conflict(`folder '${dir}' already exists and is not a deleted deployment`, 'DEPLOYMENT_EXISTS');
-      await this.assertNameFree(name);
-      const vars = toVars(input.env_vars);
-      const exceptions = [...new Set(input.exceptions ?? [])].sort();
-      const checked = await this.check(name, dir, input.compose_content, vars, exceptions);
+      const reuse = this.assertCreatable(name, dir);
       await mkdir(this.opts.root, { recursive: true, mode: 0o750 });
       const record: DeploymentRecord = {
         created_at: new Date().toISOString(),
@@ -468,19 +527,9 @@ export class DeploymentManager implements DeploymentsService {
     input: { compose_content?: string; env_vars?: { key: string; value: string }[] },
   ): Promise<{ info: DeploymentInfo; recreated: boolean }> {
     const entry = this.require(name);
-    if (input.compose_content === undefined && input.env_vars === undefined)
-      throw errors.badRequest('body: give compose_content and/or env_vars', 'VALIDATION_FAILED');
-    const problem = envProblems(input.env_vars ?? []);
-    if (problem) throw errors.badRequest(problem, 'VALIDATION_FAILED', { field: 'env_vars' });
     return this.lock.run(name, async () => {
-      const current = await this.source(entry);
-      const content = input.compose_content ?? current.content;
-      const vars = input.env_vars ? toVars(input.env_vars) : current.env;
-      const checked = await this.check(name, entry.dir, content, vars, entry.record.exceptions);
-      await this.cache.reconcile();
-      const status = this.info(entry).status;
-      const wasRunning = status === 'running' || status === 'partial';
-      if (wasRunning) this.opts.docker.assertAvailable();
+      // Checked again under the lock: the files are read as they are now.
+      const { content, vars, checked, wasRunning } = await this.checkUpdate(entry, input);
       const p = this.paths(entry);
       if (input.env_vars) await writeAtomic(p.env, serializeEnv(vars), 0o600);
       if (input.compose_content !== undefined) await writeAtomic(p.compose, content);

@@ -1,6 +1,11 @@
-/** Schemas shared by the deployment routes (request validation and OpenAPI). */
-import { deploymentName, Nullable, Secret, Type } from '@agent/sdk';
+/**
+ * Schemas of the deployment routes and operations: each input is declared here once; the route validates and
+ * documents it with the same object and the operation takes its type from it.
+ */
+import { DEPLOYMENT_NAME, deploymentName, Nullable, Secret, Type } from '@agent/sdk';
 import { ENV_KEY } from './env-file.js';
+import { SOURCE_ID } from './log-sources.js';
+import { TEMPLATE_ID } from './templates.js';
 
 export const DEPLOYMENT_STATUSES = ['running', 'stopped', 'partial', 'failed', 'unknown'] as const;
 
@@ -71,10 +76,10 @@ export const DeploymentDetails = Type.Intersect([
   }),
 ]);
 
-export const Exceptions = Type.Array(Type.String({ pattern: '^[a-z_][a-z_.]*(:[^\\u0000-\\u001f]{1,1024})?$', maxLength: 1100 }), {
-  maxItems: 100,
-  description: 'host-safety exceptions, each as a `HOST_SAFETY` refusal names it (`<rule>` or `<rule>:<value>`, e.g. `cap_add:NET_ADMIN`)',
-});
+const EXCEPTIONS = 'host-safety exceptions, each as a `HOST_SAFETY` refusal names it (`<rule>` or `<rule>:<value>`, e.g. `cap_add:NET_ADMIN`)';
+const exceptionList = (options: { description: string; default?: string[] }) =>
+  Type.Array(Type.String({ pattern: '^[a-z_][a-z_.]*(:[^\\u0000-\\u001f]{1,1024})?$', maxLength: 1100 }), { maxItems: 100, ...options });
+export const Exceptions = exceptionList({ description: EXCEPTIONS });
 
 const Violation = Type.Object({
   service: Nullable(Type.String()),
@@ -101,3 +106,66 @@ export const EnvVars = Type.Array(
 );
 
 export const NameParams = Type.Object({ name: deploymentName() });
+
+export const COMPOSE_CONTENT = Type.String({ minLength: 1, maxLength: 1024 * 1024, description: 'full text of the compose file (YAML)' });
+
+// ---- inputs of the operations (the request's body, query and params, as the operations take them) ----------------
+
+/** `POST /deployments`; also what other plugins create with (`exceptions` instead of `host_safety_exceptions`). */
+export const CreateDeployment = Type.Object({
+  name: deploymentName(),
+  compose_content: COMPOSE_CONTENT,
+  env_vars: Type.Optional(EnvVars),
+  auto_start: Type.Optional(Type.Boolean({ default: false, description: 'start after creation' })),
+  template: Type.Optional(Type.String({ pattern: TEMPLATE_ID.source, description: 'template the deployment comes from (its kind: built-in log sources)' })),
+  host_safety_exceptions: Type.Optional(exceptionList({ default: [], description: `${EXCEPTIONS} granted with the creation (needs host-safety:write)` })),
+});
+
+export const CreatedDeployment = Type.Intersect([Deployment, Type.Object({ start_error: Type.Union([Type.String(), Type.Null()]) })]);
+
+/** The body of `PUT /deployments/:name`. */
+export const UpdateDeployment = Type.Object({ compose_content: Type.Optional(COMPOSE_CONTENT), env_vars: Type.Optional(EnvVars) }, { minProperties: 1 });
+export const UpdateDeploymentInput = Type.Composite([NameParams, UpdateDeployment]);
+export const UpdatedDeployment = Type.Intersect([
+  Deployment,
+  Type.Object({ recreated: Type.Boolean({ description: 'running services were brought up to date' }) }),
+]);
+
+/** The query of `DELETE /deployments/:name`. */
+export const DeleteDeployment = Type.Object({
+  remove_files: Type.Optional(Type.Boolean({ default: false, description: 'delete the deployment folder' })),
+  remove_volumes: Type.Optional(Type.Boolean({ default: false, description: 'delete the named volumes of the compose file' })),
+});
+export const DeleteDeploymentInput = Type.Composite([NameParams, DeleteDeployment]);
+export const DeletedDeployment = Type.Object({ name: Type.String(), removed_files: Type.Boolean(), removed_volumes: Type.Boolean() });
+
+/** The body of `PUT /deployments/:name/host-safety`. */
+export const SetHostSafety = Type.Object({ exceptions: Exceptions });
+export const SetHostSafetyInput = Type.Composite([NameParams, SetHostSafety]);
+
+/** The body of `PUT /deployments/:name/log-sources`. */
+export const SetLogSources = Type.Object({
+  sources: Type.Array(
+    Type.Object({
+      id: Type.String({ pattern: SOURCE_ID }),
+      name: Type.String({ minLength: 1, maxLength: 100 }),
+      path: Type.String({ minLength: 1, maxLength: 1024, description: 'file path relative to the deployment folder' }),
+      format: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,31}$', description: 'e.g. text, json, nginx' })),
+    }),
+    { maxItems: 50 },
+  ),
+});
+export const SetLogSourcesInput = Type.Composite([NameParams, SetLogSources]);
+
+/** A plugin's name, as `POST /plugins/:name/deployments` takes it. */
+export const PluginParams = Type.Object({ name: Type.String({ pattern: '^[@a-z0-9][a-z0-9./_-]*$', maxLength: 214 }) });
+
+/** The body of `POST /plugins/:name/deployments`. */
+export const DeployFromPlugin = Type.Object({
+  name: Type.String({ pattern: DEPLOYMENT_NAME, description: 'name of the new deployment' }),
+  config: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), { description: "values for the plugin's deployment config schema (see GET /api/plugins/:name)" }),
+  ),
+});
+/** The plugin's name (the path's `:name`) as `plugin`: `name` is the new deployment's. */
+export const DeployFromPluginInput = Type.Composite([Type.Object({ plugin: PluginParams.properties.name }), DeployFromPlugin]);
