@@ -10,11 +10,21 @@ import { dockerService } from '@agent/plugin-docker/api';
 import { DeploymentManager } from './manager.js';
 import { DeploymentRecords, emptyRecords } from './records.js';
 import { StateCache } from './state.js';
+import { TemplateCatalog } from './templates.js';
+import { containersOf } from './logs.js';
+import type { KindSources } from './log-sources.js';
+import { deploymentOperations } from './operations/deployments.js';
+import { hostSafetyOperations } from './operations/host-safety.js';
+import { logSourceOperations } from './operations/log-sources.js';
+import { deployableOperations } from './operations/deployables.js';
+import { templateOperations } from './operations/templates.js';
 import { deploymentRoutes } from './routes/deployments.js';
+import { hostSafetyRoutes } from './routes/host-safety.js';
 import { logRoutes } from './routes/logs.js';
+import { logSourceRoutes } from './routes/log-sources.js';
+import { statsRoutes } from './routes/stats.js';
 import { templateRoutes } from './routes/templates.js';
 import { deployableRoutes } from './routes/deployables.js';
-import { TemplateCatalog } from './templates.js';
 
 export default definePlugin({
   name: 'deployments',
@@ -76,11 +86,18 @@ export default definePlugin({
       log: ctx.log,
       hostSafety: () => settings.get().host_safety,
     });
-    deploymentRoutes(ctx, manager);
-    deployableRoutes(ctx, manager, deps.plugins);
     const templatesDir = ctx.config.templates.path ? resolve(ctx.config.templates.path) : join(ctx.packageDir, 'templates');
     const catalog = new TemplateCatalog(templatesDir);
-    const followers = logRoutes(ctx, manager, { builtin: (entry) => (entry.record.template ? (catalog.get(entry.record.template)?.log_sources ?? []) : []) });
+    const kinds: KindSources = { builtin: (entry) => (entry.record.template ? (catalog.get(entry.record.template)?.log_sources ?? []) : []) };
+    // Each change is an operation (src/operations): the routes, their plans and plan applies all run the same one.
+    const ops = deploymentOperations(manager);
+    deploymentRoutes(ctx, manager, ops);
+    hostSafetyRoutes(ctx, manager, hostSafetyOperations(manager));
+    deployableRoutes(ctx, deployableOperations(deps.plugins, ops.create));
+    const containers = containersOf(deps.docker);
+    const followers = logRoutes(ctx, manager, kinds, containers);
+    logSourceRoutes(ctx, manager, kinds, logSourceOperations(manager, kinds));
+    statsRoutes(ctx, manager, containers);
     ctx.doctor({
       id: 'deployments.log-followers',
       title: 'Log followers (websocket)',
@@ -89,7 +106,7 @@ export default definePlugin({
         return { status: 'ok', detail: `${s.followers} follower(s) on ${s.upstreams} shared upstream stream(s); ${s.dropped} dropped as too slow since start` };
       },
     });
-    templateRoutes(ctx, catalog);
+    templateRoutes(ctx, catalog, templateOperations(catalog));
     return {
       provides: { deployments: manager },
       async start() {

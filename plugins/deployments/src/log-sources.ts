@@ -7,6 +7,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { isAbsolute, normalize } from 'node:path';
 import { errors, isHttpError, openInside, UNSAFE_FILE } from '@agent/sdk';
 import type { LogSourceSpec } from './files.js';
+import type { Entry } from './manager.js';
 
 export const SOURCE_ID = '^[a-z0-9][a-z0-9_.-]{0,62}$';
 
@@ -27,6 +28,32 @@ export const CONTAINER_SOURCE: LogSourceView = {
   format: null,
   builtin: true,
 };
+
+/** The built-in file sources of a deployment's kind (declared by the template it was created from). */
+export interface KindSources {
+  builtin(entry: Entry): LogSourceSpec[];
+}
+
+/** Every source of a deployment: container output, then the built-in file sources of its kind, then the custom ones. */
+export function sourceViews(entry: Entry, kinds: KindSources): LogSourceView[] {
+  const view = (s: LogSourceSpec, builtin: boolean): LogSourceView => ({
+    id: s.id,
+    name: s.name,
+    type: 'file',
+    path: s.path,
+    format: s.format ?? null,
+    builtin,
+  });
+  return [CONTAINER_SOURCE, ...kinds.builtin(entry).map((s) => view(s, true)), ...entry.record.log_sources.map((s) => view(s, false))];
+}
+
+/** The file source `id` of a deployment (null for container output); 404 when it has none of that id. */
+export function fileSource(entry: Entry, kinds: KindSources, id: string): LogSourceView | null {
+  if (id === 'stdout') return null;
+  const found = sourceViews(entry, kinds).find((s) => s.id === id);
+  if (!found) throw errors.notFound(`log source '${id}' not found (see GET /api/deployments/${entry.name}/log-sources)`);
+  return found;
+}
 
 /** Problems with a relative path from a request (absolute, `..`, empty, control characters). */
 export function relativePathProblem(path: string): string | null {

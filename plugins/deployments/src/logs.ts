@@ -53,3 +53,29 @@ export function assertService(services: string[], containers: ContainerSummary[]
     throw errors.notFound(`service '${service}' not found in this deployment`);
   }
 }
+
+/** Picks a deployment's containers for logs and stats: `(entry, service, running)`. */
+export type ContainersOf = (entry: { name: string; services: string[] }, service: string | undefined, running: boolean) => Promise<ContainerSummary[]>;
+
+/**
+ * The containers of a deployment, from the engine (not the cache: a follower must find the container that just
+ * started). Followers joining at once (a console reopened by many people, a reconnect storm) share one engine
+ * listing: a caller that arrives while one is in flight takes its answer instead of asking the engine again.
+ */
+export function containersOf(docker: DockerService): ContainersOf {
+  const listings = new Map<string, Promise<ContainerSummary[]>>();
+  const listContainers = (deployment: string): Promise<ContainerSummary[]> => {
+    let listing = listings.get(deployment);
+    if (!listing) {
+      listing = docker.listContainers({ all: true, deployment }).finally(() => listings.delete(deployment));
+      listings.set(deployment, listing);
+    }
+    return listing;
+  };
+  return async (entry, service, running) => {
+    docker.assertAvailable();
+    const all = await listContainers(entry.name);
+    assertService(entry.services, all, service);
+    return pickContainers(all, service, running);
+  };
+}

@@ -1,12 +1,14 @@
 /**
  * Plan previews of deployment mutations: the compose diff, the `.env` keys that change (never their values), and
- * the containers compose would create, recreate or remove.
+ * the containers compose would create, recreate or remove. Built by the operations' `prepare` from what its checks
+ * found (the checked model, the files read): a preview never checks anything itself, so it cannot disagree with
+ * the change.
  */
 import { createTwoFilesPatch } from 'diff';
 import type { PlanChange, PlanPreview } from '@agent/sdk';
 import type { CheckedCompose, ContainerSummary } from '@agent/plugin-docker/api';
 import { DEFAULT_COMPOSE } from './files.js';
-import type { DeploymentManager, Entry } from './manager.js';
+import type { CreatePlan, DeploymentManager, Entry, UpdatePlan } from './manager.js';
 
 const stable = (v: unknown): string => {
   if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? 'null';
@@ -64,15 +66,8 @@ export function hostSafetyChange(manager: DeploymentManager, name: string, check
   };
 }
 
-export async function previewCreate(
-  manager: DeploymentManager,
-  body: { name: string; compose_content: string; env_vars?: { key: string; value: string }[]; auto_start?: boolean; host_safety_exceptions?: string[] },
-  dir: string,
-): Promise<PlanPreview> {
-  const vars = Object.fromEntries((body.env_vars ?? []).map((v) => [v.key, v.value]));
-  const exceptions = body.host_safety_exceptions ?? [];
-  await manager.assertNameFree(body.name);
-  const checked = await manager.check(body.name, dir, body.compose_content, vars, exceptions);
+export function previewCreate(manager: DeploymentManager, plan: CreatePlan): PlanPreview {
+  const { input: body, dir, vars, exceptions, checked } = plan;
   const services = checked.services;
   const model = checked.model.services as Record<string, any>;
   const changes: PlanChange[] = [
@@ -92,17 +87,9 @@ export async function previewCreate(
   return { summary: `create deployment ${body.name}${body.auto_start ? ` and start ${services.length} service(s)` : ''}`, changes };
 }
 
-export async function previewUpdate(
-  manager: DeploymentManager,
-  entry: Entry,
-  body: { compose_content?: string; env_vars?: { key: string; value: string }[] },
-): Promise<PlanPreview> {
-  const current = await manager.source(entry);
-  const oldContent = current.content;
-  const oldEnv = current.env;
-  const newContent = body.compose_content ?? oldContent;
-  const newEnv = body.env_vars ? Object.fromEntries(body.env_vars.map((v) => [v.key, v.value])) : oldEnv;
-  const next = await manager.check(entry.name, entry.dir, newContent, newEnv, entry.record.exceptions);
+export async function previewUpdate(manager: DeploymentManager, entry: Entry, plan: UpdatePlan): Promise<PlanPreview> {
+  const { content: oldContent, env: oldEnv } = plan.current;
+  const { content: newContent, vars: newEnv, checked: next } = plan;
   const changes: PlanChange[] = [];
   if (newContent !== oldContent)
     changes.push({ type: 'file', id: entry.composeFile, actions: ['update'], diff: composeDiff(entry.composeFile, oldContent, newContent) });
@@ -110,11 +97,11 @@ export async function previewUpdate(
   if (env) changes.push(env);
   const safety = hostSafetyChange(manager, entry.name, next, entry.record.exceptions);
   if (safety) changes.push(safety);
-  const info = manager.info(entry);
-  const running = info.status === 'running' || info.status === 'partial';
+  const running = plan.wasRunning;
   if (running) {
     let oldServices: Record<string, any> = {};
     try {
+      // The model of the files as they were, to tell which services change (not a check: it may fail).
       oldServices = (await manager.check(entry.name, entry.dir, oldContent, oldEnv, entry.record.exceptions)).model.services as Record<string, any>;
     } catch {
       /* the old files do not pass any more: every service is new */

@@ -1,12 +1,10 @@
-/** Logs (HTTP and websocket follow), log sources and resource statistics of a deployment. */
+/** Logs of a deployment: read back (HTTP) and followed (websocket). */
 import { join } from 'node:path';
-import { errors, Type, type PluginContext } from '@agent/sdk';
-import { type ContainerSummary } from '@agent/plugin-docker/api';
-import type { DeploymentManager, Entry } from '../manager.js';
+import { Type, type PluginContext } from '@agent/sdk';
+import type { DeploymentManager } from '../manager.js';
 import { NameParams } from '../schemas.js';
-import type { LogSourceSpec } from '../files.js';
-import { assertService, containerLogs, pickContainers, type DeploymentLogLine } from '../logs.js';
-import { CONTAINER_SOURCE, sourceOpener, SOURCE_ID, validateCustomSources, type LogSourceView } from '../log-sources.js';
+import { containerLogs, type ContainersOf, type DeploymentLogLine } from '../logs.js';
+import { fileSource, sourceOpener, SOURCE_ID, type KindSources } from '../log-sources.js';
 import { readLastLines } from '../file-tail.js';
 import { LogFollowers, WS_HISTORY_MAX_LINES } from '../log-follow.js';
 import { SLOW_FOLLOWER_CLOSE } from '../log-follower.js';
@@ -26,53 +24,10 @@ const LogLineSchema = Type.Object({
   text: Type.String(),
 });
 
-const SourceSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  type: Type.Union([Type.Literal('container'), Type.Literal('file')]),
-  path: Type.Union([Type.String(), Type.Null()]),
-  format: Type.Union([Type.String(), Type.Null()]),
-  builtin: Type.Boolean(),
-});
-
-export interface KindSources {
-  /** Built-in file sources of the deployment's kind. */
-  builtin(entry: Entry): LogSourceSpec[];
-}
-
 /** Returns the followers of the websocket streams (shared upstreams: stats for the doctor, closed when the plugin stops). */
-export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, kinds: KindSources): LogFollowers {
+export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, kinds: KindSources, containersOf: ContainersOf): LogFollowers {
   const docker = manager.opts.docker;
   const followers = new LogFollowers(docker, ctx.log);
-
-  const sources = (entry: Entry): LogSourceView[] => [
-    CONTAINER_SOURCE,
-    ...kinds.builtin(entry).map((s) => ({ id: s.id, name: s.name, type: 'file' as const, path: s.path, format: s.format ?? null, builtin: true })),
-    ...entry.record.log_sources.map((s) => ({ id: s.id, name: s.name, type: 'file' as const, path: s.path, format: s.format ?? null, builtin: false })),
-  ];
-  const fileSource = (entry: Entry, id: string): LogSourceView | null => {
-    if (id === 'stdout') return null;
-    const found = sources(entry).find((s) => s.id === id);
-    if (!found) throw errors.notFound(`log source '${id}' not found (see GET /api/deployments/${entry.name}/log-sources)`);
-    return found;
-  };
-  // Followers joining at once (a console reopened by many people, a reconnect storm) share one engine listing: a
-  // caller that arrives while one is in flight takes its answer instead of asking the engine again.
-  const listings = new Map<string, Promise<ContainerSummary[]>>();
-  const listContainers = (deployment: string): Promise<ContainerSummary[]> => {
-    let listing = listings.get(deployment);
-    if (!listing) {
-      listing = docker.listContainers({ all: true, deployment }).finally(() => listings.delete(deployment));
-      listings.set(deployment, listing);
-    }
-    return listing;
-  };
-  const containersOf = async (entry: Entry, service: string | undefined, running: boolean): Promise<ContainerSummary[]> => {
-    docker.assertAvailable();
-    const all = await listContainers(entry.name);
-    assertService(entry.services, all, service);
-    return pickContainers(all, service, running);
-  };
 
   ctx.route({
     method: 'GET',
@@ -90,7 +45,7 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
     handler: async (req) => {
       const entry = manager.require(req.params.name);
       const tail = req.query.tail ?? 100;
-      const file = fileSource(entry, req.query.source ?? 'stdout');
+      const file = fileSource(entry, kinds, req.query.source ?? 'stdout');
       if (file) {
         const lines = await readLastLines(await sourceOpener(entry.dir, file.path!), tail, req.query.filter);
         return lines.map((text): DeploymentLogLine => ({ service: null, container: null, stream: 'file', time: null, text }));
@@ -118,7 +73,7 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
       const entry = manager.require(req.params.name);
       const tail = req.query.tail ?? 100;
       const filter = req.query.filter;
-      const file = fileSource(entry, req.query.source ?? 'stdout');
+      const file = fileSource(entry, kinds, req.query.source ?? 'stdout');
       // The permission and deployment checks ran before this handler; what a follower gets from a shared upstream is
       // that deployment's lines, narrowed by its own filter only.
       if (file) {
@@ -136,92 +91,5 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
     },
   });
 
-  ctx.route({
-    method: 'GET',
-    path: '/deployments/:name/log-sources',
-    permission: 'deployments:read',
-    operationId: 'deployments.logSources',
-    tag: 'deployments',
-    summary: 'Log sources: container output, built-in file sources of the deployment kind, custom ones',
-    params: NameParams,
-    deployment: 'name',
-    response: Type.Array(SourceSchema),
-    handler: (req) => sources(manager.require(req.params.name)),
-  });
-
-  ctx.route({
-    method: 'PUT',
-    path: '/deployments/:name/log-sources',
-    permission: 'deployments:write',
-    operationId: 'deployments.setLogSources',
-    tag: 'deployments',
-    summary: 'Replace the custom file log sources',
-    description: 'Paths are relative to the deployment folder; absolute paths and `..` are refused (400 `INVALID_PATH`). The files need not exist yet.',
-    params: NameParams,
-    deployment: 'name',
-    body: Type.Object({
-      sources: Type.Array(
-        Type.Object({
-          id: Type.String({ pattern: SOURCE_ID }),
-          name: Type.String({ minLength: 1, maxLength: 100 }),
-          path: Type.String({ minLength: 1, maxLength: 1024, description: 'file path relative to the deployment folder' }),
-          format: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,31}$', description: 'e.g. text, json, nginx' })),
-        }),
-        { maxItems: 50 },
-      ),
-    }),
-    response: Type.Array(SourceSchema),
-    handler: async (req) => {
-      const entry = manager.require(req.params.name);
-      const custom = req.body.sources.map((s) => ({ id: s.id, name: s.name, path: s.path, ...(s.format ? { format: s.format } : {}) }));
-      validateCustomSources(custom, new Set(kinds.builtin(entry).map((s) => s.id)));
-      await manager.saveRecord(entry, { log_sources: custom });
-      return sources(entry);
-    },
-  });
-
-  ctx.route({
-    method: 'GET',
-    path: '/deployments/:name/stats',
-    permission: 'deployments:read',
-    operationId: 'deployments.stats',
-    tag: 'deployments',
-    summary: 'Resource usage of every running container of the deployment',
-    description: 'One-shot engine statistics, fetched in parallel: CPU %, memory usage/limit/%, network rx/tx bytes, block I/O bytes, pids.',
-    params: NameParams,
-    deployment: 'name',
-    response: Type.Array(
-      Type.Object({
-        id: Type.String(),
-        name: Type.String(),
-        deployment: Type.Union([Type.String(), Type.Null()]),
-        service: Type.Union([Type.String(), Type.Null()]),
-        cpu_percent: Type.Number(),
-        memory_usage: Type.Integer(),
-        memory_limit: Type.Integer(),
-        memory_percent: Type.Number(),
-        network_rx: Type.Integer(),
-        network_tx: Type.Integer(),
-        block_read: Type.Integer(),
-        block_write: Type.Integer(),
-        pids: Type.Integer(),
-        read_at: Type.String(),
-      }),
-    ),
-    handler: async (req) => {
-      const entry = manager.require(req.params.name);
-      const running = await containersOf(entry, undefined, true);
-      const stats = await Promise.all(
-        running.map((c) =>
-          docker.stats(c.id).catch((err) => {
-            // A container that stopped meanwhile has no statistics: leave it out.
-            if ((err as { status?: number }).status === 404 || (err as { status?: number }).status === 409) return null;
-            throw err;
-          }),
-        ),
-      );
-      return stats.filter((s) => s !== null);
-    },
-  });
   return followers;
 }

@@ -1,6 +1,7 @@
 /** 4.5 templates: list, categories, refresh from disk, compose content. */
-import { errors, Nullable, Type, type PluginContext, compareText } from '@agent/sdk';
+import { errors, Nullable, operationRoute, Type, type PluginContext, type Static, compareText } from '@agent/sdk';
 import { TEMPLATE_ID, type TemplateCatalog } from '../templates.js';
+import type { TemplateOperations } from '../operations/templates.js';
 
 const TemplateSchema = Type.Object({
   id: Type.String(),
@@ -16,12 +17,53 @@ const TemplateSchema = Type.Object({
 });
 const IdParams = Type.Object({ id: Type.String({ pattern: TEMPLATE_ID.source, description: 'template id' }) });
 
-export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog): void {
-  const view = (t: ReturnType<TemplateCatalog['list']>[number]) => {
-    const { compose_file: _file, ...rest } = t;
-    return rest;
-  };
+const view = (t: ReturnType<TemplateCatalog['list']>[number]) => {
+  const { compose_file: _file, ...rest } = t;
+  return rest;
+};
 
+const TemplateCompose = Type.Object({
+  id: Type.String(),
+  compose_content: Type.String(),
+  env: Type.Array(Type.Object({ key: Type.String(), value: Type.String(), secret: Type.Boolean(), required: Type.Boolean() })),
+});
+
+/** A template of the catalogue (once it loaded), or 404. */
+async function template(catalog: TemplateCatalog, id: string) {
+  await catalog.ready();
+  const t = catalog.get(id);
+  if (!t) throw errors.notFound(`template '${id}' not found`);
+  return t;
+}
+
+async function search(catalog: TemplateCatalog, query: { category?: string; search?: string }) {
+  await catalog.ready();
+  const q = query.search?.toLowerCase();
+  return catalog
+    .list()
+    .filter((t) => !query.category || t.category === query.category)
+    .filter((t) => !q || [t.id, t.name, t.description, ...t.tags].some((s) => s.toLowerCase().includes(q)))
+    .map(view);
+}
+
+async function categories(catalog: TemplateCatalog) {
+  await catalog.ready();
+  const counts = new Map<string, number>();
+  for (const t of catalog.list()) counts.set(t.category, (counts.get(t.category) ?? 0) + 1);
+  return [...counts].sort(([a], [b]) => compareText(a, b)).map(([category, count]) => ({ category, count }));
+}
+
+/** The compose file of a template, ready for `POST /deployments`, with the variables to fill in. */
+async function composeOf(catalog: TemplateCatalog, id: string): Promise<Static<typeof TemplateCompose>> {
+  const t = await template(catalog, id);
+  return {
+    id: t.id,
+    compose_content: await catalog.compose(t.id),
+    env: t.env.map((e) => ({ key: e.key, value: e.default, secret: e.secret, required: e.required })),
+  };
+}
+
+export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog, ops: TemplateOperations): void {
   ctx.route({
     method: 'GET',
     path: '/templates',
@@ -35,15 +77,7 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
       search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'text in the id, name, description or tags' })),
     }),
     response: Type.Array(TemplateSchema),
-    handler: async (req) => {
-      await catalog.ready();
-      const q = req.query.search?.toLowerCase();
-      return catalog
-        .list()
-        .filter((t) => !req.query.category || t.category === req.query.category)
-        .filter((t) => !q || [t.id, t.name, t.description, ...t.tags].some((s) => s.toLowerCase().includes(q)))
-        .map(view);
-    },
+    handler: (req) => search(catalog, req.query),
   });
 
   ctx.route({
@@ -55,25 +89,21 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
     tag: 'templates',
     summary: 'Template categories with counts',
     response: Type.Array(Type.Object({ category: Type.String(), count: Type.Integer() })),
-    handler: async () => {
-      await catalog.ready();
-      const counts = new Map<string, number>();
-      for (const t of catalog.list()) counts.set(t.category, (counts.get(t.category) ?? 0) + 1);
-      return [...counts].sort(([a], [b]) => compareText(a, b)).map(([category, count]) => ({ category, count }));
-    },
+    handler: () => categories(catalog),
   });
 
-  ctx.route({
-    method: 'POST',
-    path: '/templates/refresh',
-    permission: 'templates:write',
-    operationId: 'templates.refresh',
-    tag: 'templates',
-    summary: 'Reload templates from disk',
-    description: 'Answers how many templates loaded and which folders are invalid (and why); invalid ones are skipped.',
-    response: Type.Object({ count: Type.Integer(), invalid: Type.Array(Type.Object({ folder: Type.String(), error: Type.String() })), path: Type.String() }),
-    handler: async () => ({ ...(await catalog.load()), path: catalog.dir }),
-  });
+  ctx.route(
+    operationRoute(ops.refresh, {
+      method: 'POST',
+      path: '/templates/refresh',
+      permission: 'templates:write',
+      tag: 'templates',
+      summary: 'Reload templates from disk',
+      description: 'Answers how many templates loaded and which folders are invalid (and why); invalid ones are skipped.',
+      response: Type.Object({ count: Type.Integer(), invalid: Type.Array(Type.Object({ folder: Type.String(), error: Type.String() })), path: Type.String() }),
+      input: () => ({}),
+    }),
+  );
 
   ctx.route({
     method: 'GET',
@@ -85,12 +115,7 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
     summary: 'One template',
     params: IdParams,
     response: TemplateSchema,
-    handler: async (req) => {
-      await catalog.ready();
-      const t = catalog.get(req.params.id);
-      if (!t) throw errors.notFound(`template '${req.params.id}' not found`);
-      return view(t);
-    },
+    handler: async (req) => view(await template(catalog, req.params.id)),
   });
 
   ctx.route({
@@ -103,20 +128,7 @@ export function templateRoutes(ctx: PluginContext<any>, catalog: TemplateCatalog
     summary: 'Compose file of a template',
     description: 'Ready for `POST /api/deployments` (`compose_content`), with the env variables to fill in as `env_vars`.',
     params: IdParams,
-    response: Type.Object({
-      id: Type.String(),
-      compose_content: Type.String(),
-      env: Type.Array(Type.Object({ key: Type.String(), value: Type.String(), secret: Type.Boolean(), required: Type.Boolean() })),
-    }),
-    handler: async (req) => {
-      await catalog.ready();
-      const t = catalog.get(req.params.id);
-      if (!t) throw errors.notFound(`template '${req.params.id}' not found`);
-      return {
-        id: t.id,
-        compose_content: await catalog.compose(t.id),
-        env: t.env.map((e) => ({ key: e.key, value: e.default, secret: e.secret, required: e.required })),
-      };
-    },
+    response: TemplateCompose,
+    handler: (req) => composeOf(catalog, req.params.id),
   });
 }
