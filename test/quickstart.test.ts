@@ -146,7 +146,8 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
       env: { ...process.env, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache') },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const { match } = await waitForOutput(npmStart, /created user "admin" with password: (\S+)[\s\S]*"msg":"agent ready"/, 540_000);
+    // npm start's output is a pipe here: the generated password is the `password` of one JSON record.
+    const { match } = await waitForOutput(npmStart, /"event":"admin\.first_password"[^\n]*?"password":"([^"]+)"[\s\S]*"msg":"agent ready"/, 540_000);
     password = match[1]!;
   }, 600_000);
 

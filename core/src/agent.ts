@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { appDirectory, coreServices, errors, principalDirectory, type AppDirectory, type AuthKernel, type PrincipalDirectory } from '@agent/sdk';
 import { REPO_ROOT, type LoadedConfig } from './config/config.js';
-import { createRootLogger, flushLogs, sdkLogger } from './log.js';
+import { createRootLogger, flushLogs, resolveLogFormat, sdkLogger } from './log.js';
 import { loadSecrets } from './store/secrets.js';
 import { openDocument } from './store/documents.js';
 import { JournalSync, openJournal } from './store/journal.js';
@@ -62,7 +62,12 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     verifyToken: (token) => tokens.verify(token),
     resources: catalog,
     settings: { admin_password: core.admin_password, ...core.auth },
-    announce: print,
+    // A person at a terminal reads a banner; a pipe, a file or the journal gets one record (JSON lines), at info
+    // whatever log.level says: the operator needs it once and gets it nowhere else.
+    announce: ({ event, message, fields, banner }) => {
+      if (resolveLogFormat(core.log.format) === 'pretty' && process.stdout.isTTY === true) for (const line of banner) print(line);
+      else root.child({ plugin: 'access' }, { level: 'info' }).info({ event, ...fields }, message);
+    },
   };
   const registry = new RouteRegistry();
   const plans = new PlanEngine(

@@ -67,6 +67,16 @@ export interface AuthKernel {
     login_max_failures_per_ip: number;
     lockout: number;
   };
-  /** Prints to the agent's console, not its log: what an operator reads once (the first admin password). */
-  announce(line: string): void;
+  /**
+   * Tells the operator, once, what only they may read (the first admin password): one log record, `message` with
+   * `fields` (a JSON line when the log is not a terminal, as the journal and a pipe get it), or the `banner` lines
+   * alone on a terminal. Whatever `fields` holds appears in no other log line.
+   */
+  announce(notice: {
+    /** Names the record, for readers that pick it out (`"event":"admin.first_password"`). */
+    event: string;
+    message: string;
+    fields: Record<string, string>;
+    banner: string[];
+  }): void;
 }

@@ -98,6 +98,14 @@ export async function request<T = any>(
   return { status: res.status, body: parsed as T, text, headers: res.headers };
 }
 
+/**
+ * The admin password a first start generated: the `password` of its one `admin.first_password` record (JSON lines:
+ * the agent's stdout is a pipe here), or the banner's when the log was a terminal.
+ */
+export function firstStartPassword(output: string): string | undefined {
+  return /"event":"admin\.first_password"[^\n]*?"password":"([^"]+)"/.exec(output)?.[1] ?? /created user "admin" with password: (\S+)/.exec(output)?.[1];
+}
+
 export async function startAgent(options: StartOptions = {}): Promise<TestAgent> {
   const workDir = mkdtempSync(join(tmpdir(), 'agent-test-'));
   const dataDir = options.dataDir ?? join(workDir, 'data');
@@ -139,7 +147,7 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
     return res.body.data.token as string;
   };
   // The bootstrap password is ours, unless the agent generated one (AGENT_ADMIN_PASSWORD empty).
-  const generated = /created user "admin" with password: (\S+)/.exec(output)?.[1];
+  const generated = firstStartPassword(output);
   const token = await login('admin', generated ?? ADMIN_PASSWORD);
   let exited: Promise<number | null> | null = null;
   const waitExit = () =>

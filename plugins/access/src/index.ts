@@ -53,10 +53,13 @@ export default definePlugin({
     const identity = new Identity(store, auth, (user_ids) => ctx.events.emit('principals.changed', { user_ids }));
     const admin = await identity.bootstrapAdmin(auth.settings.admin_password);
     if (admin.generated) {
-      auth.announce('');
-      auth.announce(`First start: created user "admin" with password: ${admin.generated}`);
-      auth.announce('This password is shown once. Change it with PUT /api/users/me/password (or set AGENT_ADMIN_PASSWORD before the first start).');
-      auth.announce('');
+      const change = 'Change it with PUT /api/users/me/password (or set AGENT_ADMIN_PASSWORD before the first start).';
+      auth.announce({
+        event: 'admin.first_password',
+        message: `first start: created user "admin"; its password (field "password") is shown once. ${change}`,
+        fields: { username: 'admin', password: admin.generated },
+        banner: ['', `First start: created user "admin" with password: ${admin.generated}`, `This password is shown once. ${change}`, ''],
+      });
     } else if (admin.created) ctx.log.info('created user "admin" with the configured password');
     const { login_max_failures, login_max_failures_per_ip, lockout } = auth.settings;
     registerLoginRoute(ctx, identity, new LoginLimiter(login_max_failures, login_max_failures_per_ip, lockout * 1000), audit);
