@@ -3,6 +3,11 @@
  * (a bounded number in flight, no engine-side 1-second wait), plus the host from /proc. Rates come from the
  * difference with the previous sample of the same container. Readings are kept in memory (latest) and written to
  * the series store; requests never reach the engine.
+ *
+ * The engine is not trusted to answer whole: a container may stop or be removed between the list and its stats
+ * call (it is then dropped from this round), a stats answer may lack parts (only the metrics it has are recorded,
+ * and a rate only from two samples that both have its counter), and the engine may not answer at all (the round
+ * records the host only and says so through `listFresh`, so that nobody acts on a container list of the past).
  */
 import type { Logger } from './log.js';
 import { DockerClient, healthFromStatus, type EngineContainer, type EngineStats } from './docker.js';
@@ -27,11 +32,12 @@ export interface ContainerReading {
   updated: number;
 }
 
+/** The counters of a container's last sample (undefined: that answer lacked the counter). */
 interface Previous {
   at: number;
-  cpu: number;
-  rx: number;
-  tx: number;
+  cpu: number | undefined;
+  rx: number | undefined;
+  tx: number | undefined;
 }
 
 const PROJECT_LABEL = 'com.docker.compose.project';
@@ -50,13 +56,39 @@ export function containerInfo(c: EngineContainer): ContainerInfo {
   };
 }
 
+const finite = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
 /** Memory in use as `docker stats` shows it: usage minus the inactive page cache. */
 function memoryUsage(s: EngineStats): number | undefined {
   const m = s.memory_stats;
-  if (!m || m.usage === undefined) return undefined;
-  const st = m.stats ?? {};
-  const cache = st.total_inactive_file ?? st.inactive_file ?? 0;
-  return Math.max(0, m.usage - (cache < m.usage ? cache : 0));
+  const usage = finite(m?.usage);
+  if (usage === undefined) return undefined;
+  const st = m?.stats ?? {};
+  const cache = finite(st.total_inactive_file) ?? finite(st.inactive_file) ?? 0;
+  return Math.max(0, usage - (cache < usage ? cache : 0));
+}
+
+/** Bytes received and sent over every interface; undefined when the answer has no `networks`. */
+function networkTotals(s: EngineStats): { rx: number; tx: number } | undefined {
+  if (!s.networks || typeof s.networks !== 'object') return undefined;
+  let rx = 0;
+  let tx = 0;
+  for (const n of Object.values(s.networks)) {
+    rx += finite(n?.rx_bytes) ?? 0;
+    tx += finite(n?.tx_bytes) ?? 0;
+  }
+  return { rx, tx };
+}
+
+/**
+ * A rate from two readings of a counter. Both readings lack it: 0 (a container without a network interface has
+ * no traffic, as before). Only one has it (a partial answer): no rate, rather than the whole counter as one step.
+ * A counter that went down was reset (the container or the engine restarted): no rate either.
+ */
+function rate(now: number | undefined, before: number | undefined, seconds: number): number | undefined {
+  if (now === undefined && before === undefined) return 0;
+  if (now === undefined || before === undefined || now < before) return undefined;
+  return (now - before) / seconds;
 }
 
 async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -70,8 +102,10 @@ async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<v
 export class Collector {
   /** Latest reading per container name (running containers only). */
   readonly latest = new Map<string, ContainerReading>();
-  /** Every running container in scope, from the last list call. */
+  /** Every running container in scope, from the last list call (less those found stopped since). */
   containers: ContainerInfo[] = [];
+  /** Whether the last round (or event) got a container list from the engine; false: `containers` is of the past. */
+  listFresh = false;
   host: { metrics: Record<string, number>; updated: number } = { metrics: {}, updated: 0 };
   private readonly previous = new Map<string, Previous>();
   private running = false;
@@ -89,14 +123,19 @@ export class Collector {
     return Object.entries(this.options().labels).every(([k, v]) => labels[k] === v);
   }
 
-  /** Refreshes the container list only (after an engine event), without stats. */
+  /** Refreshes the container list only (after an engine event), without stats. Throws when the engine gives none. */
   async refreshContainers(): Promise<ContainerInfo[]> {
     const list = await this.docker.listRunning();
     this.containers = list.map(containerInfo).filter((c) => this.inScope(c.labels));
+    this.listFresh = true;
     return this.containers;
   }
 
-  /** One collection round. Overlapping rounds are skipped (a slow engine must not pile them up). */
+  /**
+   * One collection round (false: skipped, another one is still running: a slow engine must not pile them up).
+   * Never throws for the engine's sake: what it did not answer is missing from the round, and the state of the
+   * engine is reported once by the client (see main.ts).
+   */
   async tick(): Promise<boolean> {
     if (this.running) return false;
     this.running = true;
@@ -115,23 +154,36 @@ export class Collector {
       try {
         containers = await this.refreshContainers();
       } catch {
-        // The engine is away: the round records the host only (the client reports the outage once, see main.ts).
+        // The engine is away or gave no usable list: the round records the host only. `containers` keeps the last
+        // list (alerts do not resolve for containers the engine merely did not list while it restarts), but it is
+        // marked stale so that the health watcher does not restart anything on its word.
+        this.listFresh = false;
       }
       const seen = new Set<string>();
+      const gone = new Set<string>();
       await mapLimit(containers, this.options().concurrency, async (info) => {
         seen.add(info.name);
-        let s: EngineStats;
+        let metrics: Record<string, number>;
         try {
-          s = await this.docker.stats(info.id);
+          const answer = await this.docker.stats(info.id);
+          if (answer.gone) {
+            // Stopped or removed since the list call: not running any more, so no reading and no rate base.
+            gone.add(info.id);
+            return;
+          }
+          metrics = this.readingOf(info, answer.stats);
         } catch {
-          return; // stopped between the list and the stats call
+          // The engine did not answer for this container in time (or answered an error): the last reading stays
+          // until a later round reads it again or the list no longer has it.
+          return;
         }
-        const metrics = this.readingOf(info, s);
         this.latest.set(info.name, { info, metrics, updated: Date.now() });
         for (const [metric, value] of Object.entries(metrics)) writes.push({ key: { container: info.name, deployment: info.deployment, metric }, value });
       });
-      for (const name of [...this.latest.keys()]) if (!seen.has(name)) this.latest.delete(name);
-      for (const id of [...this.previous.keys()]) if (!containers.some((c) => c.id === id)) this.previous.delete(id);
+      for (const [name, reading] of this.latest) if (!seen.has(name) || gone.has(reading.info.id)) this.latest.delete(name);
+      const listed = new Set(containers.map((c) => c.id));
+      for (const id of [...this.previous.keys()]) if (!listed.has(id) || gone.has(id)) this.previous.delete(id);
+      if (gone.size > 0) this.containers = this.containers.filter((c) => !gone.has(c.id));
       this.store.write(ts, writes);
       return true;
     } finally {
@@ -142,26 +194,24 @@ export class Collector {
 
   private readingOf(info: ContainerInfo, s: EngineStats): Record<string, number> {
     const at = Date.parse(s.read) || Date.now();
-    const cpu = s.cpu_stats?.cpu_usage?.total_usage ?? 0;
-    let rx = 0;
-    let tx = 0;
-    for (const n of Object.values(s.networks ?? {})) {
-      rx += n.rx_bytes;
-      tx += n.tx_bytes;
-    }
+    const cpu = finite(s.cpu_stats?.cpu_usage?.total_usage);
+    const net = networkTotals(s);
     const out: Record<string, number> = {};
     const mem = memoryUsage(s);
     if (mem !== undefined) out['container.memory.usage'] = mem;
-    if (s.memory_stats?.limit) out['container.memory.limit'] = s.memory_stats.limit;
+    const limit = finite(s.memory_stats?.limit);
+    if (limit) out['container.memory.limit'] = limit;
     const prev = this.previous.get(info.id);
     if (prev && at > prev.at) {
       const seconds = (at - prev.at) / 1000;
       // total_usage is CPU nanoseconds: over wall-clock nanoseconds it gives CPUs in use.
-      if (cpu >= prev.cpu) out['container.cpu.usage'] = (cpu - prev.cpu) / 1e9 / seconds;
-      if (rx >= prev.rx) out['container.network.io.rx'] = (rx - prev.rx) / seconds;
-      if (tx >= prev.tx) out['container.network.io.tx'] = (tx - prev.tx) / seconds;
+      if (cpu !== undefined && prev.cpu !== undefined && cpu >= prev.cpu) out['container.cpu.usage'] = (cpu - prev.cpu) / 1e9 / seconds;
+      const rx = rate(net?.rx, prev.rx, seconds);
+      const tx = rate(net?.tx, prev.tx, seconds);
+      if (rx !== undefined) out['container.network.io.rx'] = rx;
+      if (tx !== undefined) out['container.network.io.tx'] = tx;
     }
-    this.previous.set(info.id, { at, cpu, rx, tx });
+    this.previous.set(info.id, { at, cpu, rx: net?.rx, tx: net?.tx });
     return out;
   }
 }

@@ -8,7 +8,7 @@ import { routes } from '../app-routes.js';
 import { AgentClient } from './agent-client.js';
 import { AlertEngine } from './alerts.js';
 import { Collector, type ContainerInfo } from './collector.js';
-import { DockerClient } from './docker.js';
+import { DockerClient, type EngineState } from './docker.js';
 import { createHandlers } from './handlers.js';
 import { HealthWatcher } from './health-watcher.js';
 import { HostSampler } from './host-metrics.js';
@@ -99,9 +99,11 @@ async function round(): Promise<void> {
       // Deletions are applied within seconds: a new deployment of the same name must not meet the old rules.
       await known.sync(5_000);
       alerts.evaluate(collector);
-      await checkHealth(collector.containers);
+      // Only on a list the engine gave this round: a container list of the past must not get anything restarted.
+      if (collector.listFresh) await checkHealth(collector.containers);
     }
   } catch (err) {
+    // Not the engine's doing (the collector takes its failures in its stride): a fault of the app, with its stack.
     log.error('collection round failed', { error: String((err as Error)?.stack ?? err) });
   }
 }
@@ -118,23 +120,27 @@ docker.followEvents((e) => {
   if (!e.Action.startsWith('health_status') || pending) return;
   pending = setTimeout(() => {
     pending = null;
-    collector.refreshContainers().then(
-      (list) => checkHealth(list),
-      () => undefined,
-    );
+    collector
+      .refreshContainers()
+      .then(
+        (list) => checkHealth(list),
+        () => undefined, // no list from the engine: the client reported it, the next round tries again
+      )
+      .catch((err: unknown) => log.error('health check failed', { error: String(err) }));
   }, 200);
 }, stopping.signal);
 // The docker plugin warns about a missing engine (once, naming the routes that answer 503); the app only says
-// what it means for metrics, once per outage.
-let engineAway = false;
-docker.onReachability((reachable, error) => {
-  if (!reachable)
-    log.info('container metrics and the health watcher wait for the Docker engine (it does not answer); they resume when it does', {
-      socket: docker.socketPath,
-      error,
-    });
-  else if (engineAway) log.info('the Docker engine answers again: container metrics and the health watcher resume', { socket: docker.socketPath });
-  engineAway = !reachable;
+// what it means for metrics, once per outage. An engine that answers without a container list is the app's to
+// tell (the docker plugin's ping still works): a warning, once until it lists again.
+let engineState: EngineState | null = null;
+docker.onState((state, error) => {
+  const socket = docker.socketPath;
+  if (state === 'away')
+    log.info('container metrics and the health watcher wait for the Docker engine (it does not answer); they resume when it does', { socket, error });
+  else if (state === 'failing')
+    log.warn('the Docker engine answers without a container list: container metrics and the health watcher wait until it lists again', { socket, error });
+  else if (engineState !== null) log.info('the Docker engine answers again: container metrics and the health watcher resume', { socket });
+  engineState = state;
 });
 
 function housekeep(): void {
@@ -163,7 +169,6 @@ const shutdown = () => {
   clearInterval(housekeeping);
   server.close();
   server.closeAllConnections();
-  docker.close();
   try {
     store.rollup();
   } finally {
