@@ -1,12 +1,14 @@
 // `npm run install-service`: runs the agent as a systemd service, without agentctl.
-//   npm run install-service [-- --data-dir /var/lib/host-agent --config-dir /etc/host-agent --listen 127.0.0.1:8090]
+//   npm run install-service [-- --data-dir /var/lib/host-agent --config-dir /etc/host-agent --listen 127.0.0.1:8090 --proxy-dir /etc/nginx/agent]
 //   npm run install-service -- --uninstall [--purge]
 // Install (also the upgrade: run it again after `git pull`): builds, creates the data folder (0700) and the
 // config folder with agent.yaml (0640, kept when present) and, before the first start, agent.env (0600) with a
 // generated admin password printed once; writes /etc/systemd/system/host-agent.service, enables it so the agent
-// starts on boot, and (re)starts it when systemd runs. Uninstall disables and removes the unit; --purge also
-// removes the config and data folders. `--root DIR` writes below DIR instead of / (tests, image builds);
-// `--no-build` and `--no-start` skip those steps.
+// starts on boot, and (re)starts it when systemd runs. The unit is sandboxed (scripts/service/host-agent.service.in
+// says what each setting allows and why): the agent writes only its data folder, its config folder and the folder
+// it renders nginx's configuration into (`--proxy-dir`, proxy.config_dir: /etc/nginx/agent), which this creates.
+// Uninstall disables and removes the unit; --purge also removes the config and data folders. `--root DIR` writes
+// below DIR instead of / (tests, image builds); `--no-build` and `--no-start` skip those steps.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -21,6 +23,8 @@ const { values: opts } = parseArgs({
     root: { type: 'string', default: '/' },
     'data-dir': { type: 'string', default: '/var/lib/host-agent' },
     'config-dir': { type: 'string', default: '/etc/host-agent' },
+    // proxy.config_dir of agent.yaml: the one folder outside its own the agent writes (the sandbox allows it).
+    'proxy-dir': { type: 'string', default: '/etc/nginx/agent' },
     listen: { type: 'string', default: '127.0.0.1:8090' },
     uninstall: { type: 'boolean', default: false },
     purge: { type: 'boolean', default: false },
@@ -51,6 +55,25 @@ function enable() {
   if (!existsSync(target(wantsLink))) symlinkSync(unitPath, target(wantsLink));
 }
 
+/**
+ * The folders the sandboxed agent may write: the data folder (a StateDirectory= when it is below /var/lib, so
+ * systemd creates it 0700), the configuration folder (a ConfigurationDirectory= below /etc) and the folder it
+ * renders nginx's configuration into. Anywhere else they are ReadWritePaths=.
+ */
+function writable() {
+  const below = (dir, base) => (dir.startsWith(`${base}/`) && dir.length > base.length + 1 ? dir.slice(base.length + 1) : null);
+  const lines = [];
+  const state = below(opts['data-dir'], '/var/lib');
+  if (state) lines.push(`StateDirectory=${state}`, 'StateDirectoryMode=0700');
+  else lines.push(`ReadWritePaths=${opts['data-dir']}`);
+  const config = below(opts['config-dir'], '/etc');
+  if (config) lines.push(`ConfigurationDirectory=${config}`, 'ConfigurationDirectoryMode=0755');
+  else lines.push(`ReadWritePaths=${opts['config-dir']}`);
+  // '-': a missing folder does not stop the start (the proxy then reports what fails); the installer creates it.
+  lines.push(`ReadWritePaths=-${opts['proxy-dir']}`);
+  return lines.join('\n');
+}
+
 function install() {
   if (!opts['no-build']) {
     ensureDeps();
@@ -63,6 +86,8 @@ function install() {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   chmodSync(dataDir, 0o700);
   mkdirSync(configDir, { recursive: true, mode: 0o755 });
+  // The sandbox lets the agent write there but not create it (the rest of /etc is read-only to it).
+  mkdirSync(target(opts['proxy-dir']), { recursive: true, mode: 0o755 });
 
   const config = join(configDir, 'agent.yaml');
   if (!existsSync(config)) {
@@ -104,7 +129,8 @@ function install() {
     .replaceAll('@AGENT_ENV@', agentEnv)
     .replaceAll('@REPO@', ROOT)
     .replaceAll('@CONFIG_DIR@', opts['config-dir'])
-    .replaceAll('@DATA_DIR@', opts['data-dir']);
+    .replaceAll('@DATA_DIR@', opts['data-dir'])
+    .replaceAll('@WRITABLE@', writable());
   mkdirSync(target('/etc/systemd/system'), { recursive: true });
   writeFileSync(target(unitPath), unit, { mode: 0o644 });
   chmodSync(target(unitPath), 0o644);
