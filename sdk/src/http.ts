@@ -35,6 +35,22 @@ export interface RouteRequest<P = Record<string, string>, Q = Record<string, unk
   plan?: { id: string };
   /** Raw Node objects, for routes declared with `rawBody: true` (streamed uploads). */
   raw: { req: IncomingMessage; res: ServerResponse };
+  /** The files of a `multipart` route, one per declared field (its other fields are `body`). */
+  files?: Record<string, UploadedFile>;
+}
+
+/**
+ * A file received by a `multipart` route. It lies in a folder of its own request below the agent's data folder and
+ * is removed once the request is answered: a handler that keeps it moves it (rename) first.
+ */
+export interface UploadedFile {
+  path: string;
+  size: number;
+  /** SHA-256 of the content, computed while it was received. */
+  sha256: string;
+  /** The name the client gave it: to show, never a path to write to. */
+  filename: string | null;
+  contentType: string | null;
 }
 
 /** A response other than `200 {data}`: build it with `reply.*`. */
@@ -141,6 +157,12 @@ interface RouteBase<P, Q, B> {
   plan?: PlanSupport<RequestOf<P, Q, B>>;
   /** Skip JSON parsing: the handler reads `req.raw.req` itself (uploads). */
   rawBody?: boolean;
+  /**
+   * A `multipart/form-data` body (uploads of a user: an archive, files): each of `files` is one required file
+   * (`req.files[name]`), at most `maxFileSize` bytes (larger: 413); the other fields are the body, validated by
+   * `body` (strings). The permission is checked before anything is read. Not with `plan` or `rawBody`.
+   */
+  multipart?: { files: string[]; maxFileSize: number };
   /** Mutating requests are audited; set false for read-like POSTs (database queries, tests). */
   audit?: boolean;
   /**

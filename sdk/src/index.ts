@@ -18,6 +18,7 @@ export type {
   Tenancy,
   RouteRequest,
   RouteSpec,
+  UploadedFile,
   RequestOf,
   StreamOptions,
   PlanAction,

@@ -21,6 +21,7 @@ import { createdName, routeAuditEvent, type AuditWriter } from '../audit.js';
 import { authenticateHeader, bearerToken, readmit } from '../auth/checks.js';
 import type { LiveConnections } from '../auth/live.js';
 import { execute, type ExecuteResult } from './execute.js';
+import { multipartBody, uploadsFolder, type MultipartState } from './multipart.js';
 import { sendError, toErrorAnswer } from './respond.js';
 
 export interface HttpDeps {
@@ -81,7 +82,7 @@ function makeResponseValidator(log: RootLogger) {
 }
 
 /** What the route stack keeps for one request between its middleware (koa's `ctx.state`). */
-interface RouteState {
+interface RouteState extends MultipartState {
   principal: Principal | null;
   body: unknown;
   result: ExecuteResult | null;
@@ -285,6 +286,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
         headers: ctx.headers,
         signal,
         raw: { req: ctx.req, res: ctx.res },
+        files: state.files,
         wantsPlan: state.wantsPlan,
       };
       const done = (state.result = await execute(inv, plans, validateResponse));
@@ -338,6 +340,9 @@ export function createHttpApp(deps: HttpDeps): Koa {
       }
     };
 
+  // Uploads (routes declaring `multipart`) go below the data folder, never to a /tmp shared with others.
+  const uploads = config.data_dir ? uploadsFolder(config.data_dir) : '';
+
   // One router per plugin: its own middleware (`ctx.use`) runs for its routes only.
   const routers: Router[] = [];
   const byPlugin = new Map<string, RegisteredRoute[]>();
@@ -353,7 +358,8 @@ export function createHttpApp(deps: HttpDeps): Koa {
       const path = route.path === '/' ? '' : route.path;
       const stack: Middleware[] = [begin, failed(route)];
       if (route.permission !== null) stack.push(authenticate);
-      if (route.validate.body && !route.spec.rawBody) stack.push(readBody);
+      if (route.spec.multipart) stack.push(multipartBody(route, { uploads, fieldsLimit: bodyLimit, state: stateOf }));
+      else if (route.validate.body && !route.spec.rawBody) stack.push(readBody);
       const guarded = [...stack, ...own, handle(route)];
       router.register(path, [route.method], guarded as never, { name: route.operationId });
     }

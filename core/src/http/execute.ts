@@ -4,7 +4,7 @@
  * direct request would.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { errors, Reply, type Principal, type RouteRequest } from '@agent/sdk';
+import { errors, Reply, type Principal, type RouteRequest, type UploadedFile } from '@agent/sdk';
 import type { RegisteredRoute } from '../openapi/registry.js';
 import { admit, checkScope } from '../auth/checks.js';
 import type { PlanEngine } from '../plans/engine.js';
@@ -21,6 +21,8 @@ export interface Invocation {
   /** Created on first use (most handlers never need it). */
   signal: () => AbortSignal;
   raw: { req: IncomingMessage; res: ServerResponse };
+  /** The files of a multipart route. */
+  files?: Record<string, UploadedFile>;
   /** `?plan=true` was given. */
   wantsPlan: boolean;
   /** Set when running through plan apply. */
@@ -47,6 +49,7 @@ class HandlerRequest implements RouteRequest<any, any, any> {
   readonly headers: Record<string, string | string[] | undefined>;
   readonly raw: RouteRequest['raw'];
   readonly plan: { id: string } | undefined;
+  readonly files: Record<string, UploadedFile> | undefined;
 
   constructor(
     private readonly inv: Invocation,
@@ -61,6 +64,7 @@ class HandlerRequest implements RouteRequest<any, any, any> {
     this.headers = inv.headers;
     this.raw = inv.raw;
     this.plan = inv.planId ? { id: inv.planId } : undefined;
+    this.files = inv.files;
   }
 
   get signal(): AbortSignal {

@@ -8,6 +8,13 @@ type Json = Record<string, unknown>;
 
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 const jsonBody = (schema: unknown) => ({ required: true, content: { 'application/json': { schema: closeObjects(schema) } } });
+/** A multipart form: the body's fields and one binary part per declared file. */
+function multipartBody(fields: unknown, files: string[]): Json {
+  const schema = (fields ? closeObjects(fields) : { type: 'object', properties: {} }) as Json;
+  const properties = { ...(schema.properties as Json), ...Object.fromEntries(files.map((f) => [f, { type: 'string', format: 'binary' }])) };
+  const required = [...((schema.required as string[] | undefined) ?? []), ...files];
+  return { required: true, content: { 'multipart/form-data': { schema: { ...schema, type: 'object', properties, required } } } };
+}
 
 /** The path params, then the query params, as OpenAPI parameters (a property's description moves up). */
 function parameters(e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute): Json[] {
@@ -83,7 +90,11 @@ function httpOperation(route: RegisteredRoute): Json {
       schema: { type: 'boolean' },
     });
   }
-  if (route.validate.body) {
+  if (spec.multipart) {
+    op.requestBody = multipartBody(spec.body, spec.multipart.files);
+    responses['413'] = errorResponse(`a file larger than ${spec.multipart.maxFileSize} bytes`);
+    responses['415'] = errorResponse('a body other than multipart/form-data');
+  } else if (route.validate.body) {
     // Read from the spec when the document is built (not at registration), like `response`: a plugin may
     // complete the documented schema in `start`, once every plugin is set up (the settings of all plugins).
     op.requestBody = jsonBody(spec.body);

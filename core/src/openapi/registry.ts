@@ -142,6 +142,10 @@ export class RouteRegistry {
     }
     if (spec.plan && spec.method === 'GET') throw new Error(`route GET ${spec.path}: a GET cannot be plannable`);
     if (spec.body && spec.method === 'GET') throw new Error(`route GET ${spec.path}: a GET has no body`);
+    // A plan stores its request to run it later: it cannot hold the files of an upload.
+    if (spec.multipart && (spec.plan || spec.rawBody || spec.method === 'GET' || !spec.multipart.files.length || !(spec.multipart.maxFileSize > 0))) {
+      throw new Error(`route ${spec.method} ${spec.path}: a multipart route takes files (a positive maxFileSize), no plan, no raw body, and is not a GET`);
+    }
     const base = common(plugin, spec, spec.method);
     const body = spec.body ? bodyValidator(spec.body) : null;
     return { ...base, kind: 'http', derived: !spec.operationId, method: spec.method, permission, spec, validate: { ...base.validate, body } };
