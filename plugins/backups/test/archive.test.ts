@@ -121,6 +121,15 @@ describe('backup archive', () => {
     await expect(verifyArchive(out)).rejects.toBeInstanceOf(ArchiveError);
   });
 
+  it('refuses what is no tar at all (uploads can be anything) without an unhandled rejection', async () => {
+    // Vitest fails the run on an unhandled rejection; in the agent, one ends the process.
+    const out = join(work, 'not-tar.tar.gz');
+    for (const bytes of [gzipSync(Buffer.from('just text')), gzipSync(Buffer.alloc(0)), Buffer.alloc(0), randomBytes(4096)]) {
+      writeFileSync(out, bytes);
+      await expect(verifyArchive(out)).rejects.toBeInstanceOf(ArchiveError);
+    }
+  });
+
   it('detects a changed component even when the gzip stream is valid', async () => {
     const out = join(work, 'c.tar.gz');
     await writeBackupArchive({ folder: src, includeFiles: true, exclude: [], dumps: [], meta: meta('c'), output: out });

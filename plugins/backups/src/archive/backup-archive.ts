@@ -546,6 +546,9 @@ async function* pumpArchive(path: string, parsers: Parser[], refused: () => Erro
       yield;
     }
     const closed = Promise.all(parsers.map((parser) => once(parser, 'close')));
+    // Ending a parser that never saw a tar entry fails it at once (TAR_BAD_ARCHIVE): check() below then throws before
+    // `closed` is awaited, and its rejection, left unhandled, would end the agent (a gzip of anything but a tar).
+    closed.catch(() => undefined);
     for (const parser of parsers) parser.end();
     check();
     await wait(closed);
