@@ -28,5 +28,8 @@ export function toHttpError(err: unknown, what: string): HttpError | Error {
   if (status === 409) return errors.conflict(`${what}: ${engineMessage(err)}`, 'CONFLICT');
   if (status === 400) return errors.badRequest(`${what}: ${engineMessage(err)}`, 'ENGINE_REJECTED');
   if (status === 403) return errors.forbidden(`${what}: ${engineMessage(err)}`, 'ENGINE_FORBIDDEN');
+  // The engine's own failures (a container that cannot be restarted while it is being removed, …) are its answer,
+  // not the agent's fault: passed on as such rather than as an internal error.
+  if (status !== null && status >= 500) return errors.badGateway(`${what}: ${engineMessage(err)}`, 'ENGINE_ERROR');
   return err instanceof Error ? err : new Error(String(err));
 }

@@ -792,7 +792,9 @@ export class ComposeGuard {
       outputs.push(await compose(['up', '-d', '--no-build', ...recreate]));
       if (outputs[outputs.length - 1]!.exit_code !== 0) return merge(outputs);
     }
-    const current = wanted.filter((s) => !gone.has(s));
+    // Only services that have a container: compose v1 fails a restart of one that has none (the caller's `up`
+    // creates those).
+    const current = wanted.filter((s) => !gone.has(s) && existing.some((c) => c.service === s));
     if (current.length) outputs.push(await compose(['restart', ...current]));
     return merge(outputs);
   }
