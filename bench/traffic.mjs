@@ -1,4 +1,4 @@
-// Traffic journal benchmark against the real agent (edge plugin):
+// Traffic journal benchmark against the real agent (edge plugin, with the security plugin observing the traffic):
 // (a) ingest rate: 1M nginx JSON access-log lines appended to the followed log → rows in the SQLite journal
 //     (parse + insert + security detection), goal >= 50k lines/s;
 // (b) latency of filtered pages of GET /api/traffic/logs over those 1M rows, p50/p99 per filter, goal p99 < 20 ms.
@@ -49,7 +49,7 @@ function line(i) {
 }
 
 const agent = await startAgent({
-  plugins: ['docker', 'deployments', 'edge'],
+  plugins: ['docker', 'deployments', 'edge', 'security'],
   config: {
     proxy: {
       config_dir: join(work, 'nginx'),

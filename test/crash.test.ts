@@ -18,7 +18,7 @@ import { seededRandom } from './helpers/random.js';
 
 // Deployments are not written here: each takes a second or more (docker compose checks its file), too few per run;
 // plugins/deployments/test/lifecycle.test.ts checks that their audit records name them. Edge needs the plugin.
-const PLUGINS = ['access', 'system', 'dashboards', 'docker', 'deployments', 'edge'];
+const PLUGINS = ['access', 'system', 'dashboards', 'docker', 'deployments', 'edge', 'security'];
 const ROUNDS = 5;
 const PASSWORD = 'Crash-Test-Pass-1';
 const rnd = seededRandom(Number(process.env.CRASH_SEED ?? 16));
@@ -39,8 +39,8 @@ const ipOf = (round: number, w: number, i: number) => `10.${round}.${w * 50 + Ma
 
 const work = mkdtempSync(join(tmpdir(), 'agent-crash-'));
 const dataDir = join(work, 'data');
-// The edge plugin defaults to the host's nginx: a scratch folder and no-op commands (blocks are kept in its state),
-// and no default server to wait for after a reload.
+// The edge plugin defaults to the host's nginx: a scratch folder and no-op commands (blocks are kept in the security
+// plugin's state), and no default server to wait for after a reload.
 const CONFIG = {
   proxy: { ...scratchProxy(join(work, 'edge')), default_server: false },
 };

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from './helpers/agent.js';
 
-const PLUGINS = ['docker', 'deployments', 'edge', 'observability', 'system'];
+const PLUGINS = ['docker', 'deployments', 'edge', 'security', 'observability', 'system'];
 
 describe('missing parts: no Docker engine, no nginx', () => {
   let agent: TestAgent;

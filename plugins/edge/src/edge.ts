@@ -1,29 +1,20 @@
 /**
  * The edge engine: the state document, the upstream resolution through the deployments service, the render of
- * the whole nginx configuration and the transactional apply (a change is committed to the state only when nginx
- * accepted and reloaded the configuration it produces).
+ * the whole nginx configuration (the sites and what other plugins contribute) and the transactional apply: a change
+ * is committed to the states (the edge's and the contributors') only when nginx accepted and reloaded the
+ * configuration it produces.
  */
-import { chmod, chown } from 'node:fs/promises';
+import { chmod, chown, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import type { Document, Logger } from '@agent/sdk';
 import type { ContainerSummary } from '@agent/plugin-docker/api';
 import type { DeploymentsService } from '@agent/plugin-deployments/api';
+import type { ProxyContribution, ProxyContributor, ProxySnippets } from './api.js';
 import { NginxApplier, type ApplyResult } from './nginx/apply.js';
-import {
-  GENERATION_PATH,
-  generationOf,
-  renderAll,
-  siteFile,
-  tag,
-  type Overlay,
-  type ProxyLayout,
-  type RenderInput,
-  type SecurityModel,
-  type Site,
-} from './nginx/render.js';
-import { isExpired, type DomainEntry, type EdgeState } from './state.js';
+import { GENERATION_PATH, generationOf, renderAll, siteFile, type Contribution, type ProxyLayout, type RenderInput, type Site } from './nginx/render.js';
+import type { DomainEntry, EdgeState } from './state.js';
 import type { CertStore } from './certs/store.js';
 import type { EdgeConfig } from './config.js';
 
@@ -31,10 +22,20 @@ export interface UpstreamResolver {
   (entry: DomainEntry): Promise<string | null>;
 }
 
+/** Copies of every state a transaction may change: the edge's and each contributor's. */
+interface Drafts {
+  edge: EdgeState;
+  contributors: Map<ProxyContributor<unknown>, unknown>;
+}
+
+/** Folders below the config folder a contributor may not take. */
+const RESERVED = new Set(['sites', 'acme-webroot']);
+
 export class Edge {
   readonly applier: NginxApplier;
   readonly layout: ProxyLayout;
   private workerGid: number | null | undefined;
+  private readonly contributors: ProxyContributor<unknown>[] = [];
 
   constructor(
     readonly doc: Document<EdgeState>,
@@ -58,6 +59,29 @@ export class Edge {
 
   get state(): EdgeState {
     return this.doc.data;
+  }
+
+  /** Names of the contributors loaded now. */
+  contributorNames(): string[] {
+    return this.contributors.map((c) => c.name);
+  }
+
+  /** Registers a plugin's snippets; its changes go through the same queue and transaction as the edge's. */
+  contribute<S>(contributor: ProxyContributor<S>): ProxyContribution<S> {
+    const c = contributor as ProxyContributor<unknown>;
+    if (!/^[a-z][a-z0-9-]{0,39}$/.test(c.name) || RESERVED.has(c.name)) throw new Error(`invalid proxy contributor name '${c.name}'`);
+    if (this.contributors.some((x) => x.name === c.name)) throw new Error(`a proxy contributor named '${c.name}' is already registered`);
+    this.contributors.push(c);
+    this.contributors.sort((a, b) => (a.name < b.name ? -1 : 1));
+    return {
+      dir: this.file(c.name),
+      mutate: (change, options) => this.transact((d) => change(d.contributors.get(c) as S), { ...options, touched: c }),
+      preview: async (change) => {
+        const drafts = this.drafts();
+        await change(drafts.contributors.get(c) as S);
+        return this.applier.diff((await this.render(drafts)).files, this.ownedDirs());
+      },
+    };
   }
 
   /** `ip:port` of the container behind a domain entry, or null when it has none running. */
@@ -89,9 +113,9 @@ export class Edge {
     }
   }
 
-  /** Builds the render input for a state; resolves every upstream (and records them in `draft`). */
-  async model(draft: EdgeState): Promise<RenderInput> {
-    const now = Date.now();
+  /** Builds the render input for the drafts; resolves every upstream (and records them in the edge's draft). */
+  async model(drafts: Drafts): Promise<{ input: RenderInput; secret: Set<string> }> {
+    const draft = drafts.edge;
     const byHost = new Map<string, Site>();
     const containers = new Map<string, Promise<ContainerSummary | null>>();
     for (const d of draft.domains) {
@@ -112,71 +136,88 @@ export class Edge {
         site.tls = { cert: p.cert, key: p.key };
       }
     }
-    return { layout: this.layout, sites: [...byHost.values()], security: this.securityModel(draft, now) };
+    const secret = new Set<string>();
+    const contributions = this.contributors.map((c) => {
+      const snippets = c.snippets(drafts.contributors.get(c), this.file(c.name));
+      return toContribution(c.name, snippets, secret);
+    });
+    return { input: { layout: this.layout, sites: [...byHost.values()], contributions }, secret };
   }
 
-  securityModel(draft: EdgeState, now = Date.now()): SecurityModel {
-    const active = draft.blocked.filter((b) => !isExpired(b, now));
-    const deploymentBlocks: Record<string, string[]> = {};
-    const overlays: Record<string, Overlay[]> = {};
-    const rateZones: SecurityModel['rateZones'] = [];
-    const htpasswd: Record<string, string> = {};
-    for (const b of active) if (b.deployment) (deploymentBlocks[b.deployment] ??= []).push(b.ip);
-    for (const [dep, s] of Object.entries(draft.deployment_security)) {
-      if (!s.enabled) continue;
-      if (s.blocked_ips.length) (deploymentBlocks[dep] ??= []).push(...s.blocked_ips);
-      for (const p of s.protected_paths) if (p.enabled) (overlays[dep] ??= []).push({ path: p.pattern, deny: true });
-      s.rate_limits.forEach((r, i) => {
-        if (!r.enabled) return;
-        const zone = `agent_rl_${tag(dep)}_${i}`;
-        rateZones.push({ zone, rate: r.rate });
-        (overlays[dep] ??= []).push({ path: r.path, rate: { zone, burst: r.burst } });
-      });
-    }
-    for (const r of draft.protected) {
-      if (!r.enabled) continue;
-      const file = `security/htpasswd/route-${r.id}`;
-      htpasswd[file] = `${r.username}:${r.password_hash}\n`;
-      const methods = r.method === 'ALL' ? 'ALL' : r.method === 'GET' ? ['GET', 'HEAD'] : [r.method];
-      (overlays[r.deployment] ??= []).push({ path: r.path, auth: { id: String(r.id), methods, file: join(this.layout.configDir, file) } });
-    }
+  async render(drafts: Drafts): Promise<{ files: Map<string, string>; secret: Set<string> }> {
+    const { input, secret } = await this.model(drafts);
+    return { files: renderAll(input), secret };
+  }
+
+  /** Copies of the current states. */
+  private drafts(): Drafts {
     return {
-      blocked: active.filter((b) => !b.deployment).map((b) => b.ip),
-      allowNets: draft.whitelist.filter((w) => w.type !== 'path').map((w) => w.value),
-      allowPaths: draft.whitelist.filter((w) => w.type === 'path').map((w) => w.value),
-      deploymentBlocks,
-      overlays,
-      rateZones,
-      htpasswd,
+      edge: structuredClone(this.doc.data),
+      contributors: new Map(this.contributors.map((c) => [c, structuredClone(c.state())])),
     };
   }
 
-  async render(draft: EdgeState): Promise<Map<string, string>> {
-    return renderAll(await this.model(draft));
+  /** The folders whose files the agent owns: the sites, and the contributors' of now and of the last configuration. */
+  private ownedDirs(): string[] {
+    return [...new Set(['sites', ...this.contributorNames(), ...this.doc.data.contributors])];
   }
 
   /**
-   * Runs `change` on a copy of the state, renders and applies the result; the state is saved only when nginx
-   * accepted it. Errors from `change` or from nginx leave state and files as they were.
+   * Runs `change` on copies of every state, renders and applies the result; the states are saved only when nginx
+   * accepted it (the edge's, and the contributor the change was about, `touched`, or all when `change` says it
+   * changed them: a deployment's removal). Errors from `change` or from nginx leave states and files as they were.
+   * `skip`: `change` found nothing to do (nothing rendered, nothing saved).
    */
-  mutate<T>(change: (draft: EdgeState) => T | Promise<T>, options: { force?: boolean } = {}): Promise<{ result: T; applied: ApplyResult }> {
+  private transact<T>(
+    change: (drafts: Drafts) => T | Promise<T>,
+    options: { force?: boolean; touched?: ProxyContributor<unknown> | 'all'; skip?: (result: T) => boolean } = {},
+  ): Promise<{ result: T; applied: ApplyResult }> {
     return this.applier.exclusive(async () => {
-      const draft = structuredClone(this.doc.data);
-      const result = await change(draft);
-      const files = await this.render(draft);
-      const applied = await this.applier.apply(files, options);
-      await this.fixPermissions(applied.changed);
+      const drafts = this.drafts();
+      const result = await change(drafts);
+      if (options.skip?.(result)) return { result, applied: { changed: [], removed: [], reloaded: false } };
+      const { files, secret } = await this.render(drafts);
+      const applied = await this.applier.apply(files, { force: options.force, owned: this.ownedDirs(), secret });
+      await this.fixPermissions(applied.changed.filter((f) => secret.has(f)));
       if (applied.reloaded) await this.awaitGeneration(generationOf(files));
-      await this.doc.update((d) => Object.assign(d, draft));
+      // The folders of contributors no longer loaded are empty now (their files were removed with the others).
+      const gone = this.doc.data.contributors.filter((n) => !this.contributorNames().includes(n));
+      for (const name of gone) await rm(this.file(name), { recursive: true, force: true });
+      drafts.edge.contributors = this.contributorNames();
+      await this.doc.update((d) => Object.assign(d, drafts.edge));
+      for (const [c, draft] of drafts.contributors) if (options.touched === 'all' || options.touched === c) await c.save(draft);
       return { result, applied };
     });
   }
 
+  /**
+   * Runs `change` on a copy of the edge's state, renders and applies the result with every contributor's current
+   * snippets; the state is saved only when nginx accepted it.
+   */
+  mutate<T>(change: (draft: EdgeState) => T | Promise<T>, options: { force?: boolean } = {}): Promise<{ result: T; applied: ApplyResult }> {
+    return this.transact((d) => change(d.edge), options);
+  }
+
+  /**
+   * Removes a deleted deployment from the edge's state (`change`) and from every contributor's (`forget`), in one
+   * transaction: one reload. Nothing is rendered when none of them held anything of it.
+   */
+  removeDeployment(name: string, change: (draft: EdgeState) => boolean): Promise<{ result: boolean; applied: ApplyResult }> {
+    return this.transact(
+      async (d) => {
+        let changed = change(d.edge);
+        for (const [c, draft] of d.contributors) if (c.forget?.(draft, name)) changed = true;
+        return changed;
+      },
+      { touched: 'all', skip: (changed) => !changed },
+    );
+  }
+
   /** What `change` would do to the generated files (unified diff), without doing it. */
   async preview(change: (draft: EdgeState) => unknown): Promise<{ diff: string; changed: string[]; removed: string[] }> {
-    const draft = structuredClone(this.doc.data);
-    await change(draft);
-    return this.applier.diff(await this.render(draft));
+    const drafts = this.drafts();
+    await change(drafts.edge);
+    return this.applier.diff((await this.render(drafts)).files, this.ownedDirs());
   }
 
   /** Absolute paths of generated files (plan snapshots). */
@@ -213,9 +254,8 @@ export class Edge {
     this.log.warn('nginx did not report the new configuration within 3 s');
   }
 
-  /** htpasswd files are read by nginx workers: owned by root and the workers' group, 0640. */
-  private async fixPermissions(changed: string[]): Promise<void> {
-    const files = changed.filter((f) => f.startsWith('security/htpasswd/'));
+  /** Secret files (password hashes) are read by nginx workers: owned by root and the workers' group, 0640. */
+  private async fixPermissions(files: string[]): Promise<void> {
     if (files.length === 0) return;
     if (this.workerGid === undefined) this.workerGid = groupId(this.config.proxy.worker_group);
     for (const f of files) {
@@ -224,6 +264,26 @@ export class Edge {
       else await chown(this.file(f), process.getuid?.() ?? 0, this.workerGid).catch(() => chmod(this.file(f), 0o644));
     }
   }
+}
+
+/** A contributor's snippets as the render uses them: its files named relative to the config folder. */
+function toContribution(name: string, s: ProxySnippets, secret: Set<string>): Contribution {
+  const files = new Map<string, string>();
+  for (const [path, file] of Object.entries(s.files ?? {})) {
+    // Its own folder only: a path that climbs out of it would overwrite another's files.
+    if (!/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(path) || path.split('/').some((p) => p === '..' || p === '.') || path === 'http.conf') {
+      throw new Error(`proxy contributor '${name}': invalid file name '${path}'`);
+    }
+    files.set(`${name}/${path}`, file.content);
+    if (file.secret) secret.add(`${name}/${path}`);
+  }
+  return {
+    name,
+    http: s.http ?? null,
+    files,
+    server: (deployment) => s.server?.(deployment) ?? [],
+    locations: (deployment) => s.locations?.(deployment) ?? [],
+  };
 }
 
 function groupId(name: string): number | null {

@@ -1,5 +1,5 @@
 /** Response and body schemas shared by several route modules. */
-import { Nullable, Type } from '@agent/sdk';
+import { deploymentName, Nullable, RecordId, Type, type Static } from '@agent/sdk';
 
 export const SERVICE_NAME = '^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$';
 
@@ -29,8 +29,18 @@ export const DomainBody = {
   aliases: Type.Array(Type.String({ maxLength: 253 }), { maxItems: 50, description: 'additional host names' }),
 };
 
-export const ApplyInfo = Type.Object({
-  changed: Type.Array(Type.String()),
-  removed: Type.Array(Type.String()),
-  reloaded: Type.Boolean(),
+/** A domain entry as a request gives it (only service, domain and port are required). */
+export const DomainAdd = Type.Object({
+  service: DomainBody.service,
+  domain: DomainBody.domain,
+  container_port: DomainBody.container_port,
+  path_prefix: Type.Optional(DomainBody.path_prefix),
+  strip_prefix: Type.Optional(DomainBody.strip_prefix),
+  ssl: Type.Optional(DomainBody.ssl),
+  aliases: Type.Optional(DomainBody.aliases),
 });
+export type DomainInput = Static<typeof DomainAdd>;
+export const DomainUpdate = Type.Partial(DomainAdd);
+
+export const NameParams = Type.Object({ name: deploymentName() });
+export const DomainIdParams = Type.Object({ name: deploymentName(), domainId: RecordId('domain entry id') });

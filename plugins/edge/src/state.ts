@@ -1,4 +1,4 @@
-/** The edge plugin's persistent state (one JSON document): domains and the security rules nginx enforces. */
+/** The edge plugin's persistent state (one JSON document): domains, certificates' metadata, contributors' folders. */
 
 export interface DomainEntry {
   id: number;
@@ -16,45 +16,6 @@ export interface DomainEntry {
   last_upstream: string | null;
 }
 
-export interface BlockedIp {
-  ip: string;
-  reason: string;
-  /** Set for blocks that only apply to one deployment. */
-  deployment: string | null;
-  auto: boolean;
-  created_at: string;
-  expires_at: string | null;
-}
-
-export interface WhitelistEntry {
-  id: number;
-  type: 'ip' | 'cidr' | 'path';
-  value: string;
-  description: string;
-  created_at: string;
-}
-
-export interface ProtectedRoute {
-  id: number;
-  path: string;
-  method: string;
-  auth_type: 'basic';
-  username: string;
-  /** bcrypt hash; the password is never stored. */
-  password_hash: string;
-  deployment: string;
-  enabled: boolean;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface DeploymentSecurity {
-  enabled: boolean;
-  blocked_ips: string[];
-  protected_paths: { pattern: string; enabled: boolean }[];
-  rate_limits: { path: string; rate: number; burst: number; enabled: boolean }[];
-}
-
 export interface CertificateMeta {
   domain: string;
   names: string[];
@@ -64,29 +25,21 @@ export interface CertificateMeta {
   last_attempt_at: string | null;
 }
 
+/** The security rules an older edge kept in this document, until the security plugin takes them (see legacy.ts). */
+export const LEGACY_SECURITY_KEYS = ['blocked', 'whitelist', 'protected', 'deployment_security'] as const;
+
 export interface EdgeState {
   next_id: number;
   domains: DomainEntry[];
-  blocked: BlockedIp[];
-  whitelist: WhitelistEntry[];
-  protected: ProtectedRoute[];
-  deployment_security: Record<string, DeploymentSecurity>;
   certificates: CertificateMeta[];
+  /**
+   * Folders of the contributors rendered by the last applied configuration: the files of one that is no longer
+   * loaded (its plugin disabled) are removed at the next change, so nginx keeps nothing of it.
+   */
+  contributors: string[];
 }
 
-export const emptyState = (): EdgeState => ({
-  next_id: 1,
-  domains: [],
-  blocked: [],
-  whitelist: [],
-  protected: [],
-  deployment_security: {},
-  certificates: [],
-});
-
-export const defaultDeploymentSecurity = (): DeploymentSecurity => ({ enabled: true, blocked_ips: [], protected_paths: [], rate_limits: [] });
+export const emptyState = (): EdgeState => ({ next_id: 1, domains: [], certificates: [], contributors: [] });
 
 /** Every host name a domain entry answers to. */
 export const namesOf = (d: Pick<DomainEntry, 'domain' | 'aliases'>) => [d.domain, ...d.aliases];
-
-export const isExpired = (b: BlockedIp, now = Date.now()) => b.expires_at !== null && Date.parse(b.expires_at) <= now;

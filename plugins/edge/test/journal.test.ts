@@ -501,4 +501,56 @@ describe('access-log parsing and reading', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('numbers the records it hands over: the same numbers when lines are read again, none reused after a failed read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'edge-seq-'));
+    const path = join(dir, 'access.log');
+    try {
+      const lines = Array.from({ length: 250 }, (_, i) => nginxLine({ ...base, time: `${1_700_000_000 + i}.000`, path: `/n${i}` }));
+      writeFileSync(path, `${lines.slice(0, 10).join('\n')}\n`);
+      const db = new Database(':memory:');
+      const journal = new TrafficJournal(db);
+      const log = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined } as unknown as Logger;
+      const numbered: [number, string][] = [];
+      const commits: number[] = [];
+      const sink = {
+        observe: (records: TrafficRecord[], seq: number) => records.forEach((r, i) => numbered.push([seq + i, r.path])),
+        commit: () => void commits.push(numbered.length),
+        end: () => undefined,
+      };
+      const reader = new AccessLogReader(path, db as unknown as SqlDatabase, journal, sink, log);
+      expect(await reader.readNew()).toBe(10);
+      expect(numbered).toEqual(lines.slice(0, 10).map((_, i) => [i + 1, `/n${i}`]));
+      expect(commits).toEqual([10]);
+
+      // The commit of the next read is lost (a crash before it reached the disk): position and numbers as before it.
+      const saved = { pos: db.prepare('SELECT * FROM ingest_position').all(), seq: db.prepare('SELECT * FROM ingest_sequence').get() };
+      appendFileSync(path, `${lines.slice(10, 20).join('\n')}\n`);
+      expect(await reader.readNew()).toBe(10);
+      const firstTime = numbered.slice(10);
+      db.prepare('DELETE FROM ingest_position').run();
+      for (const p of saved.pos as { path: string; ino: number; offset: number }[])
+        db.prepare('INSERT INTO ingest_position VALUES (?, ?, ?)').run(p.path, p.ino, p.offset);
+      db.prepare('UPDATE ingest_sequence SET seq = ?').run((saved.seq as { seq: number }).seq);
+      expect(await reader.readNew()).toBe(10);
+      expect(numbered.slice(20)).toEqual(firstTime);
+      expect(firstTime[0]).toEqual([11, '/n10']);
+
+      // A read the journal refuses skips its lines; the numbers of the records observers saw before it failed
+      // (its first group of 200) stay used: an observer may have kept what it derived from them.
+      db.exec("CREATE TRIGGER refuse BEFORE INSERT ON traffic WHEN NEW.path = '/n240' BEGIN SELECT RAISE(FAIL, 'refused'); END");
+      appendFileSync(path, `${lines.slice(20, 250).join('\n')}\n`);
+      numbered.length = 0;
+      expect(await reader.readNew()).toBe(0);
+      expect(numbered.length).toBe(200);
+      db.exec('DROP TRIGGER refuse');
+      appendFileSync(path, `${lines[0]}\n`);
+      numbered.length = 0;
+      expect(await reader.readNew()).toBe(1);
+      expect(numbered).toEqual([[221, '/n0']]);
+      expect(db.prepare('SELECT stream FROM ingest_sequence').get()).toEqual({ stream: reader.stream });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -17,7 +17,7 @@ import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { hit, startNginx, type TestNginx } from './helpers/nginx.js';
 import { startPebble, type TestPebble } from './helpers/pebble.js';
 import { waitFor } from './helpers/ports.js';
-import { createDeployment, EDGE_PLUGINS, uniqueName } from './helpers/deployment.js';
+import { createDeployment, SECURITY_PLUGINS, uniqueName } from './helpers/deployment.js';
 
 const PASS = 'Tenant-Edge-Pass-1!';
 
@@ -105,7 +105,7 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     nginx = await startNginx();
     pebble = await startPebble(nginx.httpPort);
     agent = await startAgent({
-      plugins: ['access', ...EDGE_PLUGINS],
+      plugins: ['access', ...SECURITY_PLUGINS],
       config: {
         proxy: nginx.proxyConfig,
         certificates: { directory_url: pebble.directoryUrl, directory_ca_file: pebble.apiCaFile, email: 'ops@example.test' },

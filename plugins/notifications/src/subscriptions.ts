@@ -6,6 +6,7 @@ import type {} from '@agent/plugin-backups/api';
 import type {} from '@agent/plugin-deployments/api';
 import type {} from '@agent/plugin-edge/api';
 import type {} from '@agent/plugin-observability/api';
+import type {} from '@agent/plugin-security/api';
 
 export function subscribeToEvents(bus: EventBus, send: (m: NotificationMessage) => Promise<unknown>, log: Logger): void {
   const emit = (m: NotificationMessage) => {

@@ -4,9 +4,9 @@ import WebSocket from 'ws';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
-import { hit, startNginx, type TestNginx } from './helpers/nginx.js';
-import { waitFor } from './helpers/ports.js';
-import { createDeployment, EDGE_PLUGINS, uniqueName } from './helpers/deployment.js';
+import { hit, startNginx, type TestNginx } from '../../edge/test/helpers/nginx.js';
+import { waitFor } from '../../edge/test/helpers/ports.js';
+import { createDeployment, SECURITY_PLUGINS, uniqueName } from '../../edge/test/helpers/deployment.js';
 
 const basic = (user: string, pass: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
 
@@ -18,7 +18,7 @@ describe('edge: security enforced in nginx, traffic journal and security events'
 
   beforeAll(async () => {
     nginx = await startNginx();
-    agent = await startAgent({ plugins: EDGE_PLUGINS, config: { proxy: nginx.proxyConfig } });
+    agent = await startAgent({ plugins: SECURITY_PLUGINS, config: { proxy: nginx.proxyConfig } });
     await createDeployment(agent, app);
     const res = await agent.api('POST', `/deployments/${app}/domains`, { body: { service: 'web', domain: host, container_port: 80 } });
     expect(res.status, res.text).toBe(201);

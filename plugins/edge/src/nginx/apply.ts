@@ -15,8 +15,10 @@ export interface ApplyResult {
   reloaded: boolean;
 }
 
-/** Folders below the config folder whose content the agent owns entirely. */
-const OWNED_DIRS = ['sites', 'security'];
+/**
+ * Files the agent owns at the top of the config folder; the folders whose content it owns entirely (the sites,
+ * the contributors') are given with each call.
+ */
 const OWNED_FILES = ['agent.conf', 'default.conf'];
 
 export class NginxApplier {
@@ -36,14 +38,14 @@ export class NginxApplier {
     return next;
   }
 
-  /** The generated files currently on disk (relative path → content). */
-  async current(): Promise<Map<string, string>> {
+  /** The generated files currently on disk (relative path → content), in the top folder and the `owned` folders. */
+  async current(owned: string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     for (const f of OWNED_FILES) {
       const text = await readFile(join(this.configDir, f), 'utf8').catch(() => null);
       if (text !== null) out.set(f, text);
     }
-    for (const dir of OWNED_DIRS) {
+    for (const dir of owned) {
       const entries = await readdir(join(this.configDir, dir), { recursive: true, withFileTypes: true }).catch(() => []);
       for (const e of entries) {
         if (!e.isFile() || e.name.endsWith('.agent-tmp')) continue;
@@ -55,8 +57,8 @@ export class NginxApplier {
   }
 
   /** Unified diff between what is on disk and `desired`. */
-  async diff(desired: Map<string, string>): Promise<{ diff: string; changed: string[]; removed: string[] }> {
-    const current = await this.current();
+  async diff(desired: Map<string, string>, owned: string[]): Promise<{ diff: string; changed: string[]; removed: string[] }> {
+    const current = await this.current(owned);
     const { changed, removed } = compare(current, desired);
     const parts = [...changed, ...removed]
       .sort()
@@ -74,16 +76,19 @@ export class NginxApplier {
     return { diff: parts.join(''), changed, removed };
   }
 
-  /** Writes `desired`, tests, reloads; restores the previous files when the test or the reload fails. */
-  async apply(desired: Map<string, string>, options: { force?: boolean } = {}): Promise<ApplyResult> {
-    const current = await this.current();
+  /**
+   * Writes `desired`, tests, reloads; restores the previous files when the test or the reload fails. Files of the
+   * `owned` folders that `desired` lacks are removed; `secret` files are written 0640 (see Edge.fixPermissions).
+   */
+  async apply(desired: Map<string, string>, options: { force?: boolean; owned: string[]; secret?: Set<string> }): Promise<ApplyResult> {
+    const current = await this.current(options.owned);
     const { changed, removed } = compare(current, desired);
     if (changed.length === 0 && removed.length === 0 && !options.force) return { changed, removed, reloaded: false };
     // Write every new content to a temp file first, then swap them in with renames.
     for (const f of changed) {
       const abs = join(this.configDir, f);
       await mkdir(dirname(abs), { recursive: true, mode: 0o755 });
-      await writeFile(`${abs}.agent-tmp`, desired.get(f)!, { mode: f.includes('htpasswd') ? 0o640 : 0o644 });
+      await writeFile(`${abs}.agent-tmp`, desired.get(f)!, { mode: options.secret?.has(f) ? 0o640 : 0o644 });
     }
     for (const f of changed) await rename(join(this.configDir, `${f}.agent-tmp`), join(this.configDir, f));
     for (const f of removed) await rm(join(this.configDir, f), { force: true });

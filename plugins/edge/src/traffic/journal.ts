@@ -4,24 +4,10 @@
  */
 import { errors, type SqlDatabase, type SqlStatement } from '@agent/sdk';
 import { pathMatcher, requiredPiece } from './pattern.js';
+import type { TrafficRecord } from '../api.js';
 
-export interface TrafficRecord {
-  time_ms: number;
-  deployment: string;
-  host: string;
-  method: string;
-  path: string;
-  status: number;
-  bytes: number;
-  duration_ms: number;
-  source_ip: string;
-  user_agent: string;
-  /** Denied by a block (403 from the proxy itself). */
-  blocked: boolean;
-  /** Served by a location protected with basic auth. */
-  protected: boolean;
-  user: string;
-}
+/** A parsed access-log line (the type belongs to the traffic stream's contract, in api.ts). */
+export type { TrafficRecord };
 
 export interface TrafficFilter {
   deployment?: string;

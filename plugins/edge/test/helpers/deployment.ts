@@ -4,6 +4,8 @@ import type { TestAgent } from '../../../../test/helpers/agent.js';
 
 /** The plugins every edge test runs: the real docker and deployments plugins provide the services. */
 export const EDGE_PLUGINS = ['docker', 'deployments', 'edge'];
+/** The same with the security plugin, whose rules the edge renders and whose events come from its traffic. */
+export const SECURITY_PLUGINS = [...EDGE_PLUGINS, 'security'];
 
 export const uniqueName = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 
