@@ -16,7 +16,7 @@ export const BackupConfig = Type.Object({
 });
 export type BackupConfig = Static<typeof BackupConfig>;
 
-type Stored = Omit<BackupConfig, 'next_run'>;
+export type Stored = Omit<BackupConfig, 'next_run'>;
 
 export const DEFAULT_CONFIG: Stored = {
   enabled: false,
@@ -54,10 +54,21 @@ export class BackupConfigs {
     return Object.keys(this.doc.data.configs);
   }
 
-  async set(deployment: string, patch: Partial<Stored>): Promise<BackupConfig> {
-    const next: Stored = { ...DEFAULT_CONFIG, ...(this.doc.data.configs[deployment] ?? {}), ...patch, updated_at: new Date().toISOString() };
+  /** The configuration as stored (the default when none is): what a change depends on. */
+  stored(deployment: string): Stored {
+    return this.doc.data.configs[deployment] ?? DEFAULT_CONFIG;
+  }
+
+  /** The configuration `set` would store; throws 400 INVALID_CRON for a schedule the scheduler refuses. Changes nothing. */
+  planned(deployment: string, patch: Partial<Stored>): Stored {
+    const next: Stored = { ...DEFAULT_CONFIG, ...this.stored(deployment), ...patch, updated_at: new Date().toISOString() };
     const problem = this.scheduler.validateCron(next.schedule);
     if (problem) throw errors.badRequest(`body.schedule: invalid cron expression '${next.schedule}': ${problem}`, 'INVALID_CRON');
+    return next;
+  }
+
+  async set(deployment: string, patch: Partial<Stored>): Promise<BackupConfig> {
+    const next = this.planned(deployment, patch);
     await this.doc.update((d) => {
       d.configs[deployment] = next;
     });

@@ -5,7 +5,7 @@
  * when anything fails.
  */
 import { createReadStream, createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Dir, errors, isHttpError, readTextInside, removeInside, UNSAFE_FILE, type Logger, type Principal } from '@agent/sdk';
@@ -134,12 +134,17 @@ export class BackupService {
     if (busy) throw errors.conflict(`a ${busy.type} job (${busy.id}) is already ${busy.status} for deployment '${deployment}'`, 'JOB_IN_PROGRESS');
   }
 
-  /** Queues a backup; validation errors are thrown before anything is queued. */
-  startBackup(req: BackupRequest): JobView {
+  /** The checks of a backup before it is queued (what `startBackup` refuses); changes nothing. */
+  checkBackup(req: BackupRequest): void {
     this.deployment(req.deployment);
     if (!req.include_files && !req.include_database) throw errors.badRequest('body: include_files and include_database are both false: nothing to back up');
     if (req.destination !== 'local') this.stores.get(req.destination);
     this.assertIdle(req.deployment);
+  }
+
+  /** Queues a backup; validation errors are thrown before anything is queued. */
+  startBackup(req: BackupRequest): JobView {
+    this.checkBackup(req);
     return this.jobs.submit({
       type: 'backup',
       deployment: req.deployment,
@@ -294,6 +299,59 @@ export class BackupService {
     }
     await rm(this.archivePath(id), { force: true });
     this.store.delete(id);
+  }
+
+  /**
+   * Records a verified archive a user uploaded as a local backup of `deployment`: the file is moved (copied when on
+   * another filesystem) into the archives as `<id>.tar.gz.partial`, then renamed, so a crash leaves nothing listed.
+   */
+  async adoptUpload(
+    file: { path: string; size: number; sha256: string },
+    meta: { deployment: string; description: string; created_by: string | null; manifest: Manifest },
+  ): Promise<BackupRecord> {
+    const started = Date.now();
+    const id = newId('bkp');
+    const path = this.archivePath(id);
+    const partial = `${path}.partial`;
+    await mkdir(this.options.archiveDir, { recursive: true, mode: 0o700 });
+    try {
+      await rename(file.path, partial).catch((err: NodeJS.ErrnoException) => (err.code === 'EXDEV' ? copyFile(file.path, partial) : Promise.reject(err)));
+      await chmod(partial, 0o600);
+      await rename(partial, path);
+    } catch (err) {
+      await rm(partial, { force: true });
+      throw err;
+    }
+    const { manifest } = meta;
+    const record: BackupRecord = {
+      id,
+      deployment: meta.deployment,
+      description: meta.description,
+      status: 'completed',
+      size: file.size,
+      sha256: file.sha256,
+      include_files: manifest.components.some((c) => c.type === 'files'),
+      include_database: manifest.components.some((c) => c.type === 'database'),
+      exclude_patterns: manifest.exclude_patterns,
+      components: manifest.components.map((c) => ({ ...c })),
+      warnings: manifest.warnings,
+      destination: 'local',
+      remote: null,
+      upload_error: null,
+      trigger: 'upload',
+      created_by: meta.created_by,
+      created_at: new Date().toISOString(),
+      duration_ms: Date.now() - started,
+      file: `${id}.tar.gz`,
+      manifest,
+    };
+    try {
+      this.store.insert(record);
+    } catch (err) {
+      await rm(path, { force: true });
+      throw err;
+    }
+    return record;
   }
 
   /** The local archive, fetched back from its object store when only the remote copy is left. */

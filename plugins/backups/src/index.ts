@@ -13,8 +13,29 @@ import { BackupStore } from './backup-store.js';
 import { Jobs } from './jobs.js';
 import { ManagedStores } from './s3/managed.js';
 import { StoreRegistry } from './s3/stores.js';
-import { registerBackupRoutes, checkPatterns } from './routes/backups.js';
-import { registerStoreRoutes } from './routes/object-stores.js';
+import { backupConfigOperations } from './operations/backup-config.js';
+import { backupOperations } from './operations/backups.js';
+import { checkPatterns } from './operations/common.js';
+import { objectOperations } from './operations/objects.js';
+import { storeOperations } from './operations/object-stores.js';
+import { uploadOperation } from './operations/upload.js';
+import { registerBackupConfigRoutes } from './routes/backup-config.js';
+import { registerBackupRoutes } from './routes/backups.js';
+import { registerBucketRoutes } from './routes/buckets.js';
+import { registerDeploymentBackupRoutes } from './routes/deployment-backups.js';
+import { registerDestinationRoutes } from './routes/destinations.js';
+import { registerJobRoutes } from './routes/jobs.js';
+import { registerObjectRoutes } from './routes/objects.js';
+import { registerStoreActionRoutes, registerStoreRoutes } from './routes/object-stores.js';
+import { objectOwner } from './s3/layout.js';
+
+const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+/** Bytes of a size setting (`10gb`, `512mb` or a number of bytes; the schema admits nothing else). */
+const bytes = (size: number | string): number => {
+  if (typeof size === 'number') return size;
+  const [, n, unit] = /^([0-9]+)([a-z]+)$/.exec(size)!;
+  return Number(n) * UNITS[unit!]!;
+};
 
 export default definePlugin({
   name: 'backups',
@@ -32,6 +53,10 @@ export default definePlugin({
           description: 'seconds to wait for a database service during a restore',
         }),
         managed_store_labels: Type.Record(Type.String(), Type.String(), { default: {}, description: 'extra container labels of managed object stores' }),
+        upload_limit: Type.Union([Type.Integer({ minimum: 1 }), Type.String({ pattern: '^[0-9]+(b|kb|mb|gb)$' })], {
+          default: '10gb',
+          description: 'largest archive POST /backups/upload takes (bytes, or 512mb, 10gb); larger ones get 413',
+        }),
       },
       { default: {} },
     ),
@@ -157,8 +182,20 @@ export default definePlugin({
       list: (deployment) => service.list(deployment).map((b) => ({ id: b.id, deployment: b.deployment, size: b.size, created_at: b.created_at })),
     };
 
-    registerBackupRoutes(ctx, { service, jobs, configs, stores, archiveDir, deploymentExists });
-    registerStoreRoutes(ctx, { stores, jobs, managed, deploymentExists, backupDeployment: (id) => store.get(id)?.deployment });
+    // Each change is an operation (src/operations/), which its route, its plan preview and a plan's apply all run.
+    const ownerOf = (bucket: string, key: string) => objectOwner(stores.list(), (id) => store.get(id)?.deployment, bucket, key);
+    const backupOps = { ...backupOperations({ service, configs, stores, deploymentExists }), upload: uploadOperation({ service, deploymentExists }) };
+    const storeOps = storeOperations({ stores, jobs, managed, deploymentExists, ownerOf });
+    // Registration order is the API description's; '/backups/jobs' comes before '/backups/:id' takes it for an id.
+    registerJobRoutes(ctx, jobs);
+    registerBackupRoutes(ctx, { service, stores, ops: backupOps, uploadLimit: bytes(cfg.upload_limit), deploymentExists });
+    registerDeploymentBackupRoutes(ctx, service, backupOps);
+    registerBackupConfigRoutes(ctx, { configs, ops: backupConfigOperations({ configs, stores, deploymentExists }), deploymentExists });
+    registerDestinationRoutes(ctx, stores, archiveDir);
+    registerStoreRoutes(ctx, stores, storeOps);
+    registerBucketRoutes(ctx, stores, storeOps);
+    registerObjectRoutes(ctx, { stores, ops: objectOperations({ stores, ownerOf }), ownerOf });
+    registerStoreActionRoutes(ctx, storeOps);
 
     ctx.events.on('deployment.deleted', async ({ name, retired_as }) => {
       // Its schedule and store attachments go with it; its backups and jobs stay under the retired name (they are how
