@@ -30,6 +30,7 @@ import {
   type BuiltImage,
   type ExistingContainer,
   type HostPath,
+  type ModelNode,
   type Pin,
   type PolicyResult,
 } from './policy.js';
@@ -82,7 +83,7 @@ interface KeptFile {
   dir: string;
   hash: string;
   flavour: ComposeFlavour;
-  model: Record<string, any>;
+  model: ModelNode;
   granted: string[];
   violations: HostSafetyViolation[];
   hostPaths: HostPath[];
@@ -102,17 +103,17 @@ interface ImageUse {
 }
 
 /** The model that runs: compose's model with the policy's pins applied (host paths as their real paths, …). */
-function applyPins(model: Record<string, any>, pins: Pin[]): Record<string, any> {
+function applyPins(model: ModelNode, pins: Pin[]): ModelNode {
   const out = structuredClone(model);
   for (const { path, value } of pins) {
-    let at: any = out;
+    let at: ModelNode[string] = out;
     for (const step of path.slice(0, -1)) at = at?.[step];
     const last = path[path.length - 1]!;
     if (!at || typeof at !== 'object') continue;
     if (Array.isArray(at) || last in at) at[last] = value;
     else {
       // A new key (an image name for a build): placed where compose would write it.
-      const parent = path.slice(0, -2).reduce((o: any, step) => o?.[step], out);
+      const parent = path.slice(0, -2).reduce((o: ModelNode[string], step) => o?.[step], out);
       if (parent && typeof parent === 'object') parent[path[path.length - 2]!] = withKey(at, String(last), value);
     }
   }
@@ -124,9 +125,9 @@ function applyPins(model: Record<string, any>, pins: Pin[]): Record<string, any>
  * with it and `up` recreates the container): a container whose stamp differs was created from another model, or
  * under other exceptions, and is never started again as it is.
  */
-function stampServices(model: Record<string, any>, granted: string[]): Record<string, string> {
+function stampServices(model: ModelNode, granted: string[]): Record<string, string> {
   const stamps: Record<string, string> = {};
-  for (const [name, def] of Object.entries((model.services ?? {}) as Record<string, any>)) {
+  for (const [name, def] of Object.entries((model.services ?? {}) as ModelNode)) {
     if (!def || typeof def !== 'object') continue;
     const stamp = createHash('sha256')
       .update(JSON.stringify([POLICY_VERSION, granted, def]))
@@ -155,7 +156,7 @@ function withKey<T extends Record<string, unknown>>(object: T, key: string, valu
 }
 
 /** The stamp a service of a checked model carries. */
-function stampOf(model: Readonly<Record<string, any>>, service: string): string | null {
+function stampOf(model: Readonly<ModelNode>, service: string): string | null {
   const labels = model.services?.[service]?.labels;
   if (Array.isArray(labels)) {
     const entry = labels.map(String).find((l) => l.startsWith(`${STAMP_LABEL}=`));
@@ -167,7 +168,7 @@ function stampOf(model: Readonly<Record<string, any>>, service: string): string 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** Every string value of a model, mapped (keys are data compose never interpolates). */
-function mapStrings(value: unknown, fn: (s: string) => string): any {
+function mapStrings(value: unknown, fn: (s: string) => string): ModelNode[string] {
   if (typeof value === 'string') return fn(value);
   if (Array.isArray(value)) return value.map((v) => mapStrings(v, fn));
   if (value && typeof value === 'object') {
@@ -288,7 +289,7 @@ export class ComposeGuard {
       if (!existsSync(path)) await writeAtomic(path, copy.content);
     }
     const staging = await mkdtemp(join(projectDir, '.check-'));
-    let model: Record<string, any>;
+    let model: ModelNode;
     try {
       await writeFile(join(staging, 'source.yml'), prepared.text, { mode: 0o600 });
       await writeFile(join(staging, 'source.env'), envText(env), { mode: 0o600 });
@@ -321,7 +322,7 @@ export class ComposeGuard {
           .join('\n');
         throw errors.badRequest(`compose_content: compose refused the file: ${message}`, 'INVALID_COMPOSE', { field: 'compose_content' });
       }
-      const raw = parse(r.stdout, { version: flavour === 'v1' ? '1.1' : '1.2', merge: true, maxAliasCount: -1 }) as Record<string, any>;
+      const raw = parse(r.stdout, { version: flavour === 'v1' ? '1.1' : '1.2', merge: true, maxAliasCount: -1 }) as ModelNode;
       const escaped = await this.dollarsEscaped(command);
       model = mapStrings(raw, (s) => unstage(escaped ? s.replace(/\$\$/g, '$') : s));
     } finally {
@@ -365,11 +366,11 @@ export class ComposeGuard {
    * Environment compose took from somewhere the agent did not hand it (a file the source scan could not see):
    * every variable of the model must come from an `environment` section or one of the private env file copies.
    */
-  private unexpectedEnvironment(model: Record<string, any>, prepared: PreparedSource, envDir: string): HostSafetyViolation[] {
+  private unexpectedEnvironment(model: ModelNode, prepared: PreparedSource, envDir: string): HostSafetyViolation[] {
     const known = new Set(prepared.environmentKeys);
     for (const copy of prepared.envCopies) for (const k of envFileKeys(copy.content)) known.add(k);
     const out: HostSafetyViolation[] = [];
-    for (const [service, def] of Object.entries((model.services ?? {}) as Record<string, any>)) {
+    for (const [service, def] of Object.entries((model.services ?? {}) as ModelNode)) {
       const env = def?.environment;
       const keys = Array.isArray(env) ? env.map((e: unknown) => String(e).split('=')[0]!) : env && typeof env === 'object' ? Object.keys(env) : [];
       const stray = keys.filter((k) => !known.has(k));
@@ -640,9 +641,9 @@ export class ComposeGuard {
    * The Dockerfiles of a model's builds as they are in the folder now (an early answer; what is built is checked
    * again in the copy the build reads). A Dockerfile that does not exist yet is checked when it is built.
    */
-  private async dockerfiles(project: string, dir: string, model: Record<string, any>): Promise<HostSafetyViolation[]> {
+  private async dockerfiles(project: string, dir: string, model: ModelNode): Promise<HostSafetyViolation[]> {
     const out: HostSafetyViolation[] = [];
-    for (const [service, def] of Object.entries((model.services ?? {}) as Record<string, any>)) {
+    for (const [service, def] of Object.entries((model.services ?? {}) as ModelNode)) {
       const build = typeof def?.build === 'string' ? { context: def.build } : def?.build;
       if (!build || typeof build !== 'object') continue;
       const text = await this.dockerfileText(dir, build).catch(() => null);
@@ -651,14 +652,14 @@ export class ComposeGuard {
     return out;
   }
 
-  private async dockerfileText(root: string, build: Record<string, any>, context?: string): Promise<string | null> {
+  private async dockerfileText(root: string, build: ModelNode, context?: string): Promise<string | null> {
     if (typeof build.dockerfile_inline === 'string') return build.dockerfile_inline;
     const ctx = context ?? resolve(root, String(build.context ?? '.'));
     if (!context && !isInside(root, ctx)) return null;
     return readTextInside(ctx, typeof build.dockerfile === 'string' ? build.dockerfile : 'Dockerfile');
   }
 
-  private async dockerfileViolations(project: string, service: string, build: Record<string, any>, text: string): Promise<HostSafetyViolation[]> {
+  private async dockerfileViolations(project: string, service: string, build: ModelNode, text: string): Promise<HostSafetyViolation[]> {
     const args = argsOf(build.args);
     const facts = checkDockerfile(text, service, 'build', args);
     const out = [...facts.violations];
@@ -818,7 +819,7 @@ export class ComposeGuard {
     const { project, dir } = checked;
     const work = await mkdtemp(join(this.projectDir(project), '.build-'));
     try {
-      const model = structuredClone(checked.model) as Record<string, any>;
+      const model = structuredClone(checked.model) as ModelNode;
       const violations: HostSafetyViolation[] = [];
       for (const service of services) {
         const def = model.services?.[service];
@@ -886,8 +887,8 @@ function argsOf(value: unknown): Record<string, string> {
   return {};
 }
 
-function containerNamesOf(model: Readonly<Record<string, any>>): { service: string; name: string }[] {
-  return Object.entries((model.services ?? {}) as Record<string, any>)
+function containerNamesOf(model: Readonly<ModelNode>): { service: string; name: string }[] {
+  return Object.entries((model.services ?? {}) as ModelNode)
     .filter(([, def]) => typeof def?.container_name === 'string')
     .map(([service, def]) => ({ service, name: String(def.container_name) }));
 }

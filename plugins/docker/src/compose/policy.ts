@@ -10,6 +10,12 @@ import { basename, dirname, isAbsolute, resolve, sep } from 'node:path';
 
 export type KeyStatus = 'allowed' | 'checked' | 'refused';
 
+/**
+ * A mapping of compose's model: JSON whose shape compose decides (v1 and v2 differ), read field by field and
+ * checked by the policy. The one loose type of the guard.
+ */
+export type ModelNode = Record<string, any>;
+
 export interface Violation {
   /** The service the key belongs to; null for top-level sections. */
   service: string | null;
@@ -200,7 +206,7 @@ class Scope {
 
   constructor(
     readonly input: PolicyInput,
-    readonly model: Record<string, any>,
+    readonly model: ModelNode,
   ) {
     this.services = new Set(Object.keys(isMap(model.services) ? model.services : {}));
     this.dir = this.real(input.dir);
@@ -284,7 +290,7 @@ class Scope {
   }
 }
 
-const isMap = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isMap = (v: unknown): v is ModelNode => typeof v === 'object' && v !== null && !Array.isArray(v);
 const show = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v)));
 const asList = (v: unknown): unknown[] => (Array.isArray(v) ? v : v === undefined || v === null ? [] : [v]);
 
@@ -300,7 +306,7 @@ function toMap(v: unknown): Record<string, unknown> {
   return out;
 }
 
-type Check = (value: any, scope: Scope, service: string | null, key: string) => void;
+type Check = (value: ModelNode[string], scope: Scope, service: string | null, key: string) => void;
 
 interface KeyRule {
   status: KeyStatus;
@@ -312,7 +318,7 @@ interface KeyRule {
 const allowed = (note: string): KeyRule => ({ status: 'allowed', note });
 const checked = (note: string, check: Check): KeyRule => ({ status: 'checked', note, check });
 /** Refused unless an admin granted `exception(value)` for exactly this value. */
-const refused = (note: string, exception: (value: any) => string | string[]): KeyRule => ({
+const refused = (note: string, exception: (value: ModelNode[string]) => string | string[]): KeyRule => ({
   status: 'refused',
   note,
   check: (value, scope, service, key) => {
@@ -433,7 +439,7 @@ const checkSysctls: Check = (value, scope, service, key) => {
 
 const checkDevices: Check = (value, scope, service, key) => {
   for (const dev of asList(value)) {
-    const source = typeof dev === 'string' ? dev.split(':')[0]! : String((dev as any)?.source ?? (dev as any)?.path_on_host ?? show(dev));
+    const source = typeof dev === 'string' ? dev.split(':')[0]! : String((dev as ModelNode)?.source ?? (dev as ModelNode)?.path_on_host ?? show(dev));
     scope.refuse(service, key, source, `devices:${source}`, `host device '${source}' is not allowed`);
   }
 };
@@ -551,7 +557,7 @@ const checkBuild: Check = (value, scope, service, key) => {
  * Images: what a build tags must not be a name another project runs or builds (the guard checks the others'
  * models); a name of another project's build namespace is never taken, neither to build nor to run.
  */
-function checkImages(scope: Scope, service: string, def: Record<string, any>): void {
+function checkImages(scope: Scope, service: string, def: ModelNode): void {
   const project = scope.input.project;
   const foreignNamespace = (image: string) => {
     const m = BUILD_NAMESPACE.exec(repository(image));
@@ -748,7 +754,7 @@ const SERVICE_KEYS: Record<string, KeyRule> = {
  * A network or volume of the project may carry only the name compose derives for it (v2 writes it out, v1 leaves it
  * implicit): exactly `<project>_<key>`. Any other spelling could be another project's object.
  */
-const checkOwnName = (scope: Scope, section: 'networks' | 'volumes', key: string, def: Record<string, any>): void => {
+const checkOwnName = (scope: Scope, section: 'networks' | 'volumes', key: string, def: ModelNode): void => {
   const own = ownName(scope.input.project, key);
   scope.ownNames.push({ kind: section === 'networks' ? 'network' : 'volume', key, name: own });
   if (def.name === undefined || def.name === null) return;
@@ -916,7 +922,7 @@ const TOP_LEVEL: Record<string, KeyRule & { checkTop?: (value: unknown, scope: S
  * of the folder is seen for what it is); a host path below a read-write bind mount of the project is refused too,
  * because a container could replace it with a symlink before the engine mounts it at the next (re)start.
  */
-export function checkModel(model: Record<string, any>, input: PolicyInput): PolicyResult {
+export function checkModel(model: ModelNode, input: PolicyInput): PolicyResult {
   const scope = new Scope(input, model);
   for (const [key, value] of Object.entries(model)) {
     if (key.startsWith('x-')) continue;

@@ -9,7 +9,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
 import { errors, HttpError, isInside, readTextInside } from '@agent/sdk';
 import { interpolateString } from './interpolate.js';
-import { isClassifiedKey } from './policy.js';
+import { isClassifiedKey, type ModelNode } from './policy.js';
 
 const SERVICE_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 
@@ -166,9 +166,9 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
   }
   if (!isMap(doc.contents)) throw invalid('compose_content: the file must be a mapping with a `services` key');
   const at = (path: (string | number)[]) => positionIn(doc, counter, path);
-  let parsed: Record<string, any>;
+  let parsed: ModelNode;
   try {
-    parsed = doc.toJS({ maxAliasCount: 100 }) as Record<string, any>;
+    parsed = doc.toJS({ maxAliasCount: 100 }) as ModelNode;
   } catch (err) {
     // The yaml library refuses alias chains that would expand beyond reason ("billion laughs").
     throw errors.badRequest(`compose_content: invalid YAML: ${(err as Error).message.split('\n')[0]}`, 'INVALID_YAML', { field: 'compose_content' });
@@ -191,7 +191,7 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
   if (services === undefined || services === null || typeof services !== 'object' || Array.isArray(services) || Object.keys(services).length === 0) {
     throw invalid(`compose_content: 'services' must be a mapping with at least one service${at(['services'])}`, { key: 'services' });
   }
-  for (const [name, svc] of Object.entries(services as Record<string, any>)) {
+  for (const [name, svc] of Object.entries(services as ModelNode)) {
     if (!SERVICE_NAME.test(name)) throw invalid(`compose_content: invalid service name '${name}'${at(['services', name])}`, { service: name });
     if (!svc || typeof svc !== 'object' || Array.isArray(svc))
       throw invalid(`compose_content: service '${name}' must be a mapping${at(['services', name])}`, { service: name });
@@ -288,7 +288,7 @@ export async function prepareSource(input: SourceInput): Promise<PreparedSource>
   const environmentKeys = new Set<string>();
   environmentKeysOf(parsed, environmentKeys);
   const buildContexts: string[] = [];
-  for (const svc of Object.values(services as Record<string, any>)) {
+  for (const svc of Object.values(services as ModelNode)) {
     const build = svc?.build;
     const context = typeof build === 'string' ? build : build && typeof build === 'object' ? (build.context ?? '.') : null;
     if (typeof context === 'string') buildContexts.push(interpolateString(context, input.env));
