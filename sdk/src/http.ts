@@ -85,6 +85,9 @@ export const reply = {
   },
 };
 
+/** Answers other than success: HTTP status → the `code`s answered with it. */
+export type ErrorCodes = Partial<Record<400 | 401 | 403 | 404 | 409 | 410 | 413 | 415 | 422 | 423 | 429 | 500 | 502 | 503 | 504, readonly string[]>>;
+
 export type PlanAction = 'create' | 'update' | 'delete' | 'no-op';
 
 /** One resource a plan would touch. */
@@ -163,6 +166,16 @@ interface RouteBase<P, Q, B> {
    * `body` (strings). The permission is checked before anything is read. Not with `plan` or `rawBody`.
    */
   multipart?: { files: string[]; maxFileSize: number };
+  /**
+   * The other answers this route gives besides its success and the kernel's own (400 validation, 401, 403, 404, 500,
+   * 413/415 for bodies): status → the codes it answers with, e.g. `{ 409: ['DEPLOYMENT_EXISTS'], 503:
+   * ['DOCKER_UNAVAILABLE'] }`. They are documented in `/api/openapi.json`, and a status listed here has its `code` as
+   * an enum there (the kernel's codes of that status included), so a client can switch on it; `'*'` among the codes
+   * leaves the set open (the answer of something else, e.g. a plan's operation).
+   */
+  errors?: ErrorCodes;
+  /** Other success statuses this route may answer with the same body (a plan's apply answers what its operation does). */
+  successes?: number[];
   /** Mutating requests are audited; set false for read-like POSTs (database queries, tests). */
   audit?: boolean;
   /**

@@ -29,6 +29,7 @@ export type {
   WebSocketSpec,
   WebSocketConnection,
   HttpMiddleware,
+  ErrorCodes,
 } from './http.js';
 export { HttpError, isHttpError, errors } from './errors.js';
 export { principalFrom, levelRank, lowerLevel, ROLES, ACCESS_LEVELS, SCOPES } from './principal.js';

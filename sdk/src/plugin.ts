@@ -1,6 +1,6 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { EventBus } from './events.js';
-import type { HttpMiddleware, RouteSpec, WebSocketSpec } from './http.js';
+import type { ErrorCodes, HttpMiddleware, RouteSpec, WebSocketSpec } from './http.js';
 import type { JobHandle, JobSpec, Scheduler } from './jobs.js';
 import type { ServiceRef } from './services.js';
 import type { PluginStore, Sealer } from './store.js';
@@ -168,6 +168,8 @@ export interface PluginDefinition<
   app?: AppDefinition;
   /** Lets operators create deployments from this plugin. */
   deployable?: DeployableDefinition<any>;
+  /** Answers every route of the plugin may give (see `RouteSpec.errors`), e.g. `{ 503: ['DOCKER_UNAVAILABLE'] }`. */
+  errors?: ErrorCodes;
 }
 
 /** Declares a plugin. The identity function exists for type inference. */

@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 // The agent as `npm start` runs it: the bundled core with the same Node flags and environment.
 import { AGENT_ENTRY, AGENT_ENV, NODE_FLAGS } from '../../scripts/lib.mjs';
+import { DescriptionCheck, MODE as DESCRIPTION_MODE, reportViolation } from './description.js';
 
 export { AGENT_ENTRY };
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
@@ -158,6 +159,12 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
   const cleanup = () => {
     if (!options.keep) rmSync(workDir, { recursive: true, force: true });
   };
+  // The live description, read once (with the bootstrap admin's token) at the first call that needs it.
+  let description: Promise<DescriptionCheck | null> | null = null;
+  const describe = () =>
+    (description ??= request(url, 'GET', '/openapi.json', { defaultToken: token }).then((r) =>
+      r.status === 200 ? new DescriptionCheck(r.body as Record<string, any>) : null,
+    ));
   const agent: TestAgent = {
     url,
     dataDir,
@@ -166,7 +173,17 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
     process: child,
     output: () => output,
     // The token of the moment: a test that signs the admin out (a demotion, a password change) sets a new one.
-    api: (method, path, opts = {}) => request(url, method, path, { ...opts, defaultToken: agent.token }),
+    api: async (method, path, opts = {}) => {
+      const res = await request(url, method, path, { ...opts, defaultToken: agent.token });
+      if (DESCRIPTION_MODE !== 'off') {
+        // Every answer is held to the live description (see description.ts).
+        const check = await describe();
+        const pathname = (path === '/api' || path.startsWith('/api/') ? path : `/api${path}`).split('?')[0]!;
+        const violation = check?.check(method, pathname, res.status, res.headers.get('content-type'), res.text);
+        if (violation) reportViolation(violation);
+      }
+      return res;
+    },
     login,
     stop: async () => {
       child.kill('SIGTERM');

@@ -2,6 +2,7 @@
  * The routes the core serves itself: health, the live OpenAPI document, plans and the plugin list. The login, the
  * auth status and the token check belong to the principal directory's plugin.
  */
+import { PlanView } from '../plans/schema.js';
 import { errors, reply, Type, type AppDirectory, type RouteSpec, type ServiceRef } from '@agent/sdk';
 import type { ResourceCatalog } from '../auth/resources.js';
 import { createdName, routeAuditEvent, type AuditWriter } from '../audit.js';
@@ -23,17 +24,6 @@ export interface CoreRouteDeps {
   host: PluginHost;
   apps: AppDirectory;
 }
-
-const PlanView = Type.Object({
-  id: Type.String(),
-  action: Type.String(),
-  status: Type.String(),
-  summary: Type.String(),
-  resource: Type.Object({ type: Type.String(), id: Type.String() }),
-  changes: Type.Array(Type.Object({})),
-  created_at: Type.String(),
-  expires_at: Type.String(),
-});
 
 const PluginView = Type.Object({
   name: Type.String(),
@@ -157,7 +147,10 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       operationId: 'plans.apply',
       tenancy: 'own',
       summary: 'Run the reviewed change (409 PLAN_STALE when what it depends on changed, 410 PLAN_EXPIRED)',
+      description: "Answers what the plan's operation answers, as the request it stands for would have.",
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+      successes: [201, 202, 204],
+      errors: { 409: ['PLAN_STALE', 'PLAN_NOT_AVAILABLE', '*'], 410: ['PLAN_EXPIRED'], 400: ['*'], 413: ['*'], 429: ['*'], 502: ['*'], 503: ['*'], 504: ['*'] },
       handler: (req) =>
         d.plans.apply((req.params as { id: string }).id, req.principal, async (inv) => {
           // Answered once the record is durable, like the request the plan stands for.

@@ -2,6 +2,7 @@
 import { compareText, type ResourcePolicy } from '@agent/sdk';
 import type { RouteRegistry, RegisteredAppRoute, RegisteredRoute, RegisteredSocket } from './registry.js';
 import { closeObjects } from './validation.js';
+import { PlanView } from '../plans/schema.js';
 import { neededLevel } from '../auth/checks.js';
 
 type Json = Record<string, unknown>;
@@ -63,23 +64,85 @@ function success(e: RegisteredRoute | RegisteredAppRoute, raw: Json, paginated: 
   return { [status]: { description: 'success', content: { 'application/json': { schema: { type: 'object', properties: envelope, required: ['data'] } } } } };
 }
 
+/** What each status means, for the description of an answer. */
+const MEANING: Record<string, string> = {
+  '400': 'invalid parameters (the message names the field)',
+  '401': 'missing or invalid token',
+  '403': 'the principal lacks the permission or deployment access',
+  '404': 'not found',
+  '409': 'conflict with the current state',
+  '410': 'gone',
+  '413': 'body too large',
+  '415': 'unsupported body type',
+  '422': 'not processable',
+  '423': 'locked',
+  '429': 'too many requests (see Retry-After)',
+  '500': 'internal error',
+  '502': 'a component the agent drives failed',
+  '503': 'a component the agent needs is unavailable',
+  '504': 'a component the agent drives did not answer in time',
+};
+
+/** The `{error, code}` answer of a status; `codes`, when known completely, make `code` an enum. */
+function errorAnswer(status: string, codes: readonly string[] | null): Json {
+  if (!codes || codes.includes('*')) {
+    const known = (codes ?? []).filter((c) => c !== '*');
+    return errorResponse(`${MEANING[status] ?? 'error'}${known.length ? ` (among others: ${[...new Set(known)].sort().join(', ')})` : ''}`);
+  }
+  const schema = {
+    type: 'object',
+    properties: { error: { type: 'string' }, code: { enum: [...new Set(codes)].sort() } },
+    required: ['error', 'code'],
+  };
+  return { description: MEANING[status] ?? 'error', content: { 'application/json': { schema } } };
+}
+
+/**
+ * The codes the kernel itself answers a route with, by status: authentication, the permission and tenancy checks,
+ * validation, bodies, the audit record. A route's `errors` add to them (and a status it lists is then complete).
+ */
+function kernelCodes(route: RegisteredRoute): Record<string, string[]> {
+  const { spec, permission } = route;
+  const codes: Record<string, string[]> = {
+    '400': ['VALIDATION_FAILED', ...(spec.plan ? [] : ['PLAN_NOT_SUPPORTED'])],
+    '404': ['NOT_FOUND'],
+    '500': ['INTERNAL_ERROR', ...(route.method !== 'GET' && spec.audit !== false ? ['AUDIT_FAILED'] : [])],
+  };
+  if (permission !== null) {
+    codes['401'] = ['UNAUTHORIZED', 'INVALID_TOKEN'];
+    codes['403'] = ['FORBIDDEN', 'GLOBAL_SCOPE_REQUIRED'];
+  }
+  if (route.validate.body || spec.multipart) {
+    codes['400']!.push('INVALID_JSON', 'BAD_REQUEST');
+    codes['413'] = ['PAYLOAD_TOO_LARGE'];
+    codes['415'] = ['UNSUPPORTED_MEDIA_TYPE'];
+  }
+  return codes;
+}
+
 function httpOperation(route: RegisteredRoute): Json {
   const { spec, permission } = route;
   const paginated = (spec.response as Json | undefined)?.type === 'array' && !!(route.validate.query.schema.properties as Json | undefined)?.offset;
   const responses = success(route, { type: 'string', format: 'binary' }, paginated);
+  const main = Object.values(responses)[0] as Json;
+  for (const status of spec.successes ?? []) responses[String(status)] ??= main;
   if (spec.plan) {
-    responses['201'] ??= {
-      description: 'with `plan=true`: the plan that would be applied (nothing changed)',
-      content: { 'application/json': { schema: { type: 'object', properties: { data: { $ref: '#/components/schemas/Plan' } } } } },
+    const plan = { type: 'object', properties: { data: { $ref: '#/components/schemas/Plan' }, message: { type: 'string' } }, required: ['data'] };
+    const created = responses['201'] as Json | undefined;
+    // A create answers 201 too: with `plan=true` it is the plan instead of the resource.
+    const resource = (created?.content as Json | undefined)?.['application/json'] as Json | undefined;
+    responses['201'] = {
+      description: created
+        ? 'created; with `plan=true`: the plan that would be applied (nothing changed)'
+        : 'with `plan=true`: the plan that would be applied (nothing changed)',
+      content: { 'application/json': { schema: resource ? { oneOf: [resource.schema, plan] } : plan } },
     };
   }
-  responses['400'] = errorResponse('invalid parameters (the message names the field)');
-  if (permission !== null) {
-    responses['401'] = errorResponse('missing or invalid token');
-    responses['403'] = errorResponse('the principal lacks the permission or deployment access');
+  const kernel = kernelCodes(route);
+  for (const status of [...new Set([...Object.keys(kernel), ...Object.keys(route.errors)])].sort()) {
+    const declared = (route.errors as Record<string, readonly string[] | undefined>)[status];
+    responses[status] = errorAnswer(status, declared ? [...(kernel[status] ?? []), ...declared] : null);
   }
-  responses['404'] = errorResponse('not found');
-  responses['500'] = errorResponse('internal error');
   const op = operation(route, spec.description, responses);
   if (spec.plan) {
     (op.parameters as Json[]).push({
@@ -92,8 +155,9 @@ function httpOperation(route: RegisteredRoute): Json {
   }
   if (spec.multipart) {
     op.requestBody = multipartBody(spec.body, spec.multipart.files);
-    responses['413'] = errorResponse(`a file larger than ${spec.multipart.maxFileSize} bytes`);
-    responses['415'] = errorResponse('a body other than multipart/form-data');
+    responses['413'] = errorAnswer('413', ['PAYLOAD_TOO_LARGE', ...((route.errors as Record<string, string[] | undefined>)['413'] ?? [])]);
+    (responses['413'] as Json).description = `a file larger than ${spec.multipart.maxFileSize} bytes`;
+    (responses['415'] as Json).description = 'a body other than multipart/form-data';
   } else if (route.validate.body) {
     // Read from the spec when the document is built (not at registration), like `response`: a plugin may
     // complete the documented schema in `start`, once every plugin is set up (the settings of all plugins).
@@ -167,18 +231,7 @@ export function buildOpenApi({ version, registry, resources, plugins }: Document
           properties: { total: { type: 'integer' }, limit: { type: 'integer' }, offset: { type: 'integer' } },
           required: ['total', 'limit', 'offset'],
         },
-        Plan: {
-          type: 'object',
-          properties: {
-            id: { type: 'string' },
-            action: { type: 'string' },
-            status: { enum: ['available', 'applying', 'applied', 'failed', 'obsolete', 'expired'] },
-            resource: { type: 'object', properties: { type: { type: 'string' }, id: { type: 'string' } } },
-            changes: { type: 'array', items: { type: 'object' } },
-            summary: { type: 'string' },
-            expires_at: { type: 'string', format: 'date-time' },
-          },
-        },
+        Plan: closeObjects(PlanView),
       },
     },
     'x-permissions': resources.map((r) => ({ resource: r.name, description: r.description, operator: r.operator, viewer: r.viewer, owner: r.owner })),

@@ -4,7 +4,7 @@
  */
 import { match } from 'path-to-regexp';
 import type { Middleware } from 'koa';
-import type { AppRouteSpec, HttpMethod, RouteSpec, WebSocketSpec } from '@agent/sdk';
+import type { AppRouteSpec, ErrorCodes, HttpMethod, RouteSpec, WebSocketSpec } from '@agent/sdk';
 import { bodyValidator, paramsValidator, queryValidator, type Validator } from './validation.js';
 
 interface Entry<K extends string, S> {
@@ -24,6 +24,8 @@ type Matcher = (path: string) => Record<string, string> | null;
 export interface RegisteredRoute extends Omit<Entry<'http', RouteSpec<any, any, any>>, 'permission' | 'validate'> {
   /** The operationId was derived from method and path (not given by the plugin). */
   derived?: boolean;
+  /** The answers besides success and the kernel's own: the route's `errors` and its plugin's. */
+  errors: ErrorCodes;
   method: HttpMethod;
   /** null for public routes. */
   permission: string | null;
@@ -133,7 +135,7 @@ export class RouteRegistry {
   readonly middleware = new Map<string, Middleware[]>();
 
   /** Compiles a route without registering it (plugins commit their routes only when setup succeeds). */
-  prepareRoute(plugin: string, spec: RouteSpec<any, any, any>): RegisteredRoute {
+  prepareRoute(plugin: string, spec: RouteSpec<any, any, any>, pluginErrors: ErrorCodes = {}): RegisteredRoute {
     checkPath(spec.path);
     const permission = spec.public === true ? null : spec.permission;
     if (!spec.public && !permission) throw new Error(`route ${spec.method} ${spec.path} declares no permission (deny by default)`);
@@ -148,7 +150,19 @@ export class RouteRegistry {
     }
     const base = common(plugin, spec, spec.method);
     const body = spec.body ? bodyValidator(spec.body) : null;
-    return { ...base, kind: 'http', derived: !spec.operationId, method: spec.method, permission, spec, validate: { ...base.validate, body } };
+    const errors: Record<string, string[]> = {};
+    for (const source of [pluginErrors, spec.errors ?? {}])
+      for (const [status, codes] of Object.entries(source)) errors[status] = [...new Set([...(errors[status] ?? []), ...(codes ?? [])])];
+    return {
+      ...base,
+      kind: 'http',
+      derived: !spec.operationId,
+      method: spec.method,
+      permission,
+      spec,
+      errors: errors as ErrorCodes,
+      validate: { ...base.validate, body },
+    };
   }
 
   prepareSocket(plugin: string, spec: WebSocketSpec<any, any>): RegisteredSocket {

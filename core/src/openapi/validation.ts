@@ -22,12 +22,16 @@ type Schema = Record<string, unknown>;
  * TypeBox's symbol keys are dropped by the copy, leaving plain JSON Schema.
  */
 export function closeObjects(schema: unknown): Schema {
-  const walk = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(walk);
+  /** `open`: a member of an `allOf`, whose own properties are only part of the object (its parent closes it). */
+  const walk = (node: unknown, open = false): unknown => {
+    if (Array.isArray(node)) return node.map((n) => walk(n));
     if (node === null || typeof node !== 'object') return node;
     const out: Schema = {};
-    for (const [k, v] of Object.entries(node)) out[k] = walk(v);
-    if (out.type === 'object' && out.properties && out.additionalProperties === undefined && out.patternProperties === undefined) {
+    for (const [k, v] of Object.entries(node)) out[k] = k === 'allOf' && Array.isArray(v) ? v.map((member) => walk(member, true)) : walk(v);
+    if (Array.isArray(out.allOf) && out.unevaluatedProperties === undefined) {
+      // An intersection (TypeBox's Intersect) refuses what none of its members describes.
+      out.unevaluatedProperties = false;
+    } else if (!open && out.type === 'object' && out.properties && out.additionalProperties === undefined && out.patternProperties === undefined) {
       out.additionalProperties = false;
     }
     return out;

@@ -102,7 +102,7 @@ export function createContext(
     dataDir,
     packageDir,
     sealer: deps.sealer,
-    route: (spec) => void entries.push(deps.registry.prepareRoute(name, spec as never)),
+    route: (spec) => void entries.push(deps.registry.prepareRoute(name, spec as never, definition.errors)),
     websocket: (spec) => void entries.push(deps.registry.prepareSocket(name, spec as never)),
     use: (fn) => void middleware.push(fn as Middleware),
     job: (spec) => scheduler.job(spec),

@@ -173,23 +173,33 @@ function configOf(def: PluginDefinition<any, any, any>, sections: Record<string,
   return config;
 }
 
-/** Dependency order: providers before consumers (required and optional). What is left forms cycles. */
+/**
+ * Dependency order: providers before consumers (required and optional). A cycle closed by optional dependencies
+ * only (the deployments plugin uses the backups service when there is one, the backups plugin the deployments
+ * service) is broken: an optional service is looked up when it is used, not at setup (see context.ts), so the first
+ * plugin of such a cycle whose required dependencies are met is set up first. What is left forms cycles.
+ */
 function order(records: PluginRecord[]): { ordered: PluginRecord[]; cyclic: PluginRecord[] } {
   const providers = new Map<string, PluginRecord>();
   for (const r of records) for (const [, ref] of providedRefs(r.definition!)) providers.set(ref.id, r);
   const ordered: PluginRecord[] = [];
-  const ready = (r: PluginRecord) =>
-    dependencies(r.definition!).every(([, { ref }]) => {
+  const ready = (r: PluginRecord, optionalToo: boolean) =>
+    dependencies(r.definition!).every(([, { ref, optional }]) => {
       const p = providers.get(ref.id);
-      return !p || p === r || ordered.includes(p);
+      return !p || p === r || ordered.includes(p) || (optional && !optionalToo);
     });
-  for (let progress = true; progress;) {
-    progress = false;
-    for (const r of records) {
-      if (ordered.includes(r) || !ready(r)) continue;
-      ordered.push(r);
-      progress = true;
+  for (;;) {
+    for (let progress = true; progress;) {
+      progress = false;
+      for (const r of records) {
+        if (ordered.includes(r) || !ready(r, true)) continue;
+        ordered.push(r);
+        progress = true;
+      }
     }
+    const next = records.find((r) => !ordered.includes(r) && ready(r, false));
+    if (!next) break;
+    ordered.push(next);
   }
   return { ordered, cyclic: records.filter((r) => !ordered.includes(r)) };
 }
