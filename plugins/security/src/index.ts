@@ -105,6 +105,9 @@ export default definePlugin({
         rules.schedule();
       },
       stop() {
+        // The edge stops after this plugin: its follower would read lines whose events no one records (their rows
+        // committed, they are not read again). Left to the periodic job until then, and unobserved.
+        deps.traffic.capture.setRealtime(false);
         unsubscribe();
         rules.stop();
       },
