@@ -11,12 +11,16 @@ import {
   type LoadedDescription,
 } from '@agent/client';
 import type { CliIO } from './io.js';
+import { formatDocument, loadFormatters, parseOutputFormat, type OutputFormat } from './output.js';
 import { colorWanted, makeStyle, type Style } from './style.js';
 
 export interface GlobalOptions {
   profile?: string;
   url?: string;
   token?: string;
+  /** `-o`: table, json, yaml or jsonpath=<expr>. */
+  output?: string;
+  /** `--json`: the same as `-o json`. */
   json?: boolean;
   refresh?: boolean;
   color?: boolean;
@@ -37,6 +41,7 @@ export class CliContext {
   readonly err: Style;
   private conn?: Connection;
   private loaded?: LoadedDescription;
+  private chosenFormat?: OutputFormat;
 
   constructor(
     readonly io: CliIO,
@@ -90,6 +95,36 @@ export class CliContext {
       this.loaded = { description: new ApiDescription(cached.document), fresh: true, version: cached.version };
     }
     return this.loaded;
+  }
+
+  /** The output format of `-o` / `--json`; `table` (for people) unless told. */
+  get format(): OutputFormat {
+    if (!this.chosenFormat) {
+      const { output, json } = this.globals;
+      const format: OutputFormat = output !== undefined ? parseOutputFormat(output) : { kind: json ? 'json' : 'table' };
+      if (json && format.kind !== 'json') throw new UsageError(`--json means -o json: it does not go with -o ${output}`);
+      this.chosenFormat = format;
+    }
+    return this.chosenFormat;
+  }
+
+  /**
+   * Prints data: `human` renders it for people (`-o table`); the other formats print `document` (the agent's
+   * answer as it came, or the command's own data) as JSON, YAML or the matches of a JSONPath.
+   */
+  async emit(document: unknown, human: () => void): Promise<void> {
+    const format = this.format;
+    if (format.kind === 'table') return human();
+    this.io.stdout.write(formatDocument(document, format, await loadFormatters(format)));
+  }
+
+  /** For a stream of documents (follows): one per message, JSON on one line each, YAML as `---` documents. */
+  async emitter(): Promise<((document: unknown) => void) | undefined> {
+    const format = this.format;
+    if (format.kind === 'table') return undefined;
+    const lib = await loadFormatters(format);
+    return (document) =>
+      this.io.stdout.write(format.kind === 'yaml' ? `---\n${formatDocument(document, format, lib)}` : formatDocument(document, format, lib, { compact: true }));
   }
 
   /** Width tables must fit: the terminal's, else $COLUMNS, else 200. */

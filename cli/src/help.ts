@@ -1,5 +1,5 @@
 /** Per-operation help, generated from the live description: what it does, who may call it, every input. */
-import { constraints, enumValues, listFields, nonNull, typeLabel, type ApiDescription, type Operation } from '@agent/client';
+import { constraints, enumValues, isJobReader, listFields, nonNull, startsJob, typeLabel, type ApiDescription, type Operation } from '@agent/client';
 import type { Style } from './style.js';
 import { twoColumns } from './render.js';
 import { optionFlagFor } from './operation-options.js';
@@ -34,7 +34,8 @@ export function operationHelp(op: Operation, description: ApiDescription, style:
     ['Plan', op.plan ? 'supported: --plan previews the change, `agentctl plans apply <id>` runs it' : 'not supported (runs immediately)'],
   ];
   if (op.deploymentScoped) rows.push(['Deployment', 'scoped: needs access to the deployment']);
-  if (op.produces) rows.push(['Answer', `${op.produces} (written to stdout, or --output <file>)`]);
+  if (op.produces) rows.push(['Answer', `${op.produces} (written to stdout, or --output-file <file>)`]);
+  if (startsJob(op)) rows.push(['Job', 'starts a background job, followed until it ends unless --detach']);
   out.push(twoColumns(rows));
   h('Usage');
   out.push(`  ${operationUsage(op)}`);
@@ -73,9 +74,12 @@ export function operationHelp(op: Operation, description: ApiDescription, style:
   opts.push(['-q, --query <key=value>', 'any query parameter (repeatable)']);
   if (op.plan) opts.push(['--plan', 'preview: send plan=true and print the plan instead of changing anything']);
   if (description.followStreamOf(op)) opts.push(['--follow', 'keep following new entries (websocket)']);
-  if (op.produces) opts.push(['-o, --output <file>', 'write the answer to a file']);
+  if (isJobReader(op)) opts.push(['--follow', 'follow the job until it ends: its output, progress with ETA (Ctrl-C stops following, not the job)']);
+  if (startsJob(op)) opts.push(['--detach', 'answer once the job is started; without it the job is followed until it ends (output, progress, ETA)']);
+  if (op.produces) opts.push(['--output-file <file>', 'write the answer to a file']);
   opts.push(['--dry-run', 'check the request and print it without sending']);
-  opts.push(['--json', 'print the raw JSON answer']);
+  opts.push(['-o, --output <format>', 'table (default), json, yaml, or jsonpath=<expr> over the answer as -o json prints it']);
+  opts.push(['--json', 'the same as -o json']);
   opts.push(['-h, --help', 'this help']);
   out.push(twoColumns(opts));
   out.push('', style.dim('Global: --profile <name>, --url <url>, --token <token>, --refresh (download the description again), --no-color'));

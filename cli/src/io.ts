@@ -29,40 +29,28 @@ export async function readLine(stdin: NodeJS.ReadStream): Promise<string> {
   }
 }
 
-/** Asks on the terminal; `hidden` does not echo (passwords). */
-export function ask(io: CliIO, question: string, hidden: boolean): Promise<string> {
-  const { stdin, stderr } = io;
-  if (!hidden || !stdin.isTTY) {
-    const rl = createInterface({ input: stdin, output: stderr, terminal: !!stdin.isTTY });
-    return new Promise((resolve) =>
-      rl.question(question, (answer) => {
-        rl.close();
-        resolve(answer);
-      }),
-    );
+/** Ctrl-C at a prompt: nothing was sent. */
+export class PromptCancelled extends Error {
+  constructor() {
+    super('cancelled');
   }
-  return new Promise((resolve, reject) => {
-    stderr.write(question);
-    let value = '';
-    stdin.setRawMode(true);
-    stdin.resume();
-    stdin.setEncoding('utf8');
-    const done = (err?: Error) => {
-      stdin.setRawMode(false);
-      stdin.pause();
-      stdin.removeListener('data', onData);
-      stderr.write('\n');
-      if (err) reject(err);
-      else resolve(value);
-    };
-    const onData = (chunk: string) => {
-      for (const ch of chunk) {
-        if (ch === '\r' || ch === '\n') return done();
-        if (ch === '\u0003') return done(new Error('cancelled'));
-        if (ch === '\u007f' || ch === '\b') value = value.slice(0, -1);
-        else value += ch;
-      }
-    };
-    stdin.on('data', onData);
-  });
+}
+
+/**
+ * Asks on the terminal (Inquirer's prompts, on stderr so stdout stays the command's output); `hidden` echoes
+ * nothing (passwords).
+ */
+export async function ask(io: CliIO, question: string, hidden: boolean): Promise<string> {
+  const context = { input: io.stdin, output: io.stderr };
+  try {
+    if (hidden) {
+      const { default: password } = await import('@inquirer/password');
+      return await password({ message: question }, context);
+    }
+    const { default: input } = await import('@inquirer/input');
+    return await input({ message: question }, context);
+  } catch (err) {
+    if ((err as Error)?.name === 'ExitPromptError') throw new PromptCancelled();
+    throw err;
+  }
 }

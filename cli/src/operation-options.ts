@@ -11,6 +11,8 @@ export const RESERVED = new Set([
   'plan',
   'follow',
   'output',
+  'output-file',
+  'detach',
   'dry-run',
   'json',
   'help',

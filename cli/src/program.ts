@@ -6,19 +6,21 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError, Option } from 'commander';
 import { AgentApiError, AgentConnectionError, RequestInvalidError, type Operation } from '@agent/client';
 import { authCommands } from './commands/auth.js';
-import { STATIC_COMMANDS, bashScript, completionCandidates, printCandidates, zshScript } from './commands/completion.js';
+import { STATIC_COMMANDS, SHELLS, completionCandidates, completionScript, printCandidates } from './commands/completion.js';
 import { groupCommand } from './commands/operations.js';
 import { doctorCommand } from './commands/doctor.js';
 import { CliContext, UsageError, type GlobalOptions } from './context.js';
 import { explain } from './explain.js';
 import { processIO, type CliIO } from './io.js';
+import { JobEnded } from './jobs.js';
+import { formatDocument, loadFormatters, type OutputFormat } from './output.js';
 
 const VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
 /** Exit codes: 0 done, 1 the agent refused or could not be reached, 2 the command or request was invalid (nothing sent). */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
-const VALUE_OPTIONS = new Set(['--profile', '--url', '--token', '-d', '--data', '-f', '--field', '-q', '--query', '-o', '--output']);
+const VALUE_OPTIONS = new Set(['--profile', '--url', '--token', '-d', '--data', '-f', '--field', '-q', '--query', '--output-file']);
 
 /** Global options and the command words, read before commander runs (the commands depend on them). */
 export function prescan(argv: string[]): { globals: GlobalOptions; positionals: string[]; help: boolean } {
@@ -35,10 +37,16 @@ export function prescan(argv: string[]): { globals: GlobalOptions; positionals: 
       positionals.push(arg);
       continue;
     }
+    // `-ojson` and `-o=json`, as kubectl takes them (a JSONPath holds '=' of its own: `-o jsonpath={.a}`).
+    if (/^-o[^-]/.test(arg)) {
+      globals.output = arg.slice(arg[2] === '=' ? 3 : 2);
+      continue;
+    }
     const eq = arg.indexOf('=');
     const flag = eq > 0 ? arg.slice(0, eq) : arg;
     const value = () => (eq > 0 ? arg.slice(eq + 1) : argv[++i]);
     if (flag === '--profile') globals.profile = value();
+    else if (flag === '-o' || flag === '--output') globals.output = value();
     else if (flag === '--url') globals.url = value();
     else if (flag === '--token') globals.token = value();
     else if (flag === '--json') globals.json = true;
@@ -50,8 +58,19 @@ export function prescan(argv: string[]): { globals: GlobalOptions; positionals: 
   return { globals, positionals, help };
 }
 
-function report(ctx: CliContext, err: unknown, op?: Operation): number {
+/** The format errors are printed in: JSON or YAML on stdout when asked for (scripts read one stream), else words. */
+function errorFormat(ctx: CliContext): OutputFormat | undefined {
+  try {
+    const format = ctx.format;
+    return format.kind === 'json' || format.kind === 'yaml' ? format : undefined;
+  } catch {
+    return undefined; // the format itself is what is wrong: said in words
+  }
+}
+
+async function report(ctx: CliContext, err: unknown, op?: Operation): Promise<number> {
   const { err: style } = ctx;
+  if (err instanceof JobEnded) return err.code;
   if (err instanceof UsageError) {
     ctx.warn(`${style.red('error:')} ${err.message}`);
     return EXIT.usage;
@@ -63,8 +82,9 @@ function report(ctx: CliContext, err: unknown, op?: Operation): number {
     return EXIT.usage;
   }
   if (err instanceof AgentApiError) {
-    if (ctx.globals.json) {
-      ctx.print(JSON.stringify(err.body, null, 2));
+    const format = errorFormat(ctx);
+    if (format) {
+      ctx.io.stdout.write(formatDocument(err.body, format, await loadFormatters(format)));
       return EXIT.failed;
     }
     ctx.warn(`${style.red('Error:')} ${err.body.error} (${err.code}, HTTP ${err.status})`);
@@ -115,7 +135,7 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
     try {
       await fn();
     } catch (err) {
-      exitCode = report(ctx, err, op);
+      exitCode = await report(ctx, err, op);
     }
   };
 
@@ -125,7 +145,8 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
     .addOption(new Option('--profile <name>', 'saved profile to use (env AGENTCTL_PROFILE)'))
     .addOption(new Option('--url <url>', 'agent URL, overrides the profile (env AGENTCTL_URL)'))
     .addOption(new Option('--token <token>', 'token or API key, overrides the profile (env AGENTCTL_TOKEN)'))
-    .option('--json', 'print raw JSON answers')
+    .addOption(new Option('-o, --output <format>', 'output: table (default), json, yaml or jsonpath=<expr> (the answer as -o json shows it)'))
+    .option('--json', 'the same as -o json')
     .option('--refresh', "download the agent's description again")
     .option('--no-color', 'no colours');
   program.configureHelp({ showGlobalOptions: true, sortSubcommands: false });
@@ -133,13 +154,22 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
   program.addCommand(doctorCommand(ctx, runAction, (code) => (exitCode = code)));
   program
     .command('completion')
-    .description('print a completion script: source <(agentctl completion bash) — or zsh')
-    .argument('<shell>', 'bash or zsh')
+    .description('print a completion script: source <(agentctl completion bash) — or zsh, or fish')
+    .argument('<shell>', SHELLS.join(', '))
+    .addHelpText(
+      'after',
+      [
+        '',
+        'bash:  source <(agentctl completion bash)        or save it in ~/.local/share/bash-completion/completions/agentctl',
+        'zsh:   source <(agentctl completion zsh)         after compinit; or save it as _agentctl in a folder of $fpath',
+        'fish:  agentctl completion fish | source         or save it as ~/.config/fish/completions/agentctl.fish',
+      ].join('\n'),
+    )
     .action((shell: string) =>
       runAction(async () => {
-        if (shell === 'bash') ctx.io.stdout.write(bashScript());
-        else if (shell === 'zsh') ctx.io.stdout.write(zshScript());
-        else throw new UsageError(`no completion for '${shell}' (bash, zsh)`);
+        const script = completionScript(shell);
+        if (!script) throw new UsageError(`no completion for '${shell}' (${SHELLS.join(', ')})`);
+        ctx.io.stdout.write(script);
       }),
     );
 
@@ -169,7 +199,7 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
         `\nAgent ${ctx.connection().url} (version ${loaded.version}). Help on a group: agentctl <group> --help; on an operation: agentctl <group> <operation> --help.`,
       );
     } catch (err) {
-      if (first && first !== 'help') return report(ctx, err);
+      if (first && first !== 'help') return await report(ctx, err);
       program.addHelpText('after', `\nNot connected (${(err as Error).message}): log in to see the agent's operations.`);
     }
   }
@@ -187,7 +217,7 @@ export async function run(argv: string[], io: CliIO = processIO()): Promise<numb
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    return report(ctx, err);
+    return await report(ctx, err);
   }
   return exitCode;
 }

@@ -1,7 +1,8 @@
 /**
- * Human output of answers: lists as tables, objects as aligned key/value blocks (nested ones indented), plain
- * values as is. `--json` bypasses all of this and prints the raw answer.
+ * Human output of answers (`-o table`, the default): lists as tables, objects as aligned key/value blocks (nested
+ * ones indented), plain values as is. `-o json|yaml|jsonpath=…` bypass all of this (output.ts).
  */
+import Table from 'cli-table3';
 import type { Style } from './style.js';
 import { visibleLength } from './style.js';
 
@@ -29,9 +30,45 @@ function cell(v: unknown): string {
   return JSON.stringify(v);
 }
 
+/** cli-table3 without borders: columns two spaces apart, as `docker ps` and `kubectl get` print them. */
+const BORDERLESS: Partial<Record<Table.CharName, string>> = {
+  top: '',
+  'top-mid': '',
+  'top-left': '',
+  'top-right': '',
+  bottom: '',
+  'bottom-mid': '',
+  'bottom-left': '',
+  'bottom-right': '',
+  left: '',
+  'left-mid': '',
+  mid: '',
+  'mid-mid': '',
+  right: '',
+  'right-mid': '',
+  middle: '  ',
+};
+
+/** Lays out rows of cells; `widths` caps columns (longer cells end in …). Lines without trailing blanks. */
+function layout(head: string[] | undefined, rows: string[][], widths?: (number | null)[]): string {
+  const table = new Table({
+    head,
+    chars: BORDERLESS,
+    style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0, compact: true },
+    ...(widths ? { colWidths: widths } : {}),
+    wordWrap: false,
+  });
+  table.push(...rows);
+  return table
+    .toString()
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .join('\n');
+}
+
 /**
  * Rows as an aligned table that fits `width`: columns holding only nested data go first when it does not fit,
- * then cells get narrower, then the last columns are left out (with a note pointing to --json).
+ * then cells get narrower, then the last columns are left out (with a note pointing to -o json).
  */
 export function renderTable(rows: Record<string, unknown>[], style: Style, width = 200): string {
   let columns: string[] = [];
@@ -39,10 +76,13 @@ export function renderTable(rows: Record<string, unknown>[], style: Style, width
   const nested = (c: string) => rows.every((r) => r[c] !== null && typeof r[c] === 'object' && !(Array.isArray(r[c]) && (r[c] as unknown[]).every(isScalar)));
   // Identifiers are never shortened: they are what people copy into the next command.
   const isKey = (c: string, i: number) => i === 0 || c === 'id' || c === 'name';
+  const cells = rows.map((row) => Object.fromEntries(Object.keys(row).map((c) => [c, cell(row[c])])));
   const measure = (cols: string[], max: number) => {
-    const body = rows.map((row) => cols.map((c, i) => (isKey(c, i) ? cell(row[c]) : clip(cell(row[c]), max))));
-    const widths = cols.map((c, i) => Math.max(c.length, ...body.map((r) => r[i]!.length)));
-    return { body, widths, total: widths.reduce((a, b) => a + b, 0) + 2 * Math.max(0, cols.length - 1) };
+    const widths = cols.map((c, i) => {
+      const widest = Math.max(visibleLength(c), ...cells.map((r) => visibleLength(r[c] ?? '-')));
+      return isKey(c, i) ? widest : Math.min(widest, Math.max(max, visibleLength(c)));
+    });
+    return { widths, total: widths.reduce((a, b) => a + b, 0) + 2 * Math.max(0, cols.length - 1) };
   };
   const hidden: string[] = [];
   let max = MAX_CELL;
@@ -58,17 +98,13 @@ export function renderTable(rows: Record<string, unknown>[], style: Style, width
     hidden.unshift(columns.pop()!);
     m = measure(columns, max);
   }
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(m.widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  const out = [style.bold(line(columns.map((c) => c.toUpperCase()))), ...m.body.map(line)];
-  if (hidden.length) out.push(style.dim(`(not shown: ${hidden.join(', ')}; --json shows everything)`));
-  return out.join('\n');
+  const text = layout(
+    columns.map((c) => style.bold(c.toUpperCase())),
+    cells.map((r) => columns.map((c) => r[c] ?? '-')),
+    m.widths,
+  );
+  return hidden.length ? `${text}\n${style.dim(`(not shown: ${hidden.join(', ')}; -o json shows everything)`)}` : text;
 }
-
-const clip = (s: string, max: number) => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
 
 function scalarText(v: unknown): string {
   if (v === null || v === undefined) return '-';
@@ -142,8 +178,16 @@ export function renderData(data: unknown, style: Style, width?: number): string 
   return String(data);
 }
 
-/** Pads a two-column list (`name   description`). */
+/** A two-column list (`name   description`), indented. */
 export function twoColumns(rows: [string, string][], indent = 2): string {
-  const width = Math.max(0, ...rows.map(([a]) => visibleLength(a)));
-  return rows.map(([a, b]) => `${' '.repeat(indent)}${a}${' '.repeat(width - visibleLength(a))}  ${b}`.trimEnd()).join('\n');
+  if (rows.length === 0) return '';
+  const pad = ' '.repeat(indent);
+  // A cell with a line break would become a row of several lines.
+  return layout(
+    undefined,
+    rows.map((r) => r.map((c) => c.replace(/\s*\n\s*/g, ' '))),
+  )
+    .split('\n')
+    .map((l) => `${pad}${l}`)
+    .join('\n');
 }

@@ -1,4 +1,7 @@
-/** ANSI colours, only on a terminal and never with NO_COLOR / --no-color. */
+/** Colours (picocolors), only on a terminal and never with NO_COLOR / --no-color. */
+import pc from 'picocolors';
+import stringWidth from 'string-width';
+
 export interface Style {
   bold(s: string): string;
   dim(s: string): string;
@@ -8,12 +11,11 @@ export interface Style {
   cyan(s: string): string;
 }
 
-const wrap = (open: number, close: number) => (s: string) => `\u001b[${open}m${s}\u001b[${close}m`;
-const plain = (s: string) => s;
-
 export function makeStyle(enabled: boolean): Style {
-  if (!enabled) return { bold: plain, dim: plain, red: plain, green: plain, yellow: plain, cyan: plain };
-  return { bold: wrap(1, 22), dim: wrap(2, 22), red: wrap(31, 39), green: wrap(32, 39), yellow: wrap(33, 39), cyan: wrap(36, 39) };
+  // picocolors decides on its own from process.stdout and the environment; the CLI decides per stream (stdout may be
+  // a pipe while stderr is the terminal), so it is told.
+  const c = pc.createColors(enabled);
+  return { bold: c.bold, dim: c.dim, red: c.red, green: c.green, yellow: c.yellow, cyan: c.cyan };
 }
 
 export function colorWanted(stream: NodeJS.WriteStream, flag: boolean | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
@@ -22,6 +24,5 @@ export function colorWanted(stream: NodeJS.WriteStream, flag: boolean | undefine
   return !!stream.isTTY;
 }
 
-/** Display width without colour codes. */
-// eslint-disable-next-line no-control-regex -- terminal colour codes start with ESC
-export const visibleLength = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, '').length;
+/** Columns a string takes on a terminal: colour codes take none, wide characters (CJK, emoji) two. */
+export const visibleLength = (s: string): number => stringWidth(s);

@@ -11,7 +11,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, REPO_ROOT, startAgent, type TestAgent } from '../../test/helpers/agent.js';
 import { CLI, cliHome, type CliHome } from './helpers/cli.js';
-import { AgentApiError, AgentClient, RequestInvalidError, callOperation, loadDescription, DescriptionCache, type Plan } from '@agent/client';
+import { AgentApiError, AgentClient, ApiDescription, RequestInvalidError, callOperation, loadDescription, DescriptionCache, type Plan } from '@agent/client';
 
 const HELLO = resolve(REPO_ROOT, 'examples/hello-plugin');
 
@@ -82,14 +82,105 @@ describe('agentctl', () => {
     expect(stats.stdout).toMatch(/^greetings\s+2$/m);
     // A document answer is written as is, to stdout or a file.
     const out = join(home.dir, 'openapi.json');
-    const saved = await home.run(['system', 'openapi', '--output', out]);
+    const saved = await home.run(['system', 'openapi', '--output-file', out]);
     expect(saved.code, saved.stderr).toBe(0);
+    // -o names the output format; a file name there is refused before anything is sent, pointing to --output-file.
+    const misread = await home.run(['system', 'openapi', '-o', out]);
+    expect(misread.code).toBe(2);
+    expect(misread.stderr).toContain('(to write an answer to a file: --output-file <file>)');
     expect(JSON.parse(readFileSync(out, 'utf8'))).toMatchObject({
       openapi: '3.1.0',
       paths: expect.objectContaining({ '/api/hello/greetings': expect.any(Object) }),
     });
     const query = await home.run(['hello', 'list', '-q', 'name=Ada', '--json']);
     expect(JSON.parse(query.stdout).data.map((g: { name: string }) => g.name)).toEqual(['Ada']);
+  });
+
+  it("prints answers as -o json, yaml or jsonpath (kubectl's template form too); --json is -o json", async () => {
+    const json = JSON.parse((await home.run(['hello', 'list', '-o', 'json'])).stdout);
+    expect(json.data.map((g: { name: string }) => g.name)).toEqual(['Ada', 'Grace']);
+    expect(JSON.parse((await home.run(['hello', 'list', '--json'])).stdout)).toEqual(json);
+    expect(JSON.parse((await home.run(['hello', 'list', '-ojson'])).stdout)).toEqual(json);
+    expect((await home.run(['hello', 'list', '-o', 'table'])).stdout).toBe((await home.run(['hello', 'list'])).stdout);
+    // YAML: the same document.
+    const yaml = await home.run(['hello', 'list', '-o', 'yaml']);
+    expect(yaml.code).toBe(0);
+    expect(yaml.stdout).toMatch(/^data:\n {2}- id: 1\n {4}name: Ada\n/);
+    expect(parseYaml(yaml.stdout)).toEqual(json);
+    // JSONPath over what -o json prints: each match on a line, filters included.
+    expect((await home.run(['hello', 'list', '-o', 'jsonpath=$.data[*].name'])).stdout).toBe('Ada\nGrace\n');
+    expect((await home.run(['hello', 'list', '-o', 'jsonpath=$.data[?(@.name=="Grace")].message'])).stdout).toBe('Hi Grace\n');
+    expect((await home.run(['hello', 'stats', '-o', 'jsonpath=$.data.greetings'])).stdout).toBe('2\n');
+    // kubectl's templates: blocks filled in the text, matches of a block joined by spaces, range … end.
+    expect((await home.run(['hello', 'list', '-o', 'jsonpath={.data[*].name}'])).stdout).toBe('Ada Grace\n');
+    const table = await home.run(['hello', 'list', '-o', 'jsonpath={range .data[*]}{.id}{"\\t"}{.name}{"\\n"}{end}']);
+    expect(table.stdout).toBe('1\tAda\n2\tGrace\n');
+    // Errors: in the chosen format on stdout (YAML here), in words for a JSONPath.
+    const missing = await home.run(['hello', 'delete', '999', '-o', 'yaml']);
+    expect(missing.code).toBe(1);
+    expect(parseYaml(missing.stdout)).toEqual({ error: 'greeting 999 not found', code: 'NOT_FOUND' });
+    // A wrong format or template is refused before anything is sent.
+    const before = (await greetings()).length;
+    for (const args of [
+      ['-o', 'xml'],
+      ['-o', 'jsonpath='],
+      ['--json', '-o', 'yaml'],
+      ['-o', 'jsonpath={range .data[*]}{.name}'],
+    ]) {
+      const bad = await home.run(['hello', 'create', '-f', 'name=Never', ...args]);
+      expect(bad.code, args.join(' ')).toBe(2);
+      expect(bad.stderr, args.join(' ')).toMatch(/^error: /);
+    }
+    expect((await greetings()).length).toBe(before);
+    // Commands of the CLI itself print their data the same way; a profile's token never.
+    const profiles = await home.run(['profiles', '-o', 'json']);
+    expect(JSON.parse(profiles.stdout)).toEqual({ current: 'default', profiles: { default: expect.objectContaining({ url: agent.url, auth: 'password' }) } });
+    expect(profiles.stdout).not.toContain('token');
+    expect((await home.run(['profiles', '-o', 'jsonpath={.profiles.default.username}'])).stdout).toBe('admin\n');
+  });
+
+  it('logs in with --password-stdin as docker login does, and says what to do without a terminal', async () => {
+    const other = cliHome();
+    try {
+      // The whole of stdin but one final line break (CRLF too) is the password.
+      const ok = await other.run(['login', '--url', agent.url, '--username', 'admin', '--password-stdin', '-o', 'json'], { input: `${ADMIN_PASSWORD}\r\n` });
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(JSON.parse(ok.stdout)).toMatchObject({ profile: 'default', url: agent.url, auth: 'password', username: 'admin', expires_at: expect.any(String) });
+      expect(ok.stdout).not.toContain('token');
+      expect((await other.run(['hello', 'stats'])).code).toBe(0);
+      // A password that ends in a space keeps it: only the line break goes.
+      const spaced = await other.run(['login', '--url', agent.url, '--username', 'admin', '--password-stdin'], { input: `${ADMIN_PASSWORD} \n` });
+      expect(spaced.code).toBe(1);
+      expect(spaced.stderr).toContain('INVALID_CREDENTIALS');
+      const empty = await other.run(['login', '--url', agent.url, '--username', 'admin', '--password-stdin'], { input: '' });
+      expect(empty.code).toBe(2);
+      expect(empty.stderr).toContain('--password-stdin: stdin held no password');
+      const noName = await other.run(['login', '--profile', 'x', '--url', agent.url, '--password-stdin'], { input: `${ADMIN_PASSWORD}\n` });
+      expect(noName.code).toBe(2);
+      expect(noName.stderr).toContain('--password-stdin needs --username (stdin holds the password)');
+      // No terminal and nothing piped: the way to do it, rather than "empty password".
+      const nothing = await other.run(['login', '--url', agent.url, '--username', 'admin'], { input: '' });
+      expect(nothing.code).toBe(2);
+      expect(nothing.stderr).toContain('no password: stdin is not a terminal to ask on, and it held none. Pipe it in:');
+      expect(nothing.stderr).toContain(`agentctl login --url ${agent.url} --username admin --password-stdin`);
+    } finally {
+      other.remove();
+    }
+  });
+
+  it('describes every command group in --help', async () => {
+    const top = await home.run(['--help']);
+    const cached = new DescriptionCache(home.env).latest(agent.url)!;
+    const groups = new ApiDescription(cached.document).groups();
+    expect(groups.length).toBeGreaterThan(5);
+    for (const g of groups) {
+      // `  <name>   <description>` with words, not a count of operations.
+      const line = new RegExp(`^  ${g.name}\\s+(\\S.*)$`, 'm').exec(top.stdout);
+      expect(line, g.name).not.toBeNull();
+      expect(line![1], g.name).not.toMatch(/^\d+ operations?$/);
+    }
+    // A group named after a route tag gets the description of the permission it checks (users:read → users).
+    expect(top.stdout).toMatch(/^ {2}apikeys\s+Your own API keys/m);
   });
 
   it('prints help for an operation: method, path, permission, plan, path args, query and body fields', async () => {
@@ -370,7 +461,8 @@ describe('agentctl', () => {
     expect(await complete(['hello', ''])).toEqual(['create', 'delete', 'list', 'stats', 'tick']);
     expect(await complete(['plans', 'ap'])).toEqual(['apply']);
     expect(await complete(['hello', 'create', '--pl'])).toEqual(['--plan']);
-    expect(await complete(['completion', ''])).toEqual(['bash', 'zsh']);
+    expect(await complete(['completion', ''])).toEqual(['bash', 'zsh', 'fish']);
+    expect(await complete(['hello', 'list', '-o', 'j'])).toEqual(['json', 'jsonpath=']);
     expect(await complete(['plans', 'list', '--status', 'a'])).toEqual(['available', 'applying', 'applied']);
     expect(await complete(['hello', 'create', '-f', ''])).toEqual(['name=', 'message=']);
     const zsh = await home.run(['__complete', 'zsh', 'hello', 'c']);
@@ -404,6 +496,43 @@ describe('agentctl', () => {
       expect.stringMatching(/^stats:Counters/),
       'tick:Run the tick job now',
     ]);
+  });
+
+  it('completes in fish with the generated script', async () => {
+    if (!existsSync('/usr/bin/fish') && !existsSync('/bin/fish')) return; // declared in test/env/packages.d/agentctl.txt
+    const script = (await home.run(['completion', 'fish'])).stdout;
+    expect(script).toContain("complete -c agentctl -f -a '(__agentctl_complete)'");
+    const file = join(home.dir, 'agentctl.fish');
+    writeFileSync(file, script);
+    // fish's own completion engine (`complete -C` completes a command line as Tab would), on the real script.
+    const complete = async (line: string) => {
+      const program = [
+        `function agentctl; ${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} $argv; end`,
+        `source ${file}`,
+        `complete -C ${JSON.stringify(line)}`,
+      ];
+      const child = spawn('fish', ['--no-config', '-c', program.join('\n')], { env: home.env });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+      await new Promise((r) => child.once('close', r));
+      expect(err).toBe('');
+      return out.trim().split('\n');
+    };
+    // Candidates with their descriptions after a tab, as fish shows them.
+    expect(await complete('agentctl hello ')).toEqual([
+      'create\tGreet someone',
+      'delete\tForget a greeting',
+      'list\tList greetings',
+      expect.stringMatching(/^stats\tCounters/),
+      'tick\tRun the tick job now',
+    ]);
+    expect(await complete('agentctl he')).toEqual([expect.stringMatching(/^hello\t\S/), 'help\tshow help']);
+    expect(await complete('agentctl plans list --status a')).toEqual(['applied\tstatus', 'applying\tstatus', 'available\tstatus']);
+    expect(await complete('agentctl hello list -o y')).toEqual(['yaml\tthe answer as YAML']);
+    // Files where the description has nothing: --data @<path>.
+    expect(await complete(`agentctl hello create --data @${join(home.dir, 'agentctl.fi')}`)).toEqual([`@${file}`]);
   });
 });
 

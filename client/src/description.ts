@@ -33,6 +33,8 @@ export interface Operation {
   description?: string;
   /** `x-permission`: `deployments:write`, `authenticated` or `public` */
   permission: string;
+  /** `x-plugin`: the plugin that serves it (`core` for the kernel's own routes), when the description says. */
+  plugin?: string;
   /** `x-plan`: accepts `?plan=true` */
   plan: boolean;
   websocket: boolean;
@@ -68,6 +70,10 @@ export function kebab(name: string): string {
     .toLowerCase();
 }
 
+const capitalise = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+/** `Check the token` → `check the token`; an acronym or a code (`API keys`, `JSON`) keeps its case. */
+const lowerFirst = (s: string) => (/^[A-Z][a-z]/.test(s) ? s.charAt(0).toLowerCase() + s.slice(1) : s);
+
 /** Loose comparison of a typed command with a known name: case and dashes do not matter. */
 const loose = (s: string) => s.toLowerCase().replace(/[-_.]/g, '');
 
@@ -98,6 +104,7 @@ function parseOperation(doc: Json, path: string, method: string, op: Json): Oper
     summary: typeof op.summary === 'string' ? op.summary : '',
     description: typeof op.description === 'string' ? op.description : undefined,
     permission: typeof op['x-permission'] === 'string' ? op['x-permission'] : 'unknown',
+    plugin: typeof op['x-plugin'] === 'string' ? op['x-plugin'] : undefined,
     plan: op['x-plan'] === true,
     websocket: op['x-websocket'] === true,
     deploymentScoped: op['x-deployment-scoped'] === true,
@@ -153,6 +160,8 @@ export class ApiDescription {
   readonly title: string;
   readonly operations: Operation[];
   private readonly tagDescriptions = new Map<string, string>();
+  private readonly resourceDescriptions = new Map<string, string>();
+  private groupList?: GroupInfo[];
 
   constructor(readonly document: Json) {
     if (!document || typeof document !== 'object' || typeof document.paths !== 'object') throw new Error('not an OpenAPI document (no paths)');
@@ -169,12 +178,39 @@ export class ApiDescription {
     }
     this.operations = ops.sort((a, b) => compareText(a.group, b.group) || compareText(a.name, b.name));
     for (const t of (document.tags ?? []) as Json[]) if (t.description) this.tagDescriptions.set(kebab(String(t.name)), String(t.description));
+    const permissions = Array.isArray(document['x-permissions']) ? (document['x-permissions'] as Json[]) : [];
+    for (const r of permissions)
+      if (typeof r.resource === 'string' && typeof r.description === 'string') this.resourceDescriptions.set(r.resource, r.description);
   }
 
   groups(): GroupInfo[] {
+    if (this.groupList) return this.groupList;
     const byGroup = new Map<string, Operation[]>();
     for (const op of this.operations) byGroup.set(op.group, [...(byGroup.get(op.group) ?? []), op]);
-    return [...byGroup].map(([name, operations]) => ({ name, description: this.tagDescriptions.get(name), operations }));
+    this.groupList = [...byGroup].map(([name, operations]) => ({ name, description: this.describeGroup(name, operations), operations }));
+    return this.groupList;
+  }
+
+  /**
+   * What a group is about. Only plugins' own tags carry a description in the agent's document; a group named after
+   * a route tag (`images`, `users`) gets the description of the permission resource its operations check (the
+   * catalogue `x-permissions` describes every resource), and a group without one (`auth`: public and
+   * logged-in routes) the summaries of its operations.
+   */
+  private describeGroup(name: string, operations: Operation[]): string | undefined {
+    const tagged = this.tagDescriptions.get(name);
+    if (tagged) return tagged;
+    const counts = new Map<string, number>();
+    for (const op of operations) {
+      const resource = /^([^:]+):(read|write)$/.exec(op.permission)?.[1];
+      if (resource && this.resourceDescriptions.has(resource)) counts.set(resource, (counts.get(resource) ?? 0) + 1);
+    }
+    const resource = counts.has(name) ? name : [...counts].sort((a, b) => b[1] - a[1] || compareText(a[0], b[0]))[0]?.[0];
+    if (resource) return capitalise(this.resourceDescriptions.get(resource)!);
+    const summaries = operations.map((o) => o.summary.replace(/\s*\(.*?\)\s*/g, ' ').trim()).filter(Boolean);
+    if (summaries.length === 0) return undefined;
+    // Two say what the group is about; all of them are in `agentctl <group> --help`.
+    return [capitalise(summaries[0]!), ...summaries.slice(1, 2).map(lowerFirst), ...(summaries.length > 2 ? ['…'] : [])].join('; ');
   }
 
   group(name: string): GroupInfo | undefined {
@@ -190,12 +226,40 @@ export class ApiDescription {
     return this.operations.find((o) => o.id === operationId);
   }
 
+  /**
+   * Operations that read one background job: a GET of one path argument whose answer has a `status` and a
+   * `progress` (an image pull, a backup, a restore). An answer carrying a `job_id` is followed through them: those
+   * of the same group first, then those of the same plugin, then the others.
+   */
+  jobReadersFor(op: Operation): Operation[] {
+    const readers = this.operations.filter(isJobReader);
+    const rank = (o: Operation) => (o.group === op.group ? 0 : o.plugin && o.plugin === op.plugin ? 1 : 2);
+    return readers.sort((a, b) => rank(a) - rank(b));
+  }
+
   /** The websocket that follows a GET (`/logs` → `/logs/stream`), offered as `--follow`. */
   followStreamOf(op: Operation): Operation | undefined {
     if (op.method !== 'GET' || op.websocket) return undefined;
     return this.operations.find((o) => o.websocket && o.path === `${op.path}/stream`);
   }
 }
+
+/** The property names of an object schema, those of its `allOf` parts included (an intersection of two objects). */
+function propertyNames(schema: JsonSchema | undefined, depth = 0): Set<string> {
+  const names = new Set<string>(Object.keys(schema?.properties ?? {}));
+  if (depth < 4) for (const part of schema?.allOf ?? []) for (const n of propertyNames(part, depth + 1)) names.add(n);
+  return names;
+}
+
+/** Whether an operation reads one background job: a GET of one path argument answering `status` and `progress`. */
+export function isJobReader(op: Operation): boolean {
+  if (op.method !== 'GET' || op.websocket || op.pathParams.length !== 1) return false;
+  const names = propertyNames(op.responseData);
+  return names.has('status') && names.has('progress');
+}
+
+/** Whether an operation's answer announces a background job (`job_id` in its data). */
+export const startsJob = (op: Operation): boolean => propertyNames(op.responseData).has('job_id');
 
 /** The concrete path of an operation: `{name}` placeholders replaced by encoded values. */
 export function fillPath(op: Operation, values: Record<string, unknown>): string {

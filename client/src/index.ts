@@ -13,7 +13,7 @@ export type { Exchange, RawResponse, Transport } from './transport.js';
 export { AgentApiError, AgentConnectionError, RequestInvalidError } from './errors.js';
 export { followStream } from './stream.js';
 export type { FollowOptions } from './stream.js';
-export { ApiDescription, fillPath, kebab } from './description.js';
+export { ApiDescription, fillPath, isJobReader, kebab, startsJob } from './description.js';
 export { callOperation } from './call-operation.js';
 export type { OperationInput } from './call-operation.js';
 export type { GroupInfo, Operation, OperationParameter } from './description.js';

@@ -1,9 +1,21 @@
 /**
- * Shell completion. `agentctl completion bash|zsh` prints a script; the script calls the hidden
+ * Shell completion. `agentctl completion bash|zsh|fish` prints a script; the script calls the hidden
  * `agentctl __complete <shell> <words…> <current>` which answers from the cached description only (no network),
  * so completing is instant and works offline.
  */
-import { ApiDescription, DescriptionCache, ProfileStore, enumValues, kebab, listFields, nonNull, resolveConnection, type Operation } from '@agent/client';
+import {
+  ApiDescription,
+  DescriptionCache,
+  ProfileStore,
+  enumValues,
+  isJobReader,
+  kebab,
+  listFields,
+  nonNull,
+  resolveConnection,
+  startsJob,
+  type Operation,
+} from '@agent/client';
 import type { CliIO } from '../io.js';
 import { RESERVED, isBooleanParam } from '../operation-options.js';
 
@@ -16,8 +28,23 @@ export const STATIC_COMMANDS: [string, string][] = [
   ['help', 'show help'],
 ];
 
-const GLOBAL_VALUE_OPTIONS = new Set(['--profile', '--url', '--token']);
+const GLOBAL_VALUE_OPTIONS = new Set(['--profile', '--url', '--token', '-o', '--output']);
 const GLOBAL_FLAGS = ['--json', '--refresh', '--no-color', '--help'];
+const FORMATS: [string, string][] = [
+  ['table', 'for people (default)'],
+  ['json', 'the answer as JSON'],
+  ['yaml', 'the answer as YAML'],
+  ['jsonpath=', 'values picked by a JSONPath'],
+];
+
+export const SHELLS = ['bash', 'zsh', 'fish'] as const;
+
+export function completionScript(shell: string): string | undefined {
+  if (shell === 'bash') return bashScript();
+  if (shell === 'zsh') return zshScript();
+  if (shell === 'fish') return fishScript();
+  return undefined;
+}
 
 export function bashScript(): string {
   return `# agentctl completion for bash. Load it with:  source <(agentctl completion bash)
@@ -49,6 +76,27 @@ compdef _agentctl agentctl
 `;
 }
 
+export function fishScript(): string {
+  return `# agentctl completion for fish. Load it with:  agentctl completion fish | source
+# or save it:  agentctl completion fish > ~/.config/fish/completions/agentctl.fish
+function __agentctl_complete
+    set -l words (commandline -opc)
+    set -l current (commandline -ct)
+    set -l candidates (agentctl __complete fish $words[2..-1] "$current" 2>/dev/null)
+    if test (count $candidates) -gt 0
+        printf '%s\\n' $candidates
+    else if string match -q -- '@*' "$current"
+        # --data @file: the path after the @.
+        __fish_complete_path (string sub -s 2 -- "$current") | string replace -r '^' '@'
+    else
+        # Nothing from the agent's description (a value, a file for --output-file): paths, as fish offers them.
+        __fish_complete_path "$current"
+    end
+end
+complete -c agentctl -f -a '(__agentctl_complete)'
+`;
+}
+
 function operationFlags(op: Operation, description: ApiDescription): [string, string][] {
   const out: [string, string][] = [];
   for (const p of op.queryParams) {
@@ -65,13 +113,10 @@ function operationFlags(op: Operation, description: ApiDescription): [string, st
     );
   if (op.plan) out.push(['--plan', 'preview as a plan']);
   if (description.followStreamOf(op)) out.push(['--follow', 'follow new entries']);
-  if (op.produces) out.push(['--output', 'write the answer to a file']);
-  out.push(
-    ['--query', 'query parameter key=value'],
-    ['--dry-run', 'check without sending'],
-    ['--json', 'raw JSON answer'],
-    ['--help', 'help of this operation'],
-  );
+  if (op.produces) out.push(['--output-file', 'write the answer to a file']);
+  if (startsJob(op)) out.push(['--detach', 'do not follow the job it starts']);
+  if (isJobReader(op)) out.push(['--follow', 'follow the job until it ends']);
+  out.push(['--query', 'query parameter key=value'], ['--dry-run', 'check without sending'], ['--help', 'help of this operation']);
   return out;
 }
 
@@ -94,6 +139,7 @@ export function completionCandidates(io: CliIO, before: string[], current: strin
   const previous = before[before.length - 1];
   if (previous && GLOBAL_VALUE_OPTIONS.has(previous)) {
     if (previous === '--profile') return Object.keys(new ProfileStore(io.env).read().profiles).map((n) => [n, 'profile']);
+    if (previous === '-o' || previous === '--output') return FORMATS.filter(([name]) => name.startsWith(current));
     return [];
   }
 
@@ -125,6 +171,7 @@ export function completionCandidates(io: CliIO, before: string[], current: strin
     candidates = op ? operationFlags(op, description!) : [];
     candidates.push(
       ...GLOBAL_FLAGS.map((f): [string, string] => [f, 'global option']),
+      ['--output', 'output format: table, json, yaml, jsonpath=…'],
       ['--profile', 'use a saved profile'],
       ['--url', 'agent URL'],
       ['--token', 'token'],
@@ -135,10 +182,7 @@ export function completionCandidates(io: CliIO, before: string[], current: strin
       ...STATIC_COMMANDS,
     ];
   } else if (first === 'completion' && words.length === 1) {
-    candidates = [
-      ['bash', 'bash script'],
-      ['zsh', 'zsh script'],
-    ];
+    candidates = SHELLS.map((s): [string, string] => [s, `${s} script`]);
   } else if (first === 'profiles') {
     if (words.length === 1)
       candidates = [
@@ -158,9 +202,13 @@ export function completionCandidates(io: CliIO, before: string[], current: strin
 }
 
 export function printCandidates(io: CliIO, shell: string, candidates: [string, string][]): void {
+  const short = (desc: string) => desc.replace(/\s+/g, ' ').slice(0, 80);
   const lines =
     shell === 'zsh'
-      ? candidates.map(([name, desc]) => `${name.replace(/:/g, '\\:')}:${desc.replace(/\s+/g, ' ').slice(0, 80)}`)
-      : candidates.map(([name]) => name);
+      ? candidates.map(([name, desc]) => `${name.replace(/:/g, '\\:')}:${short(desc)}`)
+      : shell === 'fish'
+        ? // fish shows what follows a tab as the candidate's description.
+          candidates.map(([name, desc]) => (desc ? `${name}\t${short(desc)}` : name))
+        : candidates.map(([name]) => name);
   if (lines.length) io.stdout.write(lines.join('\n') + '\n');
 }

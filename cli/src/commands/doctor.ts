@@ -52,8 +52,9 @@ export function doctorCommand(ctx: CliContext, runAction: (fn: () => Promise<voi
           }
           throw err;
         }
-        if (ctx.globals.json) ctx.print(JSON.stringify(report, null, 2));
-        else for (const line of renderReport(report, ctx.out)) ctx.print(line);
+        await ctx.emit(report, () => {
+          for (const line of renderReport(report, ctx.out)) ctx.print(line);
+        });
         if (!report.ok) setExit(1);
       }),
     );

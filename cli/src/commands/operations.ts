@@ -8,7 +8,9 @@ import { Command, Option } from 'commander';
 import {
   buildBody,
   fillPath,
+  isJobReader,
   kebab,
+  startsJob,
   parseDocument,
   skeletonJson,
   skeletonYaml,
@@ -23,6 +25,7 @@ import {
 import { UsageError, type CliContext } from '../context.js';
 import { operationHelp, operationUsage } from '../help.js';
 import { readAll } from '../io.js';
+import { followJob, jobIdOf, readersFor } from '../jobs.js';
 import { RESERVED, isArrayParam, isBooleanParam } from '../operation-options.js';
 import { isPlan, renderPlan } from '../plan-view.js';
 import { logLine, renderData, twoColumns } from '../render.js';
@@ -35,7 +38,8 @@ interface OperationOptions {
   yaml?: boolean;
   plan?: boolean;
   follow?: boolean;
-  output?: string;
+  outputFile?: string;
+  detach?: boolean;
   dryRun?: boolean;
   [queryParam: string]: unknown;
 }
@@ -130,6 +134,7 @@ function formatStreamMessage(message: unknown): { text: string; error?: boolean;
 
 async function follow(ctx: CliContext, stream: Operation, params: Record<string, unknown>, query: Record<string, unknown>): Promise<void> {
   const client = ctx.client();
+  const emit = await ctx.emitter();
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.once('SIGINT', stop);
@@ -141,7 +146,7 @@ async function follow(ctx: CliContext, stream: Operation, params: Record<string,
       onReady: () =>
         ctx.io.stderr.write(ctx.err.dim(`following ${stream.path.replace(/\{(\w+)\}/g, (_m, n: string) => String(params[n]))} (Ctrl-C to stop)\n`)),
       onMessage: (message) => {
-        if (ctx.globals.json) return ctx.print(JSON.stringify(message));
+        if (emit) return emit(message);
         const { text, error, note } = formatStreamMessage(message);
         if (error) ctx.warn(ctx.err.red(text));
         else if (note) ctx.warn(ctx.err.dim(text));
@@ -154,7 +159,7 @@ async function follow(ctx: CliContext, stream: Operation, params: Record<string,
   }
 }
 
-function printAnswer(ctx: CliContext, op: Operation, answer: Envelope, planned: boolean): void {
+function printAnswer(ctx: CliContext, op: Operation, answer: Envelope, planned: boolean, followHint?: string): void {
   const { out } = ctx;
   if (planned && isPlan(answer.data)) return ctx.print(renderPlan(answer.data, out));
   if (op.id === 'plans.apply' && answer.data && typeof answer.data === 'object' && 'plan' in answer.data) {
@@ -162,6 +167,7 @@ function printAnswer(ctx: CliContext, op: Operation, answer: Envelope, planned: 
     ctx.print(out.green(`Plan ${applied.plan.id} applied (${applied.plan.action}).`));
     if (applied.result !== null && applied.result !== undefined) ctx.print(renderData(applied.result, out, ctx.width));
     if (answer.message) ctx.print(out.dim(answer.message));
+    if (followHint) ctx.print(out.dim(followHint));
     return;
   }
   if (isPlan(answer.data)) ctx.print(renderPlan(answer.data, out));
@@ -178,7 +184,22 @@ function printAnswer(ctx: CliContext, op: Operation, answer: Envelope, planned: 
     );
   }
   if (answer.message) ctx.print(out.dim(answer.message));
+  if (followHint) ctx.print(out.dim(followHint));
 }
+
+/** `plans apply` of a plan that starts a job answers `{plan, result: {job_id}}`: the job and the operation planned. */
+function startedJob(description: ApiDescription, op: Operation, data: unknown): { id: string; origin: Operation } | undefined {
+  if (op.id === 'plans.apply' && data && typeof data === 'object' && 'plan' in data) {
+    const applied = data as PlanApplyResult;
+    const id = jobIdOf(applied.result);
+    return id ? { id, origin: description.byId(applied.plan.action) ?? op } : undefined;
+  }
+  const id = jobIdOf(data);
+  return id ? { id, origin: op } : undefined;
+}
+
+/** A JSON document answer (the API description) can be printed in any format; other downloads only as they are. */
+const isJsonDocument = (op: Operation) => !!op.produces && /json/.test(op.produces);
 
 export async function runOperation(
   ctx: CliContext,
@@ -188,12 +209,17 @@ export async function runOperation(
   opts: OperationOptions,
   attributes: Map<string, string>,
 ): Promise<void> {
+  // A wrong -o is said before anything is sent.
+  const format = ctx.format;
   if (opts.skeleton) {
     if (!op.body) throw new UsageError(`${op.group} ${op.name} takes no request body, so there is no skeleton`);
-    ctx.print(opts.yaml ? skeletonYaml(op.body, `${op.method} ${op.path} — ${op.summary}`) : skeletonJson(op.body));
+    ctx.print(opts.yaml || format.kind === 'yaml' ? skeletonYaml(op.body, `${op.method} ${op.path} — ${op.summary}`) : skeletonJson(op.body));
     return;
   }
-  if (opts.yaml) throw new UsageError('--yaml only applies to --skeleton');
+  if (opts.yaml) throw new UsageError('--yaml only applies to --skeleton (answers in YAML: -o yaml)');
+  if (op.produces && !isJsonDocument(op) && format.kind !== 'table') {
+    throw new UsageError(`${op.group} ${op.name} answers ${op.produces}, not data: -o does not apply (write it to a file with --output-file <file>)`);
+  }
   const params: Record<string, unknown> = {};
   op.pathParams.forEach((p, i) => {
     if (args[i] !== undefined) params[p.name] = args[i];
@@ -201,8 +227,9 @@ export async function runOperation(
   const missing = op.pathParams.filter((p) => params[p.name] === undefined);
   if (missing.length > 0) throw new UsageError(`missing ${missing.map((p) => `<${p.name}>`).join(' ')}\nusage: ${operationUsage(op)}`);
   const query = collectQuery(op, opts, attributes);
-  const streamOp = op.websocket ? op : opts.follow ? description.followStreamOf(op) : undefined;
-  if (opts.follow && !streamOp) throw new UsageError(`${op.group} ${op.name} cannot be followed`);
+  const jobFollow = opts.follow && isJobReader(op);
+  const streamOp = op.websocket ? op : opts.follow && !jobFollow ? description.followStreamOf(op) : undefined;
+  if (opts.follow && !streamOp && !jobFollow) throw new UsageError(`${op.group} ${op.name} cannot be followed`);
   if (opts.plan && !op.plan)
     throw new UsageError(`${op.group} ${op.name} does not support plans (the description does not mark it x-plan); it runs immediately`);
   const { body, contentType } = await requestBody(ctx, op, opts);
@@ -221,18 +248,30 @@ export async function runOperation(
     return;
   }
   if (streamOp) return follow(ctx, streamOp, params, query);
+  if (jobFollow) return followJob(ctx, description, String(params[op.pathParams[0]!.name]), { origin: op, reader: op });
 
   const res = await client.request<Envelope>(op.method, path, { query: query as Record<string, string>, body, contentType });
   if (res.raw !== undefined || op.produces) {
-    const bytes = res.raw ?? Buffer.from(JSON.stringify(res.json, null, 2) + '\n');
-    if (opts.output) {
-      writeFileSync(resolve(ctx.io.cwd, opts.output), bytes);
-      ctx.warn(`wrote ${bytes.length} bytes to ${opts.output}`);
-    } else ctx.io.stdout.write(bytes);
-    return;
+    if (opts.outputFile || format.kind === 'table' || res.raw !== undefined) {
+      const bytes = res.raw ?? Buffer.from(JSON.stringify(res.json, null, 2) + '\n');
+      if (opts.outputFile) {
+        writeFileSync(resolve(ctx.io.cwd, opts.outputFile), bytes);
+        ctx.warn(`wrote ${bytes.length} bytes to ${opts.outputFile}`);
+      } else ctx.io.stdout.write(bytes);
+      return;
+    }
+    return ctx.emit(res.json, () => undefined);
   }
-  if (ctx.globals.json) return ctx.print(JSON.stringify(res.json ?? null, null, 2));
-  printAnswer(ctx, op, res.json ?? { data: null }, !!opts.plan);
+  const answer = res.json ?? { data: null };
+  const job = !opts.plan ? startedJob(description, op, answer.data) : undefined;
+  if (job && !opts.detach) {
+    if (format.kind === 'table') printAnswer(ctx, op, answer, false);
+    ctx.warn(ctx.err.dim(`Following job ${job.id} until it ends (Ctrl-C stops following; the job goes on).`));
+    return followJob(ctx, description, job.id, { origin: job.origin });
+  }
+  const reader = job ? readersFor(description, job.origin)[0] : undefined;
+  const hint = job && reader ? `The job goes on in the agent. Follow it: agentctl ${reader.group} ${reader.name} ${job.id} --follow` : undefined;
+  await ctx.emit(answer, () => printAnswer(ctx, op, answer, !!opts.plan, hint));
 }
 
 /** The `agentctl <group>` command with one subcommand per operation. */
@@ -299,8 +338,10 @@ function operationCommand(
   }
   // Accepted everywhere so that misuse gets an explanation rather than "unknown option".
   cmd.addOption(op.plan ? new Option('--plan', 'preview as a plan') : new Option('--plan').hideHelp());
-  cmd.addOption(description.followStreamOf(op) ? new Option('--follow', 'follow new entries') : new Option('--follow').hideHelp());
-  if (op.produces) cmd.option('-o, --output <file>', 'write the answer to a file');
+  const followable = description.followStreamOf(op) ? 'follow new entries' : isJobReader(op) ? 'follow the job until it ends' : undefined;
+  cmd.addOption(followable ? new Option('--follow', followable) : new Option('--follow').hideHelp());
+  if (startsJob(op) || op.id === 'plans.apply') cmd.option('--detach', 'answer once the job is started, without following it');
+  if (op.produces) cmd.option('--output-file <file>', 'write the answer to a file');
   cmd.option('--dry-run', 'check and print the request without sending it');
   cmd.configureHelp({ formatHelp: () => operationHelp(op, description, ctx.out) });
   cmd.action((...received: unknown[]) => {
