@@ -17,6 +17,8 @@ import { parseArgs } from 'node:util';
 import { AGENT_ENV, NODE_FLAGS, ROOT, build, ensureDeps } from './lib.mjs';
 
 const UNIT = 'host-agent.service';
+/** proxy.config_dir's default (plugins/edge). */
+const PROXY_DIR = '/etc/nginx/agent';
 
 const { values: opts } = parseArgs({
   options: {
@@ -24,7 +26,7 @@ const { values: opts } = parseArgs({
     'data-dir': { type: 'string', default: '/var/lib/host-agent' },
     'config-dir': { type: 'string', default: '/etc/host-agent' },
     // proxy.config_dir of agent.yaml: the one folder outside its own the agent writes (the sandbox allows it).
-    'proxy-dir': { type: 'string', default: '/etc/nginx/agent' },
+    'proxy-dir': { type: 'string', default: PROXY_DIR },
     listen: { type: 'string', default: '127.0.0.1:8090' },
     uninstall: { type: 'boolean', default: false },
     purge: { type: 'boolean', default: false },
@@ -100,6 +102,8 @@ function install() {
         'log:',
         '  level: info',
         '  format: json   # the journal keeps JSON lines: journalctl -u host-agent -o cat | jq',
+        // The unit lets the agent write this folder; the default needs no line.
+        ...(opts['proxy-dir'] !== PROXY_DIR ? ['proxy:', `  config_dir: ${opts['proxy-dir']}   # also --proxy-dir of install-service`] : []),
         '',
       ].join('\n'),
       { mode: 0o640 },

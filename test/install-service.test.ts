@@ -9,6 +9,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, request } from './helpers/agent.js';
 import { freePort } from './helpers/net.js';
@@ -159,12 +160,23 @@ describe('install-service (systemd unit, temporary root)', () => {
     expect(result.status, result.stderr).toBe(0);
   });
 
-  it('writes other data and configuration folders as ReadWritePaths=', () => {
+  it('writes other data, configuration and proxy folders as ReadWritePaths= (the proxy folder in agent.yaml too)', () => {
     const other = mkdtempSync(join(tmpdir(), 'agent-service-other-'));
     try {
       execFileSync(
         process.execPath,
-        [join(REPO_ROOT, 'scripts/install-service.mjs'), '--root', other, '--no-build', '--data-dir', '/srv/agent/data', '--config-dir', '/srv/agent/etc'],
+        [
+          join(REPO_ROOT, 'scripts/install-service.mjs'),
+          '--root',
+          other,
+          '--no-build',
+          '--data-dir',
+          '/srv/agent/data',
+          '--config-dir',
+          '/srv/agent/etc',
+          '--proxy-dir',
+          '/srv/agent/nginx',
+        ],
         { stdio: 'pipe' },
       );
       const text = readFileSync(join(other, 'etc/systemd/system/host-agent.service'), 'utf8');
@@ -173,6 +185,13 @@ describe('install-service (systemd unit, temporary root)', () => {
       expect(text).toMatch(/^ReadWritePaths=\/srv\/agent\/data$/m);
       expect(text).toMatch(/^ReadWritePaths=\/srv\/agent\/etc$/m);
       expect(text).toMatch(/^WorkingDirectory=\/srv\/agent\/data$/m);
+      // The proxy folder: writable, created, and the agent's proxy.config_dir.
+      expect(text).toMatch(/^ReadWritePaths=-\/srv\/agent\/nginx$/m);
+      expect(statSync(join(other, 'srv/agent/nginx')).isDirectory()).toBe(true);
+      expect(parseYaml(readFileSync(join(other, 'srv/agent/etc/agent.yaml'), 'utf8'))).toMatchObject({
+        data_dir: '/srv/agent/data',
+        proxy: { config_dir: '/srv/agent/nginx' },
+      });
       execFileSync('systemd-analyze', ['verify', join(other, 'etc/systemd/system/host-agent.service')], { stdio: 'pipe' });
     } finally {
       rmSync(other, { recursive: true, force: true });
