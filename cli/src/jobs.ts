@@ -148,7 +148,7 @@ interface Display {
  * Not a terminal: plain lines, no control codes. A progress line when the job passes another tenth (or at most
  * every 10 s when it counts without a total), with the agent's ETA, else one from the rate since following began.
  */
-function plainDisplay(write: (s: string) => void, label: string, size: (n: number) => string): Display {
+export function plainDisplay(write: (s: string) => void, label: string, size: (n: number) => string): Display {
   let lastTenth = 0; // no "0%" line: the job has just started
   let lastAt = Date.now();
   let first: { at: number; fraction: number } | undefined;

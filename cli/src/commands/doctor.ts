@@ -38,10 +38,18 @@ export function doctorCommand(ctx: CliContext, runAction: (fn: () => Promise<voi
           report = (await client.call<DoctorReport>('GET', '/system/doctor')).data;
         } catch (err) {
           if (err instanceof AgentConnectionError) {
-            ctx.print(`${ctx.out.red(MARK.failed)} agent  no answer at ${client.url}: ${err.message}`);
-            ctx.print(
-              `  ${ctx.out.cyan('fix:')} start it (npm start in its folder, or systemctl start host-agent; journalctl -u host-agent says why it stopped)`,
-            );
+            const fix = 'start it (npm start in its folder, or systemctl start host-agent; journalctl -u host-agent says why it stopped)';
+            const detail = `no answer at ${client.url}: ${err.message}`;
+            // The same finding as a report, for -o json|yaml|jsonpath: a script reads it where it reads the agent's.
+            const unreachable: DoctorReport = {
+              ok: false,
+              checked_at: new Date().toISOString(),
+              checks: [{ id: 'agent', title: 'agent', status: 'failed', detail, fix, plugin: 'agentctl', duration_ms: 0 }],
+            };
+            await ctx.emit(unreachable, () => {
+              ctx.print(`${ctx.out.red(MARK.failed)} agent  ${detail}`);
+              ctx.print(`  ${ctx.out.cyan('fix:')} ${fix}`);
+            });
             setExit(1);
             return;
           }
