@@ -44,7 +44,10 @@ export function toErrorAnswer(err: unknown): ErrorAnswer {
       internal: err.status >= 500 && err.status !== 503,
     };
   }
-  const e = err as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean };
+  const e = err as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean; code?: string };
+  // The client went away while its body was read: nobody is left to answer, and it is not the agent's fault.
+  if (e?.type === 'request.aborted' || e?.code === 'ECONNRESET' || e?.code === 'ECONNABORTED' || e?.code === 'ERR_STREAM_PREMATURE_CLOSE')
+    return clientError(400, 'the client closed the request before its body was read', 'REQUEST_ABORTED');
   const status = e?.status ?? e?.statusCode;
   // Body parser errors (co-body / raw-body) carry a status and a type.
   if (e?.type === 'entity.too.large' || status === 413) return clientError(413, 'request body too large', 'PAYLOAD_TOO_LARGE');
