@@ -137,6 +137,10 @@ describe('agentctl', () => {
     expect(JSON.parse(profiles.stdout)).toEqual({ current: 'default', profiles: { default: expect.objectContaining({ url: agent.url, auth: 'password' }) } });
     expect(profiles.stdout).not.toContain('token');
     expect((await home.run(['profiles', '-o', 'jsonpath={.profiles.default.username}'])).stdout).toBe('admin\n');
+    // An agent that does not answer is a doctor report as well.
+    const down = await home.run(['doctor', '--url', 'http://127.0.0.1:9', '-o', 'json']);
+    expect(down.code).toBe(1);
+    expect(JSON.parse(down.stdout)).toMatchObject({ ok: false, checks: [{ id: 'agent', status: 'failed', detail: expect.stringContaining('no answer at') }] });
   });
 
   it('logs in with --password-stdin as docker login does, and says what to do without a terminal', async () => {
