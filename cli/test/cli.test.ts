@@ -172,6 +172,36 @@ describe('agentctl', () => {
     }
   });
 
+  it('asks for the username and, without echo, the password on a terminal', async () => {
+    const other = cliHome();
+    try {
+      // `script` gives the CLI a pseudo-terminal; what is typed is written when each prompt is on the screen.
+      const child = spawn('script', ['-qefc', `'${process.execPath}' '${CLI}' login --url ${agent.url}`, '/dev/null'], {
+        env: { ...other.env, TERM: 'xterm' },
+      });
+      let screen = '';
+      const typed = new Set<string>();
+      child.stdout.on('data', (c: Buffer) => {
+        screen += c.toString();
+        if (screen.includes('Username') && !typed.has('user')) {
+          typed.add('user');
+          child.stdin.write('admin\r');
+        }
+        if (screen.includes('Password for admin') && !typed.has('password')) {
+          typed.add('password');
+          child.stdin.write(`${ADMIN_PASSWORD}\r`);
+        }
+      });
+      expect(await new Promise((r) => child.once('close', r)), screen).toBe(0);
+      expect(screen).toContain('Logged in to');
+      expect(screen).toContain('[input is masked]');
+      expect(screen).not.toContain(ADMIN_PASSWORD);
+      expect((await other.run(['hello', 'stats'])).code).toBe(0);
+    } finally {
+      other.remove();
+    }
+  });
+
   it('describes every command group in --help', async () => {
     const top = await home.run(['--help']);
     const cached = new DescriptionCache(home.env).latest(agent.url)!;
