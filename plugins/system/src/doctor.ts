@@ -1,10 +1,11 @@
 /**
- * `GET /api/system/doctor`: runs the doctor checks of the core and of every running plugin (each plugin adds the
- * checks of the parts it drives with `ctx.doctor`) and answers what works, what does not and what fixes it.
- * Admins only by default: the answer describes the host (paths, versions, addresses). A report runs every check at
- * once, each within a time limit; a check that throws or hangs is reported as failed rather than failing the report.
+ * The doctor report of `GET /api/system/doctor`: runs the doctor checks of the core and of every running plugin
+ * (each plugin adds the checks of the parts it drives with `ctx.doctor`) and answers what works, what does not and
+ * what fixes it. Admins only by default: the answer describes the host (paths, versions, addresses). A report runs
+ * every check at once, each within a time limit; a check that throws or hangs is reported as failed rather than
+ * failing the report.
  */
-import { Type, type CheckResult, type DoctorCheck, type DoctorCheckReport, type DoctorReport, type PluginContext, type PluginDirectory } from '@agent/sdk';
+import { Type, type CheckResult, type DoctorCheck, type DoctorCheckReport, type DoctorReport, type PluginDirectory } from '@agent/sdk';
 import { coreChecks } from './core-checks.js';
 
 /** A check that has not answered by then is reported as failed (a hung daemon must not hang the report). */
@@ -26,27 +27,14 @@ export const DoctorView = Type.Object({
   checks: Type.Array(CheckView),
 });
 
-export function registerDoctorRoute(ctx: PluginContext, plugins: PluginDirectory): void {
+/** Runs the core's checks and those of every running plugin, all at once. */
+export function doctorReport(dataDir: string, plugins: PluginDirectory): () => Promise<DoctorReport> {
   // The core's own checks (its data folder, secrets, Node.js) come first and are reported as the core's.
-  const own = coreChecks(ctx.agent.dataDir).map((check) => ({ plugin: 'core', check }));
-  const run = async (): Promise<DoctorReport> => {
+  const own = coreChecks(dataDir).map((check) => ({ plugin: 'core', check }));
+  return async () => {
     const checks = await Promise.all([...own, ...plugins.checks()].map(({ plugin, check }) => runOne(plugin, check)));
     return { ok: checks.every((c) => c.status !== 'failed'), checked_at: new Date().toISOString(), checks };
   };
-  ctx.route({
-    method: 'GET',
-    path: '/system/doctor',
-    permission: 'doctor:read',
-    operationId: 'system.doctor',
-    tag: 'system',
-    summary: 'Check the external parts the enabled plugins use',
-    description:
-      'Docker engine and compose, nginx, the ACME directory and the clock, the DNS server API, database drivers, ' +
-      'the data folder (free space, modes), secret file modes and the Node.js version: each with its status, what was found ' +
-      'and the command that fixes it. Runs every check now (a few seconds at most). `agentctl doctor` prints it.',
-    response: DoctorView,
-    handler: run,
-  });
 }
 
 async function runOne(plugin: string, check: DoctorCheck): Promise<DoctorCheckReport> {

@@ -5,9 +5,11 @@
 import { coreServices, definePlugin, optional } from '@agent/sdk';
 import { deploymentsService } from '@agent/plugin-deployments/api';
 import { dockerService } from '@agent/plugin-docker/api';
-import { registerSettingsRoutes } from './settings.js';
-import { registerStatsRoute } from './stats.js';
-import { registerDoctorRoute } from './doctor.js';
+import { settingsSchemas } from './settings.js';
+import { settingsOperations } from './operations/settings.js';
+import { settingsRoutes } from './routes/settings.js';
+import { statsRoutes } from './routes/stats.js';
+import { doctorRoutes } from './routes/doctor.js';
 
 export default definePlugin({
   name: 'system',
@@ -33,10 +35,12 @@ export default definePlugin({
   deps: { settings: coreServices.settings, plugins: coreServices.plugins, docker: optional(dockerService), deployments: optional(deploymentsService) },
 
   setup(ctx, deps) {
-    const settings = registerSettingsRoutes(ctx, deps.settings);
-    registerStatsRoute(ctx, { docker: () => deps.docker, deployments: () => deps.deployments });
-    registerDoctorRoute(ctx, deps.plugins);
+    const schemas = settingsSchemas(deps.settings);
+    // The settings update is an operation (src/operations); stats and the doctor report are reads.
+    settingsRoutes(ctx, deps.settings, schemas, settingsOperations(deps.settings, schemas));
+    statsRoutes(ctx, { docker: () => deps.docker, deployments: () => deps.deployments });
+    doctorRoutes(ctx, deps.plugins);
     // Every plugin has declared its settings by the time the plugins start.
-    return { start: () => settings.complete() };
+    return { start: () => schemas.complete() };
   },
 });

@@ -1,18 +1,23 @@
 /**
- * `GET /api/stats`: host, deployments, Docker objects and the agent process. The deployment and Docker parts come
- * from the optional `deployments` and `docker` services and are null when those are absent. Filtered: everyone
- * counts the deployments (and their containers) it can access; containers of no deployment and the image count
- * (global objects) only for principals with global scope. Host and agent figures are for everyone.
+ * The figures of `GET /api/stats`: host, deployments, Docker objects and the agent process. The deployment and
+ * Docker parts come from the optional `deployments` and `docker` services and are null when those are absent.
+ * Filtered: everyone counts the deployments (and their containers) it can access; containers of no deployment and
+ * the image count (global objects) only for principals with global scope. Host and agent figures are for everyone.
  */
-import { isHttpError, Nullable, Type, type PluginContext, type Principal } from '@agent/sdk';
+import { isHttpError, Nullable, Type, type Principal, type Static } from '@agent/sdk';
 import { type DeploymentsService } from '@agent/plugin-deployments/api';
 import { type DockerService } from '@agent/plugin-docker/api';
-import { CpuSampler, hostMetrics } from './host-metrics.js';
+import { type CpuSampler, hostMetrics } from './host-metrics.js';
+
+export interface StatsServices {
+  docker(): DockerService | undefined;
+  deployments(): DeploymentsService | undefined;
+}
 
 const Num = Type.Number();
 const Int = Type.Integer({ minimum: 0 });
 
-const StatsView = Type.Object({
+export const StatsView = Type.Object({
   host: Type.Object({
     hostname: Type.String(),
     platform: Type.String(),
@@ -70,41 +75,35 @@ async function dockerFigures(docker: DockerService, principal: Principal) {
   }
 }
 
-export function registerStatsRoute(ctx: PluginContext, services: { docker(): DockerService | undefined; deployments(): DeploymentsService | undefined }): void {
-  const sampler = new CpuSampler();
-  ctx.route({
-    method: 'GET',
-    path: '/stats',
-    permission: 'stats:read',
-    tag: 'system',
-    operationId: 'system.stats',
-    tenancy: 'filtered',
-    summary: 'System statistics: host CPU, memory, disk, load, uptime; deployments by status; containers, images, volumes; agent version and memory',
-    response: StatsView,
-    handler: async (req) => {
-      const deployments = services.deployments();
-      const docker = services.docker();
-      let deploymentCounts: { total: number; by_status: Record<string, number> } | null = null;
-      if (deployments) {
-        const list = deployments.list().filter((d) => req.principal.canAccessDeployment(d.name));
-        const byStatus: Record<string, number> = {};
-        for (const d of list) byStatus[d.status] = (byStatus[d.status] ?? 0) + 1;
-        deploymentCounts = { total: list.length, by_status: byStatus };
-      }
-      const mem = process.memoryUsage();
-      return {
-        host: await hostMetrics(sampler, ctx.agent.dataDir),
-        deployments: deploymentCounts,
-        docker: docker ? await dockerFigures(docker, req.principal) : null,
-        agent: {
-          version: ctx.agent.version,
-          pid: process.pid,
-          node_version: process.version,
-          uptime_seconds: Math.round(process.uptime()),
-          rss_bytes: mem.rss,
-          heap_used_bytes: mem.heapUsed,
-        },
-      };
+/** The figures of `GET /api/stats` as the principal may see them. */
+export async function systemStats(
+  dataDir: string,
+  version: string,
+  sampler: CpuSampler,
+  services: StatsServices,
+  principal: Principal,
+): Promise<Static<typeof StatsView>> {
+  const deployments = services.deployments();
+  const docker = services.docker();
+  let deploymentCounts: { total: number; by_status: Record<string, number> } | null = null;
+  if (deployments) {
+    const list = deployments.list().filter((d) => principal.canAccessDeployment(d.name));
+    const byStatus: Record<string, number> = {};
+    for (const d of list) byStatus[d.status] = (byStatus[d.status] ?? 0) + 1;
+    deploymentCounts = { total: list.length, by_status: byStatus };
+  }
+  const mem = process.memoryUsage();
+  return {
+    host: await hostMetrics(sampler, dataDir),
+    deployments: deploymentCounts,
+    docker: docker ? await dockerFigures(docker, principal) : null,
+    agent: {
+      version,
+      pid: process.pid,
+      node_version: process.version,
+      uptime_seconds: Math.round(process.uptime()),
+      rss_bytes: mem.rss,
+      heap_used_bytes: mem.heapUsed,
     },
-  });
+  };
 }
