@@ -88,8 +88,9 @@ export function multipartBody(route: RegisteredRoute, opts: { uploads: string; f
     let dir: string | null = null;
     const refused = new Map<string, number>();
     try {
-      if (!typeis(ctx.req, ['multipart/form-data'])) throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'the body must be multipart/form-data');
+      // The permission first: a principal without it learns nothing from how its body would have been read.
       checkPermission(route.permission, state.principal);
+      if (!typeis(ctx.req, ['multipart/form-data'])) throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'the body must be multipart/form-data');
       if (Number(ctx.get('Content-Length') || 0) > maxTotal + opts.fieldsLimit + FRAMING) {
         throw errors.tooLarge(`the upload is larger than ${maxFileSize} bytes`);
       }
