@@ -165,6 +165,8 @@ describe('agentctl following jobs', () => {
     const detachedId = /^job_id\s+(\S+)$/m.exec(detached.stdout)![1]!;
     expect(detached.stdout).toContain(`The job goes on in the agent. Follow it: agentctl images pull-status ${detachedId} --follow`);
     expect(detached.stderr).not.toContain('Following job');
+    // Ended before the image is removed after the tests (a pull still running would bring it back).
+    await waitFor(async () => (await agent.api('GET', `/images/pulls/${detachedId}`)).body.data.status !== 'running', 'the detached pull');
   });
 });
 
