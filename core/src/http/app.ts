@@ -18,7 +18,7 @@ import type { RootLogger } from '../log.js';
 import type { RouteRegistry, RegisteredRoute } from '../openapi/registry.js';
 import type { PlanEngine } from '../plans/engine.js';
 import { createdName, routeAuditEvent, type AuditWriter } from '../audit.js';
-import { authenticateHeader, bearerToken, readmit } from '../auth/checks.js';
+import { authenticateHeader, bearerToken, checkPermission, readmit } from '../auth/checks.js';
 import type { LiveConnections } from '../auth/live.js';
 import { execute, type ExecuteResult } from './execute.js';
 import { multipartBody, uploadsFolder, type MultipartState } from './multipart.js';
@@ -208,17 +208,21 @@ export function createHttpApp(deps: HttpDeps): Koa {
       throw err;
     },
   });
-  const readBody: Middleware = async (ctx, next) => {
-    const length = Number(ctx.get('Content-Length') || 0);
-    if ((length > 0 || ctx.get('Transfer-Encoding')) && !typeis(ctx.req, ['json'])) {
-      throw errors.badRequest('the body must be JSON (Content-Type: application/json)', 'UNSUPPORTED_MEDIA_TYPE');
-    }
-    if (length > bodyLimit) throw errors.tooLarge(`request body larger than ${bodyLimit} bytes`);
-    await json(ctx, async () => {
-      stateOf(ctx).body = (ctx.request as { body?: unknown }).body;
-    });
-    return next();
-  };
+  const readBody =
+    (route: RegisteredRoute): Middleware =>
+    async (ctx, next) => {
+      // The permission first: a principal without it has no body read for it (the pipeline checks the rest later).
+      checkPermission(route.permission, stateOf(ctx).principal);
+      const length = Number(ctx.get('Content-Length') || 0);
+      if ((length > 0 || ctx.get('Transfer-Encoding')) && !typeis(ctx.req, ['json'])) {
+        throw errors.badRequest('the body must be JSON (Content-Type: application/json)', 'UNSUPPORTED_MEDIA_TYPE');
+      }
+      if (length > bodyLimit) throw errors.tooLarge(`request body larger than ${bodyLimit} bytes`);
+      await json(ctx, async () => {
+        stateOf(ctx).body = (ctx.request as { body?: unknown }).body;
+      });
+      return next();
+    };
 
   /** The principal of the request (401 without one), for every route that is not public. */
   const authenticate: Middleware = async (ctx, next) => {
@@ -359,7 +363,7 @@ export function createHttpApp(deps: HttpDeps): Koa {
       const stack: Middleware[] = [begin, failed(route)];
       if (route.permission !== null) stack.push(authenticate);
       if (route.spec.multipart) stack.push(multipartBody(route, { uploads, fieldsLimit: bodyLimit, state: stateOf }));
-      else if (route.validate.body && !route.spec.rawBody) stack.push(readBody);
+      else if (route.validate.body && !route.spec.rawBody) stack.push(readBody(route));
       const guarded = [...stack, ...own, handle(route)];
       router.register(path, [route.method], guarded as never, { name: route.operationId });
     }

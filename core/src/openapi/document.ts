@@ -113,7 +113,7 @@ function kernelCodes(route: RegisteredRoute): Record<string, string[]> {
     codes['403'] = ['FORBIDDEN', 'GLOBAL_SCOPE_REQUIRED'];
   }
   if (route.validate.body || spec.multipart) {
-    codes['400']!.push('INVALID_JSON', 'BAD_REQUEST');
+    codes['400']!.push('INVALID_JSON', 'BAD_REQUEST', 'UNSUPPORTED_MEDIA_TYPE', 'REQUEST_ABORTED');
     codes['413'] = ['PAYLOAD_TOO_LARGE'];
     codes['415'] = ['UNSUPPORTED_MEDIA_TYPE'];
   }
