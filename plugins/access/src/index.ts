@@ -1,5 +1,4 @@
 /**
-/**
  * access: users, API keys and per-deployment grants (stored here, in SQLite), which makes it the agent's principal
  * directory: the kernel authenticates every request through it; and the audit journal: the kernel writes its
  * records to this plugin (`auditSink`), which stores, searches and serves them.
@@ -9,16 +8,22 @@ import { auditSink, coreServices, definePlugin, optional, principalDirectory, pr
 import { deploymentsService } from '@agent/plugin-deployments/api';
 import { auditJournalService, identityService, type AuditJournalService } from './api.js';
 import { AuditJournal, type Journal } from './audit/journal.js';
-import { registerApiKeyRoutes } from './apikeys.js';
-import { registerAuditRoutes } from './audit/routes.js';
-import { registerGrantRoutes } from './grants.js';
+import { AuditReads } from './audit/reads.js';
+import { auditRetention } from './audit/retention.js';
 import { Identity } from './identity/identity.js';
 import { LoginLimiter } from './identity/login-limiter.js';
 import { LEGACY_FILE, migrateLegacyFile } from './identity/migrate.js';
 import { IdentityStore } from './identity/store.js';
-import { registerLoginRoute } from './login.js';
-import { registerSessionRoutes } from './session.js';
-import { registerUserRoutes } from './users.js';
+import { apiKeyOperations } from './operations/apikeys.js';
+import { auditOperations } from './operations/audit.js';
+import { grantOperations } from './operations/grants.js';
+import { loginOperation } from './operations/login.js';
+import { userOperations } from './operations/users.js';
+import { apiKeyRoutes } from './routes/apikeys.js';
+import { auditRoutes } from './routes/audit.js';
+import { authRoutes } from './routes/auth.js';
+import { grantRoutes } from './routes/grants.js';
+import { userRoutes } from './routes/users.js';
 
 export default definePlugin({
   name: 'access',
@@ -62,14 +67,16 @@ export default definePlugin({
       });
     } else if (admin.created) ctx.log.info('created user "admin" with the configured password');
     const { login_max_failures, login_max_failures_per_ip, lockout } = auth.settings;
-    registerLoginRoute(ctx, identity, new LoginLimiter(login_max_failures, login_max_failures_per_ip, lockout * 1000), audit);
-    registerSessionRoutes(ctx, auth);
+    const limiter = new LoginLimiter(login_max_failures, login_max_failures_per_ip, lockout * 1000);
 
+    // Each change is an operation (src/operations), run by its route (src/routes): checks in `prepare`, the change in `apply`.
     const deployments = () => deps.deployments;
-    registerUserRoutes(ctx, identity);
-    registerGrantRoutes(ctx, identity, deployments);
-    registerApiKeyRoutes(ctx, identity);
-    registerAuditRoutes(ctx, identity, audit);
+    authRoutes(ctx, auth, loginOperation(identity, limiter, audit));
+    userRoutes(ctx, identity, userOperations(identity));
+    grantRoutes(ctx, identity, deployments, grantOperations(identity, deployments));
+    apiKeyRoutes(ctx, identity, apiKeyOperations(identity));
+    const reads = new AuditReads(identity, audit);
+    auditRoutes(ctx, reads, auditOperations(reads, auditRetention(ctx, reads)));
     // Whoever creates a deployment administers it. Synchronous, so the grant is there when the creation is answered.
     ctx.events.on('deployment.created', ({ name, created_by }) => {
       const creator = created_by ? identity.principalById(created_by) : null;

@@ -1,8 +1,11 @@
 /**
- * `GET /auth/status` and `GET /auth/validate`: how to log in here, and what the caller's token is worth (its
- * principal and the tenancy model as it applies to it).
+ * `/api/auth`: `POST /auth/login` (an operation: a token for a username and password, or for an API key, behind
+ * the login limiter), and the reads `GET /auth/status` and `GET /auth/validate`: how to log in here, and what the
+ * caller's token is worth (its principal and the tenancy model as it applies to it).
  */
-import { Type, type AuthKernel, type PluginContext, type ResourceCatalogue } from '@agent/sdk';
+import { operationRoute, Type, type AuthKernel, type PluginContext, type ResourceCatalogue } from '@agent/sdk';
+import type { LoginOperation } from '../operations/login.js';
+import { Login, Session } from '../schemas.js';
 
 const PrincipalSchema = Type.Object({
   type: Type.String(),
@@ -43,7 +46,29 @@ function ownersOf(catalogue: ResourceCatalogue): () => Record<Owner, string[]> {
 /** The login methods this directory accepts (`POST /auth/login`). */
 export const LOGIN_METHODS = ['password', 'api_key'] as const;
 
-export function registerSessionRoutes(ctx: PluginContext<any>, auth: AuthKernel): void {
+export function authRoutes(ctx: PluginContext, auth: AuthKernel, login: LoginOperation): void {
+  ctx.route(
+    operationRoute(login, {
+      method: 'POST',
+      path: '/auth/login',
+      public: true,
+      tag: 'auth',
+      // No principal to record yet: the attempt writes its own record, success or failure (operations/login.ts).
+      audit: false,
+      summary: 'Obtain a token with a username and password, or with an API key',
+      description:
+        'Send either `{username, password}` or `{api_key}`. Attempts are counted before the password is checked; past ' +
+        '`auth.login_max_failures` for one username from one client IP, or `auth.login_max_failures_per_ip` from one IP, further attempts ' +
+        'from there get 429 for `auth.lockout` (other addresses can still log in to the same account).',
+      body: Login,
+      response: Session,
+      input: (req) => req.body,
+    }),
+  );
+  readRoutes(ctx, auth);
+}
+
+function readRoutes(ctx: PluginContext, auth: AuthKernel): void {
   const owners = ownersOf(auth.resources);
   ctx.route({
     method: 'GET',
