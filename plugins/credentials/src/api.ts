@@ -1,4 +1,4 @@
-/** The `credentials` service: stored registry credentials for image pulls (provided by the access plugin). */
+/** The `credentials` service: stored registry credentials for image pulls (provided by the credentials plugin). */
 import { createServiceRef } from '@agent/sdk';
 
 export interface RegistryAuth {

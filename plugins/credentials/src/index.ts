@@ -4,9 +4,12 @@
  */
 import { definePlugin, compareText } from '@agent/sdk';
 import { credentialsService, type CredentialsService } from './api.js';
-import { currentUrl, isBound, registerCredentialRoutes, type CredentialsDoc } from './credential-routes.js';
+import { currentUrl, isBound, type CredentialsDoc } from './credentials.js';
+import { credentialOperations } from './operations/credentials.js';
+import { registryOperations } from './operations/registries.js';
 import { imageRegistryHost, RegistryCatalog, type RegistriesDoc } from './registries.js';
-import { registerRegistryRoutes } from './registry-routes.js';
+import { credentialRoutes } from './routes/credentials.js';
+import { registryRoutes } from './routes/registries.js';
 
 export default definePlugin({
   name: 'credentials',
@@ -29,8 +32,9 @@ export default definePlugin({
         for (const c of d.credentials) c.bound_url ||= currentUrl(catalog, c) ?? '';
       });
     }
-    registerRegistryRoutes(ctx, catalog, doc);
-    registerCredentialRoutes(ctx, doc, catalog);
+    // Each change is an operation (src/operations), run by its route (src/routes): checks in `prepare`, the change in `apply`.
+    registryRoutes(ctx, catalog, registryOperations(catalog, doc));
+    credentialRoutes(ctx, doc, catalog, credentialOperations(doc, catalog));
 
     const service: CredentialsService = {
       async registryAuth(imageRef) {
