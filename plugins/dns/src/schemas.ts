@@ -38,6 +38,8 @@ export const PatchZoneBody = Type.Object({
   ),
 });
 
+export const PatchZoneInput = Type.Composite([ZoneIdParams, PatchZoneBody]);
+
 export const Record = Type.Object({ content: Type.String(), disabled: Type.Boolean() });
 export const RRset = Type.Object({ name: Type.String(), type: Type.String(), ttl: Type.Integer(), records: Type.Array(Record) });
 

@@ -318,6 +318,37 @@ describe('dns zones and records against pdns', () => {
     expect((await agent.api('GET', '/dns/dnsserver/zones/planned.example.')).status).toBe(404);
   });
 
+  it('refuses a preview as it refuses the request (same status, code and field), storing no plan and changing nothing', async () => {
+    const plans = async () => (await agent.api('GET', '/plans')).body.data.length as number;
+    const storedPlans = await plans();
+    const serial = (await agent.api('GET', `/dns/dnsserver/zones/${ZONE}`)).body.data.serial;
+    const refusals: [string, string, unknown, number, string][] = [
+      ['POST', '/dns/dnsserver/zones', { name: ZONE, nameservers: ['ns1.agent-test.example.'] }, 409, 'ZONE_EXISTS'],
+      // No name server given, and the dns setting default_nameservers is empty.
+      ['POST', '/dns/dnsserver/zones', { name: 'fresh.example.' }, 400, 'VALIDATION_FAILED'],
+      ['POST', '/dns/dnsserver/zones', { name: 'no-trailing-dot.example', nameservers: ['ns1.example.'] }, 400, 'VALIDATION_FAILED'],
+      [
+        'PATCH',
+        `/dns/dnsserver/zones/${ZONE}`,
+        { rrsets: [{ name: `x.${ZONE}`, type: 'A', changetype: 'REPLACE', records: [{ content: '999.1.1.1' }] }] },
+        400,
+        'VALIDATION_FAILED',
+      ],
+      ['PATCH', `/dns/dnsserver/zones/${ZONE}`, { rrsets: [{ name: 'x.elsewhere.example.', type: 'A', changetype: 'DELETE' }] }, 400, 'VALIDATION_FAILED'],
+      ['PATCH', '/dns/dnsserver/zones/missing.example.', { rrsets: [{ name: 'a.missing.example.', type: 'A', changetype: 'DELETE' }] }, 404, 'ZONE_NOT_FOUND'],
+      ['DELETE', '/dns/dnsserver/zones/missing.example.', undefined, 404, 'ZONE_NOT_FOUND'],
+    ];
+    for (const [method, path, body, status, code] of refusals) {
+      const asked = await agent.api(method, path, { body });
+      const previewed = await agent.api(method, path, { body, query: { plan: 'true' } });
+      expect([asked.status, asked.body.code], `${method} ${path} ${JSON.stringify(body)}`).toEqual([status, code]);
+      expect([previewed.status, previewed.body.code, previewed.body.field], `preview of ${method} ${path}`).toEqual([status, code, asked.body.field]);
+    }
+    expect(await plans()).toBe(storedPlans);
+    expect((await agent.api('GET', `/dns/dnsserver/zones/${ZONE}`)).body.data.serial).toBe(serial);
+    expect((await agent.api('GET', '/dns/dnsserver/zones')).body.data.map((z: { name: string }) => z.name)).toEqual([ZONE]);
+  });
+
   it('deletes a zone and its names stop resolving', async () => {
     const res = await agent.api('DELETE', `/dns/dnsserver/zones/${ZONE}`);
     expect(res.status).toBe(200);
