@@ -77,10 +77,45 @@ export class InfrastructureManager implements InfrastructureService {
     return `${this.options.networkPrefix}-${key}`;
   }
 
-  private template(name: string): Template {
+  /** The template of a service: 404 for a name that is none. */
+  template(name: string): Template {
     const t = templateOf(name);
     if (!t) throw errors.notFound(`infrastructure service '${name}' not found (known: ${TEMPLATES.map((x) => x.name).join(', ')})`);
     return t;
+  }
+
+  /**
+   * The settings a patch would give a service, each checked against its template (400 naming the field), with the
+   * ones stored now; changes nothing. `configure` checks the patch again against what is stored by then.
+   */
+  plannedSettings(name: string, patch: Record<string, SettingValue>): { before: Record<string, SettingValue>; after: Record<string, SettingValue> } {
+    const t = this.template(name);
+    const before = this.settingsOf(t);
+    return { before: maskSettings(t, before), after: maskSettings(t, mergeSettings(t, before, patch)) };
+  }
+
+  /** A stop refused before anything runs: a shared network is not stopped, and the engine must answer. */
+  checkStop(name: string): Template {
+    const t = this.template(name);
+    if (t.kind === 'network') {
+      throw errors.badRequest(`'${name}' is a shared network: it is not stopped (detach deployments from it instead)`, 'NOT_STOPPABLE');
+    }
+    this.docker.assertAvailable();
+    return t;
+  }
+
+  /**
+   * Creates the stored state of a known service (its secrets generated) if it has none yet, as a configuration does
+   * first: a configuration refused for its settings leaves the secrets generated, as it always did.
+   */
+  async ensureService(name: string): Promise<void> {
+    const t = templateOf(name);
+    if (t) await this.serialised(name, () => this.ensureState(t));
+  }
+
+  /** Whether the engine answers (503 `DOCKER_UNAVAILABLE` otherwise): starts and restarts need it. */
+  assertEngine(): void {
+    this.docker.assertAvailable();
   }
 
   private serialised<T>(name: string, fn: () => Promise<T>): Promise<T> {
@@ -263,10 +298,7 @@ export class InfrastructureManager implements InfrastructureService {
   }
 
   async stop(name: string): Promise<InfrastructureStatus> {
-    const t = this.template(name);
-    if (t.kind === 'network') {
-      throw errors.badRequest(`'${name}' is a shared network: it is not stopped (detach deployments from it instead)`, 'NOT_STOPPABLE');
-    }
+    const t = this.checkStop(name);
     return this.serialised(name, async () => {
       this.docker.assertAvailable();
       if ((await this.containers(t)).length > 0) await this.compose(t, { command: 'stop' });
