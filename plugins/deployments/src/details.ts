@@ -41,6 +41,7 @@ export async function deploymentDetails(manager: DeploymentManager, entry: Entry
       })),
     ),
     template: entry.record.template,
+    pins: entry.record.pins ?? {},
     host_safety: {
       policy: manager.opts.hostSafety() ? ('enforced' as const) : ('off' as const),
       exceptions: entry.record.exceptions,

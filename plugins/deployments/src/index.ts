@@ -4,9 +4,18 @@
  * Provides the `deployments` service for the other plugins.
  */
 import { isAbsolute, join, resolve, sep } from 'node:path';
-import { coreServices, definePlugin, Type } from '@agent/sdk';
+import { coreServices, definePlugin, optional, principalDirectory, Type } from '@agent/sdk';
 import { deploymentsService } from './api.js';
 import { dockerService } from '@agent/plugin-docker/api';
+import { jobsService } from '@agent/plugin-jobs/api';
+import { backupsService } from './deploy/backups.js';
+import { deployStrategies } from './deploy/strategies.js';
+import { Revisions } from './revisions.js';
+import { Hooks } from './hooks.js';
+import { changeOperations } from './operations/changes.js';
+import { hookOperations } from './operations/hooks.js';
+import { revisionRoutes } from './routes/revisions.js';
+import { hookRoutes } from './routes/hooks.js';
 import { DeploymentManager } from './manager.js';
 import { DeploymentRecords, emptyRecords } from './records.js';
 import { StateCache } from './state.js';
@@ -55,7 +64,14 @@ export default definePlugin({
     templates: { description: 'deployment templates (a catalogue every principal may read)', operator: 'write', viewer: 'read', owner: 'global' },
     'host-safety': { description: 'host-safety exceptions of deployments and the policy switch (admins)', operator: 'none', viewer: 'none', owner: 'both' },
   },
-  deps: { docker: dockerService, plugins: coreServices.plugins },
+  deps: {
+    docker: dockerService,
+    plugins: coreServices.plugins,
+    principals: principalDirectory,
+    // Redeploys and rollbacks are jobs (503 JOBS_UNAVAILABLE without the plugin); `backup: true` needs backups.
+    jobs: optional(jobsService),
+    backups: optional(backupsService),
+  },
   provides: { deployments: deploymentsService },
 
   async setup(ctx, deps) {
@@ -72,10 +88,21 @@ export default definePlugin({
           default: true,
           description: 'check every deployment against the host-safety policy (see the plugin README); turning it off needs host-safety:write',
         }),
+        revisions_keep: Type.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'revisions kept per deployment (the newest)' }),
+        hook_rate_limit: Type.Integer({
+          minimum: 1,
+          maximum: 10_000,
+          default: 30,
+          description: 'signed calls a minute a deployment hook accepts (and as many refused ones), beyond which it answers 429',
+        }),
       }),
       { permissions: { host_safety: 'host-safety:write' } },
     );
     const records = new DeploymentRecords(await ctx.store.document(emptyRecords(), 'deployments'));
+    // Revisions, deploy hooks and the delivery ids they saw: one row per write in the plugin's journal.
+    const journal = ctx.store.journal();
+    const revisions = new Revisions(journal, ctx.sealer, () => settings.get().revisions_keep);
+    const hooks = new Hooks(journal, ctx.sealer, () => settings.get().hook_rate_limit);
     const cache = new StateCache(deps.docker, ctx.log, ctx.config.deployments.reconcile_interval * 1000);
     const manager = new DeploymentManager({
       root,
@@ -85,6 +112,8 @@ export default definePlugin({
       events: ctx.events,
       log: ctx.log,
       hostSafety: () => settings.get().host_safety,
+      revisions,
+      backups: () => deps.backups,
     });
     const templatesDir = ctx.config.templates.path ? resolve(ctx.config.templates.path) : join(ctx.packageDir, 'templates');
     const catalog = new TemplateCatalog(templatesDir);
@@ -92,6 +121,34 @@ export default definePlugin({
     // Each change is an operation (src/operations): the routes, their plans and plan applies all run the same one.
     const ops = deploymentOperations(manager);
     deploymentRoutes(ctx, manager, ops);
+    const changes = changeOperations(manager, {
+      jobs: () => deps.jobs,
+      strategies: deployStrategies(),
+      audit: ({ principal, action, deployment, success, detail }) =>
+        ctx.audit({
+          ...(principal ? { actor_type: principal.type, actor_id: principal.id, actor_name: principal.name } : {}),
+          action,
+          resource_type: 'deployments',
+          resource_id: deployment,
+          deployment,
+          success,
+          detail,
+        }),
+    });
+    revisionRoutes(ctx, manager, revisions, changes);
+    hookRoutes(ctx, { manager, hooks, ops: hookOperations(manager, hooks), changes, principals: deps.principals });
+    ctx.events.on('deployment.deleted', ({ name, retired_as }) => {
+      // Revisions are the deleted deployment's history: kept under its retired name. Its hook hangs on the name: gone.
+      const kept = revisions.retire(name, retired_as);
+      const hook = hooks.remove(name);
+      ctx.log.info('revisions of a deleted deployment retired', { deployment: name, retired_as, revisions: kept, hook_removed: hook });
+    });
+    ctx.job({
+      name: 'hook-deliveries',
+      cron: '*/10 * * * *',
+      description: 'forgets the delivery ids of deploy hook calls whose timestamps can no longer pass',
+      run: (run) => run.output(`${hooks.prune()} forgotten`),
+    });
     hostSafetyRoutes(ctx, manager, hostSafetyOperations(manager));
     deployableRoutes(ctx, deployableOperations(deps.plugins, ops.create));
     const containers = containersOf(deps.docker);

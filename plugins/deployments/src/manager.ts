@@ -26,6 +26,10 @@ import { serviceNames } from './compose-check.js';
 import { deploymentStatus, serviceStates, StateCache } from './state.js';
 import { KeyedLock } from './lock.js';
 import type { DeploymentRecord, DeploymentRecords } from './records.js';
+import { imagesOf, pinOf, type BeginRevision, type LeftService, type RevisionImage, type RevisionRecord, type Revisions } from './revisions.js';
+import { pinContent } from './deploy/pins.js';
+import { backupBefore, requireBackups, type BackupBeforeChange } from './deploy/backups.js';
+import type { DeployStrategy } from './deploy/strategies.js';
 
 /** Where kept folders of deleted deployments go when their name is used again. */
 const RETIRED_DIR = '.retired';
@@ -51,6 +55,50 @@ export interface ManagerOptions {
   records: DeploymentRecords;
   log: Logger;
   hostSafety: () => boolean;
+  revisions: Revisions;
+  /** The backups plugin's service when it runs (a change that asks `backup: true` takes one first). */
+  backups: () => BackupBeforeChange | undefined;
+}
+
+/**
+ * Who makes a change and why (recorded with its revision), whether a backup comes first, and, for a change run as
+ * a job, how to stop it and where its output and its account of what it left go.
+ */
+export interface ChangeContext {
+  principal: Principal | null;
+  reason?: string | null;
+  backup?: boolean;
+  jobId?: string | null;
+  signal?: AbortSignal;
+  output?: (line: string) => void;
+  progress?: (step: string) => void;
+  /** What a failed or cancelled change left, for the job's record. */
+  report?: (what: unknown) => void;
+}
+
+/** What a redeploy or a rollback did. */
+export interface DeployResult {
+  deployment: string;
+  revision: number;
+  strategy: string;
+  /** The services whose containers were replaced. */
+  services: string[];
+  pulled: string[];
+  pins: Record<string, string>;
+  images: Record<string, RevisionImage>;
+  backup_id: string | null;
+  /** Services the strategy replaced another way than it asked for, with why. */
+  fallbacks: { service: string; why: string }[];
+}
+
+/** A rollback that passed its checks (`checkRollback`): the revision, its files, the pins and the model that runs. */
+export interface RollbackPlan {
+  record: RevisionRecord;
+  env: Record<string, string>;
+  pins: Record<string, string>;
+  unpinned: { service: string; why: string }[];
+  checked: CheckedCompose;
+  current: { content: string; env: Record<string, string> };
 }
 
 /** A create as the service takes it (`exceptions` granted by the caller: the route allows that to admins only). */
@@ -70,6 +118,8 @@ export interface UpdatePlan {
   current: { content: string; env: Record<string, string> };
   content: string;
   vars: Record<string, string>;
+  /** The images of an earlier rollback that stay pinned (an update of the `.env` alone keeps them). */
+  pins: Record<string, string>;
   checked: CheckedCompose;
   wasRunning: boolean;
 }
@@ -77,6 +127,8 @@ export interface UpdatePlan {
 export interface CreateResult {
   info: DeploymentInfo;
   start_error: string | null;
+  /** Its revision (1, unless a deleted deployment of the name left revisions under its retired name only). */
+  revision: number;
 }
 
 const toVars = (list: { key: string; value: string }[] = []) => Object.fromEntries(list.map((v) => [v.key, v.value]));
@@ -251,9 +303,7 @@ export class DeploymentManager implements DeploymentsService {
   /** The text as written, and compose's model of it (what runs). */
   async compose(name: string): Promise<{ content: string; parsed: Record<string, any> }> {
     const entry = this.require(name);
-    const { content, env } = await this.source(entry);
-    const checked = await this.check(entry.name, entry.dir, content, env, entry.record.exceptions);
-    return { content, parsed: checked.model as Record<string, any> };
+    return { content: (await this.source(entry)).content, parsed: (await this.checkCurrent(entry)).model as Record<string, any> };
   }
 
   async env(name: string): Promise<Record<string, string>> {
@@ -288,7 +338,8 @@ export class DeploymentManager implements DeploymentsService {
   /** The deployment's files as they are now, checked (cached by content: an unchanged folder costs nothing). */
   async checkCurrent(entry: Entry): Promise<CheckedCompose> {
     const { content, env } = await this.source(entry);
-    const checked = await this.check(entry.name, entry.dir, content, env, entry.record.exceptions);
+    // What runs is the files with the images a rollback pinned (until the compose file changes or a redeploy).
+    const checked = await this.check(entry.name, entry.dir, pinContent(content, entry.record.pins ?? {}), env, entry.record.exceptions);
     entry.services = [...checked.services];
     return checked;
   }
@@ -354,12 +405,17 @@ export class DeploymentManager implements DeploymentsService {
 
   // ---- compose ---------------------------------------------------------------------------------------------------
 
-  async composeRun(checked: CheckedCompose, command: ComposeCommand, what: string): Promise<string> {
+  async composeRun(
+    checked: CheckedCompose,
+    command: ComposeCommand,
+    what: string,
+    options: { signal?: AbortSignal; onLine?: (line: string) => void } = {},
+  ): Promise<string> {
     const started = Date.now();
     const release = this.cache.hold(checked.project);
     let result;
     try {
-      result = await this.opts.docker.compose.run(checked, command);
+      result = await this.opts.docker.compose.run(checked, command, options);
     } finally {
       release();
     }
@@ -371,12 +427,13 @@ export class DeploymentManager implements DeploymentsService {
   }
 
   /** `up -d`: creates what is missing and recreates services whose configuration changed. */
-  private async up(entry: Entry, options: { services?: string[]; checked?: CheckedCompose } = {}): Promise<void> {
+  private async up(entry: Entry, options: { services?: string[]; checked?: CheckedCompose } = {}): Promise<CheckedCompose> {
     try {
       // Checked again at every start: the files may have changed since (a container can write to its folder).
       const checked = await this.checkStart(entry, options.checked);
       await this.composeRun(checked, { command: 'up', removeOrphans: !options.services, services: options.services }, 'starting');
       entry.failure = null;
+      return checked;
     } catch (err) {
       entry.failure = (err as Error).message;
       throw err;
@@ -443,12 +500,13 @@ export class DeploymentManager implements DeploymentsService {
     const current = await this.source(entry);
     const content = input.compose_content ?? current.content;
     const vars = input.env_vars ? toVars(input.env_vars) : current.env;
-    const checked = await this.check(entry.name, entry.dir, content, vars, entry.record.exceptions);
+    const pins = input.compose_content === undefined ? (entry.record.pins ?? {}) : {};
+    const checked = await this.check(entry.name, entry.dir, pinContent(content, pins), vars, entry.record.exceptions);
     await this.cache.reconcile();
     const status = this.info(entry).status;
     const wasRunning = status === 'running' || status === 'partial';
     if (wasRunning) this.opts.docker.assertAvailable();
-    return { current, content, vars, checked, wasRunning };
+    return { current, content, vars, pins, checked, wasRunning };
   }
 
   /** The checks of a start: compose's model of the files as they are now and, before its first run, the name still free. */
@@ -474,7 +532,7 @@ export class DeploymentManager implements DeploymentsService {
   }
 
   /** Writes (and starts) a checked create. The name is taken under the lock: another create may have won it since. */
-  async createChecked(plan: CreatePlan, principal: Principal | null): Promise<CreateResult> {
+  async createChecked(plan: CreatePlan, principal: Principal | null, change: { reason?: string | null } = {}): Promise<CreateResult> {
     const { input, dir, vars, exceptions, checked } = plan;
     const { name } = input;
     return this.lock.run(name, async () => {
@@ -508,6 +566,7 @@ export class DeploymentManager implements DeploymentsService {
       await this.declareCurrent(entry, checked);
       // The access plugin grants the creator admin access to it as the event is delivered.
       this.opts.events.emit('deployment.created', { name, created_by: principal?.id ?? null });
+      const rev = this.beginRevision(entry, 'create', { principal, reason: change.reason }, { content: input.compose_content, env: vars, checked });
       let startError: string | null = null;
       if (input.auto_start) {
         try {
@@ -518,27 +577,48 @@ export class DeploymentManager implements DeploymentsService {
           this.opts.events.emit('deployment.failed', { name, error: startError });
         }
       }
-      return { info: this.info(entry), start_error: startError };
+      // A create whose start failed is kept (the answer says why); its revision records the failure.
+      this.opts.revisions.finish(name, rev, {
+        status: startError ? 'failed' : 'succeeded',
+        error: startError,
+        ran: !!input.auto_start,
+        images: input.auto_start ? await this.ranImages(entry, checked) : undefined,
+      });
+      return { info: this.info(entry), start_error: startError, revision: rev };
     });
   }
 
   async update(
     name: string,
     input: { compose_content?: string; env_vars?: { key: string; value: string }[] },
-  ): Promise<{ info: DeploymentInfo; recreated: boolean }> {
+    change: ChangeContext = { principal: null },
+  ): Promise<{ info: DeploymentInfo; recreated: boolean; revision: number; backup_id: string | null }> {
     const entry = this.require(name);
+    // Before the lock: the backup reads the deployment as it is (and its own job takes its time).
+    const backupId = await this.backupFirst(entry, change);
     return this.lock.run(name, async () => {
       // Checked again under the lock: the files are read as they are now.
-      const { content, vars, checked, wasRunning } = await this.checkUpdate(entry, input);
-      const p = this.paths(entry);
-      if (input.env_vars) await writeAtomic(p.env, serializeEnv(vars), 0o600);
-      if (input.compose_content !== undefined) await writeAtomic(p.compose, content);
-      entry.services = [...checked.services];
-      await this.declareCurrent(entry, checked);
-      this.invalidate();
-      this.opts.events.emit('deployment.updated', { name });
-      if (wasRunning) await this.up(entry, { checked });
-      return { info: this.info(entry), recreated: wasRunning };
+      const plan = await this.checkUpdate(entry, input);
+      const { content, vars, checked, wasRunning } = plan;
+      const rev = this.beginRevision(entry, 'update', change, { content, env: vars, checked }, { backupId, pins: plan.pins });
+      try {
+        const p = this.paths(entry);
+        if (input.env_vars) await writeAtomic(p.env, serializeEnv(vars), 0o600);
+        if (input.compose_content !== undefined) await writeAtomic(p.compose, content);
+        // A new compose file names its images anew: the pins of an earlier rollback end with it.
+        if (input.compose_content !== undefined && Object.keys(entry.record.pins ?? {}).length)
+          entry.record = await this.opts.records.patch(name, { pins: {} });
+        entry.services = [...checked.services];
+        await this.declareCurrent(entry, checked);
+        this.invalidate();
+        this.opts.events.emit('deployment.updated', { name });
+        if (wasRunning) await this.up(entry, { checked });
+      } catch (err) {
+        this.opts.revisions.finish(name, rev, { status: 'failed', error: (err as Error).message, ran: wasRunning });
+        throw err;
+      }
+      this.opts.revisions.finish(name, rev, { status: 'succeeded', ran: wasRunning, images: wasRunning ? await this.ranImages(entry, checked) : undefined });
+      return { info: this.info(entry), recreated: wasRunning, revision: rev, backup_id: backupId };
     });
   }
 
@@ -555,7 +635,7 @@ export class DeploymentManager implements DeploymentsService {
         if (v === null) delete current[k];
         else current[k] = v;
       }
-      const checked = await this.check(name, entry.dir, content, current, entry.record.exceptions);
+      const checked = await this.check(name, entry.dir, pinContent(content, entry.record.pins ?? {}), current, entry.record.exceptions);
       await writeAtomic(this.paths(entry).env, serializeEnv(current), 0o600);
       await this.declareCurrent(entry, checked);
       this.opts.events.emit('deployment.updated', { name });
@@ -574,7 +654,7 @@ export class DeploymentManager implements DeploymentsService {
       try {
         // Not `--no-recreate`: a container created from an older model (the files or the exceptions changed while
         // the deployment was stopped) is recreated from the checked one, never started as it was.
-        await this.up(entry);
+        await this.ranLater(entry, await this.up(entry));
       } catch (err) {
         this.opts.events.emit('deployment.failed', { name, error: (err as Error).message });
         throw err;
@@ -618,7 +698,7 @@ export class DeploymentManager implements DeploymentsService {
         // ones up afterwards.
         const checked = await this.checkCurrent(entry);
         if (hasContainers) await this.composeRun(checked, { command: 'restart' }, 'restarting');
-        await this.up(entry, { checked });
+        await this.ranLater(entry, await this.up(entry, { checked }));
       } catch (err) {
         this.opts.events.emit('deployment.failed', { name, error: (err as Error).message });
         throw err;
@@ -683,5 +763,318 @@ export class DeploymentManager implements DeploymentsService {
       // Revoked exceptions take effect at once: the containers of a model that needed them are no longer current.
       if (patch.exceptions) await this.declareCurrent(entry);
     });
+  }
+
+  // ---- revisions, redeploys and rollbacks --------------------------------------------------------------------------
+
+  /** Records a change as it starts (its files, the model that runs, who and why). */
+  private beginRevision(
+    entry: Entry,
+    action: BeginRevision['action'],
+    change: Pick<ChangeContext, 'principal' | 'reason' | 'jobId'>,
+    files: { content: string; env: Record<string, string>; checked: CheckedCompose },
+    extra: Partial<BeginRevision> = {},
+  ): number {
+    return this.opts.revisions.begin({
+      deployment: entry.name,
+      action,
+      principal: change.principal ? { id: change.principal.id, name: change.principal.name } : null,
+      reason: change.reason ?? null,
+      composeFile: entry.composeFile,
+      content: files.content,
+      env: files.env,
+      model: files.checked.model as Record<string, unknown>,
+      modelHash: files.checked.hash,
+      jobId: change.jobId ?? null,
+      ...extra,
+    });
+  }
+
+  /** The image each service ran, read from its containers after a run (undefined when the engine could not tell). */
+  private async ranImages(entry: Entry, checked: CheckedCompose): Promise<Record<string, RevisionImage> | undefined> {
+    try {
+      return await imagesOf(this.opts.docker, entry.name, checked.model);
+    } catch (err) {
+      this.opts.log.warn('images of a revision could not be read', { deployment: entry.name, error: (err as Error).message });
+      return undefined;
+    }
+  }
+
+  /** A start ran the model of a revision that had not run (its files changed while stopped): its images now. */
+  private async ranLater(entry: Entry, checked: CheckedCompose): Promise<void> {
+    const latest = this.opts.revisions.latest(entry.name);
+    if (!latest || latest.ran) return;
+    const images = await this.ranImages(entry, checked);
+    if (images) this.opts.revisions.ranLater(entry.name, checked.hash, images);
+  }
+
+  /** The backup a change asked for, taken before it (null when it asked for none). */
+  private async backupFirst(entry: Entry, change: ChangeContext): Promise<string | null> {
+    if (!change.backup) return null;
+    const backups = requireBackups(this.opts.backups());
+    change.progress?.('backing up');
+    const id = await backupBefore(
+      backups,
+      { deployment: entry.name, description: `before a change${change.reason ? `: ${change.reason}` : ''}`, created_by: change.principal?.id ?? null },
+      change.signal,
+    );
+    change.output?.(`backup ${id} taken`);
+    return id;
+  }
+
+  /** The containers of each service now (to tell, after a change stopped half-way, which it replaced). */
+  private async containersNow(name: string): Promise<Map<string, Set<string>>> {
+    const out = new Map<string, Set<string>>();
+    for (const c of await this.opts.docker.images.ofProject(name)) {
+      if (!c.service) continue;
+      const set = out.get(c.service) ?? new Set<string>();
+      set.add(c.container_id);
+      out.set(c.service, set);
+    }
+    return out;
+  }
+
+  /** What a change that failed or was cancelled left: each service's container, its state, and whether it is new. */
+  private async leftBy(entry: Entry, services: readonly string[], before: Map<string, Set<string>>): Promise<LeftService[]> {
+    const now = await this.opts.docker.images.ofProject(entry.name);
+    return services.map((service) => {
+      const mine = now.filter((c) => c.service === service);
+      const c = mine.find((x) => x.state === 'running') ?? mine[0];
+      return {
+        service,
+        container: c?.name ?? null,
+        state: c?.state ?? 'missing',
+        image_id: c?.image_id ?? null,
+        recreated: !!c && !(before.get(service)?.has(c.container_id) ?? false),
+      };
+    });
+  }
+
+  /**
+   * Runs a checked model with a strategy and records it as a revision (under the deployment's lock). A failure or a
+   * cancel (the compose process is stopped) leaves the deployment as compose left it: the revision and the job
+   * say what that is (each service's container, its state, whether the change replaced it).
+   */
+  private async deployRun(
+    entry: Entry,
+    run: {
+      action: 'redeploy' | 'rollback';
+      checked: CheckedCompose;
+      content: string;
+      env: Record<string, string>;
+      services?: string[];
+      strategy: DeployStrategy;
+      pins: Record<string, string>;
+      rollbackOf?: number;
+      backupId: string | null;
+      pulled: string[];
+    },
+    change: ChangeContext,
+  ): Promise<DeployResult> {
+    const { checked, strategy } = run;
+    const signal = change.signal ?? new AbortController().signal;
+    const rev = this.beginRevision(entry, run.action, change, run, {
+      strategy: strategy.name,
+      services: run.services ?? null,
+      pins: run.pins,
+      rollbackOf: run.rollbackOf ?? null,
+      backupId: run.backupId,
+    });
+    const touched = run.services ?? [...checked.services];
+    let before = new Map<string, Set<string>>();
+    let fallbacks: { service: string; why: string }[] = [];
+    try {
+      before = await this.containersNow(entry.name);
+      change.progress?.(`${run.action}: ${strategy.name}`);
+      ({ fallbacks } = await strategy.run({
+        deployment: entry.name,
+        checked,
+        services: run.services,
+        signal,
+        output: (line) => change.output?.(line),
+        compose: (command, what) => this.composeRun(checked, command, what, { signal, onLine: change.output }),
+      }));
+      signal.throwIfAborted();
+      entry.failure = null;
+    } catch (err) {
+      const cancelled = signal.aborted;
+      const error = cancelled ? ((signal.reason as Error)?.message ?? 'cancelled') : (err as Error).message;
+      let left: LeftService[] | null = null;
+      try {
+        this.invalidate();
+        left = await this.leftBy(entry, touched, before);
+      } catch (inspect) {
+        this.opts.log.warn('what a stopped change left could not be read', { deployment: entry.name, error: (inspect as Error).message });
+      }
+      this.opts.revisions.finish(entry.name, rev, { status: cancelled ? 'cancelled' : 'failed', error, ran: true, left });
+      change.report?.({ deployment: entry.name, revision: rev, changed: true, left });
+      if (!cancelled) this.opts.events.emit('deployment.failed', { name: entry.name, error });
+      throw cancelled ? signal.reason : err;
+    } finally {
+      this.invalidate();
+      await this.cache.reconcile().catch(() => undefined);
+    }
+    const images = (await this.ranImages(entry, checked)) ?? {};
+    this.opts.revisions.finish(entry.name, rev, { status: 'succeeded', ran: true, images });
+    this.opts.events.emit('deployment.started', { name: entry.name });
+    return {
+      deployment: entry.name,
+      revision: rev,
+      strategy: strategy.name,
+      services: touched,
+      pulled: run.pulled,
+      pins: run.pins,
+      images,
+      backup_id: run.backupId,
+      fallbacks,
+    };
+  }
+
+  /** A change that waited for the lock finds its deployment deleted (or deleted and created again) meanwhile: 404. */
+  private assertStill(entry: Entry): void {
+    if (this.entries.get(entry.name) !== entry) throw errors.notFound(`deployment '${entry.name}' was deleted meanwhile`);
+  }
+
+  /** The checks of a redeploy: the services named exist in the files as they are now (checked). */
+  async checkRedeploy(entry: Entry, services?: string[]): Promise<CheckedCompose> {
+    this.opts.docker.assertAvailable();
+    const { content, env } = await this.source(entry);
+    // A redeploy runs the files as they are: the images a rollback pinned are resolved from their tags again.
+    const checked = await this.check(entry.name, entry.dir, content, env, entry.record.exceptions);
+    const unknown = (services ?? []).filter((s) => !checked.services.includes(s));
+    if (unknown.length)
+      throw errors.badRequest(`services: '${unknown[0]}' is not a service of deployment '${entry.name}'`, 'VALIDATION_FAILED', { field: 'services' });
+    return checked;
+  }
+
+  /**
+   * Redeploys: pulls the images first when asked, then replaces the containers of the services (all by default)
+   * with the strategy, from the files as they are now. A revision.
+   */
+  async redeploy(name: string, options: { pull?: boolean; services?: string[]; strategy: DeployStrategy }, change: ChangeContext): Promise<DeployResult> {
+    const entry = this.require(name);
+    const backupId = await this.backupFirst(entry, change);
+    return this.lock.run(
+      name,
+      async () => {
+        this.assertStill(entry);
+        const { content, env } = await this.source(entry);
+        const checked = await this.checkRedeploy(entry, options.services);
+        const pulled: string[] = [];
+        if (options.pull) {
+          const defs = checked.model.services as Record<string, any>;
+          for (const service of options.services ?? checked.services) {
+            const def = defs[service];
+            // A service that builds has no registry image to pull: its image is built when missing.
+            if (def?.build !== undefined || typeof def?.image !== 'string') {
+              change.output?.(`${service}: builds its image, nothing to pull`);
+              continue;
+            }
+            if (pulled.includes(def.image)) continue;
+            change.progress?.(`pulling ${def.image}`);
+            await this.opts.docker.images.pull(def.image, { signal: change.signal, onLine: (line) => change.output?.(`${service}: ${line}`) });
+            pulled.push(def.image);
+          }
+        }
+        if (Object.keys(entry.record.pins ?? {}).length) {
+          entry.record = await this.opts.records.patch(name, { pins: {} });
+          change.output?.('images pinned by an earlier rollback are resolved from their tags again');
+        }
+        return this.deployRun(
+          entry,
+          { action: 'redeploy', checked, content, env, services: options.services, strategy: options.strategy, pins: {}, backupId, pulled },
+          change,
+        );
+      },
+      change.signal,
+    );
+  }
+
+  /**
+   * Every check of a rollback: the revision exists and succeeded, every image it ran is still on the host (409
+   * IMAGE_MISSING naming it otherwise), and its files pass the compose guard as they are (the names they use,
+   * against today's other projects) and pinned (the model that will run).
+   */
+  async checkRollback(entry: Entry, revision: number): Promise<RollbackPlan> {
+    this.opts.docker.assertAvailable();
+    const record = this.opts.revisions.get(entry.name, revision);
+    if (!record) throw errors.notFound(`deployment '${entry.name}' has no revision ${revision}`, 'REVISION_NOT_FOUND');
+    if (record.status !== 'succeeded')
+      throw errors.conflict(
+        `revision ${revision} of '${entry.name}' ${record.status === 'pending' ? 'is still running' : `did not succeed (${record.status})`}: only a revision that succeeded can be gone back to`,
+        'REVISION_NOT_RESTORABLE',
+        {
+          status: record.status,
+        },
+      );
+    const env = this.opts.revisions.env(record);
+    const pins: Record<string, string> = {};
+    const unpinned: { service: string; why: string }[] = [];
+    const services = Object.keys((record.model?.services ?? {}) as Record<string, unknown>);
+    for (const service of services) {
+      const image = record.images[service];
+      const ref = image ? pinOf(image) : null;
+      if (!image || !ref) {
+        unpinned.push({
+          service,
+          why: record.ran
+            ? 'it had no container when the revision ran'
+            : 'the revision did not run (the deployment was stopped): its image is resolved from its tag now',
+        });
+        continue;
+      }
+      // The registry digest first, else the image id (both name exactly the image that ran).
+      let pin = ref;
+      let found = await this.opts.docker.images.inspect(ref);
+      if (!found && image.id && image.id !== ref) {
+        found = await this.opts.docker.images.inspect(image.id);
+        pin = image.id;
+      }
+      if (!found)
+        throw errors.conflict(
+          `the image service '${service}' ran in revision ${revision} (${ref}${image.image !== ref ? `, then tagged ${image.image}` : ''}) is no longer on this host; pull it again or choose another revision`,
+          'IMAGE_MISSING',
+          { service, image: ref },
+        );
+      pins[service] = pin;
+    }
+    // The files as they were, checked as they are now (the image names they use, against today's other projects),
+    // then the pinned model that runs.
+    await this.check(entry.name, entry.dir, record.compose_content, env, entry.record.exceptions);
+    const checked = await this.check(entry.name, entry.dir, pinContent(record.compose_content, pins), env, entry.record.exceptions);
+    return { record, env, pins, unpinned, checked, current: await this.source(entry) };
+  }
+
+  /**
+   * Goes back to a revision: its compose file and `.env` are written back, and it runs with each service pinned to
+   * the image that revision ran. Volumes are not touched. A revision itself.
+   */
+  async rollback(name: string, revision: number, options: { strategy: DeployStrategy }, change: ChangeContext): Promise<DeployResult> {
+    const entry = this.require(name);
+    const backupId = await this.backupFirst(entry, change);
+    return this.lock.run(
+      name,
+      async () => {
+        // Checked again under the lock: an image may have gone, a file of the folder changed.
+        this.assertStill(entry);
+        const plan = await this.checkRollback(entry, revision);
+        const { record, env, pins, checked } = plan;
+        const p = this.paths(entry);
+        await writeAtomic(p.env, serializeEnv(env), 0o600);
+        await writeAtomic(p.compose, record.compose_content);
+        entry.record = await this.opts.records.patch(name, { pins });
+        entry.services = [...checked.services];
+        await this.declareCurrent(entry, checked);
+        this.invalidate();
+        this.opts.events.emit('deployment.updated', { name });
+        for (const u of plan.unpinned) change.output?.(`${u.service}: not pinned (${u.why})`);
+        return this.deployRun(
+          entry,
+          { action: 'rollback', checked, content: record.compose_content, env, strategy: options.strategy, pins, rollbackOf: revision, backupId, pulled: [] },
+          change,
+        );
+      },
+      change.signal,
+    );
   }
 }

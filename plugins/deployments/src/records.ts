@@ -15,6 +15,11 @@ export interface DeploymentRecord {
   log_sources: LogSourceSpec[];
   /** Host-safety exceptions granted by an admin, e.g. `cap_add:NET_ADMIN`. */
   exceptions: string[];
+  /**
+   * service → the image a rollback pinned it to (`repo@sha256:…` or `sha256:…`): every start runs the files with
+   * these images, until the compose file changes or a redeploy resolves the tags again.
+   */
+  pins?: Record<string, string>;
 }
 
 export interface RecordsDoc {

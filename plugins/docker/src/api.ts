@@ -98,6 +98,37 @@ export interface DockerEvent {
   attributes: Record<string, string>;
 }
 
+/** An image as the engine holds it. */
+export interface ImageInfo {
+  /** `sha256:…`: what a container created from it keeps running, whatever its tags point at later. */
+  id: string;
+  /** `repo:tag` names pointing at it now. */
+  tags: string[];
+  /** `repo@sha256:…`: its digests in the registries it was pulled from or pushed to (none for a local build). */
+  digests: string[];
+}
+
+/** How far a pull is, from what the engine reports per layer. */
+export interface PullProgress {
+  percent: number;
+  current_bytes: number;
+  total_bytes: number;
+  layers_done: number;
+  layers_total: number;
+}
+
+/** A container of a compose project and the image it runs. */
+export interface ContainerImage {
+  container_id: string;
+  name: string;
+  service: string | null;
+  state: string;
+  /** The image as the container was configured (`nginx:1.27`, `sha256:…`). */
+  image: string;
+  /** The image the container runs (`sha256:…`). */
+  image_id: string;
+}
+
 export interface ComposeRunResult {
   exit_code: number;
   /** Combined output (bounded). */
@@ -136,6 +167,28 @@ export interface DockerService {
     argv: string[],
     options?: { env?: string[]; user?: string; workdir?: string; stdin?: boolean; signal?: AbortSignal },
   ): Promise<ExecStream>;
+
+  images: {
+    /** An image by reference (`nginx:1.27`, `repo@sha256:…`) or id; null when the engine does not have it. */
+    inspect(ref: string): Promise<ImageInfo | null>;
+    /**
+     * Pulls an image (`:latest` when no tag), with the stored credentials of its registry when there are some.
+     * Resolves once the engine has it; rejects with 502 PULL_FAILED and the registry's message, or with
+     * `signal`'s reason when it aborts (the connection is closed: the engine stops the pull). `onStart` tells the
+     * reference pulled and whether credentials go with it, before anything is downloaded.
+     */
+    pull(
+      ref: string,
+      options?: {
+        signal?: AbortSignal;
+        onStart?: (pull: { image: string; authenticated: boolean }) => void;
+        onProgress?: (progress: PullProgress) => void;
+        onLine?: (line: string) => void;
+      },
+    ): Promise<{ image: string; authenticated: boolean }>;
+    /** The containers of a compose project (every state) and the images they run. */
+    ofProject(project: string): Promise<ContainerImage[]>;
+  };
 
   /** Subscribes to engine events (one shared stream, reconnected after engine restarts). */
   onEvent(listener: (event: DockerEvent) => void): () => void;

@@ -2,6 +2,7 @@
 import { PassThrough, type Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { errors, type EventBus, type Logger } from '@agent/sdk';
+import type { CredentialsService } from '@agent/plugin-credentials/api';
 import {
   type ContainerDetails,
   type ContainerStats,
@@ -16,6 +17,7 @@ import { detailsFromInspect, PROJECT_LABEL, SERVICE_LABEL, statsFrom, summaryFro
 import { LogLineSplitter } from './log-frames.js';
 import { isConnectionError, toHttpError, unavailable } from './engine-errors.js';
 import { ComposeGuard, type GuardEngine } from './compose/guard.js';
+import { pullImage } from './pull-jobs.js';
 import type { ExistingContainer } from './compose/policy.js';
 
 const EXEC_OUTPUT_LIMIT = 1024 * 1024;
@@ -29,6 +31,8 @@ export interface EngineOptions {
   checkIntervalMs: number;
   /** Private folder of the compose guard (checked models). */
   composeRoot: string;
+  /** Stored registry credentials for pulls (the credentials plugin, when enabled). */
+  credentials?: () => CredentialsService | undefined;
 }
 
 /** Appends to a bounded buffer, keeping the beginning (truncation is marked). */
@@ -211,6 +215,38 @@ export class DockerEngine implements DockerService {
       return { version: version.Version, api_version: version.ApiVersion, containers: info.Containers as number, images: info.Images as number };
     });
   }
+
+  // ---- images -------------------------------------------------------------------------------------------------
+
+  readonly images: DockerService['images'] = {
+    inspect: async (ref) => {
+      try {
+        const info = await this.call(`image '${ref}'`, () => this.opts.docker.getImage(ref).inspect());
+        return {
+          id: info.Id,
+          tags: (info.RepoTags ?? []).filter((t) => t !== '<none>:<none>'),
+          digests: (info.RepoDigests ?? []).filter((d) => d !== '<none>@<none>'),
+        };
+      } catch (err) {
+        if ((err as { status?: number }).status === 404) return null;
+        throw err;
+      }
+    },
+    pull: (ref, options) => pullImage(this, this.opts.credentials ?? (() => undefined), this.opts.log, ref, options),
+    ofProject: async (project) => {
+      const list = await this.call('containers', () =>
+        this.opts.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${PROJECT_LABEL}=${project}`] }) }),
+      );
+      return list.map((c) => ({
+        container_id: c.Id,
+        name: (c.Names?.[0] ?? c.Id).replace(/^\//, ''),
+        service: c.Labels?.[SERVICE_LABEL] ?? null,
+        state: c.State,
+        image: c.Image,
+        image_id: c.ImageID,
+      }));
+    },
+  };
 
   // ---- containers ---------------------------------------------------------------------------------------------
 

@@ -6,6 +6,8 @@
 import { join } from 'node:path';
 import { definePlugin, optional, Type } from '@agent/sdk';
 import { credentialsService } from '@agent/plugin-credentials/api';
+import { jobsService } from '@agent/plugin-jobs/api';
+import { standaloneJobs } from '@agent/plugin-jobs/standalone';
 import { dockerService } from './api.js';
 import { connect } from './connection.js';
 import { DockerEngine } from './engine.js';
@@ -56,7 +58,7 @@ export default definePlugin({
       owner: 'both',
     },
   },
-  deps: { credentials: optional(credentialsService) },
+  deps: { credentials: optional(credentialsService), jobs: optional(jobsService) },
   provides: { docker: dockerService },
 
   setup(ctx, deps) {
@@ -69,10 +71,14 @@ export default definePlugin({
       events: ctx.events,
       checkIntervalMs: ctx.config.docker.check_interval * 1000,
       composeRoot: join(ctx.dataDir, 'projects'),
+      credentials: () => deps.credentials,
     });
     for (const check of dockerChecks(engine, choice)) ctx.doctor(check);
     ctx.events.on('agent.ready', () => void engine.detectCompose());
-    const pulls = new PullJobs(engine, () => deps.credentials, ctx.log);
+    // Pulls are jobs of the jobs plugin (listed, followed and cancelled at /api/jobs); an agent without it keeps
+    // pulling through /api/images/pulls, with jobs of the same implementation in this plugin's own journal.
+    let own: ReturnType<typeof standaloneJobs> | null = null;
+    const pulls = new PullJobs(engine, () => deps.jobs ?? (own ??= standaloneJobs(ctx, { journal: 'pull-jobs' })), ctx.log);
     containerRoutes(ctx, engine);
     imageRoutes(ctx, engine, pulls);
     volumeRoutes(ctx, engine);

@@ -48,10 +48,12 @@ export const Image = Type.Object({
 });
 
 export const PullJob = Type.Object({
-  id: Type.String(),
+  id: Type.String({ description: 'the id of its job (`GET /api/jobs/:id`, cancel with `POST /api/jobs/:id/cancel`)' }),
   type: Type.Literal('image.pull'),
   image: Type.String(),
-  status: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  status: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled'), Type.Literal('interrupted')], {
+    description: '`cancelled`: `POST /api/jobs/:id/cancel`; `interrupted`: the agent stopped while it ran',
+  }),
   progress: Type.Object({
     percent: Type.Number({ description: '0–100, from the bytes the engine reported' }),
     current_bytes: Type.Integer(),

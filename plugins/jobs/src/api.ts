@@ -59,6 +59,14 @@ export interface JobContext {
    * is cancelled or times out, so a cancel stops it within 5 s. Resolves with the exit code.
    */
   exec(argv: string[], options?: { cwd?: string; env?: Record<string, string> }): Promise<number>;
+  /**
+   * What the record's `result` says however the job ends, from now on: what a cancelled or failed deploy left, the
+   * image a failed pull was for. Written to the record at once (a job the agent was running when it died keeps the
+   * last report), and also after a cancel recorded the job as ended before its work stopped (the grace ran out): the
+   * work's own account of what it left still reaches the record. A job that succeeds shows what `run` returned (its
+   * `view`) unless that is undefined.
+   */
+  report(result: unknown): void;
 }
 
 export interface JobSpec<T> {
@@ -91,6 +99,11 @@ export interface JobsService {
   lines(id: string, after?: number): JobLine[];
   /** Asks a job to stop; resolves once it ended (at most a few seconds). */
   cancel(id: string, by: Principal | null): Promise<JobView>;
+  /** Jobs, newest first (`deployments`: only the jobs of these; `[]` finds none). */
+  list(filter: { deployment?: string; deployments?: string[]; kind?: string; status?: string; limit: number; offset: number }): {
+    items: JobView[];
+    total: number;
+  };
 }
 
 export const jobsService = createServiceRef<JobsService>('jobs', 'long work as jobs: progress, output, timeout, cancel, live stream');

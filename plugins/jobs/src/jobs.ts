@@ -86,6 +86,8 @@ interface Running {
   lastWrite: number;
   pendingWrite: NodeJS.Timeout | null;
   startedMs: number;
+  /** What the job last reported (`job.report`): its record's result unless it succeeds with a result of its own. */
+  reported: unknown;
 }
 
 const toView = (r: Row): JobView => ({
@@ -187,6 +189,7 @@ export class Jobs implements JobsService {
       lastWrite: 0,
       pendingWrite: null,
       startedMs: Date.now(),
+      reported: undefined,
     };
     this.running.set(id, entry);
     const timer = setTimeout(
@@ -233,6 +236,14 @@ export class Jobs implements JobsService {
         this.writeProgress(entry);
       },
       output: (text, stream = 'stdout') => this.line(entry, text, stream),
+      report: (result) => {
+        entry.reported = result;
+        // Written at once, to the record whether or not the job still runs: a report that comes after a cancel
+        // outlived its grace is the work's own account of what it left, and belongs to the final record.
+        const json = result === undefined ? null : JSON.stringify(result);
+        if (this.running.has(view.id)) view.result = result ?? null;
+        this.db.prepare('UPDATE jobs SET result = ? WHERE id = ?').run(json, view.id);
+      },
       exec: async (argv, options = {}) => {
         // Its own process group, so that a cancel ends what it started too; recorded, so that an agent started
         // after a crash ends it.
@@ -306,8 +317,9 @@ export class Jobs implements JobsService {
     view.duration_ms = Date.now() - entry.startedMs;
     if (status === 'succeeded') {
       view.progress = { ...view.progress, step: 'done', percent: 100, eta_seconds: null };
-      view.result = result ?? null;
+      view.result = result ?? entry.reported ?? null;
     } else {
+      view.result = entry.reported ?? null;
       view.error = err instanceof Error ? err.message : String(err);
       view.error_code = isHttpError(err) ? err.code : status === 'cancelled' ? 'JOB_CANCELLED' : 'JOB_FAILED';
       if (!isHttpError(err)) this.opts.log.warn('job failed', { job: view.id, kind: view.kind, error: view.error });

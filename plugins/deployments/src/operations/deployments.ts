@@ -12,6 +12,7 @@ import type { DeploymentManager, Entry } from '../manager.js';
 import { CreateDeployment, DeleteDeploymentInput, NameParams, UpdateDeploymentInput } from '../schemas.js';
 import { DEFAULT_COMPOSE, ENV_FILE } from '../files.js';
 import { previewCreate, previewDelete, previewLifecycle, previewUpdate } from '../plans.js';
+import { requireBackups } from '../deploy/backups.js';
 
 export type DeploymentOperations = ReturnType<typeof deploymentOperations>;
 
@@ -72,7 +73,7 @@ export function deploymentOperations(manager: DeploymentManager) {
       const plan = await manager.checkCreate({ ...rest, template: rest.template ?? null, exceptions });
       return { value: plan, preview: previewCreate(manager, plan) };
     },
-    apply: (plan, { principal }) => manager.createChecked(plan, principal),
+    apply: (plan, { principal }) => manager.createChecked(plan, principal, { reason: plan.input.reason }),
   });
 
   const update = defineOperation({
@@ -82,12 +83,16 @@ export function deploymentOperations(manager: DeploymentManager) {
     snapshot: files,
     prepare: async (input) => {
       const entry = manager.require(input.name);
+      if (input.backup) requireBackups(manager.opts.backups());
       const plan = await manager.checkUpdate(entry, input);
-      return { value: input, preview: await previewUpdate(manager, entry, plan) };
+      const preview = await previewUpdate(manager, entry, plan);
+      if (input.backup) preview.changes.push({ type: 'backup', id: entry.name, actions: ['create'] });
+      return { value: input, preview };
     },
     // The files are read and checked again under the lock (the guard keeps checked models by content: no new
     // `compose config` for what prepare checked).
-    apply: ({ name, compose_content, env_vars }) => manager.update(name, { compose_content, env_vars }),
+    apply: ({ name, compose_content, env_vars, reason, backup }, { principal }) =>
+      manager.update(name, { compose_content, env_vars }, { principal, reason, backup }),
   });
 
   const remove = defineOperation({

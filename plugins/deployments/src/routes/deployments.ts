@@ -73,9 +73,9 @@ function changeRoutes(ctx: PluginContext<any>, ops: DeploymentOperations): void 
       response: CreatedDeployment,
       plannable: true,
       input: (req) => req.body,
-      respond: ({ info, start_error }, req) =>
+      respond: ({ info, start_error, revision }, req) =>
         reply.created(
-          { ...info, start_error },
+          { ...info, start_error, revision },
           start_error
             ? `deployment ${info.name} created, but starting it failed`
             : `deployment ${info.name} created${req.body.auto_start ? ' and started' : ''}`,
@@ -90,15 +90,20 @@ function changeRoutes(ctx: PluginContext<any>, ops: DeploymentOperations): void 
       permission: 'deployments:write',
       tag: 'deployments',
       summary: 'Update the compose file and/or the environment',
-      description: '`env_vars` replaces the whole `.env`. When the deployment runs, services whose configuration changed are recreated (`up -d`).',
+      description:
+        '`env_vars` replaces the whole `.env`. When the deployment runs, services whose configuration changed are recreated (`up -d`). Recorded as a revision (`reason`); with `backup: true` a backup of the deployment is taken first and linked from it. A new compose file ends the image pins of an earlier rollback; an update of the `.env` alone keeps them.',
       params: NameParams,
       deployment: 'name',
       body: UpdateDeployment,
       response: UpdatedDeployment,
+      errors: { 503: ['BACKUPS_UNAVAILABLE', '*'] },
       plannable: true,
       input: (req) => ({ ...req.body, name: req.params.name }),
-      respond: ({ info, recreated }) =>
-        reply.ok({ ...info, recreated }, `deployment ${info.name} updated${recreated ? ' and its services brought up to date' : ''}`),
+      respond: ({ info, recreated, revision, backup_id }) =>
+        reply.ok(
+          { ...info, recreated, revision, backup_id },
+          `deployment ${info.name} updated${recreated ? ' and its services brought up to date' : ''} (revision ${revision})`,
+        ),
     }),
   );
 

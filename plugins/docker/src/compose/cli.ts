@@ -95,7 +95,8 @@ export async function runCompose(
     buffer: false,
     stdin: 'ignore',
     ...(options.signal ? { cancelSignal: options.signal } : {}),
-    forceKillAfterDelay: 10_000,
+    // A cancelled job must end within 5 s (the jobs service's promise): SIGTERM, then SIGKILL 3 s later.
+    forceKillAfterDelay: 3_000,
   });
   let output = '';
   let stdout = '';

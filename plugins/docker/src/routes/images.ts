@@ -5,7 +5,7 @@
 import { errors, reply, Type, type PluginContext, compareText } from '@agent/sdk';
 import type { DockerEngine } from '../engine.js';
 import { Image, PullJob } from '../schemas.js';
-import type { PullJobs } from '../pull-jobs.js';
+import { notFound, type PullJobs } from '../pull-jobs.js';
 import { summaryFromList } from '../mapping.js';
 
 const IMAGE_REF = '^(?!.*\\.\\.)[a-z0-9][a-z0-9._/:@-]{0,254}$';
@@ -67,13 +67,13 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
     status: 202,
     summary: 'Pull an image (background job)',
     description:
-      'Answers 202 with a job; follow it with `GET /api/images/pulls/:id`. Registry credentials come from the credentials service when one matches the registry.',
+      'Answers 202 with a job of the jobs service: follow it with `GET /api/images/pulls/:id` (or `GET /api/jobs/:id`, its stream `/api/jobs/:id/stream`), stop it with `POST /api/jobs/:id/cancel` (the engine connection is closed: the engine stops the pull). Registry credentials come from the credentials service when one matches the registry.',
     body: Type.Object({
       image: Type.String({ pattern: IMAGE_REF, description: 'image reference, e.g. `nginx:1.27` or `registry.example.com/team/app:2`; `:latest` when no tag' }),
     }),
     response: Type.Object({ job_id: Type.String(), image: Type.String(), status: Type.String() }),
-    handler: async (req) => {
-      const job = await pulls.start(req.body.image);
+    handler: (req) => {
+      const job = pulls.start(req.body.image, req.principal);
       return reply.accepted({ job_id: job.id, image: job.image, status: job.status }, `pulling ${job.image}`);
     },
   });
@@ -84,7 +84,7 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
     permission: 'images:read',
     operationId: 'images.pulls',
     tag: 'images',
-    summary: 'Recent image pull jobs',
+    summary: 'Recent image pull jobs (the newest 100 pull jobs of the jobs service)',
     response: Type.Array(PullJob),
     handler: () => pulls.list(),
   });
@@ -96,11 +96,11 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
     operationId: 'images.pullStatus',
     tag: 'images',
     summary: 'One image pull job: status and progress',
-    params: Type.Object({ id: Type.String({ format: 'uuid', pattern: '^[0-9a-f-]{36}$' }) }),
+    params: Type.Object({ id: Type.String({ pattern: '^job_[a-z0-9]{1,40}$', description: 'the job id `POST /api/images/pull` answered' }) }),
     response: PullJob,
     handler: (req) => {
       const job = pulls.get(req.params.id);
-      if (!job) throw errors.notFound(`pull job ${req.params.id} not found`);
+      if (!job) throw notFound(req.params.id);
       return job;
     },
   });
