@@ -21,8 +21,8 @@ export interface OperationCaller {
 export interface Prepared<V> {
   /** What `apply` needs (the checked, normalised input and whatever the checks found). */
   value: V;
-  /** What a plan shows: a summary and the resources it changes. */
-  preview: PlanPreview;
+  /** What a plan shows: a summary and the resources it changes. Required when a plannable route runs the operation (its `?plan=true` answer); others may leave it out. */
+  preview?: PlanPreview;
   /** What the change depends on (files, records): re-read at a plan's apply, any difference is 409 PLAN_STALE. */
   snapshot?: PlanSnapshot;
 }
@@ -131,7 +131,11 @@ export function operationRoute<
       ? {
           plan: {
             resource: (req: RequestOf<P, Q, B>) => operation.resource(input(req)),
-            preview: async (req: RequestOf<P, Q, B>) => (await prepare(req)).preview,
+            preview: async (req: RequestOf<P, Q, B>) => {
+              const { preview } = await prepare(req);
+              if (!preview) throw new Error(`operation ${operation.name} runs a plannable route but its prepare gives no preview`);
+              return preview;
+            },
             snapshot: snapshot ? (req: RequestOf<P, Q, B>) => snapshot(input(req)) : async (req: RequestOf<P, Q, B>) => (await prepare(req)).snapshot ?? {},
           },
         }
