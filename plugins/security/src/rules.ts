@@ -7,11 +7,14 @@ import type { EventBus, Logger } from '@agent/sdk';
 // The event it emits is declared with the plugin's other contracts.
 import type {} from './api.js';
 import type { ProxyContribution } from '@agent/plugin-edge/api';
-import { isExpired, type BlockedIp, type SecurityState } from './state.js';
-import { cidrContains } from './validate.js';
+import type { BlockList } from 'node:net';
+import { isExpired, type BlockedIp, type SecurityState, type WhitelistEntry } from './state.js';
+import { addressList, listed } from './validate.js';
 
 export class Rules {
   private sweepTimer: NodeJS.Timeout | null = null;
+  /** The whitelist's addresses and ranges, built again when the list is (a saved change replaces the array). */
+  private whitelistAddresses: { entries: WhitelistEntry[]; list: BlockList } | null = null;
 
   constructor(
     private readonly current: () => SecurityState,
@@ -26,7 +29,11 @@ export class Rules {
 
   /** Whether the whitelist covers an address (whitelisted sources are never auto-blocked). */
   whitelisted(ip: string): boolean {
-    return this.state.whitelist.some((w) => (w.type === 'ip' && w.value === ip) || (w.type === 'cidr' && cidrContains(w.value, ip)));
+    const entries = this.state.whitelist;
+    if (this.whitelistAddresses?.entries !== entries) {
+      this.whitelistAddresses = { entries, list: addressList(entries.filter((w) => w.type !== 'path').map((w) => w.value)) };
+    }
+    return listed(this.whitelistAddresses.list, ip);
   }
 
   activeBlock(ip: string, deployment: string | null = null): BlockedIp | undefined {

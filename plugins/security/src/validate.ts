@@ -3,7 +3,7 @@
  * snippets as given: validating is the contributor's part). Values are checked against strict patterns, so nothing
  * from a request can break out of a directive (`;`, `}`, quotes, newlines, `$`, spaces) or a folder (`..`).
  */
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 import { errors } from '@agent/sdk';
 
 /** An IPv4 or IPv6 address, normalised. */
@@ -48,45 +48,33 @@ export function checkText(value: string, field: string, max = 500): string {
 /** For error messages: never echo control characters back. */
 export const printable = (value: string) => value.replace(/[^\x20-\x7e]/g, '?').slice(0, 120);
 
-/** Whether `ip` lies inside `cidr` (both already validated). */
-export function cidrContains(cidr: string, ip: string): boolean {
-  const [base, bitsText] = cidr.split('/') as [string, string];
-  const a = ipBytes(base);
-  const b = ipBytes(ip);
-  if (!a || !b || a.length !== b.length) return false;
-  let bits = Number(bitsText);
-  for (let i = 0; i < a.length && bits > 0; i++, bits -= 8) {
-    const mask = bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff;
-    if ((a[i]! & mask) !== (b[i]! & mask)) return false;
+/**
+ * Addresses and ranges (`10.0.0.0/8`, `2001:db8::/32`, `::1`; already validated) as Node's `net.BlockList`, the
+ * range matching the databases plugin uses too. It compares addresses, not texts: `::1` and `0:0:0:0:0:0:0:1` are
+ * one address, and an IPv4-mapped IPv6 address (`::ffff:10.0.0.1`, what a dual-stack socket reports) lies in the
+ * IPv4 ranges that hold its IPv4 address, and the reverse. A value that is not an address is left out.
+ */
+export function addressList(values: Iterable<string>): BlockList {
+  const list = new BlockList();
+  for (const value of values) {
+    const slash = value.indexOf('/');
+    const address = slash === -1 ? value : value.slice(0, slash);
+    const family = isIP(address);
+    if (family === 0) continue;
+    if (slash === -1) list.addAddress(address, family === 6 ? 'ipv6' : 'ipv4');
+    else list.addSubnet(address, Number(value.slice(slash + 1)), family === 6 ? 'ipv6' : 'ipv4');
   }
-  return true;
+  return list;
 }
 
-function ipBytes(ip: string): number[] | null {
-  if (isIP(ip) === 4) return ip.split('.').map(Number);
-  if (isIP(ip) !== 6) return null;
-  const [head, tail] = ip.includes('::') ? (ip.split('::') as [string, string]) : [ip, ''];
-  const parse = (s: string) => (s ? s.split(':') : []);
-  let h = parse(head);
-  let t = parse(tail);
-  // An embedded IPv4 tail (::ffff:1.2.3.4) counts as two groups.
-  const v4 = (groups: string[]) =>
-    groups.flatMap((g) =>
-      g.includes('.')
-        ? (() => {
-            const n = g.split('.').map(Number);
-            return [((n[0]! << 8) | n[1]!).toString(16), ((n[2]! << 8) | n[3]!).toString(16)];
-          })()
-        : [g],
-    );
-  h = v4(h);
-  t = v4(t);
-  const groups = [...h, ...Array(8 - h.length - t.length).fill('0'), ...t];
-  return groups.flatMap((g) => {
-    const n = parseInt(g, 16);
-    return [n >> 8, n & 0xff];
-  });
+/** Whether the list holds `ip` (false for anything that is not an address). */
+export function listed(list: BlockList, ip: string): boolean {
+  const family = isIP(ip);
+  return family !== 0 && list.check(ip, family === 6 ? 'ipv6' : 'ipv4');
 }
+
+/** Whether `ip` lies inside `cidr` (both already validated). */
+export const cidrContains = (cidr: string, ip: string): boolean => listed(addressList([cidr]), ip);
 
 /** An address or a range. */
 export const ipOrCidr = (value: string, field: string) => (value.includes('/') ? checkCidr(value, field) : checkIp(value, field));

@@ -8,7 +8,7 @@ import { SecurityEvents } from '../src/events.js';
 import { snippets } from '../src/render.js';
 import { checkCidr, checkIp, checkText, checkUrlPath, cidrContains } from '../src/validate.js';
 import { emptyState, type SecurityState } from '../src/state.js';
-import type { Rules } from '../src/rules.js';
+import { Rules } from '../src/rules.js';
 import type { SecuritySettings } from '../src/config.js';
 
 const settings = {
@@ -57,6 +57,31 @@ describe('security units', () => {
     expect(cidrContains('2001:db8::/32', '2001:db8:1::5')).toBe(true);
     expect(cidrContains('2001:db8::/32', '2001:db9::5')).toBe(false);
     expect(cidrContains('10.0.0.0/8', '::1')).toBe(false);
+  });
+
+  it('matches addresses, not texts (net.BlockList): mapped IPv4, host bits, other spellings of one address', () => {
+    // What the hand-written byte comparison did not see: a dual-stack socket reports IPv4 clients as ::ffff:a.b.c.d.
+    expect(cidrContains('10.0.0.0/8', '::ffff:10.1.2.3')).toBe(true);
+    expect(cidrContains('::ffff:10.0.0.0/104', '10.1.2.3')).toBe(true);
+    expect(cidrContains('10.0.0.0/8', '::ffff:11.1.2.3')).toBe(false);
+    // A range written with host bits set is the network it names (checkCidr accepts it).
+    expect(cidrContains('10.1.2.3/8', '10.200.0.1')).toBe(true);
+    expect(cidrContains('0.0.0.0/0', '203.0.113.9')).toBe(true);
+    expect(cidrContains('2001:DB8::/32', '2001:0db8:0000::1')).toBe(true);
+    expect(cidrContains('10.0.0.0/8', 'not-an-ip')).toBe(false);
+
+    let state = { ...emptyState() };
+    const entry = (id: number, type: 'ip' | 'cidr' | 'path', value: string) => ({ id, type, value, description: '', created_at: '' });
+    state.whitelist = [entry(1, 'ip', '2001:db8::1'), entry(2, 'cidr', '192.168.0.0/16'), entry(3, 'path', '/health')];
+    const rules = new Rules(() => state, null as never, null as never, null as never);
+    expect(rules.whitelisted('2001:db8:0:0:0:0:0:1')).toBe(true);
+    expect(rules.whitelisted('192.168.7.7')).toBe(true);
+    expect(rules.whitelisted('::ffff:192.168.7.7')).toBe(true);
+    expect(rules.whitelisted('192.169.0.1')).toBe(false);
+    // A saved change replaces the list: the next check reads the new one.
+    state = { ...state, whitelist: [entry(4, 'ip', '192.169.0.1')] };
+    expect(rules.whitelisted('192.168.7.7')).toBe(false);
+    expect(rules.whitelisted('192.169.0.1')).toBe(true);
   });
 
   it('recognises attack paths as the expression with /cgi-bin/.* did, in one pass however many /cgi-bin/ a path has', () => {
