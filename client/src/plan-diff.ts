@@ -2,6 +2,7 @@
  * A plan's changes as diff lines: objects are compared field by field (`ssl.enabled: false` → `true`),
  * multi-line texts (compose files, configs) line by line, and a plugin's own unified diff is shown as is.
  */
+import { diffArrays } from 'diff';
 import type { Plan, PlanChange } from './types.js';
 
 export type DiffMark = '+' | '-' | ' ' | '@';
@@ -27,31 +28,23 @@ function flatten(value: unknown, prefix = '', out: [string, unknown][] = []): [s
 
 const show = (v: unknown) => JSON.stringify(v);
 
-/** Longest-common-subsequence line diff (texts in plans are small: compose files, vhosts). */
+/**
+ * Edits beyond which two texts are shown as all removed then all added: jsdiff's Myers diff gives up after about
+ * 80 ms whatever the texts' length (measured: 1,000 edits over 1,000–10,000 lines), where an exact diff would
+ * not help a reader anyway.
+ */
+const MAX_EDITS = 1000;
+
+/** Line diff (jsdiff's Myers diff over the lines; removals before additions where lines were replaced). */
 export function diffTexts(before: string, after: string): DiffLine[] {
   const a = before.split('\n');
   const b = after.split('\n');
-  if (a.length * b.length > 4_000_000) {
-    return [...a.map((text) => ({ mark: '-' as const, text })), ...b.map((text) => ({ mark: '+' as const, text }))];
-  }
-  const lcs: number[][] = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
-  for (let i = a.length - 1; i >= 0; i--) {
-    for (let j = b.length - 1; j >= 0; j--) lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
-  }
-  const out: DiffLine[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
-    if (a[i] === b[j]) {
-      out.push({ mark: ' ', text: a[i]! });
-      i++;
-      j++;
-    } else if (lcs[i + 1]![j]! >= lcs[i]![j + 1]!) out.push({ mark: '-', text: a[i++]! });
-    else out.push({ mark: '+', text: b[j++]! });
-  }
-  while (i < a.length) out.push({ mark: '-', text: a[i++]! });
-  while (j < b.length) out.push({ mark: '+', text: b[j++]! });
-  return out;
+  const changes = diffArrays(a, b, { maxEditLength: MAX_EDITS });
+  if (!changes) return [...a.map((text) => ({ mark: '-' as const, text })), ...b.map((text) => ({ mark: '+' as const, text }))];
+  return changes.flatMap((c) => {
+    const mark: DiffMark = c.added ? '+' : c.removed ? '-' : ' ';
+    return c.value.map((text) => ({ mark, text }));
+  });
 }
 
 function multiline(key: string, before: unknown, after: unknown): DiffLine[] {

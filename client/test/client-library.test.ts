@@ -277,4 +277,29 @@ describe('client library', () => {
     ]);
     expect(diffTexts('a\nb\nc', 'a\nc\nd').map((l) => `${l.mark}${l.text}`)).toEqual([' a', '-b', ' c', '+d']);
   });
+
+  it('diffs long texts line by line (jsdiff) and shows texts too far apart as removed then added', () => {
+    const show = (lines: { mark: string; text: string }[]) => lines.map((l) => `${l.mark}${l.text}`);
+    expect(show(diffTexts('a\nx\ny\nb', 'a\np\nq\nb'))).toEqual([' a', '-x', '-y', '+p', '+q', ' b']);
+    expect(show(diffTexts('', 'a'))).toEqual(['-', '+a']);
+    expect(show(diffTexts('a\n', 'a'))).toEqual([' a', '-']);
+    // 2,500 lines with one changed: the LCS table this replaced (a × b cells) gave up past 4M cells and showed
+    // every line removed and added; the diff names the one line.
+    const long = Array.from({ length: 2500 }, (_, i) => `line ${i}`);
+    const edited = long.map((l, i) => (i === 1200 ? 'changed' : l));
+    const lines = diffTexts(long.join('\n'), edited.join('\n'));
+    expect(lines.filter((l) => l.mark !== ' ')).toEqual([
+      { mark: '-', text: 'line 1200' },
+      { mark: '+', text: 'changed' },
+    ]);
+    expect(lines).toHaveLength(2501);
+    // Every line different: past 1,000 edits, all removed then all added (bounded time).
+    const other = long.map((l) => `other ${l}`);
+    const started = performance.now();
+    const apart = diffTexts(long.join('\n'), other.join('\n'));
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(apart.slice(0, 2500).every((l) => l.mark === '-')).toBe(true);
+    expect(apart.slice(2500).every((l) => l.mark === '+')).toBe(true);
+    expect(apart).toHaveLength(5000);
+  });
 });
