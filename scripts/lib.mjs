@@ -50,9 +50,12 @@ export function ensureDeps() {
   must('npm', existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']);
 }
 
-/** Every workspace folder with a tsconfig.json: sdk, the client and the CLI first, then core, then plugins and examples. */
+/**
+ * Every workspace folder with a tsconfig.json: sdk, the client and the CLI first, then core and the web console
+ * (type-checked only: esbuild bundles it, see `buildConsole`), then plugins and examples.
+ */
 export function workspaceProjects() {
-  const out = ['sdk', 'client', 'cli', 'core'];
+  const out = ['sdk', 'client', 'cli', 'core', 'console'];
   for (const group of ['plugins', 'examples']) {
     const dir = join(ROOT, group);
     if (!existsSync(dir)) continue;
@@ -150,4 +153,10 @@ export function build() {
   console.log('> building');
   must(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-b']);
   bundleCore();
+  buildConsole();
+}
+
+/** The web console (`console/dist`, served at / by plugins/console): esbuild, hashed and precompressed files. */
+export function buildConsole() {
+  must(process.execPath, [join(ROOT, 'console', 'build.mjs')]);
 }

@@ -237,3 +237,21 @@ export interface WebSocketConnection {
 
 /** Koa middleware a plugin adds in front of its own routes (`ctx.use`): koa's context, and `next` to go on. */
 export type HttpMiddleware = (ctx: KoaContext, next: KoaNext) => unknown;
+
+/**
+ * A static site a plugin serves at `/` (`ctx.site`): the built files of a web client, answered for `GET` and
+ * `HEAD` of every path outside `/api`, same origin as the API. The kernel adds the headers every page it serves
+ * carries (a Content-Security-Policy without inline scripts and with `frame-ancestors 'none'`, `nosniff`, a
+ * `Referrer-Policy`) and the caching rules below; files are read without following links out of `root`.
+ */
+export interface SiteSpec {
+  /** Absolute folder of the built files. */
+  root: string;
+  /** Answered (200, never cached) for a path that names no file: a single-page app's own routes. Default `index.html`. */
+  fallback?: string;
+  /**
+   * Folders below `root` (e.g. `assets/`) whose file names carry a hash of their content: cached for a year as
+   * `immutable`. Everything else is revalidated at every load (`no-cache`).
+   */
+  immutable?: string[];
+}

@@ -29,6 +29,7 @@ export type {
   WebSocketSpec,
   WebSocketConnection,
   HttpMiddleware,
+  SiteSpec,
   ErrorCodes,
 } from './http.js';
 export { HttpError, isHttpError, errors } from './errors.js';

@@ -1,6 +1,6 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { EventBus } from './events.js';
-import type { ErrorCodes, HttpMiddleware, RouteSpec, WebSocketSpec } from './http.js';
+import type { ErrorCodes, HttpMiddleware, RouteSpec, SiteSpec, WebSocketSpec } from './http.js';
 import type { JobHandle, JobSpec, Scheduler } from './jobs.js';
 import type { ServiceRef } from './services.js';
 import type { PluginStore, Sealer } from './store.js';
@@ -77,6 +77,11 @@ export interface PluginContext<C = Record<string, unknown>> {
    * before the checks and the handler): other plugins' routes never see it.
    */
   use(middleware: HttpMiddleware): void;
+  /**
+   * Serves a static site at `/`: `GET`/`HEAD` of paths outside `/api` answered from `spec.root` with the kernel's
+   * security headers (see `SiteSpec`). One plugin of an agent at most (a second is refused at its setup).
+   */
+  site(spec: SiteSpec): void;
   /** Shorthand for `scheduler.job`. */
   job(spec: JobSpec): JobHandle;
   /**

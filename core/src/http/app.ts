@@ -1,6 +1,7 @@
 /**
  * The HTTP application: koa, with the kernel's pipeline as koa middleware. In order: the `{error, code}` envelope
- * (koa's `onerror`, below), CORS, the plugin proxy for `/api/plugin/<name>/…`, then one @koa/router router per
+ * (koa's `onerror`, below), CORS, the plugin proxy for `/api/plugin/<name>/…`, a plugin's static site for paths
+ * outside `/api` (`ctx.site`, ./site.ts), then one @koa/router router per
  * plugin, each route a stack of middleware (authenticate → body (koa-body) → the plugin's own middleware →
  * pipeline → audit → answer), and last the JSON 404/405 answers.
  */
@@ -23,6 +24,7 @@ import type { LiveConnections } from '../auth/live.js';
 import { execute, type ExecuteResult } from './execute.js';
 import { multipartBody, uploadsFolder, type MultipartState } from './multipart.js';
 import { sendError, toErrorAnswer } from './respond.js';
+import { siteMiddleware } from './site.js';
 
 export interface HttpDeps {
   config: CoreConfig;
@@ -193,6 +195,9 @@ export function createHttpApp(deps: HttpDeps): Koa {
     ctx.res.statusCode = 404;
     await deps.proxy(ctx.req, ctx.res, ctx.ip, parseQuery(ctx.querystring));
   });
+
+  // A plugin's static site (`ctx.site`: the web console) answers GET/HEAD outside /api, with its security headers.
+  if (registry.site) app.use(siteMiddleware(registry.site.spec));
 
   // JSON bodies (koa-body over co-body: size limit, strict JSON, charset and content-encoding), read only for
   // routes that take one; anything but JSON is 415 rather than an empty body.

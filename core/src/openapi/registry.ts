@@ -4,7 +4,7 @@
  */
 import { match } from 'path-to-regexp';
 import type { Middleware } from 'koa';
-import type { AppRouteSpec, ErrorCodes, HttpMethod, RouteSpec, WebSocketSpec } from '@agent/sdk';
+import type { AppRouteSpec, ErrorCodes, HttpMethod, RouteSpec, SiteSpec, WebSocketSpec } from '@agent/sdk';
 import { bodyValidator, paramsValidator, queryValidator, type Validator } from './validation.js';
 
 interface Entry<K extends string, S> {
@@ -133,6 +133,8 @@ export class RouteRegistry {
   readonly appRoutes: RegisteredAppRoute[] = [];
   /** Koa middleware each plugin added for its own routes (`ctx.use`). */
   readonly middleware = new Map<string, Middleware[]>();
+  /** The static site served at `/` (`ctx.site`) and the plugin that serves it: one per agent. */
+  site: { plugin: string; spec: SiteSpec } | null = null;
 
   /** Compiles a route without registering it (plugins commit their routes only when setup succeeds). */
   prepareRoute(plugin: string, spec: RouteSpec<any, any, any>, pluginErrors: ErrorCodes = {}): RegisteredRoute {
@@ -209,9 +211,20 @@ export class RouteRegistry {
     if (middleware.length) this.middleware.set(plugin, [...(this.middleware.get(plugin) ?? []), ...middleware]);
   }
 
+  /** Refuses a second site (before anything of the plugin is committed, so it fails whole). */
+  checkSite(plugin: string): void {
+    if (this.site && this.site.plugin !== plugin) throw new Error(`the site at / is already served by plugin '${this.site.plugin}'`);
+  }
+
+  serveSite(plugin: string, spec: SiteSpec): void {
+    this.checkSite(plugin);
+    this.site = { plugin, spec };
+  }
+
   /** Withdraws every entry of a plugin (one that failed to start). */
   removePlugin(plugin: string): void {
     this.middleware.delete(plugin);
+    if (this.site?.plugin === plugin) this.site = null;
     for (const list of [this.routes, this.sockets, this.appRoutes] as { plugin: string }[][]) {
       for (let i = list.length - 1; i >= 0; i--) if (list[i]!.plugin === plugin) list.splice(i, 1);
     }

@@ -5,7 +5,7 @@
 import type { Middleware } from 'koa';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AgentInfo, Dependency, DoctorCheck, PluginContext, PluginDefinition, PluginStore, ServiceRef, SqlDatabase } from '@agent/sdk';
+import type { AgentInfo, Dependency, DoctorCheck, PluginContext, PluginDefinition, PluginStore, ServiceRef, SiteSpec, SqlDatabase } from '@agent/sdk';
 import type { ServiceDirectory } from './services.js';
 import type { RegisteredAppRoute, RegisteredRoute, RegisteredSocket, RouteRegistry } from '../openapi/registry.js';
 import type { ResourceCatalog } from '../auth/resources.js';
@@ -44,6 +44,8 @@ export interface StagedPlugin {
   checks: DoctorCheck[];
   /** Koa middleware for its own routes (committed with them). */
   middleware: Middleware[];
+  /** The static site it serves at `/` (`ctx.site`), committed with its routes. */
+  site: SiteSpec | null;
   /** Cancels its jobs, drops its event subscriptions and closes its journals. */
   release(): void;
 }
@@ -76,6 +78,7 @@ export function createContext(
   const closers: StagedPlugin['closers'] = [];
   const checks: DoctorCheck[] = [];
   const middleware: Middleware[] = [];
+  let site: SiteSpec | null = null;
   const journals = new Map<string, Journal>();
 
   const store: PluginStore = {
@@ -105,6 +108,10 @@ export function createContext(
     route: (spec) => void entries.push(deps.registry.prepareRoute(name, spec as never, definition.errors)),
     websocket: (spec) => void entries.push(deps.registry.prepareSocket(name, spec as never)),
     use: (fn) => void middleware.push(fn as Middleware),
+    site: (spec) => {
+      if (site) throw new Error('ctx.site is called twice');
+      site = { ...spec };
+    },
     job: (spec) => scheduler.job(spec),
     audit: (event) => deps.audit.record({ actor_type: 'system', actor_id: `system:${name}`, ...event }),
     settings: (schema, options) => deps.settings.define(name, schema, options as Parameters<SettingsStore['define']>[2]),
@@ -140,5 +147,17 @@ export function createContext(
     events.dispose();
     for (const journal of journals.values()) journal.close();
   };
-  return { ctx, deps: Object.freeze(resolved), entries, scheduler, closers, checks, middleware, release };
+  return {
+    ctx,
+    deps: Object.freeze(resolved),
+    entries,
+    scheduler,
+    closers,
+    checks,
+    middleware,
+    get site() {
+      return site;
+    },
+    release,
+  };
 }

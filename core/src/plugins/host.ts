@@ -291,8 +291,10 @@ export class PluginHost {
       for (const key of Object.keys(provided)) if (!(def.provides ?? {})[key]) throw new Error(`provides '${key}' without declaring it in 'provides'`);
       for (const [key, ref] of providedRefs(def)) services.provide(ref.id, provided[key], def.name);
       record.instance = instance;
+      if (staged.site) this.deps.registry.checkSite(def.name);
       this.deps.registry.commit(staged.entries);
       this.deps.registry.use(def.name, staged.middleware);
+      if (staged.site) this.deps.registry.serveSite(def.name, staged.site);
       record.status = 'running';
     } catch (err) {
       this.rollback(record);
