@@ -1,21 +1,30 @@
-/** Durations (`90`, `30s`, `15m`, `24h`, `7d`) and sizes (`512kb`, `10mb`) as config values. */
+/**
+ * Durations (`90`, `30s`, `15m`, `24h`, `7d`) and sizes (`512kb`, `10mb`) as config values, read by the `ms` and
+ * `bytes` packages; the config schema's patterns say which of their forms a key takes.
+ */
+import bytes from 'bytes';
+import ms from 'ms';
 
-const SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
-const BYTES: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+const SECONDS: Record<string, number> = { m: 60, h: 3600, d: 86400 };
 
 /** Seconds from a number of seconds or a duration string; null when malformed. */
 export function parseDuration(value: unknown): number | null {
   if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value : null;
-  const m = typeof value === 'string' ? /^(\d+)(ms|s|m|h|d)?$/.exec(value.trim()) : null;
-  if (!m) return null;
-  return m[2] === 'ms' ? Number(m[1]) / 1000 : Number(m[1]) * SECONDS[m[2] ?? 's']!;
+  if (typeof value !== 'string') return null;
+  const text = value.trim();
+  // A bare number is seconds in the config (ms would read milliseconds).
+  // ms answers undefined (its types say number) for a text it cannot read, and throws for an empty one.
+  const millis: number | undefined = /^\d+$/.test(text) ? Number(text) * 1000 : text ? ms(text as ms.StringValue) : undefined;
+  return millis !== undefined && Number.isFinite(millis) && millis >= 0 ? millis / 1000 : null;
 }
 
-/** Bytes from a number or a size string; null when malformed. */
+/** Bytes from a number or a size string (`kb` is 1024 bytes); null when malformed or not positive. */
 export function parseSize(value: unknown): number | null {
   if (typeof value === 'number') return Number.isInteger(value) && value > 0 ? value : null;
-  const m = typeof value === 'string' ? /^(\d+)(b|kb|mb|gb)?$/i.exec(value.trim()) : null;
-  return m ? Number(m[1]) * BYTES[(m[2] ?? 'b').toLowerCase()]! : null;
+  // bytes.parse reads whatever it does not know by parseInt (`10 parsecs` is 10): only its own forms go to it.
+  const text = typeof value === 'string' ? value.trim() : '';
+  const n = /^\d+(\.\d+)?\s*([kmgtp]?b)?$/i.test(text) ? bytes.parse(text) : null;
+  return n !== null && Number.isInteger(n) && n > 0 ? n : null;
 }
 
 /** `1d 2h 3m 4s` for uptime texts. */

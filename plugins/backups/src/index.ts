@@ -3,6 +3,7 @@
  * per-deployment schedules with retention, and S3 object stores (external or managed on this host).
  */
 import { isAbsolute, join } from 'node:path';
+import bytes from 'bytes';
 import { definePlugin, errors, optional, Type } from '@agent/sdk';
 import { deploymentsService, type DeploymentsService } from '@agent/plugin-deployments/api';
 import { dockerService, type DockerService } from '@agent/plugin-docker/api';
@@ -29,13 +30,8 @@ import { registerObjectRoutes } from './routes/objects.js';
 import { registerStoreActionRoutes, registerStoreRoutes } from './routes/object-stores.js';
 import { objectOwner } from './s3/layout.js';
 
-const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
 /** Bytes of a size setting (`10gb`, `512mb` or a number of bytes; the schema admits nothing else). */
-const bytes = (size: number | string): number => {
-  if (typeof size === 'number') return size;
-  const [, n, unit] = /^([0-9]+)([a-z]+)$/.exec(size)!;
-  return Number(n) * UNITS[unit!]!;
-};
+const sizeOf = (size: number | string): number => (typeof size === 'number' ? size : bytes.parse(size)!);
 
 export default definePlugin({
   name: 'backups',
@@ -188,7 +184,7 @@ export default definePlugin({
     const storeOps = storeOperations({ stores, jobs, managed, deploymentExists, ownerOf });
     // Registration order is the API description's; '/backups/jobs' comes before '/backups/:id' takes it for an id.
     registerJobRoutes(ctx, jobs);
-    registerBackupRoutes(ctx, { service, stores, ops: backupOps, uploadLimit: bytes(cfg.upload_limit), deploymentExists });
+    registerBackupRoutes(ctx, { service, stores, ops: backupOps, uploadLimit: sizeOf(cfg.upload_limit), deploymentExists });
     registerDeploymentBackupRoutes(ctx, service, backupOps);
     registerBackupConfigRoutes(ctx, { configs, ops: backupConfigOperations({ configs, stores, deploymentExists }), deploymentExists });
     registerDestinationRoutes(ctx, stores, archiveDir);
