@@ -8,6 +8,7 @@ import { createReadStream, createWriteStream, existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import pRetry from 'p-retry';
 import { Dir, errors, isHttpError, readTextInside, removeInside, UNSAFE_FILE, type Logger, type Principal } from '@agent/sdk';
 import { type DeploymentsService } from '@agent/plugin-deployments/api';
 import { type DockerService } from '@agent/plugin-docker/api';
@@ -645,19 +646,11 @@ export class BackupService {
    * warning naming the folder, which is left as it is.
    */
   private async removePrevious(root: string, name: string, warnings: string[]): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await removeInside(root, name);
-        return;
-      } catch (err) {
-        if (attempt >= 5) {
-          this.log.warn('could not remove the folder a restore replaced', { folder: join(root, name), error: (err as Error).message });
-          warnings.push(`the previous folder ${join(root, name)} could not be removed (${(err as Error).message}): something still writes into it`);
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
+    // Five tries, 200 ms apart.
+    await pRetry(() => removeInside(root, name), { retries: 4, minTimeout: 200, factor: 1 }).catch((err: Error) => {
+      this.log.warn('could not remove the folder a restore replaced', { folder: join(root, name), error: err.message });
+      warnings.push(`the previous folder ${join(root, name)} could not be removed (${err.message}): something still writes into it`);
+    });
   }
 
   /** Starts one database service of a deployment (compose up of that service) and waits until it answers. */

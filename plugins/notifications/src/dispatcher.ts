@@ -2,6 +2,7 @@
  * Routes messages to targets and delivers them: one queue per target (a slow or failing target never holds up
  * another), a few attempts with exponential backoff, and a bounded delivery log in the plugin's journal.
  */
+import pRetry from 'p-retry';
 import type { Logger, SqlDatabase } from '@agent/sdk';
 import type { NotificationMessage } from './api.js';
 import { deliver, DeliveryError, type Endpoints, type Outgoing } from './senders.js';
@@ -45,20 +46,6 @@ interface Queue {
   pending: Outgoing[];
   running: boolean;
 }
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((done) => {
-    if (signal.aborted) return done();
-    const t = setTimeout(done, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        done();
-      },
-      { once: true },
-    );
-  });
 
 export class Dispatcher {
   private readonly queues = new Map<string, Queue>();
@@ -136,25 +123,40 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * Delivers with p-retry: `retries` more attempts after a failed one, `backoffMs` before the first retry and twice
+   * as long before each next one, none after a failure retrying cannot mend (4xx but 408/429); the agent's stop
+   * cuts the wait short. Each failure is logged and the outcome recorded once, with its attempts.
+   */
   private async attempt(target: Target, m: Outgoing): Promise<void> {
     const started = Date.now();
     let attempts = 0;
     let lastError = '';
-    const max = this.options.retries + 1;
-    while (attempts < max && !this.stopping.signal.aborted) {
-      attempts++;
-      try {
-        await deliver(parseTargetUrl(target.url), m, this.options.endpoints);
-        this.record(target, target.id, m, 'delivered', attempts, null, Date.now() - started);
-        return;
-      } catch (err) {
-        lastError = err instanceof DeliveryError ? err.message : `unexpected error (${(err as Error).name})`;
-        this.log.warn('notification delivery failed', { target: target.name, url: maskTargetUrl(target.url), attempt: attempts, error: lastError });
-        if (err instanceof DeliveryError && !err.retryable) break;
-        if (attempts < max) await sleep(this.options.backoffMs * 2 ** (attempts - 1), this.stopping.signal);
-      }
-    }
-    this.record(target, target.id, m, 'failed', attempts, lastError, Date.now() - started);
+    let delivered = false;
+    await pRetry(
+      async (attempt) => {
+        attempts = attempt;
+        try {
+          await deliver(parseTargetUrl(target.url), m, this.options.endpoints);
+          delivered = true;
+        } catch (err) {
+          lastError = err instanceof DeliveryError ? err.message : `unexpected error (${(err as Error).name})`;
+          this.log.warn('notification delivery failed', { target: target.name, url: maskTargetUrl(target.url), attempt, error: lastError });
+          // p-retry never retries a TypeError (a bug of the caller, it assumes): any failure here is retried alike.
+          throw err instanceof DeliveryError ? err : new DeliveryError(lastError);
+        }
+      },
+      {
+        retries: this.options.retries,
+        minTimeout: this.options.backoffMs,
+        factor: 2,
+        randomize: false,
+        signal: this.stopping.signal,
+        shouldRetry: ({ error }) => !(error instanceof DeliveryError) || error.retryable,
+      },
+    ).catch(() => undefined);
+    // A delivery that succeeded while the agent was stopping is still delivered (p-retry rejects it for the stop).
+    this.record(target, target.id, m, delivered ? 'delivered' : 'failed', attempts, delivered ? null : lastError, Date.now() - started);
   }
 
   private record(
