@@ -2,7 +2,8 @@
 //   npm run install-service [-- --data-dir /var/lib/host-agent --config-dir /etc/host-agent --listen 127.0.0.1:8090 --proxy-dir /etc/nginx/agent]
 //   npm run install-service -- --uninstall [--purge]
 // Install (also the upgrade: run it again after `git pull`): builds, creates the data folder (0700) and the
-// config folder with agent.yaml (0640, kept when present) and, before the first start, agent.env (0600) with a
+// config folder with agent.yaml (0640, with proxy.mode: system; kept when present, adding proxy.mode: system when it
+// has no mode, as it was written before the agent ran an nginx of its own) and, before the first start, agent.env (0600) with a
 // generated admin password printed once; writes /etc/systemd/system/host-agent.service, enables it so the agent
 // starts on boot, and (re)starts it when systemd runs. The unit is sandboxed (scripts/service/host-agent.service.in
 // says what each setting allows and why): the agent writes only its data folder, its config folder and the folder
@@ -76,7 +77,36 @@ function writable() {
   return lines.join('\n');
 }
 
-function install() {
+/**
+ * An agent.yaml written before proxy.mode existed ran the host's nginx, which an agent without the key no longer
+ * does (it runs its own on 8080/8443): the upgrade writes the mode it had, keeping the rest of the file as it is.
+ */
+async function keepProxyMode(config) {
+  // Loaded here: ensureDeps() has installed it by now (a first install may start without node_modules).
+  const { isMap, parseDocument } = await import('yaml');
+  const src = readFileSync(config, 'utf8');
+  const doc = parseDocument(src);
+  if (doc.errors.length || doc.getIn(['proxy', 'mode']) !== undefined) return;
+  // The line goes into the text as it is (comments, spacing and order are the operator's), at the end or as the
+  // first key of an existing proxy section; any other shape is written out again by the YAML library.
+  const proxy = doc.get('proxy', true);
+  let text = null;
+  if (proxy === undefined) text = `${src}${src && !src.endsWith('\n') ? '\n' : ''}proxy:\n  mode: system\n`;
+  else if (isMap(proxy) && !proxy.flow && proxy.items.length) {
+    const at = proxy.items[0].key.range[0];
+    const lineStart = src.lastIndexOf('\n', at - 1) + 1;
+    const indent = src.slice(lineStart, at);
+    if (/^ +$/.test(indent)) text = `${src.slice(0, lineStart)}${indent}mode: system\n${src.slice(lineStart)}`;
+  }
+  if (text === null) {
+    doc.setIn(['proxy', 'mode'], 'system');
+    text = doc.toString();
+  }
+  writeFileSync(config, text, { mode: 0o640 });
+  console.log(`added proxy.mode: system to ${config} (the host's nginx, as before; proxy.mode: own runs an nginx of the agent's own)`);
+}
+
+async function install() {
   if (!opts['no-build']) {
     ensureDeps();
     build();
@@ -102,14 +132,21 @@ function install() {
         'log:',
         '  level: info',
         '  format: json   # the journal keeps JSON lines: journalctl -u host-agent -o cat | jq',
+        // A service is the host's proxy: the host's nginx on 80/443 with the agent's files in the proxy folder
+        // (without a mode the agent runs an nginx of its own on 8080/8443, the quick start's).
+        'proxy:',
+        "  mode: system   # the host's nginx (80/443, reloaded with nginx -s reload); own: an nginx of the agent's own",
         // The unit lets the agent write this folder; the default needs no line.
-        ...(opts['proxy-dir'] !== PROXY_DIR ? ['proxy:', `  config_dir: ${opts['proxy-dir']}   # also --proxy-dir of install-service`] : []),
+        ...(opts['proxy-dir'] !== PROXY_DIR ? [`  config_dir: ${opts['proxy-dir']}   # also --proxy-dir of install-service`] : []),
         '',
       ].join('\n'),
       { mode: 0o640 },
     );
     console.log(`wrote ${config}`);
-  } else console.log(`kept ${config}`);
+  } else {
+    console.log(`kept ${config}`);
+    await keepProxyMode(config);
+  }
   chmodSync(config, 0o640);
 
   const env = join(configDir, 'agent.env');
@@ -182,7 +219,7 @@ function uninstall() {
 
 try {
   if (opts.uninstall) uninstall();
-  else install();
+  else await install();
 } catch (err) {
   console.error(`install-service: ${err.message}`);
   process.exit(1);

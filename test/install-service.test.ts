@@ -6,7 +6,7 @@
  * that keeps (or with --purge removes) config and data.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -93,6 +93,8 @@ describe('install-service (systemd unit, temporary root)', () => {
     expect(readFileSync(join(configDir, 'agent.env'), 'utf8')).toContain(`AGENT_ADMIN_PASSWORD=${password}`);
     expect(readFileSync(join(configDir, 'agent.yaml'), 'utf8')).toMatch(/^listen: 127\.0\.0\.1:8090$/m);
     expect(readFileSync(join(configDir, 'agent.yaml'), 'utf8')).toMatch(/^data_dir: \/var\/lib\/host-agent$/m);
+    // A service drives the host's nginx (80/443, /etc/nginx/agent), not an nginx of its own as the quick start does.
+    expect(parseYaml(readFileSync(join(configDir, 'agent.yaml'), 'utf8')).proxy).toEqual({ mode: 'system' });
     expect(mode(unit)).toBe(0o644);
     const text = readFileSync(unit, 'utf8');
     expect(text).toContain(
@@ -190,7 +192,7 @@ describe('install-service (systemd unit, temporary root)', () => {
       expect(statSync(join(other, 'srv/agent/nginx')).isDirectory()).toBe(true);
       expect(parseYaml(readFileSync(join(other, 'srv/agent/etc/agent.yaml'), 'utf8'))).toMatchObject({
         data_dir: '/srv/agent/data',
-        proxy: { config_dir: '/srv/agent/nginx' },
+        proxy: { mode: 'system', config_dir: '/srv/agent/nginx' },
       });
       execFileSync('systemd-analyze', ['verify', join(other, 'etc/systemd/system/host-agent.service')], { stdio: 'pipe' });
     } finally {
@@ -225,6 +227,31 @@ describe('install-service (systemd unit, temporary root)', () => {
     expect(readFileSync(join(configDir, 'agent.env'), 'utf8')).toBe(env);
     expect(readFileSync(join(dataDir, 'secrets', 'data.key'), 'utf8')).toBe(key);
     expect(readlinkSync(wants)).toBe('/etc/systemd/system/host-agent.service');
+  });
+
+  it('upgrades an agent.yaml written before proxy.mode with the mode it ran in, keeping the rest as written', () => {
+    const config = join(configDir, 'agent.yaml');
+    const before = readFileSync(config, 'utf8');
+    // As the installer wrote it before the agent could run an nginx of its own: no proxy section at all.
+    const old = '# written by an older installer\nlisten: 127.0.0.1:8090   # the API\ndata_dir: /var/lib/host-agent\nlog:\n  level: info\n';
+    writeFileSync(config, old);
+    try {
+      const out = installer();
+      expect(out).toContain(`added proxy.mode: system to ${config}`);
+      const text = readFileSync(config, 'utf8');
+      expect(text.startsWith(old)).toBe(true);
+      expect(parseYaml(text)).toEqual({ listen: '127.0.0.1:8090', data_dir: '/var/lib/host-agent', log: { level: 'info' }, proxy: { mode: 'system' } });
+      // A proxy section of its own (another proxy folder) gets the line as its first key.
+      writeFileSync(config, `${old}proxy:\n    config_dir: /srv/nginx   # elsewhere\n`);
+      installer();
+      expect(readFileSync(config, 'utf8')).toBe(`${old}proxy:\n    mode: system\n    config_dir: /srv/nginx   # elsewhere\n`);
+      // An explicit mode is the operator's: kept as written.
+      writeFileSync(config, `${old}proxy:\n  mode: own\n`);
+      expect(installer()).not.toContain('added proxy.mode');
+      expect(readFileSync(config, 'utf8')).toBe(`${old}proxy:\n  mode: own\n`);
+    } finally {
+      writeFileSync(config, before);
+    }
   });
 
   it('uninstalls, keeping config and data unless --purge', () => {

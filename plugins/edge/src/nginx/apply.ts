@@ -1,7 +1,9 @@
 /**
  * Applies a rendered configuration to the proxy: changed files are written to temp files and renamed into place,
  * `nginx -t` checks the whole configuration, a failure restores the previous files (nothing else changes) and
- * answers with nginx's message; success reloads nginx. Applies are serialised.
+ * answers with nginx's message; success reloads nginx. Applies are serialised. How nginx is tested and reloaded is
+ * the mode's (`ProxyControl`): the host's nginx through the configured commands, or the agent's own instance
+ * (own.ts).
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
@@ -21,13 +23,64 @@ export interface ApplyResult {
  */
 const OWNED_FILES = ['agent.conf', 'default.conf'];
 
+/** The outcome of a test or a reload: `missing` when nginx's program does not exist. */
+export interface ControlResult {
+  ok: boolean;
+  missing: boolean;
+  /** nginx's useful lines (or what the control found), for the answer and the log. */
+  message: string;
+}
+
+/** How the applier tests and reloads the nginx that reads the files. */
+export interface ProxyControl {
+  /** The program run, for messages about a missing nginx. */
+  readonly program: string;
+  test(): Promise<ControlResult>;
+  reload(): Promise<ControlResult>;
+  /** argv that tests the whole configuration (`nginx -t`), for people and the doctor's dump. */
+  testCommand(): string[];
+}
+
+/** A finished command as a ControlResult (the program missing: spawn failed with ENOENT). */
+export function commandResult(r: { exitCode?: number; code?: string; all?: string }): ControlResult {
+  return { ok: r.exitCode === 0, missing: notFound(r), message: nginxMessage(r.all ?? '') };
+}
+
+/** The host's nginx (`proxy.mode: system`): the configured test and reload commands. */
+export class SystemControl implements ProxyControl {
+  constructor(
+    private readonly test_: string[],
+    private readonly reload_: string[],
+  ) {}
+
+  get program(): string {
+    return this.test_[0]!;
+  }
+
+  testCommand(): string[] {
+    return this.test_;
+  }
+
+  private async run(argv: string[]): Promise<ControlResult> {
+    const r = commandResult(await execa(argv[0]!, argv.slice(1), { reject: false, all: true, timeout: 30_000 }));
+    return r.missing ? { ...r, message: nginxMissing(argv[0]!).message } : r;
+  }
+
+  test(): Promise<ControlResult> {
+    return this.run(this.test_);
+  }
+
+  reload(): Promise<ControlResult> {
+    return this.run(this.reload_);
+  }
+}
+
 export class NginxApplier {
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly configDir: string,
-    private readonly testCommand: string[],
-    private readonly reloadCommand: string[],
+    readonly control: ProxyControl,
     private readonly log: Logger,
   ) {}
 
@@ -106,41 +159,40 @@ export class NginxApplier {
       }
     };
 
-    const test = await execa(this.testCommand[0]!, this.testCommand.slice(1), { reject: false, all: true, timeout: 30_000 });
-    if (notFound(test)) {
+    const test = await this.control.test();
+    if (test.missing) {
       await restore();
-      throw nginxMissing(this.testCommand[0]!);
+      throw nginxMissing(this.control.program);
     }
-    if (test.exitCode !== 0) {
+    if (!test.ok) {
       await restore();
-      const message = nginxMessage(test.all ?? '');
-      this.log.warn('proxy configuration rejected by nginx; previous files restored', { error: message });
-      throw new HttpError(400, 'PROXY_CONFIG_INVALID', `nginx rejected the configuration: ${message}`);
+      this.log.warn('proxy configuration rejected by nginx; previous files restored', { error: test.message });
+      throw new HttpError(400, 'PROXY_CONFIG_INVALID', `nginx rejected the configuration: ${test.message}`);
     }
-    const reload = await execa(this.reloadCommand[0]!, this.reloadCommand.slice(1), { reject: false, all: true, timeout: 30_000 });
-    if (notFound(reload)) {
+    const reload = await this.control.reload();
+    if (reload.missing) {
       await restore();
-      throw nginxMissing(this.reloadCommand[0]!);
+      throw nginxMissing(this.control.program);
     }
-    if (reload.exitCode !== 0) {
+    if (!reload.ok) {
       await restore();
-      const message = nginxMessage(reload.all ?? '');
-      this.log.error('proxy reload failed; previous files restored', { error: message });
-      throw new HttpError(502, 'PROXY_RELOAD_FAILED', `reloading the proxy failed: ${message}`);
+      this.log.error('proxy reload failed; previous files restored', { error: reload.message });
+      throw new HttpError(502, 'PROXY_RELOAD_FAILED', `reloading the proxy failed: ${reload.message}`);
     }
     this.log.info('proxy configuration applied', { changed: changed.length, removed: removed.length });
     return { changed, removed, reloaded: true };
   }
 
-  /** Runs the test command alone (status endpoints, doctor). `installed` is false when its program does not exist. */
+  /** Runs the test alone (status endpoints, doctor). `installed` is false when nginx's program does not exist. */
   async test(): Promise<{ ok: boolean; installed: boolean; message: string }> {
-    const r = await execa(this.testCommand[0]!, this.testCommand.slice(1), { reject: false, all: true, timeout: 30_000 });
-    if (notFound(r)) return { ok: false, installed: false, message: nginxMissing(this.testCommand[0]!).message };
-    return { ok: r.exitCode === 0, installed: true, message: nginxMessage(r.all ?? '') };
+    const r = await this.control.test();
+    if (r.missing) return { ok: false, installed: false, message: nginxMissing(this.control.program).message };
+    return { ok: r.ok, installed: true, message: r.message };
   }
 }
 
-export const NGINX_FIX = 'install nginx (Debian: apt-get install nginx), or set proxy.test_command and proxy.reload_command to where it is';
+export const NGINX_FIX =
+  'install nginx (Debian: apt-get install nginx), or say where it is: proxy.nginx (proxy.mode: own) or proxy.test_command and proxy.reload_command (system)';
 
 /** The program of a command does not exist (spawn failed with ENOENT), as opposed to nginx refusing the files. */
 function notFound(result: { code?: string; exitCode?: number }): boolean {

@@ -17,6 +17,13 @@ export interface ProxyLayout {
   httpsPort: number;
   listenAddress: string;
   defaultServer: boolean;
+  /**
+   * The default server also holds the HTTPS port, refusing TLS handshakes for unknown names
+   * (`ssl_reject_handshake`, nginx 1.19.4+): the own instance keeps both its ports from its start, so another
+   * agent's instance cannot take the second one before a first HTTPS site needs it. Not for the host's nginx,
+   * whose other servers may hold a default server there.
+   */
+  holdHttps: boolean;
 }
 
 export interface SiteRoute {
@@ -205,6 +212,16 @@ export function renderEntry(input: RenderInput): string {
     '    default upgrade;',
     "    '' close;",
     '}',
+    // The servers set the variables the log format and the contributors' maps use; with no server at all (no
+    // default server, no site yet) nginx would refuse them as unknown, so they are declared here until one exists.
+    ...(input.layout.defaultServer || input.sites.length
+      ? []
+      : [
+          'map $host $agent_deployment {',
+          '    default "";',
+          '}',
+          ...['protected', 'block_hit'].flatMap((v) => [`map $host $agent_${v} {`, '    default 0;', '}']),
+        ]),
     ...input.contributions.filter((c) => c.http !== null).map((c) => `include ${q(`${dir}/${httpFile(c.name)}`)};`),
     `include ${q(`${dir}/sites/*.conf`)};`,
     ...(input.layout.defaultServer ? [`include ${q(`${dir}/default.conf`)};`] : []),
@@ -235,6 +252,9 @@ export function renderDefaultServer(input: RenderInput, generation: string): str
     '        return 404;',
     '    }',
     '}',
+    ...(layout.holdHttps
+      ? ['server {', listen(layout, layout.httpsPort, ' ssl default_server'), '    server_name _;', '    ssl_reject_handshake on;', '}']
+      : []),
     '',
   ].join('\n');
 }

@@ -52,7 +52,7 @@ export class SystemLogs {
     const { ctx, edge } = this.rt;
     const out = [
       this.fileSource('proxy-access', 'proxy access log (JSON)', edge.layout.accessLog),
-      this.fileSource('proxy-error', 'proxy error log', ctx.config.proxy.error_log),
+      this.fileSource('proxy-error', 'proxy error log', edge.proxy.errorLog),
     ];
     const docker = this.rt.docker();
     if (docker?.available()) {
