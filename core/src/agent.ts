@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { appDirectory, coreServices, errors, principalDirectory, type AppDirectory, type AuthKernel, type PrincipalDirectory } from '@agent/sdk';
+import { appDirectory, coreServices, errors, principalDirectory, type AppDirectory, type AuthKernel, type EventBus, type PrincipalDirectory } from '@agent/sdk';
 import { REPO_ROOT, type LoadedConfig } from './config/config.js';
 import { createRootLogger, flushLogs, resolveLogFormat, sdkLogger } from './log.js';
 import { loadSecrets } from './store/secrets.js';
@@ -21,7 +21,7 @@ import { RouteRegistry } from './openapi/registry.js';
 import { PlanEngine, type PlansDoc } from './plans/engine.js';
 import { CoreScheduler } from './scheduler/scheduler.js';
 import { SettingsStore, type SettingsDoc } from './settings/registry.js';
-import { PluginHost } from './plugins/host.js';
+import { PluginHost, type InlinePlugin } from './plugins/host.js';
 import { ServiceDirectory } from './plugins/services.js';
 import { createPluginProxy } from './plugins/proxy.js';
 import { clientIp, createHttpApp } from './http/app.js';
@@ -31,12 +31,26 @@ import { coreRoutes } from './http/core-routes.js';
 
 export interface RunningAgent {
   url: string;
+  /** What the kernel and the plugins provide, and the event bus: the in-process test harness (testing.ts) reads them. */
+  services: ServiceDirectory;
+  events: EventBus;
   stop(): Promise<void>;
+}
+
+/** What only a caller in the same process can give: plugins as definitions, set up with the enabled ones (testing.ts). */
+export interface AgentExtras {
+  plugins?: InlinePlugin[];
+  /** Holds every answer to its route's declared schema (default: `AGENT_VALIDATE_RESPONSES=1`, as the tests set it). */
+  validateResponses?: boolean;
 }
 
 export const VERSION: string = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
-export async function startAgent(loaded: LoadedConfig, print: (line: string) => void = (l) => process.stdout.write(l + '\n')): Promise<RunningAgent> {
+export async function startAgent(
+  loaded: LoadedConfig,
+  print: (line: string) => void = (l) => process.stdout.write(l + '\n'),
+  extras: AgentExtras = {},
+): Promise<RunningAgent> {
   const startedAt = Date.now();
   const { core } = loaded;
   mkdirSync(core.data_dir, { recursive: true, mode: 0o700 });
@@ -101,7 +115,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     agent: { version: VERSION, dataDir: core.data_dir, url: () => url },
   });
   services.provide(coreServices.plugins.id, host.directory(), 'core');
-  await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections);
+  await host.load(core.plugins.enabled, core.plugins.builtin_dir, loaded.baseDir, loaded.sections, extras.plugins);
   const principals = services.get<PrincipalDirectory>(principalDirectory.id);
   if (!principals) {
     const reasons = host.failed().map((p) => `${p.name}: ${p.error}`);
@@ -145,7 +159,7 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
     audit,
     live,
     proxy: (req, res, ip, query) => proxy.http(req, res, ip, query),
-    validateResponses: process.env.AGENT_VALIDATE_RESPONSES === '1',
+    validateResponses: extras.validateResponses ?? process.env.AGENT_VALIDATE_RESPONSES === '1',
   });
   const sockets = createSocketServer(registry, principals, live, root);
   // Keep-alive longer than clients' own idle timeouts (undici: 4 s), so a client never reuses a connection the
@@ -203,5 +217,5 @@ export async function startAgent(loaded: LoadedConfig, print: (line: string) => 
       root.info('stopped');
       await flushLogs(root);
     })());
-  return { url, stop };
+  return { url, services, events: bus, stop };
 }

@@ -33,6 +33,12 @@ export interface Candidate {
   builtin: boolean;
 }
 
+/** A plugin given as its definition, with its package folder, rather than found on disk (the test harness). */
+export interface InlinePlugin {
+  definition: PluginDefinition<any, any, any>;
+  dir: string;
+}
+
 /** The record of a plugin found at `c`, before its definition is loaded. */
 const unloaded = (c: Candidate): PluginRecord => ({
   name: c.spec,
@@ -230,8 +236,11 @@ export class PluginHost {
     this.deps.root.error({ plugin: c.spec, error }, msg);
   }
 
-  /** Loads and sets up the enabled plugins. Throws ConfigError for invalid config (the agent must not start). */
-  async load(enabled: string[], builtinDir: string, baseDir: string, sections: Record<string, unknown>): Promise<void> {
+  /**
+   * Loads and sets up the enabled plugins, and the `inline` ones after them (already loaded: from then on they are
+   * treated as any other). Throws ConfigError for invalid config (the agent must not start).
+   */
+  async load(enabled: string[], builtinDir: string, baseDir: string, sections: Record<string, unknown>, inline: InlinePlugin[] = []): Promise<void> {
     const { found, missing } = discover(enabled, builtinDir, baseDir);
     for (const m of missing) this.broken({ spec: m.spec, dir: '', builtin: false }, m.error, 'plugin not found');
     const manifest = readManifest(builtinDir);
@@ -243,6 +252,7 @@ export class PluginHost {
         ),
       ),
     );
+    for (const { definition, dir } of inline) loaded.push({ c: { spec: definition.name, dir, builtin: false }, definition, version: definition.version });
     const claimed = new Map<string, string>();
     const configs = new Map<string, Record<string, unknown>>();
     for (const l of loaded) {

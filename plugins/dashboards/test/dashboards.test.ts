@@ -1,35 +1,25 @@
-import { join } from 'node:path';
+/**
+ * Dashboards, in-process (`@agent/sdk/testing`): the plugin from its source in the agent's kernel, with users made
+ * in the access plugin as the API makes them. Nothing here needs root or a host service.
+ */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
+import { startTestPlugin, type TestPlugin, type TestUser } from '@agent/sdk/testing';
+import dashboards from '../src/index.js';
 
-const FIXTURE = join(import.meta.dirname, '../../notifications/test/fixture');
-const PASSWORD = 'Dashboard-Pass-1';
+const alice: TestUser = { user: 'alice', role: 'operator', deployments: { shop: 'write' } };
+const bob: TestUser = { user: 'bob', role: 'operator', deployments: { blog: 'write' } };
+const vera: TestUser = { user: 'vera', role: 'viewer', deployments: { shop: 'read' } };
+const gina: TestUser = { user: 'gina', role: 'viewer', scope: 'global' };
+const otto: TestUser = { user: 'otto', role: 'operator', scope: 'global' };
 
 describe('dashboards', () => {
-  let agent: TestAgent;
-  let alice: string; // operator, write on shop
-  let bob: string; // operator, write on blog
-  let vera: string; // viewer, read on shop
-  let gina: string; // viewer with global scope
-  let otto: string; // operator with global scope
+  let agent: TestPlugin;
 
   beforeAll(async () => {
-    agent = await startAgent({ plugins: ['dashboards', FIXTURE] });
-    const users: [string, string, Record<string, string>, string?][] = [
-      ['alice', 'operator', { shop: 'write' }],
-      ['bob', 'operator', { blog: 'write' }],
-      ['vera', 'viewer', { shop: 'read' }],
-      ['gina', 'viewer', {}, 'global'],
-      ['otto', 'operator', {}, 'global'],
-    ];
-    for (const [username, role, deployments, scope] of users) {
-      const res = await agent.api('POST', '/test-fixture/users', { body: { username, password: PASSWORD, role, deployments, ...(scope ? { scope } : {}) } });
-      expect(res.status, res.text).toBe(201);
-    }
-    [alice, bob, vera, gina, otto] = await Promise.all(['alice', 'bob', 'vera', 'gina', 'otto'].map((u) => agent.login(u, PASSWORD)));
+    agent = await startTestPlugin(dashboards);
   });
   afterAll(async () => {
-    await agent?.stop();
+    await agent?.close();
   });
 
   const panel = (extra: Record<string, unknown> = {}) => ({
@@ -42,8 +32,8 @@ describe('dashboards', () => {
   });
 
   it('creates, reads, lists and deletes a dashboard', async () => {
-    const created = await agent.api('POST', '/dashboards', {
-      token: alice,
+    const created = await agent.request('POST', '/dashboards', {
+      principal: alice,
       body: {
         name: 'Shop',
         panels: [
@@ -59,19 +49,19 @@ describe('dashboards', () => {
       { id: expect.any(String), title: 'CPU', source: 'container', series: 'container.cpu.usage', deployment: 'shop', type: 'line', width: 6 },
       { id: 'rps', title: 'Requests', source: 'serving', series: 'http.server.request.rate', type: 'stat', width: 12 },
     ]);
-    expect((await agent.api('GET', `/dashboards/${d.id}`, { token: alice })).body.data).toEqual(d);
-    expect((await agent.api('GET', '/dashboards', { token: alice })).body.data.map((x: any) => x.id)).toEqual([d.id]);
+    expect((await agent.request('GET', `/dashboards/${d.id}`, { principal: alice })).body.data).toEqual(d);
+    expect((await agent.request('GET', '/dashboards', { principal: alice })).body.data.map((x: any) => x.id)).toEqual([d.id]);
     // Private: other users do not see it; an admin does.
-    expect((await agent.api('GET', `/dashboards/${d.id}`, { token: bob })).status).toBe(404);
-    expect((await agent.api('GET', '/dashboards', { token: bob })).body.data).toEqual([]);
-    expect((await agent.api('GET', `/dashboards/${d.id}`)).status).toBe(200);
-    expect((await agent.api('DELETE', `/dashboards/${d.id}`, { token: bob })).status).toBe(404);
-    expect((await agent.api('DELETE', `/dashboards/${d.id}`, { token: alice })).status).toBe(200);
-    expect((await agent.api('GET', `/dashboards/${d.id}`, { token: alice })).status).toBe(404);
+    expect((await agent.request('GET', `/dashboards/${d.id}`, { principal: bob })).status).toBe(404);
+    expect((await agent.request('GET', '/dashboards', { principal: bob })).body.data).toEqual([]);
+    expect((await agent.request('GET', `/dashboards/${d.id}`)).status).toBe(200);
+    expect((await agent.request('DELETE', `/dashboards/${d.id}`, { principal: bob })).status).toBe(404);
+    expect((await agent.request('DELETE', `/dashboards/${d.id}`, { principal: alice })).status).toBe(200);
+    expect((await agent.request('GET', `/dashboards/${d.id}`, { principal: alice })).status).toBe(404);
   });
 
   it('validates series, types, widths and deployments', async () => {
-    const post = (body: unknown, token = alice) => agent.api('POST', '/dashboards', { token, body });
+    const post = (body: unknown, principal = alice) => agent.request('POST', '/dashboards', { principal, body });
     const unknown = await post({ name: 'x', panels: [panel({ series: 'container.cpu.bogus' })] });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error).toContain('body.panels[0].series');
@@ -86,11 +76,11 @@ describe('dashboards', () => {
     expect(foreign.status).toBe(400);
     expect(foreign.body.error).toContain('body.panels[0].deployment');
     expect((await post({ name: 'x', panels: [] }, vera)).status).toBe(403);
-    expect((await agent.api('GET', '/dashboards/not-a-uuid', { token: alice })).status).toBe(400);
+    expect((await agent.request('GET', '/dashboards/not-a-uuid', { principal: alice })).status).toBe(400);
   });
 
   it('shares a dashboard with global principals only', async () => {
-    const created = await agent.api('POST', '/dashboards', {
+    const created = await agent.request('POST', '/dashboards', {
       body: {
         name: 'Everything',
         shared: true,
@@ -104,19 +94,19 @@ describe('dashboards', () => {
     expect(created.status).toBe(201);
     const id = created.body.data.id;
     // A global reader sees it whole (it reaches every deployment).
-    const asGina = await agent.api('GET', `/dashboards/${id}`, { token: gina });
+    const asGina = await agent.request('GET', `/dashboards/${id}`, { principal: gina });
     expect(asGina.status).toBe(200);
     expect(asGina.body.data.panels.map((p: any) => p.id)).toEqual(['shop-cpu', 'blog-cpu', 'all-mem']);
     // Users limited to their deployments see only their own dashboards: a shared one describes everyone's.
-    expect((await agent.api('GET', `/dashboards/${id}`, { token: vera })).status).toBe(404);
-    expect((await agent.api('GET', '/dashboards', { token: bob })).body.data.some((d: any) => d.id === id)).toBe(false);
-    expect((await agent.api('DELETE', `/dashboards/${id}`, { token: bob })).status).toBe(404);
+    expect((await agent.request('GET', `/dashboards/${id}`, { principal: vera })).status).toBe(404);
+    expect((await agent.request('GET', '/dashboards', { principal: bob })).body.data.some((d: any) => d.id === id)).toBe(false);
+    expect((await agent.request('DELETE', `/dashboards/${id}`, { principal: bob })).status).toBe(404);
     // Shared is not owned: others cannot change or delete it.
-    expect((await agent.api('DELETE', `/dashboards/${id}`, { token: otto })).status).toBe(403);
-    const put = await agent.api('PUT', `/dashboards/${id}`, { token: otto, body: { name: 'mine now', panels: [] } });
+    expect((await agent.request('DELETE', `/dashboards/${id}`, { principal: otto })).status).toBe(403);
+    const put = await agent.request('PUT', `/dashboards/${id}`, { principal: otto, body: { name: 'mine now', panels: [] } });
     expect(put.status).toBe(403);
     // The owner (an admin) replaces it.
-    const renamed = await agent.api('PUT', `/dashboards/${id}`, {
+    const renamed = await agent.request('PUT', `/dashboards/${id}`, {
       body: { name: 'Everything v2', shared: true, panels: [panel({ id: 'all-mem', series: 'container.memory.usage', width: 12 })] },
     });
     expect(renamed.status, renamed.text).toBe(200);
@@ -124,19 +114,20 @@ describe('dashboards', () => {
   });
 
   it('keeps the panels an editing owner cannot see', async () => {
-    const mine = (await agent.api('POST', '/dashboards', { token: alice, body: { name: 'Alice', panels: [panel({ id: 'shop', deployment: 'shop' })] } })).body
-      .data;
-    const added = await agent.api('PUT', `/dashboards/${mine.id}`, {
+    const mine = (
+      await agent.request('POST', '/dashboards', { principal: alice, body: { name: 'Alice', panels: [panel({ id: 'shop', deployment: 'shop' })] } })
+    ).body.data;
+    const added = await agent.request('PUT', `/dashboards/${mine.id}`, {
       body: { name: 'Alice', panels: [panel({ id: 'shop', deployment: 'shop' }), panel({ id: 'blog', deployment: 'blog' })] },
     });
     expect(added.body.data.panels.map((p: any) => p.id)).toEqual(['shop', 'blog']);
-    const edited = await agent.api('PUT', `/dashboards/${mine.id}`, {
-      token: alice,
+    const edited = await agent.request('PUT', `/dashboards/${mine.id}`, {
+      principal: alice,
       body: { name: 'Alice 2', panels: [panel({ id: 'shop', deployment: 'shop', width: 4 })] },
     });
     expect(edited.status, edited.text).toBe(200);
     expect(edited.body.data.panels.map((p: any) => p.id)).toEqual(['shop']);
-    const asAdmin = (await agent.api('GET', `/dashboards/${mine.id}`)).body.data;
+    const asAdmin = (await agent.request('GET', `/dashboards/${mine.id}`)).body.data;
     expect(asAdmin).toMatchObject({ name: 'Alice 2', owner: { name: 'alice' } });
     expect(asAdmin.panels.map((p: any) => `${p.id}:${p.width}`)).toEqual(['shop:4', 'blog:6']);
   });
