@@ -10,7 +10,7 @@ import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import pRetry from 'p-retry';
 import { Dir, errors, isHttpError, readTextInside, removeInside, UNSAFE_FILE, type Logger, type Principal } from '@agent/sdk';
-import { type DeploymentsService } from '@agent/plugin-deployments/api';
+import { parseEnv, type DeploymentsService } from '@agent/plugin-deployments/api';
 import { type DockerService } from '@agent/plugin-docker/api';
 import {
   databaseDump,
@@ -31,23 +31,6 @@ import type { StoreRegistry } from './s3/stores.js';
 
 /** Files in a deployment folder that belong to the agent, not to the backup: never restored over the target's. */
 const AGENT_OWNED = ['.agent.json'];
-
-/** `KEY=value` lines of a .env file (quotes removed). */
-export function parseEnv(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const raw of text.split(/\r?\n/)) {
-    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(raw);
-    if (!m || raw.trim().startsWith('#')) continue;
-    let value = m[2]!.trim();
-    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0])) {
-      const dq = value[0] === '"';
-      value = value.slice(1, -1);
-      if (dq) value = value.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
-    }
-    out[m[1]!] = value;
-  }
-  return out;
-}
 
 export interface BackupRequest {
   deployment: string;
@@ -449,7 +432,11 @@ export class BackupService {
         const compose = await readTextInside(staging, manifest.compose_file);
         if (compose === null) throw new Error(`the backup has no compose file '${manifest.compose_file}': it cannot create a new deployment`);
         const envText = manifest.env_file ? await readTextInside(staging, manifest.env_file).catch(() => null) : null;
-        const env_vars = Object.entries(parseEnv(envText ?? '')).map(([key, value]) => ({ key, value }));
+        // Read as the deployment's own `.env` is; names compose takes but a deployment is not created with (`a.b`,
+        // `a-b`) are left out, as before.
+        const env_vars = Object.entries(parseEnv(envText ?? ''))
+          .filter(([key]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
+          .map(([key, value]) => ({ key, value }));
         await this.deployments.create({ name: target, compose_content: compose, env_vars, auto_start: false }, req.principal);
         undo.push(() => this.deployments.remove(target, { remove_files: true }));
         existing = this.deployments.get(target)!;

@@ -81,3 +81,6 @@ declare module '@agent/sdk' {
     'deployment.failed': { name: string; error: string };
   }
 }
+
+/** How a deployment's `.env` is read (as compose reads it), for plugins that read one from elsewhere (an archive). */
+export { parseEnv } from './env-file.js';

@@ -7,23 +7,67 @@ const SECRET_KEY = /(pass(word|wd)?|secret|token|(api|private|access|secret)_?ke
 export const isSecretKey = (key: string): boolean => SECRET_KEY.test(key);
 export const REDACTED = '********';
 
-/** Parses `KEY=value` lines (comments, blank lines, `export`, single/double quotes). Later keys win. */
+/**
+ * One binding: optional `export`, the key, `=` (blanks around it), then the value. Anything else on a line (a
+ * comment, a blank line, a name without `=`) is not a binding and is skipped, as compose v1 skips it.
+ */
+const BINDING = /[ \t]*(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*/y;
+/** What may follow a closing quote: blanks and a comment, up to the end of the line. */
+const AFTER_QUOTE = /[ \t]*(?:#[^\n]*)?(?:\n|$)/y;
+/** Escapes of double-quoted values that compose v1 (python-dotenv) and v2 (compose-go) both decode. */
+const ESCAPES: Record<string, string> = { '\\': '\\', "'": "'", '"': '"', a: '\x07', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' };
+
+/**
+ * Reads a `.env` file the way compose does where its two flavours agree (the agent hands compose these values
+ * again, in a copy it writes: what is read here is what compose gets). `export`, blanks around `=`, comments
+ * (whole lines, or after a blank in an unquoted value), empty values, `=` in values, single and double quotes
+ * (a value may span lines inside them; text after the closing quote but a comment is an error, and so is a quote
+ * never closed: the binding is left out), double-quoted escapes (`\\ \" \' \n \t \r \a \b \f \v`; another
+ * backslash stays), `\'` in single quotes. Later keys win. `${VAR}` is left as written: compose expands it in
+ * the copy. Not the `dotenv` package: it keeps `\"` and `\\` as written (so our own `serializeEnv` output
+ * would not read back), drops backticks and cuts `a#b` at the `#`, where compose does neither (test/env-file.test.ts).
+ */
 export function parseEnv(text: string): Record<string, string> {
+  const src = text.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
+  const endOfLine = (from: number) => {
+    const at = src.indexOf('\n', from);
+    return at === -1 ? src.length : at;
+  };
   const out: Record<string, string> = {};
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.trim();
-    if (!line || line.startsWith('#')) continue;
-    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)$/.exec(line);
-    if (!m) continue;
-    let value = m[2]!;
-    if (value.length >= 2 && ((value.startsWith('"') && value.endsWith('"')) || (value.startsWith("'") && value.endsWith("'")))) {
-      const quoted = value[0] === '"';
-      value = value.slice(1, -1);
-      if (quoted) value = value.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
-    } else {
-      value = value.replace(/\s+#.*$/, '');
+  let at = 0;
+  while (at < src.length) {
+    BINDING.lastIndex = at;
+    const binding = BINDING.exec(src);
+    if (!binding) {
+      at = endOfLine(at) + 1;
+      continue;
     }
-    out[m[1]!] = value;
+    const start = BINDING.lastIndex;
+    const quote = src[start];
+    if (quote !== '"' && quote !== "'") {
+      const end = endOfLine(start);
+      out[binding[1]!] = src
+        .slice(start, end)
+        .replace(/\s+#.*$/, '')
+        .trimEnd();
+      at = end + 1;
+      continue;
+    }
+    let close = start + 1;
+    while (close < src.length && src[close] !== quote) close += src[close] === '\\' ? 2 : 1;
+    // Never closed: the rest of the line where it opened is skipped, and reading goes on at the next one.
+    if (close >= src.length) {
+      at = endOfLine(start) + 1;
+      continue;
+    }
+    AFTER_QUOTE.lastIndex = close + 1;
+    if (!AFTER_QUOTE.test(src)) {
+      at = endOfLine(close) + 1;
+      continue;
+    }
+    const raw = src.slice(start + 1, close);
+    out[binding[1]!] = quote === '"' ? raw.replace(/\\([\\'"abfnrtv])/g, (_, c: string) => ESCAPES[c]!) : raw.replace(/\\'/g, "'");
+    at = AFTER_QUOTE.lastIndex;
   }
   return out;
 }
