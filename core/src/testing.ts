@@ -80,6 +80,11 @@ const apiPath = (path: string): string => (path === '/api' || path.startsWith('/
 export const startTestPlugin: StartTestPlugin = async (plugin, options = {}) => {
   const fakes = fakeProvider(plugin, (options.deps ?? {}) as Record<string, unknown>);
   const others = options.plugins ?? [];
+  const dir = options.packageDir ?? process.cwd();
+  const inline = [...(fakes ? [fakes] : []), ...others.filter((p) => typeof p !== 'string'), plugin].map((definition) => ({ definition, dir }));
+  const names = inline.map((p) => p.definition.name);
+  const twice = names.filter((name, i) => names.indexOf(name) !== i);
+  if (twice.length > 0) throw new Error(`two plugins named ${twice.map((n) => `'${n}'`).join(', ')} given to startTestPlugin`);
   const work = mkdtempSync(join(tmpdir(), 'agent-plugin-test-'));
   // The first admin's password is set, not generated: a generated one is announced in the log, at any log level.
   const config = {
@@ -92,8 +97,6 @@ export const startTestPlugin: StartTestPlugin = async (plugin, options = {}) => 
   };
   // JSON is YAML: the agent reads its configuration as `npm start` does (the environment left out: the test's own).
   writeFileSync(join(work, 'agent.yaml'), JSON.stringify(config), { mode: 0o600 });
-  const dir = options.packageDir ?? process.cwd();
-  const inline = [...(fakes ? [fakes] : []), ...others.filter((p) => typeof p !== 'string'), plugin].map((definition) => ({ definition, dir }));
   let running: RunningAgent;
   try {
     running = await startAgent(loadConfig(['--config', join(work, 'agent.yaml')], {}), () => undefined, { plugins: inline, validateResponses: true });
@@ -265,18 +268,24 @@ export const startTestPlugin: StartTestPlugin = async (plugin, options = {}) => 
     close,
   };
 
-  // A plugin whose setup or start failed is only reported by the kernel (the agent keeps running): here it is the
+  // The kernel only reports a plugin whose setup or start failed (the agent keeps running), and only logs one it
+  // ignored because a plugin of its name was loaded first (`access` and `apps` always are): here either is the
   // test's failure, with the kernel's reason.
-  const listed = await request<{ data: { name: string; status: string; error: string | null }[] }>('GET', '/plugins', { principal: 'admin' });
-  const failed = listed.body.data.filter((p) => p.status !== 'running');
-  const absent = inline.map((p) => p.definition.name).filter((name) => !listed.body.data.some((p) => p.name === name));
-  if (failed.length > 0 || absent.length > 0) {
+  try {
+    const listed = await request<{ data: { name: string; status: string; error: string | null; builtin: boolean; source: string }[] }>('GET', '/plugins', {
+      principal: 'admin',
+    });
+    const reasons = listed.body.data.filter((p) => p.status !== 'running').map((p) => `${p.name}: ${p.error ?? p.status}`);
+    for (const { definition } of inline) {
+      const loaded = listed.body.data.find((p) => p.name === definition.name);
+      if (loaded && (loaded.builtin || loaded.source !== definition.name)) {
+        reasons.push(`${definition.name}: not loaded, a plugin of that name was (${loaded.builtin ? 'the built-in' : loaded.source})`);
+      }
+    }
+    if (reasons.length > 0) throw new Error(`plugins did not start: ${reasons.join('; ')}`);
+  } catch (err) {
     await close();
-    const reasons = [
-      ...failed.map((p) => `${p.name}: ${p.error ?? p.status}`),
-      ...absent.map((name) => `${name}: not loaded (a plugin of that name is already loaded)`),
-    ];
-    throw new Error(`plugins did not start: ${reasons.join('; ')}`);
+    throw err;
   }
   return harness;
 };

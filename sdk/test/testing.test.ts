@@ -160,5 +160,8 @@ describe('@agent/sdk/testing', () => {
       },
     });
     await expect(startTestPlugin(failing)).rejects.toThrow('failing: setup failed: cannot set up');
+    // `access` is always loaded from the built-in plugins: another of the name would be ignored, and the test with it.
+    const access = definePlugin({ name: 'access', version: '0.0.0', setup: () => undefined });
+    await expect(startTestPlugin(access)).rejects.toThrow('access: not loaded, a plugin of that name was (the built-in)');
   });
 });
