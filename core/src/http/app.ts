@@ -13,6 +13,7 @@ import Router from '@koa/router';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import typeis from 'type-is';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { errors, HttpError, type Principal, type PrincipalDirectory } from '@agent/sdk';
 import type { CoreConfig } from '../config/config.js';
 import type { RootLogger } from '../log.js';
@@ -65,8 +66,12 @@ export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
   return req.socket.remoteAddress ?? '';
 }
 
+// ajv-formats is CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+
 function makeResponseValidator(log: RootLogger) {
-  const ajv = new Ajv2020({ strict: false, allErrors: false });
+  // The formats the schemas use (date-time, uuid, …) are checked too, not reported as unknown on stderr.
+  const ajv = addFormats(new Ajv2020({ strict: false, allErrors: false }));
   const cache = new Map<RegisteredRoute, ReturnType<Ajv2020['compile']>>();
   return (route: RegisteredRoute, data: unknown) => {
     let fn = cache.get(route);
