@@ -6,7 +6,7 @@
  */
 import type { TSchema } from '@sinclair/typebox';
 import { createServiceRef } from './services.js';
-import type { HttpMethod, Tenancy } from './http.js';
+import type { ErrorCodes, HttpMethod, Tenancy } from './http.js';
 import type { Permission } from './principal.js';
 
 /** A route of an app plugin, served by its own process behind `/api/plugin/<name>/`. */
@@ -26,6 +26,11 @@ export interface AppRouteSpec {
   response?: TSchema;
   status?: number;
   produces?: string;
+  /**
+   * The answers the app gives besides its success and what the proxy answers itself (400 validation, 401, 403, 404
+   * for a deployment the principal may not see, 500, 502 when the app is not running): as `RouteSpec.errors`.
+   */
+  errors?: ErrorCodes;
 }
 
 export interface AppDefinition {

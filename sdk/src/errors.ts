@@ -1,3 +1,5 @@
+import type { ErrorCodes } from './http.js';
+
 /**
  * Errors a handler throws to answer with `{error, code}` and a status.
  * Anything else thrown becomes a 500 `INTERNAL_ERROR` without details.
@@ -40,3 +42,13 @@ export const errors = {
   badGateway: (message: string, code = 'BAD_GATEWAY') => new HttpError(502, code, message),
   internal: (message = 'internal error', code = 'INTERNAL_ERROR') => new HttpError(500, code, message),
 };
+
+/**
+ * The answers of several sources in one `errors` declaration (`RouteSpec.errors`): each status with the codes of
+ * every set, e.g. a route's own and those of the services it calls (`mergeErrors(ENGINE_ERRORS, { 409: ['X'] })`).
+ */
+export function mergeErrors(...sets: ErrorCodes[]): ErrorCodes {
+  const out: Record<string, string[]> = {};
+  for (const set of sets) for (const [status, codes] of Object.entries(set)) out[status] = [...new Set([...(out[status] ?? []), ...(codes ?? [])])];
+  return out as ErrorCodes;
+}

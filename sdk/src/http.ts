@@ -86,7 +86,7 @@ export const reply = {
 };
 
 /** Answers other than success: HTTP status → the `code`s answered with it. */
-export type ErrorCodes = Partial<Record<400 | 401 | 403 | 404 | 409 | 410 | 413 | 415 | 422 | 423 | 429 | 500 | 502 | 503 | 504, readonly string[]>>;
+export type ErrorCodes = Partial<Record<400 | 401 | 403 | 404 | 409 | 410 | 413 | 415 | 422 | 423 | 424 | 429 | 500 | 502 | 503 | 504, readonly string[]>>;
 
 export type PlanAction = 'create' | 'update' | 'delete' | 'no-op';
 
@@ -140,7 +140,7 @@ interface RouteBase<P, Q, B> {
   params?: P;
   query?: Q;
   body?: B;
-  /** Schema of `data` in a successful answer (documentation; checked in tests). */
+  /** Schema of `data` in a successful answer (documentation; checked in tests); with a JSON `produces`, of the whole body. */
   response?: TSchema;
   /** Status of a success; 200 by default (201/202 when returning `reply.created/accepted`). */
   status?: number;

@@ -32,7 +32,7 @@ export type {
   SiteSpec,
   ErrorCodes,
 } from './http.js';
-export { HttpError, isHttpError, errors } from './errors.js';
+export { HttpError, isHttpError, errors, mergeErrors } from './errors.js';
 export { principalFrom, levelRank, lowerLevel, ROLES, ACCESS_LEVELS, SCOPES } from './principal.js';
 export type { Principal, PrincipalInfo, Permission, Access, AccessLevel, Role, PrincipalType, Scope } from './principal.js';
 export { createServiceRef } from './services.js';

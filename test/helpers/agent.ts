@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 // The agent as `npm start` runs it: the bundled core with the same Node flags and environment.
 import { AGENT_ENTRY, AGENT_ENV, NODE_FLAGS } from '../../scripts/lib.mjs';
-import { DescriptionCheck, MODE as DESCRIPTION_MODE, reportViolation } from './description.js';
+import { DescriptionCheck, MODE as DESCRIPTION_MODE, reportViolation, type DescriptionMode } from './description.js';
 
 export { AGENT_ENTRY };
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
@@ -69,6 +69,12 @@ export interface StartOptions {
   keep?: boolean;
   /** Listen address (default 127.0.0.1:0). */
   listen?: string;
+  /**
+   * What an answer outside the live description does (see description.ts): `strict` for the suites of plugins that
+   * declare all their answers, so a new undocumented answer fails there while the default (`AGENT_TEST_DESCRIPTION`)
+   * only reports for the others.
+   */
+  description?: DescriptionMode;
 }
 
 export async function request<T = any>(
@@ -174,13 +180,16 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
     output: () => output,
     // The token of the moment: a test that signs the admin out (a demotion, a password change) sets a new one.
     api: async (method, path, opts = {}) => {
+      const mode = options.description ?? DESCRIPTION_MODE;
+      // Asked for with the first request, not after its answer: a test may stop the agent while a request is in flight.
+      const described = mode === 'off' ? null : describe();
       const res = await request(url, method, path, { ...opts, defaultToken: agent.token });
-      if (DESCRIPTION_MODE !== 'off') {
+      if (described) {
         // Every answer is held to the live description (see description.ts).
-        const check = await describe();
+        const check = await described;
         const pathname = (path === '/api' || path.startsWith('/api/') ? path : `/api${path}`).split('?')[0]!;
         const violation = check?.check(method, pathname, res.status, res.headers.get('content-type'), res.text);
-        if (violation) reportViolation(violation);
+        if (violation) reportViolation(violation, mode);
       }
       return res;
     },

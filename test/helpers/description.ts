@@ -3,18 +3,21 @@
  * `/api/openapi.json` — the status must be documented for that operation, and the body must match the schema
  * documented for that status (error codes included where they are an enum). `AGENT_TEST_DESCRIPTION` says what a
  * mismatch does: `strict` fails the call that received it, `report` (the default until every plugin declares its answers) appends it to
- * `.test-env/description-violations.jsonl`, `off` skips the check.
+ * `.test-env/description-violations.jsonl`, `off` skips the check. A test file whose plugin is done sets `strict` for
+ * its own agents (`startAgent({ description: 'strict' })`): the variable is read once, when this module is imported.
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { expect } from 'vitest';
 
 type Json = Record<string, any>;
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
-export const MODE = (process.env.AGENT_TEST_DESCRIPTION ?? 'report') as 'strict' | 'report' | 'off';
+export type DescriptionMode = 'strict' | 'report' | 'off';
+export const MODE = (process.env.AGENT_TEST_DESCRIPTION ?? 'report') as DescriptionMode;
 const REPORT = resolve(import.meta.dirname, '../../.test-env/description-violations.jsonl');
 
 interface Operation {
@@ -84,9 +87,13 @@ export class DescriptionCheck {
   }
 }
 
-/** What a mismatch does (see the top). */
-export function reportViolation(violation: string): void {
-  if (MODE === 'strict') throw new Error(`answer outside the live description: ${violation}`);
+/** What a mismatch does (see the top); `mode`: the agent's own, else the variable's. */
+export function reportViolation(violation: string, mode: DescriptionMode = MODE): void {
+  if (mode === 'strict') throw new Error(`answer outside the live description: ${violation}`);
+  if (mode === 'off') return;
   mkdirSync(join(REPORT, '..'), { recursive: true });
-  appendFileSync(REPORT, JSON.stringify({ test: process.env.VITEST_TEST_NAME ?? null, violation }) + '\n');
+  // Several suites (and engineers) append to one report: the file and the test say whose answer it was.
+  const { testPath, currentTestName } = expect.getState();
+  const file = testPath ? relative(resolve(import.meta.dirname, '../..'), testPath) : null;
+  appendFileSync(REPORT, JSON.stringify({ file, test: currentTestName ?? null, violation }) + '\n');
 }

@@ -3,7 +3,7 @@
  * auth status and the token check belong to the principal directory's plugin.
  */
 import { PlanView } from '../plans/schema.js';
-import { errors, reply, Type, type AppDirectory, type RouteSpec, type ServiceRef } from '@agent/sdk';
+import { errors, Nullable, reply, Type, type AppDirectory, type RouteSpec, type ServiceRef } from '@agent/sdk';
 import type { ResourceCatalog } from '../auth/resources.js';
 import { createdName, routeAuditEvent, type AuditWriter } from '../audit.js';
 import type { PlanEngine } from '../plans/engine.js';
@@ -25,13 +25,73 @@ export interface CoreRouteDeps {
   apps: AppDirectory;
 }
 
-const PluginView = Type.Object({
+/** A plugin as the list shows it (what `pluginView` answers without details). */
+const pluginSummary = {
   name: Type.String(),
   version: Type.String(),
   description: Type.String(),
-  status: Type.String(),
-  error: Type.Union([Type.String(), Type.Null()]),
+  status: Type.Union([Type.Literal('running'), Type.Literal('failed'), Type.Literal('stopped')]),
+  error: Nullable(Type.String()),
   builtin: Type.Boolean(),
+  source: Type.String({ description: 'the name or path it was enabled by' }),
+  deployable: Nullable(Type.Object({ summary: Type.String() })),
+  app: Nullable(
+    Type.Object({
+      status: Type.Union(['starting', 'running', 'crashed', 'stopped'].map((s) => Type.Literal(s))),
+      // Absent while no process was started for it (`{status: 'stopped'}`).
+      name: Type.Optional(Type.String()),
+      pid: Type.Optional(Nullable(Type.Integer())),
+      port: Type.Optional(Nullable(Type.Integer())),
+      restarts: Type.Optional(Type.Integer()),
+      last_exit: Type.Optional(Nullable(Type.Object({ code: Nullable(Type.Integer()), signal: Nullable(Type.String()), at: Type.String() }))),
+    }),
+  ),
+  provides: Type.Array(Type.String(), { description: 'ids of the services it provides' }),
+  requires: Type.Array(Type.String(), { description: 'ids of the services it needs' }),
+  uses: Type.Array(Type.String(), { description: 'ids of the services it uses when present' }),
+  route_count: Type.Integer({ description: 'routes, websockets and app routes' }),
+};
+const PluginSummary = Type.Object(pluginSummary);
+const PluginDetails = Type.Object({
+  ...pluginSummary,
+  routes: Type.Array(
+    Type.Object({
+      method: Type.String(),
+      path: Type.String(),
+      operation_id: Type.String(),
+      permission: Type.String(),
+      plan: Type.Optional(Type.Boolean()),
+      websocket: Type.Optional(Type.Boolean()),
+    }),
+  ),
+  jobs: Type.Array(Type.Object({ name: Type.String(), cron: Type.String(), next_run: Nullable(Type.String()) })),
+  resources: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      description: Type.String(),
+      operator: Type.Union(['none', 'read', 'write'].map((s) => Type.Literal(s))),
+      viewer: Type.Union(['none', 'read'].map((s) => Type.Literal(s))),
+      owner: Type.Union(['deployment', 'global', 'both'].map((s) => Type.Literal(s))),
+      plugin: Type.String(),
+    }),
+  ),
+  deployable: Nullable(
+    Type.Object({ summary: Type.String(), config: Type.Object({}, { additionalProperties: true, description: 'JSON Schema of the config it takes' }) }),
+  ),
+});
+
+/** The top of `/api/openapi.json` (its parts are described by the OpenAPI 3.1 specification). */
+const OpenApiDocument = Type.Object({
+  openapi: Type.Literal('3.1.0'),
+  info: Type.Object({ title: Type.String(), version: Type.String(), description: Type.String() }),
+  servers: Type.Array(Type.Object({ url: Type.String() })),
+  security: Type.Array(Type.Record(Type.String(), Type.Array(Type.String()))),
+  tags: Type.Array(Type.Object({ name: Type.String(), description: Type.Optional(Type.String()) })),
+  paths: Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown())),
+  components: Type.Object({ securitySchemes: Type.Record(Type.String(), Type.Unknown()), schemas: Type.Record(Type.String(), Type.Unknown()) }),
+  'x-permissions': Type.Array(
+    Type.Object({ resource: Type.String(), description: Type.String(), operator: Type.String(), viewer: Type.String(), owner: Type.String() }),
+  ),
 });
 
 export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
@@ -101,6 +161,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       tenancy: 'catalogue',
       summary: 'The live OpenAPI 3.1 description of this agent (enabled plugins only)',
       produces: 'application/json',
+      response: OpenApiDocument,
       handler: () => {
         openapi ??= JSON.stringify(
           buildOpenApi({
@@ -149,6 +210,8 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       summary: 'Run the reviewed change (409 PLAN_STALE when what it depends on changed, 410 PLAN_EXPIRED)',
       description: "Answers what the plan's operation answers, as the request it stands for would have.",
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+      // The plan as it ended, and what its operation answered (`data` of that answer, whatever its route describes).
+      response: Type.Object({ plan: PlanView, result: Type.Unknown() }),
       successes: [201, 202, 204],
       errors: { 409: ['PLAN_STALE', 'PLAN_NOT_AVAILABLE', '*'], 410: ['PLAN_EXPIRED'], 400: ['*'], 413: ['*'], 429: ['*'], 502: ['*'], 503: ['*'], 504: ['*'] },
       handler: (req) =>
@@ -186,6 +249,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       tenancy: 'own',
       summary: 'Discard a plan',
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+      response: Type.Null(),
       handler: async (req) => {
         await d.plans.discard((req.params as { id: string }).id, req.principal);
         return reply.ok(null, 'plan discarded');
@@ -199,7 +263,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       operationId: 'plugins.list',
       tenancy: 'catalogue',
       summary: 'Plugins with version, status, route and job counts',
-      response: Type.Array(PluginView),
+      response: Type.Array(PluginSummary),
       handler: () => d.host.plugins.map((p) => pluginView(p, false)),
     },
     {
@@ -211,7 +275,7 @@ export function coreRoutes(d: CoreRouteDeps): RouteSpec<any, any, any>[] {
       tenancy: 'catalogue',
       summary: 'One plugin with its routes, jobs and permission resources',
       params: Type.Object({ name: Type.String({ pattern: '^[@a-z0-9][a-z0-9./_-]*$', maxLength: 214 }) }),
-      response: PluginView,
+      response: PluginDetails,
       handler: (req) => {
         const p = d.host.plugins.find((x) => x.name === (req.params as { name: string }).name);
         if (!p) throw errors.notFound(`plugin '${(req.params as { name: string }).name}' not found`);

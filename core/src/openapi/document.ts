@@ -1,5 +1,5 @@
 /** `/api/openapi.json`: an OpenAPI 3.1 document generated from the registry (enabled plugins only). */
-import { compareText, type ResourcePolicy } from '@agent/sdk';
+import { compareText, type ErrorCodes, type ResourcePolicy } from '@agent/sdk';
 import type { RouteRegistry, RegisteredAppRoute, RegisteredRoute, RegisteredSocket } from './registry.js';
 import { closeObjects } from './validation.js';
 import { PlanView } from '../plans/schema.js';
@@ -58,7 +58,11 @@ function operation(e: RegisteredRoute | RegisteredSocket | RegisteredAppRoute, d
 function success(e: RegisteredRoute | RegisteredAppRoute, raw: Json, paginated: boolean): Json {
   const { spec } = e;
   const status = String(spec.status ?? (e.method === 'POST' && /(create|Create)$/.test(e.operationId) ? 201 : 200));
-  if (spec.produces) return { [status]: { description: 'success', content: { [spec.produces]: { schema: raw } } } };
+  if (spec.produces) {
+    // A JSON download (the live description itself) is described by its `response`; other content as what it is.
+    const schema = spec.response && /[/+]json\b/.test(spec.produces) ? closeObjects(spec.response) : raw;
+    return { [status]: { description: 'success', content: { [spec.produces]: { schema } } } };
+  }
   const data = spec.response ? closeObjects(spec.response) : {};
   const envelope: Json = { data, message: { type: 'string' }, ...(paginated ? { meta: { $ref: '#/components/schemas/PageMeta' } } : {}) };
   return { [status]: { description: 'success', content: { 'application/json': { schema: { type: 'object', properties: envelope, required: ['data'] } } } } };
@@ -76,6 +80,7 @@ const MEANING: Record<string, string> = {
   '415': 'unsupported body type',
   '422': 'not processable',
   '423': 'locked',
+  '424': 'a server the request names cannot be reached',
   '429': 'too many requests (see Retry-After)',
   '500': 'internal error',
   '502': 'a component the agent drives failed',
@@ -117,7 +122,42 @@ function kernelCodes(route: RegisteredRoute): Record<string, string[]> {
     codes['413'] = ['PAYLOAD_TOO_LARGE'];
     codes['415'] = ['UNSUPPORTED_MEDIA_TYPE'];
   }
+  // A form formidable cannot read (multipart.ts).
+  if (spec.multipart) codes['400']!.push('INVALID_MULTIPART');
+  // A streamed answer is ended when the principal loses what it needs (LiveConnections): before its first byte,
+  // with the reason.
+  if (spec.produces && permission !== null) {
+    codes['401']!.push('TOKEN_REVOKED');
+    codes['403']!.push('ACCESS_REVOKED');
+  }
   return codes;
+}
+
+/**
+ * What the plugin proxy answers an app route with itself (plugins/proxy.ts): the checks of the kernel, the audit
+ * record of a mutation, a read ended when its principal loses its rights, and the app not running. The app adds its
+ * own (`errors` of the route).
+ */
+function appKernelCodes(a: RegisteredAppRoute): Record<string, string[]> {
+  const read = a.method === 'GET';
+  return {
+    '400': ['VALIDATION_FAILED', 'INVALID_PATH'],
+    '401': ['UNAUTHORIZED', 'INVALID_TOKEN', ...(read ? ['TOKEN_REVOKED'] : [])],
+    '403': ['FORBIDDEN', 'GLOBAL_SCOPE_REQUIRED', ...(read ? ['ACCESS_REVOKED'] : [])],
+    '404': ['NOT_FOUND'],
+    '500': ['INTERNAL_ERROR', ...(read ? [] : ['AUDIT_FAILED'])],
+    '502': ['PLUGIN_UNAVAILABLE'],
+  };
+}
+
+/** The error answers of a route: the kernel's statuses and the declared ones, `code` an enum where declared. */
+function errorAnswers(kernel: Record<string, string[]>, declared: ErrorCodes): Json {
+  const out: Json = {};
+  for (const status of [...new Set([...Object.keys(kernel), ...Object.keys(declared)])].sort()) {
+    const codes = (declared as Record<string, readonly string[] | undefined>)[status];
+    out[status] = errorAnswer(status, codes ? [...(kernel[status] ?? []), ...codes] : null);
+  }
+  return out;
 }
 
 function httpOperation(route: RegisteredRoute): Json {
@@ -138,11 +178,7 @@ function httpOperation(route: RegisteredRoute): Json {
       content: { 'application/json': { schema: resource ? { oneOf: [resource.schema, plan] } : plan } },
     };
   }
-  const kernel = kernelCodes(route);
-  for (const status of [...new Set([...Object.keys(kernel), ...Object.keys(route.errors)])].sort()) {
-    const declared = (route.errors as Record<string, readonly string[] | undefined>)[status];
-    responses[status] = errorAnswer(status, declared ? [...(kernel[status] ?? []), ...declared] : null);
-  }
+  Object.assign(responses, errorAnswers(kernelCodes(route), route.errors));
   const op = operation(route, spec.description, responses);
   if (spec.plan) {
     (op.parameters as Json[]).push({
@@ -180,13 +216,7 @@ function socketOperation(s: RegisteredSocket): Json {
 }
 
 function appOperation(a: RegisteredAppRoute): Json {
-  const responses = {
-    ...success(a, { type: 'string' }, false),
-    '400': errorResponse('invalid parameters'),
-    '401': errorResponse('missing or invalid token'),
-    '403': errorResponse('not allowed'),
-    '502': errorResponse('the app is not running (PLUGIN_UNAVAILABLE)'),
-  };
+  const responses = { ...success(a, { type: 'string' }, false), ...errorAnswers(appKernelCodes(a), a.spec.errors ?? {}) };
   const op = operation(a, a.spec.description, responses, { 'x-app': true });
   if (a.spec.body) op.requestBody = jsonBody(a.spec.body);
   return op;

@@ -129,6 +129,8 @@ export default definePlugin({
         summary: 'Greet someone',
         body: greet.input,
         response: Greeting,
+        // Besides the kernel's answers: the name was greeted before (see `greet.prepare`).
+        errors: { 409: ['GREETING_EXISTS'] },
         plannable: true,
         input: (req) => req.body,
       }),

@@ -22,6 +22,7 @@ export const BackupView = Type.Object({
       service: Type.Optional(Type.String()),
       engine: Type.Optional(Type.String()),
       databases: Type.Optional(Type.Array(Type.String())),
+      parts: Type.Optional(Type.Integer({ description: 'a dump: the parts it is cut into in the archive' })),
     }),
   ),
   warnings: Type.Array(Type.String()),

@@ -2,7 +2,7 @@
  * Driver errors → `{error, code}` answers. Each failure a caller can fix gets its own code and a 4xx status:
  * the server is not reachable (424), the login is refused (422), the SQL is wrong (400), a name is taken (409).
  */
-import { HttpError, isHttpError } from '@agent/sdk';
+import { HttpError, isHttpError, mergeErrors, type ErrorCodes } from '@agent/sdk';
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ECONNRESET', 'EAI_AGAIN', 'EPIPE']);
 
@@ -47,6 +47,12 @@ const MYSQL: Record<number, [number, string]> = {
   1133: [404, 'DB_OBJECT_NOT_FOUND'],
   1146: [400, 'DB_QUERY_FAILED'],
 };
+
+/** Every answer `toHttpError` can give (the tables above and its fallbacks): any statement may meet any of them. */
+export const DRIVER_ERRORS: ErrorCodes = mergeErrors(
+  ...[...Object.values(PG), ...Object.values(MYSQL)].map(([status, code]) => ({ [status]: [code] }) as ErrorCodes),
+  { 400: ['DB_QUERY_FAILED'], 422: ['DB_AUTH_FAILED'], 424: ['DB_UNREACHABLE'], 502: ['DB_ERROR'] },
+);
 
 const HINTS: Record<string, string> = {
   DB_READ_ONLY: 'the statement writes; queries run read-only unless allow_write is true (which needs databases:write)',

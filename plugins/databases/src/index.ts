@@ -2,9 +2,10 @@
  * databases: administration of MySQL, MariaDB and PostgreSQL servers over their own protocols (mysql2, pg).
  * Every route is a POST whose body carries the connection; one connection per request.
  */
-import { definePlugin, optional } from '@agent/sdk';
+import { definePlugin, mergeErrors, optional } from '@agent/sdk';
 import { deploymentsService } from '@agent/plugin-deployments/api';
-import { dockerService } from '@agent/plugin-docker/api';
+import { dockerService, ENGINE_ERRORS } from '@agent/plugin-docker/api';
+import { DRIVER_ERRORS } from './db-errors.js';
 import { databaseChecks } from './doctor.js';
 import { databaseOperations } from './operations/databases.js';
 import { queryOperations } from './operations/query.js';
@@ -28,6 +29,13 @@ export default definePlugin({
     },
   },
   deps: { deployments: optional(deploymentsService), docker: optional(dockerService) },
+  // Every route connects (connection.ts: a deployment's service is found through the docker service, the host form
+  // resolved and checked) and runs statements whose failures the drivers map (db-errors.ts).
+  errors: mergeErrors(ENGINE_ERRORS, DRIVER_ERRORS, {
+    404: ['SERVICE_NOT_FOUND'],
+    409: ['SERVICE_NOT_RUNNING', 'SERVICE_UNREACHABLE'],
+    503: ['DEPLOYMENTS_UNAVAILABLE'],
+  }),
 
   setup(ctx, deps) {
     const connect = connector(() => ({ deployments: deps.deployments, docker: deps.docker }));

@@ -6,6 +6,9 @@
 import type { Readable, Writable } from 'node:stream';
 import { createServiceRef } from '@agent/sdk';
 
+/** The answers its calls give (for the `errors` of routes that call the service). */
+export { COMPOSE_ERRORS, ENGINE_ERRORS } from './engine-errors.js';
+
 export type ContainerHealth = 'healthy' | 'unhealthy' | 'starting' | 'none';
 
 export interface ContainerPort {

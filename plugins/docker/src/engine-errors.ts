@@ -1,5 +1,28 @@
 /** Turns dockerode failures into the agent's HTTP errors. */
-import { errors, HttpError, isHttpError } from '@agent/sdk';
+import { errors, HttpError, isHttpError, mergeErrors, type ErrorCodes } from '@agent/sdk';
+
+/**
+ * What a route that calls the engine may answer because of it (`toHttpError`, `unavailable`): the engine away, an
+ * object it does not know, and its own refusals passed on. Every route of this plugin declares it (plugin-wide),
+ * and routes of other plugins that call the `docker` service add it to theirs.
+ */
+export const ENGINE_ERRORS = {
+  400: ['ENGINE_REJECTED'],
+  403: ['ENGINE_FORBIDDEN'],
+  404: ['NOT_FOUND'],
+  409: ['CONFLICT'],
+  502: ['ENGINE_ERROR'],
+  503: ['DOCKER_UNAVAILABLE'],
+} as const satisfies ErrorCodes;
+
+/**
+ * What checking or running a compose project answers besides the engine's (`compose.check`, `compose.run`): the
+ * host-safety policy, the file (YAML, compose's own refusal, sizes, the build context), compose missing.
+ */
+export const COMPOSE_ERRORS: ErrorCodes = mergeErrors(ENGINE_ERRORS, {
+  400: ['HOST_SAFETY', 'INVALID_COMPOSE', 'INVALID_YAML', 'COMPOSE_TOO_LARGE', 'BUILD_CONTEXT_TOO_LARGE', 'VALIDATION_FAILED'],
+  503: ['COMPOSE_UNAVAILABLE'],
+});
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTSOCK']);
 

@@ -9,6 +9,7 @@ import { credentialsService } from '@agent/plugin-credentials/api';
 import { jobsService } from '@agent/plugin-jobs/api';
 import { standaloneJobs } from '@agent/plugin-jobs/standalone';
 import { dockerService } from './api.js';
+import { ENGINE_ERRORS } from './engine-errors.js';
 import { connect } from './connection.js';
 import { DockerEngine } from './engine.js';
 import { dockerChecks } from './doctor.js';
@@ -60,6 +61,8 @@ export default definePlugin({
   },
   deps: { credentials: optional(credentialsService), jobs: optional(jobsService) },
   provides: { docker: dockerService },
+  // Every route asks the engine something.
+  errors: ENGINE_ERRORS,
 
   setup(ctx, deps) {
     const { docker, endpoint } = connect(ctx.config.docker.host);

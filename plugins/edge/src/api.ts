@@ -7,7 +7,17 @@
  * - `trafficStream`: the access-log records the edge parses, handed to observers as they are ingested.
  * The security plugin is built on both (rules enforced in nginx, events detected from the traffic).
  */
-import { createServiceRef } from '@agent/sdk';
+import { createServiceRef, type ErrorCodes } from '@agent/sdk';
+
+/**
+ * What a change of the proxy answers when nginx refuses it (`ProxyContribution.mutate` and the edge's own changes):
+ * for the `errors` of the routes that make one.
+ */
+export const PROXY_APPLY_ERRORS = {
+  400: ['PROXY_CONFIG_INVALID'],
+  502: ['PROXY_RELOAD_FAILED'],
+  503: ['NGINX_UNAVAILABLE'],
+} as const satisfies ErrorCodes;
 
 declare module '@agent/sdk' {
   interface AgentEvents {

@@ -188,6 +188,9 @@ export const ConfigPatch = Type.Object(
 );
 export type ConfigPatch = Static<typeof ConfigPatch>;
 
+/** What the app's server answers a body it cannot read (app/server.ts), besides the checks of the handlers. */
+const BODY_ERRORS = { 400: ['INVALID_JSON'], 413: ['PAYLOAD_TOO_LARGE'] } as const;
+
 const Limit = (def: number, max: number) => Type.Optional(Type.Integer({ minimum: 1, maximum: max, default: def }));
 
 export const routes: AppRouteSpec[] = [
@@ -285,6 +288,7 @@ export const routes: AppRouteSpec[] = [
       'Rules you cannot change are kept as they are (and those you cannot see are not shown). Rules without a deployment (every container, or host metrics) are global: a principal limited to its deployments gets 403 GLOBAL_SCOPE_REQUIRED for one, and 404 for a deployment it cannot see. The caller becomes the creator of every rule it adds or changes: a restart action runs only while its creator may still write to the deployment.',
     body: RulesBody,
     response: Type.Array(RuleView),
+    errors: BODY_ERRORS,
   },
   {
     method: 'GET',
@@ -327,5 +331,6 @@ export const routes: AppRouteSpec[] = [
     summary: 'Change collector, retention, health watcher or alert settings (partial)',
     body: ConfigPatch,
     response: RuntimeConfig,
+    errors: BODY_ERRORS,
   },
 ];

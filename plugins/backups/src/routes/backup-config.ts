@@ -39,6 +39,7 @@ export function registerBackupConfigRoutes(ctx: PluginContext<any>, deps: Config
       deployment: 'name',
       body: ConfigPatch,
       response: BackupConfig,
+      errors: { 400: ['INVALID_PATTERN', 'INVALID_CRON'] },
       plannable: true,
       input: (req) => ({ deployment: req.params.name, patch: req.body }),
     }),

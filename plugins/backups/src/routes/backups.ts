@@ -6,6 +6,7 @@ import {
   DEPLOYMENT_OR_RETIRED,
   errors,
   isRetiredName,
+  mergeErrors,
   operationRoute,
   reply,
   Type,
@@ -19,6 +20,7 @@ import { Accepted, BACKUP_ID, findBackup, requireWrite, visibleBackup } from '..
 import { CreateBackupInput, RestoreOptions, type backupOperations } from '../operations/backups.js';
 import { UploadFields, type uploadOperation } from '../operations/upload.js';
 import type { StoreRegistry } from '../s3/stores.js';
+import { SERVICES_MISSING, STORE_ERRORS } from './answers.js';
 
 export interface BackupRouteDeps {
   service: BackupService;
@@ -34,6 +36,9 @@ export const DeploymentFilter = (description: string) =>
   Type.String({ pattern: DEPLOYMENT_OR_RETIRED, description: `${description}; a retired name \`<name>~<time>\` for what a deleted deployment left` });
 
 const Id = Type.Object({ id: Type.String({ pattern: BACKUP_ID }) });
+
+/** What queueing a backup answers besides the kernel (its patterns, its destination, a job already running). */
+export const BACKUP_ERRORS = mergeErrors(SERVICES_MISSING, { 400: ['INVALID_PATTERN'], 404: ['OBJECT_STORE_NOT_FOUND'], 409: ['JOB_IN_PROGRESS'] });
 const accepted = (r: Accepted) => reply.accepted(r, r.message);
 
 /** The deployment of the backup in the path when the caller reaches it, else none (the handler answers 404). */
@@ -66,6 +71,7 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
       body: CreateBackupInput,
       deployment: (req) => req.body.deployment_name,
       response: Accepted,
+      errors: BACKUP_ERRORS,
       input: (req) => req.body,
       respond: accepted,
     }),
@@ -94,6 +100,7 @@ function registerUploadRoute(ctx: PluginContext<any>, deps: BackupRouteDeps): vo
       deployment: (req) => req.body.deployment,
       tenancy: 'filtered',
       response: BackupView,
+      errors: { 400: ['BACKUP_CORRUPT'] },
       input: (req) => ({ ...req.body, archive: req.files!.archive! }),
       respond: (view) => reply.created(view, `backup '${view.id}' stored from the uploaded archive`),
     }),
@@ -112,6 +119,7 @@ function registerBackupItemRoutes(ctx: PluginContext<any>, deps: BackupRouteDeps
     deployment: boundToBackup(service),
     tenancy: 'filtered',
     response: BackupView,
+    errors: { 404: ['BACKUP_NOT_FOUND'] },
     handler: (req) => backupView(visibleBackup(service, req.principal, req.params.id)),
   });
   ctx.route(
@@ -124,6 +132,9 @@ function registerBackupItemRoutes(ctx: PluginContext<any>, deps: BackupRouteDeps
       params: Id,
       deployment: boundToBackup(service),
       tenancy: 'filtered',
+      response: Type.Null(),
+      // A copy in an object store that cannot be deleted is logged, not answered.
+      errors: { 404: ['BACKUP_NOT_FOUND'] },
       input: (req) => req.params,
       respond: ({ id }) => reply.ok(null, `backup '${id}' deleted`),
     }),
@@ -140,6 +151,8 @@ function registerBackupItemRoutes(ctx: PluginContext<any>, deps: BackupRouteDeps
     deployment: boundToBackup(service),
     deploymentLevel: 'write',
     tenancy: 'filtered',
+    // A backup whose local archive is gone is read from its copy in an object store.
+    errors: mergeErrors(STORE_ERRORS, { 404: ['BACKUP_NOT_FOUND'], 409: ['BACKUP_ARCHIVE_MISSING'] }),
     handler: (req) => {
       const b = visibleBackup(service, req.principal, req.params.id);
       requireWrite(req.principal, b);
@@ -172,6 +185,7 @@ function registerRestoreRoute(ctx: PluginContext<any>, deps: BackupRouteDeps): v
       },
       tenancy: 'create',
       response: Accepted,
+      errors: mergeErrors(SERVICES_MISSING, { 400: ['BACKUP_CORRUPT'], 404: ['BACKUP_NOT_FOUND'], 409: ['JOB_IN_PROGRESS', 'BACKUP_ARCHIVE_MISSING'] }),
       input: (req) => ({ ...req.body, id: req.params.id }),
       respond: accepted,
     }),

@@ -4,6 +4,7 @@ import { ObjectStoreClient } from '../s3/client.js';
 import { Bucket } from '../operations/object-stores.js';
 import { STORE_NAME, type StoreRegistry } from '../s3/stores.js';
 import { StoreName, type StoreOperations } from './object-stores.js';
+import { STORE_ERRORS } from './answers.js';
 
 const tag = 'object-stores';
 
@@ -17,6 +18,7 @@ export function registerBucketRoutes(ctx: PluginContext<any>, stores: StoreRegis
     summary: 'List buckets',
     params: StoreName,
     response: Type.Array(Type.Object({ name: Type.String(), created_at: Type.Union([Type.String(), Type.Null()]) })),
+    errors: STORE_ERRORS,
     handler: async (req) => {
       const client = new ObjectStoreClient(stores.get(req.params.name));
       try {
@@ -38,6 +40,7 @@ export function registerBucketRoutes(ctx: PluginContext<any>, stores: StoreRegis
       params: StoreName,
       body: Type.Object({ bucket: Bucket }),
       response: Type.Object({ name: Type.String() }),
+      errors: STORE_ERRORS,
       input: (req) => ({ store: req.params.name, bucket: req.body.bucket }),
       respond: (r) => reply.created(r, `bucket '${r.name}' created`),
     }),
@@ -51,6 +54,8 @@ export function registerBucketRoutes(ctx: PluginContext<any>, stores: StoreRegis
       tag,
       summary: 'Remove an empty bucket',
       params: Type.Object({ name: Type.String({ pattern: STORE_NAME }), bucket: Bucket }),
+      response: Type.Null(),
+      errors: STORE_ERRORS,
       input: (req) => ({ store: req.params.name, bucket: req.params.bucket }),
       respond: (r) => reply.ok(null, `bucket '${r.name}' removed`),
     }),

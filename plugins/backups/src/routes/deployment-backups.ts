@@ -4,6 +4,7 @@ import { BackupView } from '../backup-store.js';
 import type { BackupService } from '../backup-service.js';
 import type { backupOperations } from '../operations/backups.js';
 import { Accepted } from '../operations/common.js';
+import { BACKUP_ERRORS } from './backups.js';
 
 export function registerDeploymentBackupRoutes(ctx: PluginContext<any>, service: BackupService, ops: ReturnType<typeof backupOperations>): void {
   const Name = Type.Object({ name: deploymentName() });
@@ -32,6 +33,7 @@ export function registerDeploymentBackupRoutes(ctx: PluginContext<any>, service:
       params: Name,
       deployment: 'name',
       response: Accepted,
+      errors: BACKUP_ERRORS,
       input: (req) => ({ deployment_name: req.params.name }),
       respond: (r) => reply.accepted(r, r.message),
     }),

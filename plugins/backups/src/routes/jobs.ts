@@ -40,6 +40,7 @@ export function registerJobRoutes(ctx: PluginContext<any>, jobs: Jobs): void {
     deployment: (req) => boundIfVisible(req.principal, jobs.get(req.params.id)?.deployment),
     tenancy: 'filtered',
     response: JobView,
+    errors: { 404: ['JOB_NOT_FOUND'] },
     handler: (req) => {
       const job = jobs.get(req.params.id);
       assertVisible(req.principal, job?.deployment, () => errors.notFound(`job '${req.params.id}' not found`, 'JOB_NOT_FOUND'));

@@ -3,10 +3,11 @@
  * principal limited to its deployments gets 403 GLOBAL_SCOPE_REQUIRED from the core); inside them, backups of
  * deployments stay behind the same checks as on the backup routes.
  */
-import { operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { mergeErrors, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
 import { Accepted } from '../operations/common.js';
 import { AttachOptions, CreateStoreInput, ProvisionInput, ReplicateOptions, type storeOperations } from '../operations/object-stores.js';
 import { STORE_NAME, StoreView, storeView, type StoreRegistry } from '../s3/stores.js';
+import { DEPLOYMENT_CHANGE_ERRORS, STORE_ERRORS } from './answers.js';
 
 export type StoreOperations = ReturnType<typeof storeOperations>;
 
@@ -36,6 +37,7 @@ export function registerStoreRoutes(ctx: PluginContext<any>, stores: StoreRegist
       summary: 'Register an external S3-compatible store (credentials kept encrypted)',
       body: CreateStoreInput,
       response: StoreView,
+      errors: { 409: ['OBJECT_STORE_EXISTS'] },
       plannable: true,
       input: (req) => req.body,
       respond: (view) => reply.created(view, `object store '${view.name}' registered`),
@@ -53,6 +55,8 @@ export function registerStoreRoutes(ctx: PluginContext<any>, stores: StoreRegist
       summary: 'Deploy an S3-compatible store on this host (image built locally), create its credentials and register it',
       body: ProvisionInput,
       response: StoreView,
+      // It builds an image, creates a deployment and its first bucket.
+      errors: mergeErrors(DEPLOYMENT_CHANGE_ERRORS, STORE_ERRORS, { 409: ['OBJECT_STORE_EXISTS'], 500: ['IMAGE_BUILD_FAILED'] }),
       input: (req) => req.body,
       respond: (view) => reply.created(view, `managed object store '${view.name}' provisioned`),
     }),
@@ -70,6 +74,7 @@ function registerStoreItemRoutes(ctx: PluginContext<any>, stores: StoreRegistry,
     summary: 'One object store',
     params: StoreName,
     response: StoreView,
+    errors: { 404: ['OBJECT_STORE_NOT_FOUND'] },
     handler: (req) => storeView(stores.get(req.params.name)),
   });
   ctx.route(
@@ -82,6 +87,9 @@ function registerStoreItemRoutes(ctx: PluginContext<any>, stores: StoreRegistry,
       summary: 'Forget a store; a managed one is also removed from this host with remove_deployment=true',
       params: StoreName,
       query: Type.Object({ remove_deployment: Type.Optional(Type.Boolean({ default: false })) }),
+      response: Type.Null(),
+      // remove_deployment: the managed store's deployment is removed too.
+      errors: mergeErrors(DEPLOYMENT_CHANGE_ERRORS, { 404: ['OBJECT_STORE_NOT_FOUND'] }),
       input: (req) => ({ name: req.params.name, remove_deployment: req.query.remove_deployment }),
       respond: ({ name }) => reply.ok(null, `object store '${name}' removed`),
     }),
@@ -110,6 +118,8 @@ export function registerStoreActionRoutes(ctx: PluginContext<any>, ops: StoreOpe
         bucket: Type.String(),
         env: Type.Array(Type.String()),
       }),
+      // Its bucket is created when missing, the deployment's environment set and recreated, a managed store's network joined.
+      errors: mergeErrors(DEPLOYMENT_CHANGE_ERRORS, STORE_ERRORS),
       input: (req) => ({ ...req.body, store: req.params.name }),
       respond: (r) => reply.ok(r, `deployment '${r.deployment}' attached to '${r.store}'`),
     }),
@@ -126,6 +136,7 @@ export function registerStoreActionRoutes(ctx: PluginContext<any>, ops: StoreOpe
       params: StoreName,
       body: Type.Object(ReplicateOptions),
       response: Accepted,
+      errors: { 404: ['OBJECT_STORE_NOT_FOUND'] },
       input: (req) => ({ ...req.body, store: req.params.name }),
       respond: (r) => reply.accepted(r, r.message),
     }),

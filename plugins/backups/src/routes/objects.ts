@@ -1,15 +1,18 @@
 /** Routes of the objects of a store's bucket: list, upload (streamed), download (streamed), delete. */
-import { operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { mergeErrors, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
 import { ObjectStoreClient } from '../s3/client.js';
 import { assertMayTouch, mayList, type ObjectOwner } from '../s3/layout.js';
 import { Bucket } from '../operations/object-stores.js';
 import { checkKey, ObjectKey, type objectOperations } from '../operations/objects.js';
 import type { StoreRegistry } from '../s3/stores.js';
 import { StoreName } from './object-stores.js';
+import { STORE_ERRORS } from './answers.js';
 
 const tag = 'object-stores';
 const ObjectInfo = Type.Object({ key: Type.String(), size: Type.Integer(), etag: Type.String(), last_modified: Type.Union([Type.String(), Type.Null()]) });
 const Where = Type.Object({ bucket: Bucket, key: ObjectKey });
+/** An object named by its key: the key checked (`checkKey`), and what the store answers. */
+const OBJECT_ERRORS = mergeErrors(STORE_ERRORS, { 400: ['INVALID_KEY'] });
 
 export interface ObjectRouteDeps {
   stores: StoreRegistry;
@@ -34,6 +37,7 @@ export function registerObjectRoutes(ctx: PluginContext<any>, deps: ObjectRouteD
       token: Type.Optional(Type.String({ maxLength: 2048, description: 'meta.next_token of the previous page' })),
     }),
     response: Type.Array(ObjectInfo),
+    errors: STORE_ERRORS,
     handler: async (req) => {
       const { bucket, prefix, limit = 100, token } = req.query;
       const client = new ObjectStoreClient(stores.get(req.params.name));
@@ -63,6 +67,7 @@ export function registerObjectRoutes(ctx: PluginContext<any>, deps: ObjectRouteD
       rawBody: true,
       query: Where,
       response: Type.Object({ bucket: Type.String(), key: Type.String(), size: Type.Integer(), etag: Type.String() }),
+      errors: OBJECT_ERRORS,
       input: (req) => {
         const length = Number(req.headers['content-length'] ?? NaN);
         const type = req.headers['content-type'];
@@ -86,6 +91,7 @@ function registerObjectItemRoutes(ctx: PluginContext<any>, { stores, ops, ownerO
     params: StoreName,
     produces: 'application/octet-stream',
     query: Where,
+    errors: OBJECT_ERRORS,
     handler: async (req) => {
       const { bucket, key } = req.query;
       checkKey(key);
@@ -112,6 +118,8 @@ function registerObjectItemRoutes(ctx: PluginContext<any>, { stores, ops, ownerO
       summary: 'Remove an object',
       params: StoreName,
       query: Where,
+      response: Type.Null(),
+      errors: OBJECT_ERRORS,
       input: (req) => ({ ...req.query, store: req.params.name }),
       respond: (r) => reply.ok(null, `object '${r.key}' removed`),
     }),

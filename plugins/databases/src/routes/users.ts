@@ -33,6 +33,8 @@ export function userRoutes(ctx: PluginContext<any>, ops: DatabaseOperations): vo
         '(default public) or to `table`; ALL covers both. MySQL/MariaDB: privileges on `database`.* or `database`.`table`.',
       body: ops.grant.input,
       response: GrantResponse,
+      // The drivers' own checks of a grant (drivers/*.ts), besides what a statement answers.
+      errors: { 400: ['DB_PRIVILEGE_UNSUPPORTED'], 404: ['DB_NOT_FOUND', 'DB_USER_NOT_FOUND', 'DB_SCHEMA_NOT_FOUND', 'DB_TABLE_NOT_FOUND'] },
       input: (req) => req.body,
     }),
   );

@@ -61,6 +61,8 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
           ? undefined
           : Type.Object({ timeout: Type.Optional(Type.Integer({ minimum: 0, maximum: 600, default: 10, description: 'seconds before SIGKILL' })) }),
       response: ContainerSummary,
+      // A container of a deployment starts only as its deployment's checked model says (the compose guard).
+      ...(action === 'stop' ? {} : { errors: { 400: ['HOST_SAFETY'], 409: ['CONTAINER_STALE'] } }),
       handler: async (req) => {
         const details = await target(req.params.id, req.principal, 'write');
         const timeout = (req.query as { timeout?: number }).timeout;
@@ -87,6 +89,7 @@ export function containerRoutes(ctx: PluginContext<any>, engine: DockerEngine): 
     params: IdParams,
     query: Type.Object({ volumes: Type.Optional(Type.Boolean({ default: false, description: 'also remove its anonymous volumes' })) }),
     response: Type.Object({ id: Type.String(), name: Type.String(), deployment: Type.Union([Type.String(), Type.Null()]) }),
+    errors: { 409: ['CONTAINER_RUNNING'] },
     handler: async (req) => {
       const details = await target(req.params.id, req.principal, 'write');
       if (RUNNING_STATES.has(details.state)) throw errors.conflict(`container '${details.name}' is ${details.state}: stop it first`, 'CONTAINER_RUNNING');

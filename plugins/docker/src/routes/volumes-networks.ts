@@ -88,6 +88,7 @@ export function volumeRoutes(ctx: PluginContext<any>, engine: DockerEngine): voi
       labels: Type.Optional(LabelMap),
     }),
     response: Volume,
+    errors: { 409: ['VOLUME_EXISTS'] },
     handler: async (req) => {
       const existing = await engine.call('volumes', () =>
         engine.client.listVolumes({ filters: JSON.stringify({ name: [req.body.name] }) } as Docker.VolumeListOptions),
@@ -115,6 +116,7 @@ export function volumeRoutes(ctx: PluginContext<any>, engine: DockerEngine): voi
     tenancy: 'filtered',
     params: Type.Object({ name: Type.String({ pattern: OBJECT_NAME }) }),
     response: Type.Object({ name: Type.String(), deployment: Type.Union([Type.String(), Type.Null()]) }),
+    errors: { 409: ['VOLUME_IN_USE'] },
     handler: async (req) => {
       const volume = await engine.call(`volume '${req.params.name}'`, () => engine.client.getVolume(req.params.name).inspect());
       const deployment = volume.Labels?.[PROJECT_LABEL] ?? null;
@@ -191,6 +193,7 @@ export function networkRoutes(ctx: PluginContext<any>, engine: DockerEngine): vo
       labels: Type.Optional(LabelMap),
     }),
     response: Network,
+    errors: { 409: ['NETWORK_EXISTS'] },
     handler: async (req) => {
       if (BUILTIN_NETWORKS.has(req.body.name)) throw errors.conflict(`'${req.body.name}' is a built-in network`, 'NETWORK_EXISTS');
       const existing = await engine.call('networks', () =>
@@ -225,6 +228,7 @@ export function networkRoutes(ctx: PluginContext<any>, engine: DockerEngine): vo
     tenancy: 'filtered',
     params: Type.Object({ name: Type.String({ pattern: OBJECT_NAME }) }),
     response: Type.Object({ name: Type.String(), deployment: Type.Union([Type.String(), Type.Null()]) }),
+    errors: { 409: ['NETWORK_BUILTIN', 'NETWORK_IN_USE'] },
     handler: async (req) => {
       // The built-ins belong to no deployment: a principal limited to its deployments is refused before anything else.
       if (BUILTIN_NETWORKS.has(req.params.name)) {

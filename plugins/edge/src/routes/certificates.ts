@@ -1,5 +1,6 @@
 /** Certificate routes: list, obtain, renew those due, delete; and the daily renewal job. */
-import { operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { mergeErrors, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { PROXY_APPLY_ERRORS } from '../api.js';
 import type { EdgeConfig } from '../config.js';
 import { Certificate, type Certificates } from '../certs/certificates.js';
 import type { certificateOperations } from '../operations/certificates.js';
@@ -35,6 +36,8 @@ export function certificateRoutes(ctx: PluginContext<EdgeConfig>, certs: Certifi
       body: ops.request.input,
       deployment: (req) => certs.boundTo(req.principal, req.body.domain),
       response: Certificate,
+      // The ACME order failed (the reason in the message); the new certificate is then rendered into nginx.
+      errors: mergeErrors(PROXY_APPLY_ERRORS, { 502: ['CERTIFICATE_FAILED'] }),
       input: (req) => req.body,
       respond: (view) => reply.created(view),
     }),
@@ -69,6 +72,8 @@ export function certificateRoutes(ctx: PluginContext<EdgeConfig>, certs: Certifi
       description: BOUND,
       params: ops.remove.input,
       deployment: (req) => certs.boundTo(req.principal, req.params.domain),
+      response: Type.Null(),
+      errors: PROXY_APPLY_ERRORS,
       input: (req) => req.params,
       respond: ({ domain, fallback }) =>
         reply.ok(

@@ -1,5 +1,6 @@
 /** Routes of a deployment's domains: list, and the add/update/remove operations (each plannable: nginx diff). */
-import { operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { mergeErrors, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { PROXY_APPLY_ERRORS } from '../api.js';
 import { Domain, DomainAdd, DomainIdParams, DomainUpdate, NameParams } from '../schemas.js';
 import type { EdgeConfig } from '../config.js';
 import type { Domains } from '../proxy/domains.js';
@@ -7,6 +8,8 @@ import type { domainOperations } from '../operations/domains.js';
 
 export function domainRoutes(ctx: PluginContext<EdgeConfig>, domains: Domains, ops: ReturnType<typeof domainOperations>): void {
   const common = { permission: 'proxy:write', tag: 'domains', deployment: 'name', plannable: true } as const;
+  // A domain another entry or deployment holds (proxy/domains.ts), and nginx refusing the rendered configuration.
+  const changeErrors = mergeErrors(PROXY_APPLY_ERRORS, { 409: ['DOMAIN_CLAIMED', 'DOMAIN_EXISTS'] });
 
   ctx.route({
     method: 'GET',
@@ -35,6 +38,7 @@ export function domainRoutes(ctx: PluginContext<EdgeConfig>, domains: Domains, o
       params: NameParams,
       body: DomainAdd,
       response: Domain,
+      errors: changeErrors,
       input: (req) => ({ deployment: req.params.name, entry: req.body }),
       respond: (view) => reply.created(view),
     }),
@@ -50,6 +54,7 @@ export function domainRoutes(ctx: PluginContext<EdgeConfig>, domains: Domains, o
       params: DomainIdParams,
       body: DomainUpdate,
       response: Domain,
+      errors: changeErrors,
       input: (req) => ({ deployment: req.params.name, id: req.params.domainId, changes: req.body }),
     }),
   );
@@ -62,6 +67,8 @@ export function domainRoutes(ctx: PluginContext<EdgeConfig>, domains: Domains, o
       operationId: 'domains.remove',
       summary: 'Remove a domain from a deployment (its vhost is removed and nginx reloaded)',
       params: DomainIdParams,
+      response: Type.Null(),
+      errors: PROXY_APPLY_ERRORS,
       input: (req) => ({ deployment: req.params.name, id: req.params.domainId }),
       respond: (entry) => reply.ok(null, `domain ${entry.domain} removed`),
     }),

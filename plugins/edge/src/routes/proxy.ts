@@ -1,5 +1,6 @@
 /** Proxy routes: quick setup of a deployment's domain, its status, removal of all its domains, the vhost list. */
-import { operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { mergeErrors, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { PROXY_APPLY_ERRORS } from '../api.js';
 import { Domain, NameParams } from '../schemas.js';
 import type { EdgeConfig } from '../config.js';
 import type { Runtime } from '../runtime.js';
@@ -21,6 +22,9 @@ export function proxyRoutes(ctx: PluginContext<EdgeConfig>, rt: Runtime, ops: Re
       params: NameParams,
       body: Type.Omit(ops.setup.input, ['deployment']),
       response: Domain,
+      // 201 when it created the root domain entry, 200 when it updated it.
+      successes: [201],
+      errors: mergeErrors(PROXY_APPLY_ERRORS, { 409: ['DOMAIN_CLAIMED', 'DOMAIN_EXISTS'] }),
       input: (req) => ({ deployment: req.params.name, ...req.body }),
       respond: ({ entry, created }) => (created ? reply.created(entry) : entry),
     }),
@@ -51,6 +55,7 @@ export function proxyRoutes(ctx: PluginContext<EdgeConfig>, rt: Runtime, ops: Re
       params: NameParams,
       description: '404 when the deployment has no domain: there is nothing to remove, and nginx is not touched.',
       response: Type.Object({ removed: Type.Integer() }),
+      errors: PROXY_APPLY_ERRORS,
       input: (req) => ({ deployment: req.params.name }),
       respond: (removed, req) => reply.ok({ removed }, `${removed} domain(s) of ${req.params.name} removed`),
     }),

@@ -29,6 +29,8 @@ export function trafficRoutes(ctx: PluginContext<EdgeConfig>, queries: TrafficQu
       "Rows of the caller's deployments; rows of unknown hosts and of deleted deployments (retired names) only for global principals. `deployment` naming one the caller does not reach is 404.",
     query: LogsQuery,
     response: Type.Array(TrafficItem),
+    // A path pattern it cannot use; a path search that did not fill its page in its time (traffic/journal.ts).
+    errors: { 400: ['INVALID_PATTERN'], 503: ['SEARCH_TIMEOUT'] },
     handler: (req) => queries.logs(req.query, req.principal),
   });
 

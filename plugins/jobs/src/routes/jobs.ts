@@ -84,6 +84,7 @@ export function jobRoutes(ctx: PluginContext<any>, jobs: Jobs): void {
       params: JobId,
       deployment: (req) => deploymentOf(req.params.id),
       response: JobView,
+      errors: { 409: ['JOB_ENDED'] },
       input: (req) => req.params,
       respond: (job) => reply.ok(job, `job ${job.id} ${job.status}`),
     }),

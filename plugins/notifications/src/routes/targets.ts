@@ -25,6 +25,7 @@ export function targetRoutes(ctx: PluginContext<any>, doc: Document<{ targets: T
         'Each target is a URL plus filters. An invalid URL is refused with 400 naming the target. To keep a stored secret, send back the masked URL from GET unchanged (with the target id).',
       body: ops.replaceTargets.input,
       response: Type.Array(TargetView),
+      errors: { 400: ['INVALID_TARGET_URL'] },
       input: (req) => req.body,
       respond: (targets) => reply.ok(targets.map(targetView), `${targets.length} target(s) saved`),
     }),
@@ -39,6 +40,8 @@ export function targetRoutes(ctx: PluginContext<any>, doc: Document<{ targets: T
       summary: 'Send a test message to a URL or a stored target (one attempt, now)',
       body: ops.test.input,
       response: TestResult,
+      // 502: the one attempt failed (the target's answer or the connection, in the message).
+      errors: { 400: ['INVALID_TARGET_URL'], 502: ['NOTIFICATION_FAILED'] },
       input: (req) => req.body,
     }),
   );

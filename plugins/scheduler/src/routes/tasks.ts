@@ -2,11 +2,20 @@
  * /api/scheduler/tasks: list, get and a task's executions (reads), create, update, delete and run now (operations).
  * A task route names the task's deployment to the core when the caller reaches it, else it is `filtered`.
  */
-import { canReach, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { canReach, mergeErrors, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { COMPOSE_ERRORS } from '@agent/plugin-docker/api';
 import { taskDeployment, visibleTask } from '../access.js';
 import type { TaskOperations } from '../operations/tasks.js';
 import { CreateTask, ExecutionsPage, ListTasksQuery, TaskId, UpdateTask } from '../schemas.js';
 import { ExecutionView, TaskView, type TaskStore } from '../tasks.js';
+
+/** An unknown task, or one of a deployment the caller does not reach (access.ts). */
+const UNKNOWN_TASK = { 404: ['TASK_NOT_FOUND'] } as const;
+/**
+ * What checking that a task can run answers (operations/tasks.ts `assertRunnable`): its cron expression, the backups
+ * plugin, and the deployment's compose model when a service is named (read through the compose guard).
+ */
+const RUNNABLE_ERRORS = mergeErrors(COMPOSE_ERRORS, { 400: ['INVALID_CRON', 'BACKUPS_UNAVAILABLE'] });
 
 export function taskRoutes(ctx: PluginContext<any>, tasks: TaskStore, ops: TaskOperations): void {
   collectionRoutes(ctx, tasks, ops);
@@ -42,6 +51,7 @@ function collectionRoutes(ctx: PluginContext<any>, tasks: TaskStore, ops: TaskOp
       body: CreateTask,
       deployment: (req) => req.body.deployment_name,
       response: TaskView,
+      errors: RUNNABLE_ERRORS,
       input: (req) => req.body,
       respond: (task) => reply.created(task, `task ${task.id} created`),
     }),
@@ -60,6 +70,7 @@ function oneTaskRoutes(ctx: PluginContext<any>, tasks: TaskStore, ops: TaskOpera
     operationId: 'scheduler.getTask',
     summary: 'Task details (next run, last run)',
     response: TaskView,
+    errors: UNKNOWN_TASK,
     handler: (req) => tasks.view(visibleTask(tasks, req.principal, req.params.id)),
   });
 
@@ -74,6 +85,7 @@ function oneTaskRoutes(ctx: PluginContext<any>, tasks: TaskStore, ops: TaskOpera
         'Whoever changes a task (re-enabling it included) becomes the principal it runs as: every run checks that principal still holds scheduler:write and write access to the deployment (and backups:write for backup tasks).',
       body: UpdateTask,
       response: TaskView,
+      errors: mergeErrors(RUNNABLE_ERRORS, UNKNOWN_TASK),
       input: (req) => ({ ...req.body, id: req.params.id }),
     }),
   );
@@ -85,6 +97,8 @@ function oneTaskRoutes(ctx: PluginContext<any>, tasks: TaskStore, ops: TaskOpera
       path: '/scheduler/tasks/:id',
       permission: 'scheduler:write',
       summary: 'Delete a task (its execution history stays)',
+      response: Type.Null(),
+      errors: UNKNOWN_TASK,
       input: (req) => req.params,
       respond: (id) => reply.ok(null, `task ${id} deleted`),
     }),
@@ -100,6 +114,8 @@ function oneTaskRoutes(ctx: PluginContext<any>, tasks: TaskStore, ops: TaskOpera
       description:
         'The run is checked like a scheduled one: the principal the task runs as must still hold its rights, otherwise the execution fails with the reason and the task is disabled.',
       response: ExecutionView,
+      // What the run itself meets is its execution's outcome, not the answer's.
+      errors: mergeErrors(UNKNOWN_TASK, { 409: ['DEPLOYMENT_GONE'] }),
       input: (req) => req.params,
     }),
   );
@@ -113,6 +129,7 @@ function oneTaskRoutes(ctx: PluginContext<any>, tasks: TaskStore, ops: TaskOpera
     summary: 'Execution history of a task (newest first)',
     query: ExecutionsPage,
     response: Type.Array(ExecutionView),
+    errors: UNKNOWN_TASK,
     handler: (req) => {
       visibleTask(tasks, req.principal, req.params.id);
       return tasks.executions(req.params.id, req.query.limit ?? 50, req.query.offset ?? 0);

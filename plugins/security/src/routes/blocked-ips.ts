@@ -1,5 +1,6 @@
 /** Routes of blocked addresses: list, block, unblock. */
 import { operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { PROXY_APPLY_ERRORS } from '@agent/plugin-edge/api';
 import { Blocked, BlockBody, IpParams, UnblockQuery } from '../schemas.js';
 import { blockedView, type SecurityQueries } from '../queries.js';
 import type { blockedIpOperations } from '../operations/blocked-ips.js';
@@ -32,6 +33,8 @@ export function blockedIpRoutes(ctx: PluginContext, queries: SecurityQueries, op
       body: BlockBody,
       deployment: (req) => req.body.deployment,
       response: Blocked,
+      // Every change of the rules is rendered, tested and reloaded in nginx (rules.ts).
+      errors: PROXY_APPLY_ERRORS,
       input: (req) => req.body,
       respond: (b) => reply.created(blockedView(b)),
     }),
@@ -49,6 +52,8 @@ export function blockedIpRoutes(ctx: PluginContext, queries: SecurityQueries, op
       params: IpParams,
       query: UnblockQuery,
       deployment: (req) => req.query.deployment,
+      response: Type.Null(),
+      errors: PROXY_APPLY_ERRORS,
       input: (req) => ({ ip: req.params.ip, deployment: req.query.deployment }),
       respond: ({ ip, deployment }) => reply.ok(null, deployment ? `${ip} unblocked for '${deployment}'` : `${ip} unblocked`),
     }),

@@ -1,5 +1,6 @@
 /** Routes of a deployment's security rules (enforced in its vhosts). */
 import { operationRoute, type PluginContext } from '@agent/sdk';
+import { PROXY_APPLY_ERRORS } from '@agent/plugin-edge/api';
 import { DepSecurity, NameParams } from '../schemas.js';
 import type { SecurityQueries } from '../queries.js';
 import type { deploymentSecurityOperations } from '../operations/deployment-security.js';
@@ -30,6 +31,7 @@ export function deploymentSecurityRoutes(ctx: PluginContext, queries: SecurityQu
       params: NameParams,
       body: ops.update.input.properties.changes,
       response: DepSecurity,
+      errors: PROXY_APPLY_ERRORS,
       input: (req) => ({ deployment: req.params.name, changes: req.body }),
     }),
   );

@@ -1,5 +1,6 @@
 /** Routes of protected routes (basic authentication in the proxy): list, add, update, remove. */
-import { operationRoute, reply, Type, type PluginContext, type Principal } from '@agent/sdk';
+import { mergeErrors, operationRoute, reply, Type, type PluginContext, type Principal } from '@agent/sdk';
+import { PROXY_APPLY_ERRORS } from '@agent/plugin-edge/api';
 import { IdParams, Protected, ProtectedCreate, ProtectedUpdate } from '../schemas.js';
 import { protectedView, type SecurityQueries } from '../queries.js';
 import type { protectedRouteOperations } from '../operations/protected-routes.js';
@@ -46,6 +47,7 @@ export function protectedRouteRoutes(ctx: PluginContext, rules: Rules, queries: 
       body: ProtectedCreate,
       deployment: (req) => req.body.deployment,
       response: Protected,
+      errors: mergeErrors(PROXY_APPLY_ERRORS, { 409: ['PROTECTED_ROUTE_EXISTS'] }),
       input: (req) => req.body,
       respond: (route) => reply.created(protectedView(route)),
     }),
@@ -63,6 +65,7 @@ export function protectedRouteRoutes(ctx: PluginContext, rules: Rules, queries: 
       description: "Bound to the route's deployment (and to the new one when `deployment` moves it); an unknown id, or another tenant's, is 404.",
       body: ProtectedUpdate,
       response: Protected,
+      errors: mergeErrors(PROXY_APPLY_ERRORS, { 409: ['PROTECTED_ROUTE_EXISTS'] }),
       input: (req) => ({ id: req.params.id, changes: req.body }),
       respond: (route) => protectedView(route),
     }),
@@ -78,6 +81,8 @@ export function protectedRouteRoutes(ctx: PluginContext, rules: Rules, queries: 
       tag: 'security',
       summary: 'Remove a protected route',
       description: "Bound to the route's deployment; an unknown id, or another tenant's, is 404.",
+      response: Type.Null(),
+      errors: PROXY_APPLY_ERRORS,
       input: (req) => req.params,
       respond: (id) => reply.ok(null, `protected route ${id} removed`),
     }),

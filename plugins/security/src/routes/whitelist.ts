@@ -1,5 +1,6 @@
 /** Routes of the whitelist: list, add, remove (all global). */
-import { operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { mergeErrors, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { PROXY_APPLY_ERRORS } from '@agent/plugin-edge/api';
 import { IdParams, Whitelist, WhitelistBody } from '../schemas.js';
 import type { SecurityQueries } from '../queries.js';
 import type { whitelistOperations } from '../operations/whitelist.js';
@@ -28,6 +29,7 @@ export function whitelistRoutes(ctx: PluginContext, queries: SecurityQueries, op
       summary: 'Whitelist an address, a range or a path prefix (overrides blocks)',
       body: WhitelistBody,
       response: Whitelist,
+      errors: mergeErrors(PROXY_APPLY_ERRORS, { 409: ['WHITELIST_EXISTS'] }),
       input: (req) => req.body,
       respond: (entry) => reply.created(entry),
     }),
@@ -42,6 +44,8 @@ export function whitelistRoutes(ctx: PluginContext, queries: SecurityQueries, op
       tag: 'security',
       summary: 'Remove a whitelist entry',
       params: IdParams,
+      response: Type.Null(),
+      errors: PROXY_APPLY_ERRORS,
       input: (req) => req.params,
       respond: (id) => reply.ok(null, `whitelist entry ${id} removed`),
     }),
