@@ -9,6 +9,10 @@ export interface Series {
   values: (number | null)[];
 }
 
+const COMPACT = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 });
+/** Axis ticks and legend values: 1.2K, 35M (bytes and rates reach the millions). */
+const fmt = (v: number) => (Math.abs(v) >= 1000 ? COMPACT.format(v) : String(+v.toFixed(2)));
+
 const COLOURS = ['#1f6feb', '#d1242f', '#1a7f37', '#9a6700', '#8250df', '#bf3989', '#0550ae', '#57606a'];
 
 export function Chart({ title, x, series, unit = '', height = 180 }: { title: string; x: number[]; series: Series[]; unit?: string; height?: number }) {
@@ -30,10 +34,10 @@ export function Chart({ title, x, series, unit = '', height = 180 }: { title: st
               label: s.label,
               stroke: COLOURS[i % COLOURS.length],
               width: 1.5,
-              value: (_u: unknown, v: number | null) => (v === null ? '—' : `${+v.toFixed(2)}${unit}`),
+              value: (_u: unknown, v: number | null) => (v === null ? '—' : `${fmt(v)}${unit}`),
             })),
           ],
-          axes: [{}, { values: (_u: unknown, ticks: number[]) => ticks.map((t) => `${+t.toFixed(2)}${unit}`), size: 60 }],
+          axes: [{}, { values: (_u: unknown, ticks: number[]) => ticks.map((t) => `${fmt(t)}${unit}`), size: 70 }],
           scales: { x: { time: true } },
           legend: { live: true },
         },

@@ -10,10 +10,14 @@ export interface Editor {
   destroy(): void;
 }
 
-export function createEditor(parent: HTMLElement, doc: string, label: string): Editor {
+export function createEditor(host: HTMLElement, doc: string, label: string): Editor {
+  // In a shadow root, CodeMirror's styles go to a constructed style sheet (adoptedStyleSheets); in the document they
+  // would be a <style> element, which the console's CSP (no inline styles) refuses.
+  const root = host.shadowRoot ?? host.attachShadow({ mode: 'open' });
   const view = new EditorView({
     doc,
-    parent,
+    parent: root,
+    root,
     extensions: [basicSetup, yaml(), EditorView.contentAttributes.of({ 'aria-label': label }), EditorView.lineWrapping],
   });
   return { value: () => view.state.doc.toString(), destroy: () => view.destroy() };

@@ -1,7 +1,7 @@
 /** Shared pieces of every screen: loading, tables, badges, dialogs, forms from schemas, the plan review. */
 import type { ComponentChildren, JSX } from 'preact';
 import { createContext } from 'preact';
-import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useContext, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { parsePatch } from 'diff';
 import { ApiError, call, may, type Description, type Operation, type Principal } from './api.js';
 
@@ -100,6 +100,8 @@ const TONE: Record<string, string> = {
   false: 'bad',
   cancelled: 'muted',
   interrupted: 'bad',
+  revoked: 'bad',
+  active: 'ok',
   discarded: 'muted',
 };
 
@@ -114,8 +116,26 @@ export interface Column<T> {
   class?: string;
 }
 
-export function Table<T>({ rows, columns, empty = 'Nothing yet.', caption }: { rows: T[]; columns: Column<T>[]; empty?: string; caption?: string }) {
+/**
+ * A table; with `pageSize`, long lists show that many rows and a button for more (a page of 1,000 deployments
+ * costs the browser ~10x the layout of 100, and a person reads the first screenful, or filters).
+ */
+export function Table<T>({
+  rows,
+  columns,
+  empty = 'Nothing yet.',
+  caption,
+  pageSize,
+}: {
+  rows: T[];
+  columns: Column<T>[];
+  empty?: string;
+  caption?: string;
+  pageSize?: number;
+}) {
+  const [limit, setLimit] = useState(pageSize ?? Infinity);
   if (!rows.length) return <p class="muted">{empty}</p>;
+  const shown = rows.length > limit ? rows.slice(0, limit) : rows;
   return (
     <div class="table-wrap">
       <table>
@@ -130,7 +150,7 @@ export function Table<T>({ rows, columns, empty = 'Nothing yet.', caption }: { r
           </tr>
         </thead>
         <tbody>
-          {rows.map((row) => (
+          {shown.map((row) => (
             <tr>
               {columns.map((c) => (
                 <td class={c.class}>{c.value(row)}</td>
@@ -139,6 +159,19 @@ export function Table<T>({ rows, columns, empty = 'Nothing yet.', caption }: { r
           ))}
         </tbody>
       </table>
+      {shown.length < rows.length ? (
+        <div class="pager">
+          <span class="muted">
+            {shown.length} of {rows.length} shown
+          </span>
+          <button type="button" onClick={() => setLimit(limit + (pageSize ?? rows.length))}>
+            Show {Math.min(pageSize ?? rows.length, rows.length - shown.length)} more
+          </button>
+          <button type="button" onClick={() => setLimit(Infinity)}>
+            Show all
+          </button>
+        </div>
+      ) : null}
     </div>
   );
 }
@@ -179,6 +212,8 @@ export function Tabs({ tabs, current, onChange, label }: { tabs: [string, string
 /** A modal dialog (the native `<dialog>`: focus stays inside, Escape closes). */
 export function Dialog({ title, onClose, children }: { title: string; onClose: () => void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
+  // Dialogs stack (a form, then the plan it made): each names itself by its own title.
+  const titleId = useId();
   useEffect(() => {
     const el = ref.current!;
     if (!el.open) el.showModal();
@@ -190,9 +225,9 @@ export function Dialog({ title, onClose, children }: { title: string; onClose: (
     return () => el.removeEventListener('cancel', cancel);
   }, [onClose]);
   return (
-    <dialog ref={ref} aria-labelledby="dialog-title">
+    <dialog ref={ref} aria-labelledby={titleId}>
       <div class="dialog-head">
-        <h2 id="dialog-title">{title}</h2>
+        <h2 id={titleId}>{title}</h2>
         <button type="button" class="ghost" onClick={onClose} aria-label="Close">
           ✕
         </button>
@@ -208,7 +243,11 @@ export function Dialog({ title, onClose, children }: { title: string; onClose: (
  */
 export const textOrPassword = (secret: boolean) => (secret ? 'password' : 'text') as 'text';
 
-export const fmtTime = (iso: string | number | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+// One formatter for every cell: `toLocaleString` builds one per call, which a 1,000-row list notices.
+const TIME = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+const DATE = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
+export const fmtTime = (iso: string | number | null | undefined) => (iso ? TIME.format(new Date(iso)) : '—');
+export const fmtDate = (iso: string | number | null | undefined) => (iso ? DATE.format(new Date(iso)) : '—');
 
 export function fmtBytes(n: number | null | undefined): string {
   if (n === null || n === undefined) return '—';

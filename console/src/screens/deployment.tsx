@@ -239,11 +239,12 @@ function Logs({ name, services }: { name: string; services: string[] }) {
   );
 }
 
-const METRICS: [string, string, string][] = [
-  ['container.cpu.usage', 'CPU', ' %'],
-  ['container.memory.usage', 'Memory', ''],
-  ['container.network.io.rx', 'Network received', ''],
-  ['container.network.io.tx', 'Network sent', ''],
+/** The collector's container metrics: name, title, unit, factor (CPU comes in cores: shown as % of one core). */
+const METRICS: [string, string, string, number][] = [
+  ['container.cpu.usage', 'CPU', ' % of a core', 100],
+  ['container.memory.usage', 'Memory', ' B', 1],
+  ['container.network.io.rx', 'Network received', ' B/s', 1],
+  ['container.network.io.tx', 'Network sent', ' B/s', 1],
 ];
 
 function Stats({ name }: { name: string }) {
@@ -282,11 +283,16 @@ export function MetricCharts({ data }: { data: any }) {
   const charts = useMemo(() => {
     if (!data?.timestamps?.length) return [];
     const x = data.timestamps.map((t: number) => t / 1000);
-    return METRICS.map(([metric, title, unit]) => ({
+    return METRICS.map(([metric, title, unit, factor]) => ({
       title,
       unit,
       x,
-      series: data.series.filter((s: any) => s.metric === metric).map((s: any): Series => ({ label: s.container, values: s.values })),
+      series: data.series
+        .filter((s: any) => s.metric === metric)
+        .map((s: any): Series => ({
+          label: s.container,
+          values: factor === 1 ? s.values : s.values.map((v: number | null) => (v === null ? null : v * factor)),
+        })),
     })).filter((c) => c.series.length);
   }, [data]);
   if (!data) return <p class="muted">Loading history…</p>;

@@ -1,7 +1,7 @@
 /** Host figures, every deployment the principal reaches with its status and health, and the firing alerts. */
 import { useMemo, useState } from 'preact/hooks';
 import { get, isGlobal } from '../api.js';
-import { ActionForm, Badge, fmtBytes, Link, Loading, pct, Section, Table, useLoad, useSession } from '../ui.js';
+import { ActionForm, Badge, fmtBytes, fmtDate, Link, Loading, pct, Section, Table, useLoad, useSession } from '../ui.js';
 
 export function health(services: { health?: string; status?: string }[]): string {
   if (!services?.length) return 'none';
@@ -60,13 +60,14 @@ export function Overview() {
           {() => (
             <Table
               rows={shown}
+              pageSize={100}
               empty="No deployments."
               columns={[
                 { label: 'Name', value: (d) => <Link href={`/deployments/${encodeURIComponent(d.name)}`}>{d.name}</Link> },
                 { label: 'Status', value: (d) => <Badge value={d.status} /> },
                 { label: 'Health', value: (d) => <Badge value={health(d.services)} /> },
                 { label: 'Services', value: (d) => d.services?.map((s: any) => s.name).join(', ') },
-                { label: 'Created', value: (d) => (d.created_at ? new Date(d.created_at).toLocaleDateString() : '—') },
+                { label: 'Created', value: (d) => fmtDate(d.created_at) },
               ]}
             />
           )}

@@ -70,12 +70,12 @@ export function Users() {
                 { label: 'Prefix', value: (k) => <code>{k.prefix ?? k.key_prefix ?? '—'}</code> },
                 { label: 'Owner', value: (k) => k.owner ?? k.username ?? k.user_id },
                 { label: 'Role', value: (k) => k.role ?? '—' },
-                { label: 'Status', value: (k) => <Badge value={k.revoked ? 'revoked' : k.expired ? 'expired' : 'valid'} /> },
+                { label: 'Status', value: (k) => <Badge value={k.status} /> },
                 { label: 'Last used', value: (k) => fmtTime(k.last_used_at ?? k.last_used) },
                 {
                   label: '',
                   value: (k) =>
-                    k.revoked ? null : (
+                    k.status !== 'active' ? null : (
                       <ActionButton
                         method="POST"
                         template="/apikeys/{id}/revoke"

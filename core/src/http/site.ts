@@ -12,7 +12,7 @@ import type { SiteSpec } from '@agent/sdk';
 /**
  * Same origin only, no inline script or style (no `'unsafe-inline'`), no framing (clickjacking: the console has
  * buttons that apply plans), no plugins, no `<base>` rewriting. `connect-src 'self'` covers the websockets of the
- * same host and port.
+ * same host and port. (Styles set through the CSSOM, and constructed style sheets, are not inline styles.)
  */
 export const SITE_CSP = [
   "default-src 'none'",
