@@ -60,12 +60,17 @@ describe('two agents with different data folders on one host', () => {
       })),
     );
     // Started at once: neither waits for the other, and nothing they share decides who gets what.
-    const agents = await Promise.all(
+    const started = await Promise.allSettled(
       plan.map((p) =>
         startAgent({ plugins: PLUGINS, dataDir: p.dataDir, config: { proxy: { http_port: p.http, https_port: p.https, listen_address: '127.0.0.1' } } }),
       ),
     );
-    plan.forEach((p, i) => sides.push({ ...p, agent: agents[i]!, host: `${p.app}.example.test` }));
+    // One that failed to start must not leave the other (and its nginx) running: afterAll stops what started.
+    for (const r of started) if (r.status === 'fulfilled') extra.push(r.value);
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    extra.length = 0;
+    plan.forEach((p, i) => sides.push({ ...p, agent: (started[i] as PromiseFulfilledResult<TestAgent>).value, host: `${p.app}.example.test` }));
     await Promise.all(sides.map((s) => createDeployment(s.agent, s.app)));
     const added = await Promise.all(
       sides.map((s) => s.agent.api('POST', `/deployments/${s.app}/domains`, { body: { service: 'web', domain: s.host, container_port: 80 } })),

@@ -33,7 +33,7 @@ export interface OwnPaths {
 
 export interface ProxySettings {
   mode: ProxyMode;
-  /** Why this mode, for people (doctor, logs). */
+  /** Why this mode, for people (doctor, logs): a phrase. */
   reason: string;
   configDir: string;
   webroot: string;
@@ -61,7 +61,7 @@ export function resolveProxy(proxy: EdgeConfig['proxy'], pluginDataDir: string):
   let reason: string;
   if (proxy.mode) {
     mode = proxy.mode;
-    reason = `proxy.mode: ${mode} in the configuration`;
+    reason = 'set in the configuration';
     if (mode === 'own' && systemKeys.length)
       throw new ProxyConfigError(
         `config proxy: ${systemKeys.map((k) => `proxy.${k}`).join(', ')} ${systemKeys.length > 1 ? 'apply' : 'applies'} to proxy.mode: system only ` +
@@ -69,10 +69,10 @@ export function resolveProxy(proxy: EdgeConfig['proxy'], pluginDataDir: string):
       );
   } else if (systemKeys.length) {
     mode = 'system';
-    reason = `proxy.${systemKeys[0]} is set (it names the host's nginx); proxy.mode: own runs the agent's own instance`;
+    reason = `implied by proxy.${systemKeys[0]}, which names the host's nginx`;
   } else {
     mode = 'own';
-    reason = "the default: no proxy.mode, and no setting naming the host's nginx (proxy.mode: system uses it)";
+    reason = "the default: no proxy.mode and no setting naming the host's nginx";
   }
 
   if (mode === 'system') {
