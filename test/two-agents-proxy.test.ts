@@ -4,7 +4,8 @@
  * the other's — not on its proxy, not in its API. A third agent asking for ports the first holds does not start its
  * proxy and says which port and which setting. The host's /etc/nginx is left as it was. Real nginx, real Docker.
  */
-import { readFileSync, readdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,12 +44,14 @@ function master(conf: string): number | null {
 const confOf = (s: Side) => join(s.dataDir, 'plugins', 'edge', 'nginx', 'nginx.conf');
 
 describe('two agents with different data folders on one host', () => {
-  const work = mkdtempSync(join(tmpdir(), 'agent-two-'));
+  // Made in beforeAll (a filtered run that skips these tests leaves nothing behind).
+  const work = join(tmpdir(), `agent-two-${randomBytes(4).toString('hex')}`);
   const sides: Side[] = [];
   const extra: TestAgent[] = [];
   let hostNginx: Record<string, string>;
 
   beforeAll(async () => {
+    mkdirSync(work, { recursive: true });
     hostNginx = treeHashes('/etc/nginx');
     const plan = await Promise.all(
       ['one', 'two'].map(async (name) => ({

@@ -6,7 +6,8 @@
  * setting, and the host's /etc/nginx left byte for byte as it was.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -73,7 +74,8 @@ function holdPort(port: number): Promise<Server> {
 }
 
 describe('proxy.mode own: the agent runs its own nginx', () => {
-  const work = mkdtempSync(join(tmpdir(), 'edge-own-'));
+  // Made in beforeAll (a filtered run that skips these tests leaves nothing behind).
+  const work = join(tmpdir(), `edge-own-${randomBytes(4).toString('hex')}`);
   const dataDir = join(work, 'data');
   const prefix = join(dataDir, 'plugins', 'edge', 'nginx');
   const conf = join(prefix, 'nginx.conf');
@@ -89,6 +91,7 @@ describe('proxy.mode own: the agent runs its own nginx', () => {
   const get = (path = '/', opts = {}) => hit(httpPort, host, path, opts);
 
   beforeAll(async () => {
+    mkdirSync(work, { recursive: true });
     hostNginx = treeHashes('/etc/nginx');
     [httpPort, httpsPort] = [await freePort(), await freePort()];
     // No mode and nothing naming the host's nginx: own mode, the default. Loopback only, on ports of its own.
@@ -296,9 +299,13 @@ describe('proxy.mode own: the agent runs its own nginx', () => {
 });
 
 describe('proxy.mode own: ports and configuration errors', () => {
-  const work = mkdtempSync(join(tmpdir(), 'edge-own-ports-'));
+  const work = join(tmpdir(), `edge-own-ports-${randomBytes(4).toString('hex')}`);
   const agents: TestAgent[] = [];
   const servers: Server[] = [];
+
+  beforeAll(() => {
+    mkdirSync(work, { recursive: true });
+  });
 
   afterAll(async () => {
     for (const a of agents) await a.stop().catch(() => undefined);
