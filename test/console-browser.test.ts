@@ -15,6 +15,18 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { REPO_ROOT, scratchProxy, startAgent, type TestAgent } from './helpers/agent.js';
 import { cleanupDocker, runId, until } from '../plugins/deployments/test/helpers.js';
 
+/**
+ * The page's globals, for the functions given to page.evaluate (they run in the browser): the tests are compiled
+ * with Node's types only, whose fetch the DOM library's would clash with.
+ */
+declare const window: { axe: { run(node: unknown, options: unknown): Promise<{ violations: any[] }> } };
+declare const document: {
+  querySelector(selector: string): { click(): void; textContent: string | null } | null;
+  querySelectorAll(selector: string): { length: number; [Symbol.iterator](): Iterator<{ click(): void; textContent: string | null }> };
+};
+declare const sessionStorage: { getItem(key: string): string | null };
+declare function requestAnimationFrame(fn: () => void): number;
+
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(REPO_ROOT, '.test-env', 'console');
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -53,7 +65,7 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
     // Evaluated through the debugging protocol: the page's CSP (rightly) refuses an injected inline script.
     if (!(await p.evaluate(() => 'axe' in window))) await p.evaluate(AXE);
     const result = await p.evaluate(async () => {
-      const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
+      const r = await window.axe.run(document, { resultTypes: ['violations'] });
       return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')) }));
     });
     const bad = result.filter((v: any) => v.impact === 'serious' || v.impact === 'critical');
@@ -63,6 +75,8 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
   async function screen(path: string, name: string, ready: string) {
     await page.goto(new URL(path, agent.url).href);
     await page.locator(ready).first().waitFor({ timeout: 15_000 });
+    // The screen with its data, not its placeholders.
+    await expect.poll(() => page.getByText('Loading…').count(), { timeout: 30_000 }).toBe(0);
     await shot(name);
     await axe(name);
   }
@@ -249,6 +263,7 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
       await page.goto(new URL(`/deployments/${app}?tab=${tab}`, agent.url).href);
       await page.locator(`#panel-${tab}`).waitFor();
       await page.waitForLoadState('networkidle');
+      await expect.poll(() => page.getByText('Loading…').count(), { timeout: 30_000 }).toBe(0);
       await shot(`deployment-${tab}`);
       await axe(`deployment-${tab}`);
     }
@@ -311,7 +326,7 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
     // The deployment's own series (the collector samples every few seconds): a line needs two points.
     const charts = page.getByRole('region', { name: 'Deployment metrics' });
     await expect
-      .poll(async () => Number((await charts.locator('.chart [data-points]').first().getAttribute('data-points')) ?? 0), { timeout: 60_000, intervals: [2000] })
+      .poll(async () => Number((await charts.locator('.chart [data-points]').first().getAttribute('data-points')) ?? 0), { timeout: 60_000, interval: 2000 })
       .toBeGreaterThan(1);
     await charts.locator('.chart canvas').first().waitFor();
     expect(await charts.locator('.chart figcaption').allTextContents()).toEqual(expect.arrayContaining(['CPU', 'Memory']));
@@ -387,7 +402,7 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
     const { total, render } = await page.evaluate(async () => {
       performance.clearResourceTimings();
       const started = performance.now();
-      (document.querySelector('a[href="/"]') as HTMLAnchorElement).click();
+      document.querySelector('a[href="/"]')!.click();
       await new Promise<void>((resolve) => {
         const check = () =>
           document.querySelectorAll('tbody tr').length >= 100 && document.querySelector('h2')?.textContent === 'Deployments (1000)'
@@ -398,7 +413,7 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
       // Until the browser painted it.
       await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
       const done = performance.now();
-      const answer = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/api/deployments')) as PerformanceResourceTiming;
+      const answer = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/api/deployments')) as unknown as { responseEnd: number };
       return { total: done - started, render: done - answer.responseEnd };
     });
     // From the click to the painted list, and from the last byte of the answer (which the test's interception
@@ -429,6 +444,18 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
     const status = readFileSync(`/proc/${agent.process.pid}/status`, 'utf8');
     const rssMb = Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
     figures.agent_rss_mb = Math.round(rssMb);
+    // The processes the agent runs (the observability app) are counted apart: they are there with or without the
+    // console.
+    const children = readFileSync(`/proc/${agent.process.pid}/task/${agent.process.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+    figures.agent_children_rss_mb = Math.round(
+      children.reduce((sum, pid) => {
+        try {
+          return sum + Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+        } catch {
+          return sum;
+        }
+      }, 0),
+    );
     expect(rssMb).toBeLessThan(150);
   });
 });

@@ -550,7 +550,7 @@ export function SchemaForm({
 }: {
   schema: Schema | undefined;
   submit: string;
-  onSubmit: (body: Record<string, unknown>) => Promise<unknown>;
+  onSubmit: (body: any) => Promise<unknown>;
   initial?: Record<string, unknown>;
   hidden?: string[];
   idPrefix: string;
@@ -559,12 +559,14 @@ export function SchemaForm({
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const required = new Set<string>(schema?.required ?? []);
+  // A body that is a whole array (alert rules, notification targets: replaced as one): edited as JSON.
+  const whole = schema?.type === 'array';
   const onFormSubmit = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
     setError(null);
     try {
-      const body = Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined));
+      const body = whole ? values.body : Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined));
       await onSubmit(body);
     } catch (err) {
       if (err !== 'closed') setError(err);
@@ -574,7 +576,10 @@ export function SchemaForm({
   };
   return (
     <form onSubmit={onFormSubmit} class="schema-form">
-      {Object.entries<Schema>(schema?.properties ?? {})
+      {whole ? (
+        <Field id={`${idPrefix}-body`} name="body" schema={{ ...schema, type: 'json' }} required value={values.body} onChange={(v) => setValues({ body: v })} />
+      ) : null}
+      {Object.entries<Schema>(whole ? {} : (schema?.properties ?? {}))
         .filter(([key]) => !hidden.includes(key))
         .map(([key, prop]) => (
           <Field
@@ -638,7 +643,12 @@ export function ActionForm({
             hidden={hidden}
             submit={op?.plan ? 'Preview the plan' : label}
             onSubmit={async (body) => {
-              const data = await session.change(method, template, path, { ...body, ...Object.fromEntries((hidden ?? []).map((k) => [k, initial?.[k]])) });
+              const data = await session.change(
+                method,
+                template,
+                path,
+                Array.isArray(body) ? body : { ...body, ...Object.fromEntries((hidden ?? []).map((k) => [k, initial?.[k]])) },
+              );
               setOpen(false);
               onDone?.(data);
             }}

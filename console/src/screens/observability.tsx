@@ -89,7 +89,7 @@ export function Observability() {
               template={`${BASE}/alerts/rules`}
               path={`${BASE}/alerts/rules`}
               label="Edit the rules"
-              initial={{}}
+              initial={{ body: rules.data ?? [] }}
               onDone={rules.reload}
             />
           ) : null
