@@ -198,7 +198,12 @@ describe('authorization matrix (all built-in plugins)', () => {
       if (Date.now() > deadline) throw new Error('the expiring key did not expire');
       await new Promise((r) => setTimeout(r, 100));
     }
-    ops = operationsOf(doc).sort((a, b) => METHOD_ORDER.indexOf(a.method) - METHOD_ORDER.indexOf(b.method) || a.path.localeCompare(b.path));
+    // Deleting the deployment itself comes last: an admin's call deletes it for real, and the routes below it
+    // (`DELETE /deployments/{name}/hook`, …) are judged on a deployment that still exists.
+    const last = (o: Operation) => (o.method === 'DELETE' && o.path === '/api/deployments/{name}' ? 1 : 0);
+    ops = operationsOf(doc).sort(
+      (a, b) => last(a) - last(b) || METHOD_ORDER.indexOf(a.method) - METHOD_ORDER.indexOf(b.method) || a.path.localeCompare(b.path),
+    );
 
     for (const op of ops) {
       const variants =

@@ -54,12 +54,15 @@ describe('deploy jobs', () => {
   it(`cancels redeploys at random moments (${ROUNDS} rounds): every job ends, no compose process is left, the record says what was left`, async () => {
     const name = uniqueName('cancel');
     expect((await agent.api('POST', '/deployments', { body: { name, compose_content: compose, auto_start: true } })).status).toBe(201);
-    // How long a redeploy takes here, to spread the cancels over its whole life.
-    const t0 = Date.now();
-    const first = await agent.api('POST', `/deployments/${name}/redeploy`, { body: {} });
-    expect(first.status, first.text).toBe(202);
-    expect((await finished(first.body.data.job_id)).status).toBe('succeeded');
-    const duration = Date.now() - t0;
+    // How long a redeploy takes here (the shorter of two), to spread the cancels over its whole life.
+    let duration = Infinity;
+    for (let i = 0; i < 2; i++) {
+      const t0 = Date.now();
+      const first = await agent.api('POST', `/deployments/${name}/redeploy`, { body: {} });
+      expect(first.status, first.text).toBe(202);
+      expect((await finished(first.body.data.job_id)).status).toBe('succeeded');
+      duration = Math.min(duration, Date.now() - t0);
+    }
 
     const outcomes: Record<string, number> = {};
     let stuck = 0;
@@ -70,7 +73,7 @@ describe('deploy jobs', () => {
       const started = await agent.api('POST', `/deployments/${name}/redeploy`, { body: { reason: `round ${round}` } });
       expect(started.status, started.text).toBe(202);
       const id = started.body.data.job_id;
-      await new Promise((r) => setTimeout(r, Math.random() * duration * 1.2));
+      await new Promise((r) => setTimeout(r, Math.random() * duration));
       const asked = Date.now();
       const cancel = await agent.api('POST', `/jobs/${id}/cancel`);
       const took = Date.now() - asked;

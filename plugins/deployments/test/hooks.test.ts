@@ -128,8 +128,12 @@ describe('deploy hooks', () => {
       expect(stale.status).toBe(401);
       expect(stale.body.code).toBe('HOOK_TIMESTAMP_STALE');
     }
-    // A bearer token is no way in either, nor is a body the hook does not know.
+    // A signed body the hook does not know is refused (the hook redeploys with strategy recreate only).
     expect((await call(name, secret, { body: '{"strategy":"start-first"}' })).body.code).toBe('VALIDATION_FAILED');
+    // An admin's bearer token is no way in: the call is judged by its signature alone.
+    const bearer = await request(agent.url, 'POST', `/hooks/deployments/${name}/redeploy`, { token: agent.token, raw: '' });
+    expect(bearer.status).toBe(401);
+    expect(bearer.body.code).toBe('HOOK_SIGNATURE_INVALID');
 
     // Audited: the call that started the redeploy and the refused ones, as system:hook naming the deployment.
     const audit = await agent.api('GET', '/audit/events', { query: { deployment: name, action: 'deployments.hookRedeploy', limit: 50 } });

@@ -10,6 +10,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { createTenant } from '../../docker/test/tenants.js';
+import { startRegistry, type TestRegistry } from '../../credentials/test/registry.js';
 import { cleanupDocker, runId, uniqueName, until } from './helpers.js';
 
 /** A tag of this run: two images built under it in turn (`v1`, then `v2`), each answering its own version. */
@@ -273,6 +274,15 @@ describe('revisions and rollback', () => {
       code: 'STRATEGY_UNAVAILABLE',
     });
     expect((await agent.api('POST', `/deployments/${n}/redeploy`, { body: { services: ['nope'] } })).status).toBe(400);
+    // No backups plugin here: a change that asks for a backup does not run without one.
+    for (const [method, path, body] of [
+      ['PUT', `/deployments/${n}`, { env_vars: [], backup: true }],
+      ['POST', `/deployments/${n}/redeploy`, { backup: true }],
+    ] as const) {
+      const refused = await agent.api(method, path, { body });
+      expect(refused.status, path).toBe(503);
+      expect(refused.body.code).toBe('BACKUPS_UNAVAILABLE');
+    }
   });
 
   it('keeps the newest revisions (setting), and a deleted deployment keeps them under its retired name', async () => {
@@ -327,5 +337,115 @@ describe('revisions and rollback', () => {
     expect((await agent.api('GET', `/deployments/${other}/revisions`, { token })).status).toBe(200);
     // A retired name is a global principal's only.
     expect((await agent.api('GET', `/deployments/${other}~20200101000000/revisions`, { token })).status).toBe(404);
+  });
+});
+
+describe('a backup before a change (backup: true)', () => {
+  let agent: TestAgent;
+  const n = uniqueName('backup-first');
+
+  beforeAll(async () => {
+    // The backups plugin uses the deployments service and the deployments plugin the backups service, both optional:
+    // the two load together.
+    agent = await startAgent({ plugins: ['docker', 'deployments', 'jobs', 'backups'] });
+  });
+  afterAll(async () => {
+    await agent?.stop();
+    await cleanupDocker(n);
+  });
+
+  it('takes the backup first and links it from the revision; a rollback to a later revision names it', async () => {
+    const plugins = (await agent.api('GET', '/plugins')).body.data;
+    expect(plugins.filter((p: any) => ['deployments', 'backups'].includes(p.name)).map((p: any) => p.status)).toEqual(['running', 'running']);
+    const compose = app('agent-test/busybox:latest').replace('command: ["httpd", "-f", "-p", "80", "-h", "/www"]', 'command: ["sh", "-c", "sleep 3600"]');
+    expect((await agent.api('POST', '/deployments', { body: { name: n, compose_content: compose, auto_start: true } })).status).toBe(201);
+    const updated = await agent.api('PUT', `/deployments/${n}`, { body: { env_vars: [{ key: 'A', value: '1' }], backup: true, reason: 'with a backup' } });
+    expect(updated.status, updated.text).toBe(200);
+    const backupId = updated.body.data.backup_id;
+    expect(backupId).toEqual(expect.any(String));
+    expect((await agent.api('GET', `/backups/${backupId}`)).body.data).toMatchObject({ id: backupId, deployment: n });
+    expect((await agent.api('GET', `/deployments/${n}/revisions/2`)).body.data).toMatchObject({ backup_id: backupId, reason: 'with a backup' });
+
+    // A redeploy with a backup: the job takes it first.
+    const redeploy = await agent.api('POST', `/deployments/${n}/redeploy`, { body: { backup: true } });
+    expect(redeploy.status, redeploy.text).toBe(202);
+    const job = await until(
+      () => agent.api('GET', `/jobs/${redeploy.body.data.job_id}`),
+      (r) => !['pending', 'running'].includes(r.body.data?.status),
+      120_000,
+      200,
+    );
+    expect(job.body.data, job.text).toMatchObject({ status: 'succeeded', result: { revision: 3, backup_id: expect.any(String) } });
+    expect(job.body.data.result.backup_id).not.toBe(backupId);
+
+    const rollback = await agent.api('POST', `/deployments/${n}/rollback`, { body: { revision: 2 } });
+    expect(rollback.status, rollback.text).toBe(202);
+    expect(rollback.body.data.volumes).toEqual({ touched: false, note: expect.any(String), backup_before_revision: backupId });
+  });
+});
+
+describe('a rollback of images from a registry', () => {
+  let agent: TestAgent;
+  let registry: TestRegistry;
+  const n = uniqueName('digest');
+
+  beforeAll(async () => {
+    registry = await startRegistry();
+    await registry.docker(['login', registry.host, '-u', registry.username, '-p', registry.password]);
+    agent = await startAgent({ plugins: ['docker', 'deployments', 'jobs'] });
+  }, 120_000);
+  afterAll(async () => {
+    await agent?.stop();
+    await cleanupDocker(n);
+    await registry?.stop();
+    if (registry) await execa('docker', ['rmi', '-f', `${registry.host}/agent-test/rev-${runId}:app`, ...new Set(built)], { reject: false });
+  });
+
+  /** Builds `version`, pushes it under one tag of the registry and pulls it back: the engine knows its digest. */
+  const publish = async (version: string) => {
+    const ref = `${registry.host}/agent-test/rev-${runId}:app`;
+    await buildImage(version, ref);
+    await registry.docker(['push', ref]);
+    const digests = (await execa('docker', ['image', 'inspect', '-f', '{{json .RepoDigests}}', ref])).stdout;
+    return { ref, id: built[built.length - 1]!, digest: (JSON.parse(digests) as string[]).find((d) => d.startsWith(`${registry.host}/`))! };
+  };
+
+  it('records the registry digest and pins it (repo@sha256:…) when going back', async () => {
+    const v1 = await publish('r1');
+    expect(v1.digest).toMatch(/@sha256:[0-9a-f]{64}$/);
+    expect((await agent.api('POST', '/deployments', { body: { name: n, compose_content: app(v1.ref), auto_start: true } })).status).toBe(201);
+    const rev1 = (await agent.api('GET', `/deployments/${n}/revisions/1`)).body.data;
+    expect(rev1.images.web).toMatchObject({ image: v1.ref, digest: v1.digest });
+
+    const v2 = await publish('r2');
+    expect(v2.digest).not.toBe(v1.digest);
+    const redeploy = await agent.api('POST', `/deployments/${n}/redeploy`, { body: { reason: 'new build' } });
+    const done = await until(
+      () => agent.api('GET', `/jobs/${redeploy.body.data.job_id}`),
+      (r) => !['pending', 'running'].includes(r.body.data?.status),
+      120_000,
+      200,
+    );
+    expect(done.body.data.status).toBe('succeeded');
+    expect((await agent.api('GET', `/deployments/${n}/revisions/2`)).body.data.images.web).toMatchObject({ digest: v2.digest });
+
+    const plan = await agent.api('POST', `/deployments/${n}/rollback`, { query: { plan: 'true' }, body: { revision: 1 } });
+    expect(plan.body.data.changes.find((c: any) => c.type === 'image')).toMatchObject({ after: { pinned: v1.digest } });
+    const rolled = await agent.api('POST', `/deployments/${n}/rollback`, { body: { revision: 1 } });
+    expect(rolled.status, rolled.text).toBe(202);
+    expect(rolled.body.data.pins).toEqual({ web: v1.digest });
+    const job = await until(
+      () => agent.api('GET', `/jobs/${rolled.body.data.job_id}`),
+      (r) => !['pending', 'running'].includes(r.body.data?.status),
+      120_000,
+      200,
+    );
+    expect(job.body.data, job.text).toMatchObject({ status: 'succeeded' });
+    // The container was created from the digest reference: the image v1 was, whatever the tag names now.
+    const { stdout: id } = await execa('docker', ['ps', '-q', '--filter', `label=com.docker.compose.project=${n}`]);
+    const [configured, image] = (await execa('docker', ['inspect', '-f', '{{.Config.Image}} {{.Image}}', id.trim()])).stdout.trim().split(' ');
+    expect(configured).toBe(v1.digest);
+    expect(image).toBe(v1.id);
+    expect((await agent.api('GET', `/deployments/${n}/revisions/3`)).body.data.images.web).toMatchObject({ image: v1.digest, digest: v1.digest });
   });
 });

@@ -72,6 +72,7 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
       image: Type.String({ pattern: IMAGE_REF, description: 'image reference, e.g. `nginx:1.27` or `registry.example.com/team/app:2`; `:latest` when no tag' }),
     }),
     response: Type.Object({ job_id: Type.String(), image: Type.String(), status: Type.String() }),
+    errors: { 503: ['DOCKER_UNAVAILABLE'] },
     handler: (req) => {
       const job = pulls.start(req.body.image, req.principal);
       return reply.accepted({ job_id: job.id, image: job.image, status: job.status }, `pulling ${job.image}`);
@@ -96,7 +97,8 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
     operationId: 'images.pullStatus',
     tag: 'images',
     summary: 'One image pull job: status and progress',
-    params: Type.Object({ id: Type.String({ pattern: '^job_[a-z0-9]{1,40}$', description: 'the job id `POST /api/images/pull` answered' }) }),
+    // Any id-like text: an unknown one (or one of another kind of job) is 404 like a missing one.
+    params: Type.Object({ id: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'the job id `POST /api/images/pull` answered' }) }),
     response: PullJob,
     handler: (req) => {
       const job = pulls.get(req.params.id);
