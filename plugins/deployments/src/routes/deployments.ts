@@ -96,7 +96,8 @@ function changeRoutes(ctx: PluginContext<any>, ops: DeploymentOperations): void 
       deployment: 'name',
       body: UpdateDeployment,
       response: UpdatedDeployment,
-      errors: { 503: ['BACKUPS_UNAVAILABLE', '*'] },
+      // A running deployment is brought up to date: compose may fail (the change is then a failed revision).
+      errors: { 502: ['COMPOSE_FAILED'], 503: ['BACKUPS_UNAVAILABLE', '*'] },
       plannable: true,
       input: (req) => ({ ...req.body, name: req.params.name }),
       respond: ({ info, recreated, revision, backup_id }) =>
