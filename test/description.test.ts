@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, request, scratchProxy, startAgent, type ApiResponse, type RequestOptions, type TestAgent } from './helpers/agent.js';
-import { DescriptionCheck } from './helpers/description.js';
+// The plugins whose engineers are still declaring their answers (reported, not asserted): the helper's list.
+import { DescriptionCheck, isPending } from './helpers/description.js';
 import { freePort, waitFor } from './helpers/net.js';
 
 type Json = Record<string, any>;
@@ -29,10 +30,6 @@ const BUSYBOX = `services:
     stop_signal: SIGKILL
     command: ["httpd", "-f", "-p", "80", "-h", "/"]
 `;
-
-/** Plugins whose answers other engineers are declaring now: reported, not asserted (the lead shrinks the list). */
-const PENDING_PLUGINS = new Set(['access', 'credentials', 'deployments', 'dns', 'infrastructure']);
-const pending = (op: Json | undefined) => !op || PENDING_PLUGINS.has(op['x-plugin']) || String(op.operationId).startsWith('images.');
 
 /** One Prism proxy in front of one agent, with the agent's description as its document. */
 interface Prism {
@@ -87,7 +84,6 @@ class Checked {
   readonly findings: Finding[] = [];
   readonly sent: string[] = [];
   private readonly own: DescriptionCheck;
-  private readonly ops: { method: string; regexp: RegExp; template: string; op: Json }[] = [];
 
   constructor(
     private readonly prism: Prism,
@@ -95,24 +91,12 @@ class Checked {
     private token: string,
   ) {
     this.own = new DescriptionCheck(doc);
-    for (const [template, item] of Object.entries(doc.paths as Json)) {
-      const source = template
-        .split('/')
-        .map((p) => (/^\{.+\}$/.test(p) ? '[^/]+' : p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-        .join('/');
-      for (const [method, op] of Object.entries(item as Json)) this.ops.push({ method: method.toUpperCase(), regexp: new RegExp(`^${source}$`), template, op });
-    }
-  }
-
-  private operation(method: string, path: string): Json | undefined {
-    const candidates = this.ops.filter((o) => o.method === method && o.regexp.test(path));
-    return (candidates.find((o) => !o.template.includes('{')) ?? candidates[0])?.op;
   }
 
   async send(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
     const res = await request(this.prism.url, method, path, { ...options, defaultToken: this.token });
     const pathname = (path.startsWith('/api') ? path : `/api${path}`).split('?')[0]!;
-    const op = this.operation(method, pathname);
+    const op = this.own.operation(method, pathname);
     const reported = JSON.parse(res.headers.get('sl-violations') ?? '[]') as { location: string[]; message: string; severity: string }[];
     // Prism validates the request too (its security among others): only what it says about the answer counts, and
     // a request it could not match to an operation, since its answer was then not checked at all.
@@ -122,7 +106,7 @@ class Checked {
     const own = this.own.check(method, pathname, res.status, res.headers.get('content-type'), res.text);
     this.sent.push(`${method} ${path} ${res.status}`);
     if (prism.length || own) {
-      this.findings.push({ request: `${method} ${path}`, status: res.status, operation: op?.operationId ?? null, pending: pending(op), prism, own });
+      this.findings.push({ request: `${method} ${path}`, status: res.status, operation: op?.operationId ?? null, pending: isPending(op), prism, own });
     }
     return res;
   }
@@ -135,9 +119,10 @@ class Checked {
     const res = await request(agent.url, method, path, { ...options, defaultToken: this.token });
     const pathname = (path.startsWith('/api') ? path : `/api${path}`).split('?')[0]!;
     const own = this.own.check(method, pathname, res.status, res.headers.get('content-type'), res.text);
-    const op = this.operation(method, pathname);
+    const op = this.own.operation(method, pathname);
     this.sent.push(`${method} ${path} ${res.status} (direct)`);
-    if (own) this.findings.push({ request: `${method} ${path}`, status: res.status, operation: op?.operationId ?? null, pending: pending(op), prism: [], own });
+    if (own)
+      this.findings.push({ request: `${method} ${path}`, status: res.status, operation: op?.operationId ?? null, pending: isPending(op), prism: [], own });
     return res;
   }
 

@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 // The agent as `npm start` runs it: the bundled core with the same Node flags and environment.
 import { AGENT_ENTRY, AGENT_ENV, NODE_FLAGS } from '../../scripts/lib.mjs';
-import { DescriptionCheck, MODE as DESCRIPTION_MODE, reportViolation, type DescriptionMode } from './description.js';
+import { DescriptionCheck, isPending, MODE as DESCRIPTION_MODE, reportViolation, type DescriptionMode } from './description.js';
 
 export { AGENT_ENTRY };
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
@@ -189,7 +189,7 @@ export async function startAgent(options: StartOptions = {}): Promise<TestAgent>
         const check = await described;
         const pathname = (path === '/api' || path.startsWith('/api/') ? path : `/api${path}`).split('?')[0]!;
         const violation = check?.check(method, pathname, res.status, res.headers.get('content-type'), res.text);
-        if (violation) reportViolation(violation, mode);
+        if (violation) reportViolation(violation, mode, isPending(check!.operation(method, pathname)));
       }
       return res;
     },

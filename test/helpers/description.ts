@@ -26,7 +26,18 @@ interface Operation {
   regexp: RegExp;
   responses: Json;
   pointer: string;
+  operationId: string;
+  plugin: string;
 }
+
+/**
+ * Plugins (and operations) whose answers their engineers are still declaring: a mismatch of theirs is reported, also
+ * in strict mode, so that a finished plugin's suite does not fail on the answer of a route of another plugin it calls
+ * (creating a deployment, say). The list only shrinks; once it is empty, `strict` covers every answer.
+ */
+export const PENDING_PLUGINS: ReadonlySet<string> = new Set(['access', 'credentials', 'deployments', 'dns', 'infrastructure']);
+export const isPending = (op: { plugin: string; operationId: string } | null): boolean =>
+  !op || PENDING_PLUGINS.has(op.plugin) || op.operationId.startsWith('images.');
 
 const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
@@ -51,18 +62,28 @@ export class DescriptionCheck {
           // Paths are matched case-insensitively, with an optional trailing slash, as the agent routes them.
           regexp: new RegExp(`^${source}/?$`, 'i'),
           responses: (op as Json).responses,
+          operationId: String((op as Json).operationId),
+          plugin: String((op as Json)['x-plugin']),
           pointer: `doc#/paths/${escapePointer(template)}/${method}/responses`,
         });
       }
     }
   }
 
+  /** The operation a request is answered by (a literal path before one with params), or null. */
+  operation(method: string, path: string): Operation | null {
+    const m = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase();
+    return (
+      this.operations.find((o) => o.method === m && o.regexp.test(path) && !o.template.includes('{')) ??
+      this.operations.find((o) => o.method === m && o.regexp.test(path)) ??
+      null
+    );
+  }
+
   /** The mismatch of one answer, or null. Paths no operation has (404s of unknown routes) are not checked. */
   check(method: string, path: string, status: number, contentType: string | null, text: string): string | null {
     const m = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase();
-    const op =
-      this.operations.find((o) => o.method === m && o.regexp.test(path) && !o.template.includes('{')) ??
-      this.operations.find((o) => o.method === m && o.regexp.test(path));
+    const op = this.operation(method, path);
     if (!op) return null;
     const documented = op.responses[String(status)];
     if (!documented)
@@ -87,9 +108,12 @@ export class DescriptionCheck {
   }
 }
 
-/** What a mismatch does (see the top); `mode`: the agent's own, else the variable's. */
-export function reportViolation(violation: string, mode: DescriptionMode = MODE): void {
-  if (mode === 'strict') throw new Error(`answer outside the live description: ${violation}`);
+/**
+ * What a mismatch does (see the top); `mode`: the agent's own, else the variable's. `pending`: the answer of a route
+ * of a plugin still declaring its answers (PENDING_PLUGINS), reported whatever the mode.
+ */
+export function reportViolation(violation: string, mode: DescriptionMode = MODE, pending = false): void {
+  if (mode === 'strict' && !pending) throw new Error(`answer outside the live description: ${violation}`);
   if (mode === 'off') return;
   mkdirSync(join(REPORT, '..'), { recursive: true });
   // Several suites (and engineers) append to one report: the file and the test say whose answer it was.

@@ -124,6 +124,8 @@ function kernelCodes(route: RegisteredRoute): Record<string, string[]> {
   }
   // A form formidable cannot read (multipart.ts).
   if (spec.multipart) codes['400']!.push('INVALID_MULTIPART');
+  // A body the handler streams itself: a client that leaves midway is its own error (respond.ts).
+  if (spec.rawBody) codes['400']!.push('REQUEST_ABORTED');
   // A streamed answer is ended when the principal loses what it needs (LiveConnections): before its first byte,
   // with the reason.
   if (spec.produces && permission !== null) {

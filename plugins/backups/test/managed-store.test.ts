@@ -14,7 +14,11 @@ const client = uniqueName('client');
 let agent: TestAgent;
 
 beforeAll(async () => {
-  agent = await startAgent({ plugins: ['docker', 'deployments', 'backups'], config: { backups: { managed_store_labels: { 'agent.test': '1' } } } });
+  agent = await startAgent({
+    description: 'strict',
+    plugins: ['docker', 'deployments', 'backups'],
+    config: { backups: { managed_store_labels: { 'agent.test': '1' } } },
+  });
   const res = await agent.api('POST', '/deployments', {
     body: {
       name: client,

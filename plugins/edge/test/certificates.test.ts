@@ -35,6 +35,7 @@ describe('edge: certificates from a real ACME server (pebble)', () => {
     nginx = await startNginx();
     pebble = await startPebble(nginx.httpPort);
     agent = await startAgent({
+      description: 'strict',
       plugins: EDGE_PLUGINS,
       config: {
         proxy: nginx.proxyConfig,
