@@ -82,6 +82,7 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
   }
 
   beforeAll(async () => {
+    rmSync(ARTIFACTS, { recursive: true, force: true });
     mkdirSync(ARTIFACTS, { recursive: true });
     work = mkdtempSync(join(tmpdir(), 'agent-console-'));
     const templates = join(work, 'templates');
@@ -284,6 +285,38 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
     expect((await agent.api('GET', `/deployments/${app}`)).body.data.compose_content).not.toContain('reviewed in the console');
   });
 
+  it('redeploys as a job through its plan, and shows the job with its output', async () => {
+    await page.goto(new URL(`/deployments/${app}?tab=services`, agent.url).href);
+    // The tabs by keyboard: arrows move between them (one tab stop for the list).
+    await page.getByRole('tab', { name: 'Services' }).focus();
+    await page.keyboard.press('ArrowRight');
+    await expect.poll(() => page.getByRole('tab', { name: 'Logs' }).getAttribute('aria-selected')).toBe('true');
+    await page.keyboard.press('End');
+    await expect.poll(() => page.getByRole('tab', { name: 'Access' }).getAttribute('aria-selected')).toBe('true');
+    await page.getByRole('button', { name: 'Redeploy' }).click();
+    const form = page.getByRole('dialog', { name: 'Redeploy' });
+    await form.getByRole('textbox', { name: 'reason' }).fill('from the console test');
+    await form.getByRole('button', { name: 'Preview the plan' }).click();
+    const plan = page.getByRole('dialog', { name: 'Review the plan' });
+    await plan.getByRole('button', { name: 'Apply' }).click();
+    await page.getByRole('tab', { name: 'Jobs', selected: true }).waitFor({ timeout: 30_000 });
+    const jobs = await until(
+      () => agent.api('GET', '/jobs', { query: { deployment: app } }),
+      (r) => r.body.data.some((j: any) => j.kind === 'deployment.redeploy' && j.status === 'succeeded'),
+      60_000,
+    );
+    const job = jobs.body.data.find((j: any) => j.kind === 'deployment.redeploy');
+    expect(job.status).toBe('succeeded');
+    await page.getByRole('button', { name: 'Output' }).first().click();
+    const dialog = page.getByRole('dialog', { name: `Job ${job.id}` });
+    await dialog.getByText('succeeded').waitFor({ timeout: 30_000 });
+    await expect.poll(async () => ((await dialog.getByRole('log').textContent()) ?? '').length, { timeout: 15_000 }).toBeGreaterThan(0);
+    await shot('deployment-job');
+    await axe('deployment-job');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+  });
+
   it('creates an API key shown once, revokes it, and finds the revocation in the audit', async () => {
     await page.getByRole('link', { name: 'Users & keys' }).click();
     // By keyboard: focus the button, Enter opens the form, Enter in the field submits.
@@ -347,7 +380,10 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
     ];
     for (const [path, name, ready] of screens) await screen(path, name, ready);
     await page.goto(new URL('/plans', agent.url).href);
-    await page.getByRole('button', { name: 'Review' }).first().click();
+    await page
+      .getByRole('row', { name: new RegExp(`create deployment ${app}`) })
+      .getByRole('button', { name: 'Review' })
+      .click();
     await page.locator('.diff').first().waitFor();
     await shot('plans-review');
   });

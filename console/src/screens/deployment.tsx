@@ -609,8 +609,8 @@ export function JobDialog({ id, onClose }: { id: string; onClose: () => void }) 
       {},
       (msg) => {
         if (msg.type === 'job' || msg.type === 'end') setJob(msg.job);
-        else if (msg.type === 'line') setLines((old) => [...old.slice(-1000), msg.text ?? msg.line ?? '']);
-        else if (msg.type === 'progress') setProgress(msg);
+        else if (msg.type === 'line') setLines((old) => [...old.slice(-1000), msg.text ?? '']);
+        else if (msg.type === 'progress') setProgress(msg.progress);
       },
       () => undefined,
     );
@@ -619,9 +619,10 @@ export function JobDialog({ id, onClose }: { id: string; onClose: () => void }) 
   return (
     <Dialog title={`Job ${id}`} onClose={onClose}>
       <p>
-        {job?.kind} <Badge value={job?.status} /> {progress?.percent !== undefined ? `${progress.percent} %` : ''} {progress?.step ?? ''}
+        {job?.title ?? job?.kind} <Badge value={job?.status} />{' '}
+        {progress?.percent !== null && progress?.percent !== undefined ? `${Math.round(progress.percent)} %` : ''} {progress?.step ?? job?.progress?.step ?? ''}
       </p>
-      <pre class="logs" tabIndex={0} aria-label="Job output">
+      <pre class="logs" tabIndex={0} role="log" aria-label="Job output">
         {lines.join('\n')}
       </pre>
       {job && ['running', 'queued', 'pending'].includes(job.status) ? (
