@@ -98,7 +98,14 @@ try {
     plugins: ['access', 'docker', 'deployments', 'edge', 'security'],
     dataDir,
     config: {
-      proxy: { config_dir: join(work, 'nginx'), test_command: ['true'], reload_command: ['true'], access_log: accessLog, error_log: join(work, 'error.log'), default_server: false },
+      proxy: {
+        config_dir: join(work, 'nginx'),
+        test_command: ['true'],
+        reload_command: ['true'],
+        access_log: accessLog,
+        error_log: join(work, 'error.log'),
+        default_server: false,
+      },
       traffic: { follow_interval_ms: 100 },
     },
   });
