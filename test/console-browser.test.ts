@@ -425,6 +425,21 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
     expect(await p.locator('main').textContent()).not.toContain(app);
     await shot('tenant-audit', p);
     await tenant.close();
+
+    // The same user's API key (scoped to its deployment) signs in too, and reaches no more.
+    const tenantToken = await agent.login(`tenant${runId}`, 'Tenant-Pass-123');
+    const key = (await agent.api('POST', '/apikeys', { token: tenantToken, body: { name: 'tenant-key' } })).body.data.key as string;
+    const keyed = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const k = await keyed.newPage();
+    await k.goto(agent.url);
+    await k.getByRole('radio', { name: 'an API key' }).check();
+    await k.locator('#api_key').fill(key);
+    await k.getByRole('button', { name: 'Sign in' }).click();
+    await k.getByRole('link', { name: other }).waitFor();
+    expect(await k.locator('main').textContent()).not.toContain(app);
+    expect(await k.evaluate(() => sessionStorage.getItem('agent.token'))).not.toBe(key);
+    await shot('tenant-api-key', k);
+    await keyed.close();
   });
 
   it('shows a list of 1,000 deployments in under 500 ms (the first 100 rows, the count, more on request)', async () => {
