@@ -1,5 +1,6 @@
 /** Routes of a deployment's domains: list, and the add/update/remove operations (each plannable: nginx diff). */
 import { mergeErrors, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { COMPOSE_ERRORS } from '@agent/plugin-docker/api';
 import { PROXY_APPLY_ERRORS } from '../api.js';
 import { Domain, DomainAdd, DomainIdParams, DomainUpdate, NameParams } from '../schemas.js';
 import type { EdgeConfig } from '../config.js';
@@ -8,8 +9,9 @@ import type { domainOperations } from '../operations/domains.js';
 
 export function domainRoutes(ctx: PluginContext<EdgeConfig>, domains: Domains, ops: ReturnType<typeof domainOperations>): void {
   const common = { permission: 'proxy:write', tag: 'domains', deployment: 'name', plannable: true } as const;
-  // A domain another entry or deployment holds (proxy/domains.ts), and nginx refusing the rendered configuration.
-  const changeErrors = mergeErrors(PROXY_APPLY_ERRORS, { 409: ['DOMAIN_CLAIMED', 'DOMAIN_EXISTS'] });
+  // A domain another entry or deployment holds (proxy/domains.ts), the deployment's compose model read to check the
+  // service (through the compose guard), and nginx refusing the rendered configuration.
+  const changeErrors = mergeErrors(COMPOSE_ERRORS, PROXY_APPLY_ERRORS, { 409: ['DOMAIN_CLAIMED', 'DOMAIN_EXISTS'] });
 
   ctx.route({
     method: 'GET',

@@ -1,5 +1,6 @@
 /** Proxy routes: quick setup of a deployment's domain, its status, removal of all its domains, the vhost list. */
 import { mergeErrors, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { COMPOSE_ERRORS } from '@agent/plugin-docker/api';
 import { PROXY_APPLY_ERRORS } from '../api.js';
 import { Domain, NameParams } from '../schemas.js';
 import type { EdgeConfig } from '../config.js';
@@ -24,7 +25,8 @@ export function proxyRoutes(ctx: PluginContext<EdgeConfig>, rt: Runtime, ops: Re
       response: Domain,
       // 201 when it created the root domain entry, 200 when it updated it.
       successes: [201],
-      errors: mergeErrors(PROXY_APPLY_ERRORS, { 409: ['DOMAIN_CLAIMED', 'DOMAIN_EXISTS'] }),
+      // The first service is read from the deployment's compose model (through the compose guard).
+      errors: mergeErrors(COMPOSE_ERRORS, PROXY_APPLY_ERRORS, { 409: ['DOMAIN_CLAIMED', 'DOMAIN_EXISTS'] }),
       input: (req) => ({ deployment: req.params.name, ...req.body }),
       respond: ({ entry, created }) => (created ? reply.created(entry) : entry),
     }),

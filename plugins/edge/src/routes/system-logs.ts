@@ -1,5 +1,6 @@
 /** System log routes: the sources, a read of one, and a websocket that follows it. */
 import { Type, type PluginContext } from '@agent/sdk';
+import { ENGINE_ERRORS } from '@agent/plugin-docker/api';
 import type { EdgeConfig } from '../config.js';
 import { LineSchema, LogsQuery, SourceSchema, type SystemLogs } from '../syslogs/sources.js';
 
@@ -14,6 +15,8 @@ export function systemLogRoutes(ctx: PluginContext<EdgeConfig>, logs: SystemLogs
     operationId: 'system.logSources',
     summary: 'Host log sources: proxy access and error logs, shared infrastructure containers',
     response: Type.Array(SourceSchema),
+    // Infrastructure containers are listed by the docker service.
+    errors: ENGINE_ERRORS,
     handler: () => logs.sources(),
   });
 
@@ -27,6 +30,8 @@ export function systemLogRoutes(ctx: PluginContext<EdgeConfig>, logs: SystemLogs
     description: bound,
     deployment: (req) => req.query.deployment,
     response: Type.Array(LineSchema),
+    // A container source is read through the docker service.
+    errors: ENGINE_ERRORS,
     handler: (req) => logs.read(req.query, req.principal),
   });
 
