@@ -49,7 +49,7 @@ const TEMPLATE_COMPOSE = `services:
       agent.test: "1"
 `;
 
-describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
+describe('web console in Chromium', () => {
   let agent: TestAgent;
   let browser: Browser;
   let context: BrowserContext;
@@ -82,6 +82,7 @@ describe.skipIf(!existsSync(CHROMIUM))('web console in Chromium', () => {
   }
 
   beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: test/env/up.sh installs it (Debian package chromium, test/env/packages.d/console.txt)`);
     rmSync(ARTIFACTS, { recursive: true, force: true });
     mkdirSync(ARTIFACTS, { recursive: true });
     work = mkdtempSync(join(tmpdir(), 'agent-console-'));
