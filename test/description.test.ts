@@ -27,6 +27,9 @@ const HELLO = resolve(REPO_ROOT, 'examples/hello-plugin');
 const BUSYBOX = `services:
   web:
     image: agent-test/busybox:latest
+    # Containers the suite leaves behind are removed by test/env (by this label).
+    labels:
+      agent.test: "1"
     stop_signal: SIGKILL
     command: ["httpd", "-f", "-p", "80", "-h", "/"]
 `;
