@@ -22,10 +22,12 @@ const eslint = new ESLint({
   ],
 });
 const results = await eslint.lintFiles(['{sdk,core,client,cli}/src/**/*.ts', 'plugins/*/src/**/*.ts', 'examples/*/src/**/*.ts']);
-const found = results.flatMap((r) => r.messages.filter((m) => m.ruleId === '@typescript-eslint/no-explicit-any').map((m) => `${r.filePath.slice(ROOT.length + 1)}:${m.line}`));
+const found = results.flatMap((r) =>
+  r.messages.filter((m) => m.ruleId === '@typescript-eslint/no-explicit-any').map((m) => `${r.filePath.slice(ROOT.length + 1)}:${m.line}`),
+);
 if (found.length > budget) {
   console.error(`explicit any: ${found.length}, over the budget of ${budget}. New ones, among:\n${found.slice(-20).join('\n')}`);
   process.exit(1);
 }
-if (process.argv.includes("--list")) console.log(found.join("\n"));
+if (process.argv.includes('--list')) console.log(found.join('\n'));
 console.log(`explicit any: ${found.length} (budget ${budget})${found.length < budget ? `: lower .any-budget to ${found.length}` : ''}`);

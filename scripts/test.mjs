@@ -10,6 +10,8 @@ if (process.argv.length <= 2) {
   // Formatting (Prettier) and the type-aware lint rules (ESLint: floating and misused promises) before the suite.
   must(process.execPath, [join(ROOT, 'node_modules', 'prettier', 'bin', 'prettier.cjs'), '--check', '--log-level', 'warn', '.']);
   must(process.execPath, [join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js'), '--max-warnings', '0', '.']);
+  // The explicit-any budget (.any-budget): the count may only go down.
+  must(process.execPath, [join(ROOT, 'scripts', 'any-budget.mjs')]);
 }
 must('bash', [join(ROOT, 'test', 'env', 'up.sh')]);
 let code = 1;

@@ -22,6 +22,7 @@ import { cleanupDocker, runId, until } from '../plugins/deployments/test/helpers
 declare const window: { axe: { run(node: unknown, options: unknown): Promise<{ violations: any[] }> } };
 declare const document: {
   querySelector(selector: string): { click(): void; textContent: string | null } | null;
+  activeElement: { textContent: string | null } | null;
   querySelectorAll(selector: string): { length: number; [Symbol.iterator](): Iterator<{ click(): void; textContent: string | null }> };
 };
 declare const sessionStorage: { getItem(key: string): string | null };
@@ -321,8 +322,12 @@ describe('web console in Chromium', () => {
   it('creates an API key shown once, revokes it, and finds the revocation in the audit', async () => {
     await page.getByRole('link', { name: 'Users & keys' }).click();
     // By keyboard: focus the button, Enter opens the form, Enter in the field submits.
+    await page.getByRole('heading', { name: 'Users and API keys' }).waitFor();
+    await expect.poll(() => page.getByText('Loading…').count()).toBe(0);
     await page.getByRole('button', { name: 'New API key' }).focus();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe('New API key');
     await page.keyboard.press('Enter');
+    await page.getByRole('dialog', { name: 'New API key' }).waitFor();
     await page.locator('#form-apikeys-create-name').focus();
     await page.keyboard.type('console-key');
     await page.keyboard.press('Enter');

@@ -92,7 +92,7 @@ describe('web console site (ctx.site)', () => {
     expect((await get('/favicon.ico')).status).toBe(404);
     const api = await get('/api/no-such-route');
     expect(api.status).toBe(404);
-    expect((await api.json()).code).toBe('NOT_FOUND');
+    expect(((await api.json()) as { code: string }).code).toBe('NOT_FOUND');
     expect(api.headers.get('content-security-policy')).toBeNull();
     expect((await get('/api/health')).status).toBe(200);
     // Only reads: a POST to a page is the kernel's JSON 404.

@@ -245,7 +245,7 @@ export class OwnNginx implements ProxyControl {
           this.log.warn("ending the own nginx's workers a killed master left running", { pids: orphans, pid_file: this.paths.pidFile });
           killGroup(pid);
           // Gone before the ports are checked: a SIGKILL is delivered at once, the sockets close when they exit.
-          for (const until = Date.now() + STOP_STEP_MS; groupMembers(pid).length && Date.now() < until; ) await sleep(25);
+          for (const until = Date.now() + STOP_STEP_MS; groupMembers(pid).length && Date.now() < until;) await sleep(25);
         }
       }
     }
@@ -271,7 +271,7 @@ export class OwnNginx implements ProxyControl {
       await gone(STOP_STEP_MS);
     } finally {
       killGroup(pid);
-      for (const until = Date.now() + STOP_STEP_MS; groupMembers(pid).length && Date.now() < until; ) await sleep(25);
+      for (const until = Date.now() + STOP_STEP_MS; groupMembers(pid).length && Date.now() < until;) await sleep(25);
     }
   }
 
