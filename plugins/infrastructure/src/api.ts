@@ -3,8 +3,15 @@
  * database, cache, DNS server), each a compose project made from a template (provided by the infrastructure
  * plugin). Unknown names throw HttpError 404.
  */
-import { createServiceRef } from '@agent/sdk';
-import type { ContainerHealth, LogLine } from '@agent/plugin-docker/api';
+import { createServiceRef, mergeErrors, type ErrorCodes } from '@agent/sdk';
+import { COMPOSE_ERRORS, type ContainerHealth, type LogLine } from '@agent/plugin-docker/api';
+
+/**
+ * What a change of a service answers (configure, start, stop, restart), for the `errors` of routes that make one:
+ * its settings (400 naming the field), a shared network not stopped, compose run through the guard on the engine,
+ * compose failing.
+ */
+export const INFRASTRUCTURE_ERRORS: ErrorCodes = mergeErrors(COMPOSE_ERRORS, { 400: ['NOT_STOPPABLE'], 502: ['COMPOSE_FAILED'] });
 
 export type InfrastructureState = 'running' | 'stopped' | 'partial' | 'starting' | 'failed' | 'not_created';
 

@@ -6,7 +6,7 @@
  */
 import { definePlugin, optional, Type } from '@agent/sdk';
 import { deploymentsService } from '@agent/plugin-deployments/api';
-import { dockerService } from '@agent/plugin-docker/api';
+import { dockerService, ENGINE_ERRORS } from '@agent/plugin-docker/api';
 import { infrastructureService } from './api.js';
 import { InfrastructureManager, type InfraDoc } from './manager.js';
 import { networkOperations } from './operations/networks.js';
@@ -38,6 +38,8 @@ export default definePlugin({
     ),
   }),
   deps: { docker: dockerService, deployments: optional(deploymentsService) },
+  // Every route reads the engine (the containers of a service, of a deployment); each route adds its own answers.
+  errors: ENGINE_ERRORS,
   provides: { infrastructure: infrastructureService },
 
   async setup(ctx, deps) {

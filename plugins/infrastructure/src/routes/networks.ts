@@ -31,6 +31,7 @@ export function networkRoutes(ctx: PluginContext, manager: InfrastructureManager
         params: ops.params,
         body: Attach,
         response: Attached,
+        errors: { 409: ['NO_RUNNING_CONTAINER'] },
         input: (req) => ({ ...req.body, ...req.params }),
       }),
     );

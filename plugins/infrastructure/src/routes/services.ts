@@ -1,5 +1,6 @@
 /** The infrastructure services: list, one, logs (reads); settings, start, stop, restart (operations). */
 import { operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { INFRASTRUCTURE_ERRORS } from '../api.js';
 import type { InfrastructureManager } from '../manager.js';
 import type { ServiceOperations } from '../operations/services.js';
 import { Configure, LogLines, LogsQuery, NameParams, Start, Status } from '../schemas.js';
@@ -54,6 +55,7 @@ function changeRoutes(ctx: PluginContext, ops: ServiceOperations): void {
       params: NameParams,
       body: Configure,
       response: Status,
+      errors: INFRASTRUCTURE_ERRORS,
       input: (req) => ({ ...req.body, ...req.params }),
     }),
   );
@@ -67,6 +69,7 @@ function changeRoutes(ctx: PluginContext, ops: ServiceOperations): void {
       params: NameParams,
       body: Start,
       response: Status,
+      errors: INFRASTRUCTURE_ERRORS,
       input: (req) => ({ ...req.body, ...req.params }),
       respond: (status) => reply.ok(status, `'${status.name}' started`),
     }),
@@ -85,6 +88,7 @@ function changeRoutes(ctx: PluginContext, ops: ServiceOperations): void {
         summary,
         params: NameParams,
         response: Status,
+        errors: INFRASTRUCTURE_ERRORS,
         input: (req) => req.params,
         respond: (status) => reply.ok(status, `'${status.name}' ${done}`),
       }),
