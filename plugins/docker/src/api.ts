@@ -205,6 +205,8 @@ export interface DockerService {
     disconnect(network: string, container: string): Promise<void>;
   };
 
+  swarm: SwarmService;
+
   compose: {
     /** `v2` (`docker compose`) or `v1` (`docker-compose`); waits for the detection. 503 COMPOSE_UNAVAILABLE without compose. */
     flavour(): Promise<ComposeFlavour>;
@@ -240,6 +242,86 @@ export interface DockerService {
 
 export type ComposeFlavour = 'v1' | 'v2';
 
+/** Whether this engine is in a swarm and may manage it. */
+export interface SwarmInfo {
+  /** The engine's own word: inactive, pending, active, error, locked. */
+  state: string;
+  /** Active and a manager: the cluster endpoints and swarm deployments work. */
+  manager: boolean;
+  node_id: string | null;
+  cluster_id: string | null;
+  /** Known to managers only. */
+  nodes: number | null;
+  managers: number | null;
+  error: string | null;
+}
+
+export interface SwarmNode {
+  id: string;
+  hostname: string;
+  role: 'manager' | 'worker';
+  availability: 'active' | 'pause' | 'drain';
+  labels: Record<string, string>;
+  /** ready, down, unknown, disconnected. */
+  state: string;
+  address: string | null;
+  leader: boolean;
+  /** Managers only: reachable, unreachable, unknown. */
+  reachability: string | null;
+  engine_version: string | null;
+  resources: { nano_cpus: number; memory_bytes: number };
+}
+
+export interface SwarmNodeChange {
+  labels?: Record<string, string>;
+  availability?: 'active' | 'pause' | 'drain';
+}
+
+/** A service of a stack as the deployments' services are shown: replicas running/desired and its newest tasks. */
+export interface StackService {
+  /** Without the stack prefix (the compose service name). */
+  name: string;
+  service_id: string;
+  image: string;
+  mode: 'replicated' | 'global';
+  replicas: { running: number; desired: number };
+  /** The engine's rolling update: updating, paused, completed, rollback_started, rollback_completed, …; null: none. */
+  update: { state: string; message: string | null } | null;
+  tasks: {
+    id: string;
+    slot: number | null;
+    node_id: string | null;
+    state: string;
+    desired_state: string;
+    error: string | null;
+    message: string | null;
+    updated_at: string | null;
+  }[];
+}
+
+/** Docker Swarm of this engine (the calls that need a manager answer 409 NOT_SWARM_MANAGER on any other). */
+export interface SwarmService {
+  info(): Promise<SwarmInfo>;
+  /** 409 NOT_SWARM_MANAGER unless this engine manages a swarm. */
+  requireManager(): Promise<SwarmInfo>;
+  /** A single-node swarm; 409 SWARM_EXISTS when the engine is part of one already. */
+  init(options?: { advertise_addr?: string }): Promise<SwarmInfo>;
+  /** Secrets: never logged, planned or audited. */
+  joinTokens(): Promise<{ worker: string; manager: string }>;
+  nodes(): Promise<SwarmNode[]>;
+  node(id: string): Promise<SwarmNode>;
+  updateNode(id: string, change: SwarmNodeChange): Promise<SwarmNode>;
+  /**
+   * Deploys a checked model (checked with `runtime: 'swarm'`) as a stack named after its project
+   * (`docker stack deploy`), after the same re-checks as a compose start.
+   */
+  deployStack(checked: CheckedCompose, options?: { signal?: AbortSignal; onLine?: (line: string) => void }): Promise<ComposeRunResult>;
+  stackServices(stack: string): Promise<StackService[]>;
+  scale(stack: string, service: string, replicas: number): Promise<void>;
+  removeStack(stack: string, options?: { waitMs?: number }): Promise<void>;
+  stacks(): Promise<string[]>;
+}
+
 /** What a compose project is made of; the caller reads the files (never through a symlink). */
 export interface ComposeSource {
   /** Compose project name (`[a-z0-9][a-z0-9_-]*`). */
@@ -259,6 +341,8 @@ export interface ComposeSource {
   exceptions?: string[];
   /** false: the host-safety policy is off (an admin's choice); the model is still compose's own and runs as checked. */
   enforce?: boolean;
+  /** `swarm`: checked for `docker stack deploy` too (Swarm's own dangerous keys, safe update defaults). Default compose. */
+  runtime?: 'compose' | 'swarm';
 }
 
 export interface HostSafetyViolation {
@@ -283,6 +367,8 @@ export interface CheckedCompose {
   readonly granted: readonly string[];
   /** With the policy off: what it would have refused. */
   readonly violations: readonly HostSafetyViolation[];
+  /** What it was checked for (absent: compose). */
+  readonly runtime?: 'compose' | 'swarm';
 }
 
 export type ComposeCommand =

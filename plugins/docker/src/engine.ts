@@ -19,6 +19,7 @@ import { isConnectionError, toHttpError, unavailable } from './engine-errors.js'
 import { ComposeGuard, type GuardEngine } from './compose/guard.js';
 import { pullImage } from './pull-jobs.js';
 import type { ExistingContainer } from './compose/policy.js';
+import { swarmApi } from './swarm.js';
 
 const EXEC_OUTPUT_LIMIT = 1024 * 1024;
 const STDERR_LIMIT = 64 * 1024;
@@ -617,6 +618,19 @@ export class DockerEngine implements DockerService {
     await this.detectCompose();
     if (!this.detectedCommand) throw errors.unavailable('neither `docker compose` nor `docker-compose` is installed', 'COMPOSE_UNAVAILABLE');
     return [...this.detectedCommand];
+  }
+
+  private swarmCalls: DockerService['swarm'] | null = null;
+
+  /** Swarm of this engine; a stack is deployed through the compose guard, as every run of a model is. */
+  get swarm(): DockerService['swarm'] {
+    return (this.swarmCalls ??= {
+      ...swarmApi(this.opts.docker, (what, fn) => this.call(what, fn), this.opts.dockerHost),
+      deployStack: async (checked, options) => {
+        await this.swarm.requireManager();
+        return this.guard.stack(checked, options);
+      },
+    });
   }
 
   readonly compose: DockerService['compose'] = {

@@ -35,6 +35,7 @@ import {
   type PolicyResult,
 } from './policy.js';
 import { envFileKeys, prepareSource, type PreparedSource } from './source.js';
+import { checkSwarm, withSwarmDefaults } from './swarm-policy.js';
 
 /** Part of every content hash: a change of the policy's code must check every project again. */
 const POLICY_VERSION = 'policy-2';
@@ -76,6 +77,7 @@ interface Kept {
   builtImages: BuiltImage[];
   images: { service: string; image: string }[];
   ownNames: PolicyResult['ownNames'];
+  runtime: 'compose' | 'swarm';
 }
 
 interface KeptFile {
@@ -94,6 +96,8 @@ interface KeptFile {
   builtImages: BuiltImage[];
   images: { service: string; image: string }[];
   ownNames: PolicyResult['ownNames'];
+  /** Absent in files kept before swarm deployments existed: compose. */
+  runtime?: 'compose' | 'swarm';
 }
 
 /** Images a project builds and runs, from its kept models (for the names-are-owned rule across projects). */
@@ -278,7 +282,22 @@ export class ComposeGuard {
       files: source.files,
       dropName: flavour === 'v1',
     });
-    const hash = sha256(JSON.stringify([POLICY_VERSION, flavour, source.project, dir, prepared.text, Object.entries(env).sort(), exceptions, enforce]));
+    const swarm = source.runtime === 'swarm';
+    // The runtime is part of what was checked (a swarm model passes more rules and runs with update defaults); compose
+    // hashes stay what they were, so no kept model is checked again for it.
+    const hash = sha256(
+      JSON.stringify([
+        POLICY_VERSION,
+        flavour,
+        source.project,
+        dir,
+        prepared.text,
+        Object.entries(env).sort(),
+        exceptions,
+        enforce,
+        ...(swarm ? ['swarm'] : []),
+      ]),
+    );
 
     const known = this.byHash.get(hash) ?? (await this.load(source.project, hash));
     if (known) return known.public;
@@ -333,6 +352,12 @@ export class ComposeGuard {
     const violations: HostSafetyViolation[] = [...policy.violations];
     violations.push(...this.unexpectedEnvironment(model, prepared, envDir));
     const runModel = applyPins(model, policy.pins);
+    if (swarm) {
+      const rules = checkSwarm(model, new Set(exceptions));
+      violations.push(...rules.violations);
+      policy.granted = [...new Set([...policy.granted, ...rules.granted])].sort();
+      withSwarmDefaults(runModel);
+    }
     stampServices(runModel, policy.granted);
     violations.push(...(await this.dockerfiles(source.project, dir, runModel)));
     violations.push(...(await this.foreignNames(source.project, { ...policy, services: Object.keys(runModel.services ?? {}) }, new Set(exceptions))));
@@ -356,6 +381,7 @@ export class ComposeGuard {
       builtImages: policy.builtImages,
       images: policy.images,
       ownNames: policy.ownNames,
+      runtime: swarm ? 'swarm' : 'compose',
     };
     await writeAtomic(join(projectDir, `${hash}.meta.json`), JSON.stringify(kept));
     await this.prune(source.project, hash);
@@ -404,6 +430,7 @@ export class ComposeGuard {
       services: Object.freeze(services),
       granted: Object.freeze([...file.granted]),
       violations: Object.freeze([...file.violations]),
+      runtime: file.runtime ?? 'compose',
     });
     const kept: Kept = {
       public: pub,
@@ -415,6 +442,7 @@ export class ComposeGuard {
       builtImages: file.builtImages ?? [],
       images: file.images ?? [],
       ownNames: file.ownNames ?? [],
+      runtime: file.runtime ?? 'compose',
     };
     this.noteImages(file.project, kept);
     this.issued.set(pub, kept);
@@ -815,6 +843,40 @@ export class ComposeGuard {
    * checked is the copied one, which is the one built.
    */
   private async build(checked: CheckedCompose, kept: Kept, services: string[], options: ComposeRunOptions): Promise<ComposeRunResult> {
+  /**
+   * Deploys a model checked for swarm as the stack of its project (`docker stack deploy`), with the same re-checks
+   * a compose start has (host paths, names other projects own) and its builds done first from private copies;
+   * the file the stack is deployed from is the checked model, written where no container can write.
+   */
+  async stack(checked: CheckedCompose, options: ComposeRunOptions = {}): Promise<ComposeRunResult> {
+    const kept = this.issued.get(checked);
+    if (!kept) throw errors.internal('a stack deploys only models the guard checked');
+    if (kept.runtime !== 'swarm') throw errors.internal(`project '${checked.project}' was not checked for swarm`);
+    const { project, dir, hash } = checked;
+    const projectDir = this.projectDir(project);
+    if (kept.enforce) {
+      const moved = recheckHostPaths(kept.hostPaths, { project, dir, exceptions: new Set(kept.exceptions) });
+      if (moved.length) throw hostSafetyError(moved, null);
+      const names = await this.foreignNames(
+        project,
+        { ...kept, containerNames: containerNamesOf(checked.model), services: [...checked.services] },
+        new Set(kept.exceptions),
+      );
+      if (names.length) throw hostSafetyError(names, null);
+    }
+    const file = join(projectDir, `${hash}.json`);
+    await mkdir(projectDir, { recursive: true, mode: 0o700 });
+    if (!existsSync(file)) await writeAtomic(file, serializeModel(checked.model as Record<string, unknown>));
+    const built = await this.build(checked, kept, await this.missingImages(kept), options);
+    if (built.exit_code !== 0) return built;
+    await writeAtomic(join(projectDir, 'last'), hash + '\n');
+    await writeAtomic(join(projectDir, 'current'), hash + '\n');
+    // `--prune`: services removed from the file go (as `up --remove-orphans` would); the docker CLI with the same
+    // fixed environment as compose (nothing of the agent's own reaches its interpolation).
+    const r = await runCompose(['docker'], this.opts.dockerHost, projectDir, ['stack', 'deploy', '--prune', '-c', file, project], options);
+    return merge([built, { exit_code: r.exit_code, output: r.output.split(file).join('the checked compose file') }]);
+  }
+
     if (!services.length) return { exit_code: 0, output: '' };
     const { project, dir } = checked;
     const work = await mkdtemp(join(this.projectDir(project), '.build-'));

@@ -1,0 +1,99 @@
+/**
+ * What a model checked for `docker stack deploy` must also pass, on top of the host-safety policy (policy.ts), and
+ * the update defaults it runs with. Swarm reads keys compose ignores (`deploy.*`) and places tasks on any node, so:
+ * - `deploy.placement` constraints that put tasks on managers (the nodes holding the cluster's state, its CA and
+ *   every secret) are refused: exception `deploy.placement:managers`;
+ * - `deploy.mode: global` (a task on every node of the cluster, present and future): exception `deploy.mode:global`;
+ * - published ports in `mode: host` (bound on the node itself, around the routing mesh and the agent's proxy):
+ *   exception `ports.mode:host:<published>`;
+ * - bind mounts: the path is resolved on whichever node runs the task, not the one the guard checked: exception
+ *   `swarm.bind:<source>`.
+ * External networks, volumes, configs and secrets (another stack's, say) are refused by the host-safety policy
+ * already, exactly as for compose.
+ */
+import type { ModelNode, Violation } from './policy.js';
+
+const isMap = (v: unknown): v is ModelNode => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A constraint that can only hold on managers: `node.role == manager` / `node.role != worker` (any spacing or case;
+ * Swarm compares roles case-insensitively).
+ */
+function onManagers(constraint: string): boolean {
+  const m = /^\s*node\.role\s*(==|!=)\s*([a-z]+)\s*$/i.exec(constraint);
+  if (!m) return false;
+  const role = m[2]!.toLowerCase();
+  return (m[1] === '==' && role === 'manager') || (m[1] === '!=' && role === 'worker');
+}
+
+/** The bind source of a volume entry of compose's model (short `src:dst[:mode]` or long syntax), else null. */
+function bindSource(entry: unknown): string | null {
+  if (typeof entry === 'string') {
+    const source = entry.split(':')[0]!;
+    return source.startsWith('/') || source.startsWith('.') || source.startsWith('~') ? source : null;
+  }
+  if (isMap(entry) && entry.type === 'bind') return String(entry.source ?? '');
+  return null;
+}
+
+/** Violations of the swarm rules not covered by a granted exception, and the exceptions that were needed and granted. */
+export function checkSwarm(model: ModelNode, exceptions: ReadonlySet<string>): { violations: Violation[]; granted: string[] } {
+  const violations: Violation[] = [];
+  const granted: string[] = [];
+  const refuse = (service: string, key: string, value: unknown, exception: string, why: string) => {
+    if (exceptions.has(exception)) granted.push(exception);
+    else violations.push({ service, key, value: typeof value === 'string' ? value : JSON.stringify(value), exception, why });
+  };
+  for (const [service, def] of Object.entries((model.services ?? {}) as ModelNode)) {
+    if (!isMap(def)) continue;
+    const deploy = isMap(def.deploy) ? def.deploy : {};
+    if (deploy.mode === 'global') refuse(service, 'deploy.mode', 'global', 'deploy.mode:global', 'global mode runs a task on every node of the cluster');
+    const constraints = isMap(deploy.placement) && Array.isArray(deploy.placement.constraints) ? deploy.placement.constraints.map(String) : [];
+    for (const c of constraints.filter(onManagers))
+      refuse(service, 'deploy.placement.constraints', c, 'deploy.placement:managers', 'managers hold the cluster state, its CA and every secret');
+    for (const port of Array.isArray(def.ports) ? def.ports : []) {
+      if (isMap(port) && port.mode === 'host')
+        refuse(
+          service,
+          'ports.mode',
+          `${port.published ?? ''}:${port.target ?? ''} host`,
+          `ports.mode:host:${port.published ?? ''}`,
+          "a host-mode port binds on the node itself, around the routing mesh and the agent's proxy",
+        );
+      else if (typeof port === 'string' && /\/?mode=host|,\s*mode=host/.test(port))
+        refuse(service, 'ports.mode', port, `ports.mode:host:${port}`, 'a host-mode port binds on the node itself');
+    }
+    for (const v of Array.isArray(def.volumes) ? def.volumes : []) {
+      const source = bindSource(v);
+      if (source !== null)
+        refuse(
+          service,
+          'volumes',
+          source,
+          `swarm.bind:${source}`,
+          'a bind mount is resolved on whichever node runs the task, not on the host the agent checked',
+        );
+    }
+  }
+  return { violations, granted };
+}
+
+/** 10 s of watching each updated task: a task that fails within it rolls the update back. */
+const MONITOR = '10s';
+
+/**
+ * Safe updates unless the file says otherwise: start the new task before stopping the old (no gap for a single
+ * replica), roll back when an updated task fails within the monitor window. Swarm's own default is stop-first and
+ * `pause` on failure, which leaves a half-updated service serving nothing. Mutates `model` (the one that runs).
+ */
+export function withSwarmDefaults(model: ModelNode): void {
+  for (const def of Object.values((model.services ?? {}) as ModelNode)) {
+    if (!isMap(def)) continue;
+    const deploy: ModelNode = isMap(def.deploy) ? def.deploy : {};
+    if (deploy.update_config === undefined) deploy.update_config = { failure_action: 'rollback', monitor: MONITOR, order: 'start-first', parallelism: 1 };
+    if (deploy.rollback_config === undefined) deploy.rollback_config = { monitor: MONITOR, order: 'start-first', parallelism: 1 };
+    def.deploy = deploy;
+  }
+  // `docker stack deploy` refuses a file without a version; compose v2's `config` writes none.
+  if (model.version === undefined) model.version = '3.9';
+}

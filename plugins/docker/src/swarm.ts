@@ -1,0 +1,233 @@
+/**
+ * Docker Swarm through the same dockerode client as the rest of the engine: whether this engine is a manager, init,
+ * join tokens, nodes, and the stacks (services and tasks) the agent deployed. Deploying a stack is not here: it runs
+ * a checked model, so it goes through the compose guard (`ComposeGuard.stack`).
+ */
+import Docker from 'dockerode';
+import { errors } from '@agent/sdk';
+import type { StackService, SwarmInfo, SwarmNode, SwarmNodeChange } from './api.js';
+import { runCompose } from './compose/cli.js';
+
+/** The label `docker stack deploy` puts on every object of a stack. */
+export const STACK_LABEL = 'com.docker.stack.namespace';
+const STACK = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const NODE_ID = /^[a-z0-9]{1,64}$/;
+
+type Call = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+
+/** The parts of the engine's node, service and task objects read here (dockerode types them loosely or not at all). */
+interface NodeInfo {
+  ID?: string;
+  Version?: { Index?: number };
+  Spec?: { Role?: string; Availability?: string; Labels?: Record<string, string>; Name?: string };
+  Description?: { Hostname?: string; Resources?: { NanoCPUs?: number; MemoryBytes?: number }; Engine?: { EngineVersion?: string } };
+  Status?: { State?: string; Addr?: string };
+  ManagerStatus?: { Leader?: boolean; Reachability?: string };
+}
+interface ServiceInfo {
+  ID?: string;
+  Version?: { Index?: number };
+  Spec?: {
+    Name?: string;
+    Labels?: Record<string, string>;
+    Mode?: { Replicated?: { Replicas?: number }; Global?: object };
+    TaskTemplate?: { ContainerSpec?: { Image?: string } };
+  };
+  UpdateStatus?: { State?: string; Message?: string };
+}
+interface TaskInfo {
+  ID?: string;
+  ServiceID?: string;
+  Slot?: number;
+  NodeID?: string;
+  DesiredState?: string;
+  UpdatedAt?: string;
+  Status?: { State?: string; Err?: string; Message?: string };
+}
+
+export const notManager = () =>
+  errors.conflict(
+    'this Docker engine is not a swarm manager: initialise a swarm (POST /api/cluster/init) or run the agent on a manager node',
+    'NOT_SWARM_MANAGER',
+  );
+
+function infoOf(info: { Swarm?: Record<string, unknown> }): SwarmInfo {
+  const s = (info.Swarm ?? {}) as {
+    NodeID?: string;
+    LocalNodeState?: string;
+    ControlAvailable?: boolean;
+    Cluster?: { ID?: string };
+    Nodes?: number;
+    Managers?: number;
+    Error?: string;
+  };
+  const state = s.LocalNodeState || 'inactive';
+  return {
+    state,
+    manager: state === 'active' && s.ControlAvailable === true,
+    node_id: s.NodeID || null,
+    cluster_id: s.Cluster?.ID || null,
+    nodes: s.ControlAvailable ? (s.Nodes ?? null) : null,
+    managers: s.ControlAvailable ? (s.Managers ?? null) : null,
+    error: s.Error || null,
+  };
+}
+
+function nodeOf(n: NodeInfo): SwarmNode {
+  const spec = n.Spec ?? {};
+  const desc = n.Description ?? {};
+  return {
+    id: n.ID ?? '',
+    hostname: desc.Hostname ?? '',
+    role: (spec.Role as 'manager' | 'worker' | undefined) ?? 'worker',
+    availability: (spec.Availability as SwarmNode['availability'] | undefined) ?? 'active',
+    labels: (spec.Labels as Record<string, string> | undefined) ?? {},
+    state: n.Status?.State ?? 'unknown',
+    address: n.Status?.Addr ?? null,
+    leader: n.ManagerStatus?.Leader === true,
+    reachability: n.ManagerStatus?.Reachability ?? null,
+    engine_version: desc.Engine?.EngineVersion ?? null,
+    resources: { nano_cpus: desc.Resources?.NanoCPUs ?? 0, memory_bytes: desc.Resources?.MemoryBytes ?? 0 },
+  };
+}
+
+export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) {
+  const info = async (): Promise<SwarmInfo> => infoOf(await call('engine', () => docker.info() as Promise<{ Swarm?: Record<string, unknown> }>));
+  const requireManager = async (): Promise<SwarmInfo> => {
+    const i = await info();
+    if (!i.manager) throw notManager();
+    return i;
+  };
+  const node = async (id: string): Promise<NodeInfo> => {
+    if (!NODE_ID.test(id)) throw errors.notFound(`node '${id}' not found`);
+    return (await call(`node '${id}'`, () => docker.getNode(id).inspect())) as NodeInfo;
+  };
+
+  return {
+    info,
+    requireManager,
+
+    /** A single-node swarm on this engine; 409 SWARM_EXISTS when the engine already is part of one. */
+    async init(options: { advertise_addr?: string } = {}): Promise<SwarmInfo> {
+      const before = await info();
+      if (before.state !== 'inactive') throw errors.conflict(`this engine is already part of a swarm (state '${before.state}')`, 'SWARM_EXISTS');
+      // No advertise address: the engine picks one, and fails on a host with several; the caller can name it.
+      await call('swarm', () => docker.swarmInit({ ListenAddr: '0.0.0.0:2377', AdvertiseAddr: options.advertise_addr ?? '127.0.0.1', ForceNewCluster: false }));
+      return info();
+    },
+
+    /** The join tokens (secrets: the caller returns them to an admin and writes them nowhere else). */
+    async joinTokens(): Promise<{ worker: string; manager: string }> {
+      await requireManager();
+      const s = (await call('swarm', () => docker.swarmInspect())) as { JoinTokens?: { Worker?: string; Manager?: string } };
+      return { worker: s.JoinTokens?.Worker ?? '', manager: s.JoinTokens?.Manager ?? '' };
+    },
+
+    async nodes(): Promise<SwarmNode[]> {
+      await requireManager();
+      const list = (await call('nodes', () => docker.listNodes())) as NodeInfo[];
+      return list.map(nodeOf);
+    },
+
+    async node(id: string): Promise<SwarmNode> {
+      await requireManager();
+      return nodeOf(await node(id));
+    },
+
+    /** Labels replace the node's labels; the version read first makes a concurrent change fail rather than be lost. */
+    async updateNode(id: string, change: SwarmNodeChange): Promise<SwarmNode> {
+      await requireManager();
+      const current = await node(id);
+      const spec = { ...(current.Spec ?? {}) } as Record<string, unknown>;
+      if (change.labels) spec.Labels = change.labels;
+      if (change.availability) spec.Availability = change.availability;
+      await call(`node '${id}'`, () => docker.getNode(id).update({ version: current.Version?.Index, ...spec }));
+      return nodeOf(await node(id));
+    },
+
+    /** The services of a stack with their tasks' state (the newest task per slot). */
+    async stackServices(stack: string): Promise<StackService[]> {
+      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
+      await requireManager();
+      const filters = JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] });
+      const services = (await call('services', () => docker.listServices({ filters }))) as ServiceInfo[];
+      // Tasks by service: the stack label is on services, not on every task.
+      const ids = services.map((s) => s.ID ?? '').filter(Boolean);
+      const tasks = ids.length ? ((await call('tasks', () => docker.listTasks({ filters: JSON.stringify({ service: ids }) }))) as TaskInfo[]) : [];
+      return services.map((s) => {
+        const name = s.Spec?.Name ?? '';
+        const short = name.startsWith(`${stack}_`) ? name.slice(stack.length + 1) : name;
+        const mode = s.Spec?.Mode;
+        const mine = tasks.filter((t) => t.ServiceID === s.ID);
+        const current = mine.filter((t) => t.DesiredState === 'running');
+        const running = current.filter((t) => t.Status?.State === 'running').length;
+        const desired = mode?.Replicated ? (mode.Replicated.Replicas ?? 0) : current.length;
+        const update = s.UpdateStatus;
+        return {
+          name: short,
+          service_id: s.ID ?? '',
+          image: String(s.Spec?.TaskTemplate?.ContainerSpec?.Image ?? '').replace(/@sha256:[0-9a-f]+$/, ''),
+          mode: mode?.Global ? 'global' : 'replicated',
+          replicas: { running, desired },
+          update: update?.State ? { state: update.State, message: update.Message ?? null } : null,
+          tasks: mine
+            .sort((a, b) => String(b.UpdatedAt ?? '').localeCompare(String(a.UpdatedAt ?? '')))
+            .slice(0, 20)
+            .map((t) => ({
+              id: t.ID ?? '',
+              slot: t.Slot ?? null,
+              node_id: t.NodeID ?? null,
+              state: t.Status?.State ?? 'unknown',
+              desired_state: t.DesiredState ?? 'unknown',
+              error: t.Status?.Err ?? null,
+              message: t.Status?.Message ?? null,
+              updated_at: t.UpdatedAt ?? null,
+            })),
+        };
+      });
+    },
+
+    /** Sets the replicas of one service of a stack (a replicated one); the engine rolls it as its update_config says. */
+    async scale(stack: string, service: string, replicas: number): Promise<void> {
+      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
+      await requireManager();
+      const filters = JSON.stringify({ name: [`${stack}_${service}`], label: [`${STACK_LABEL}=${stack}`] });
+      const found = ((await call('services', () => docker.listServices({ filters }))) as ServiceInfo[]).find((s) => s.Spec?.Name === `${stack}_${service}`);
+      if (!found) throw errors.notFound(`deployment '${stack}' has no service '${service}'`);
+      const spec = found.Spec ?? {};
+      if (!spec.Mode?.Replicated) throw errors.conflict(`service '${service}' is not replicated (global mode): it cannot be scaled`, 'NOT_REPLICATED');
+      await call(`service '${service}'`, () =>
+        docker.getService(found.ID!).update({ version: found.Version?.Index, ...spec, Mode: { Replicated: { Replicas: replicas } } }),
+      );
+    },
+
+    /**
+     * Removes a stack (`docker stack rm`): its services, networks, configs and secrets. The engine removes tasks in
+     * the background; this waits (bounded) until no service or network of the stack is left.
+     */
+    async removeStack(stack: string, options: { waitMs?: number } = {}): Promise<void> {
+      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
+      await requireManager();
+      const r = await runCompose(['docker'], dockerHost, '/', ['stack', 'rm', stack]);
+      if (r.exit_code !== 0) throw errors.badGateway(`docker stack rm failed: ${r.output.trim().split('\n').slice(-3).join(' ')}`, 'ENGINE_ERROR');
+      const filters = JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] });
+      const until = Date.now() + (options.waitMs ?? 30_000);
+      while (Date.now() < until) {
+        const [services, networks] = await Promise.all([
+          call('services', () => docker.listServices({ filters })),
+          call('networks', () => docker.listNetworks({ filters } as Docker.NetworkListOptions)),
+        ]);
+        if (!services.length && !networks.length) return;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    },
+
+    /** Stack names the engine holds services of. */
+    async stacks(): Promise<string[]> {
+      const i = await info();
+      if (!i.manager) return [];
+      const services = (await call('services', () => docker.listServices({ filters: JSON.stringify({ label: [STACK_LABEL] }) }))) as ServiceInfo[];
+      return [...new Set(services.map((s) => s.Spec?.Labels?.[STACK_LABEL]).filter((x): x is string => !!x))];
+    },
+  };
+}
