@@ -2,7 +2,7 @@
  * A small client of the PowerDNS Authoritative HTTP API (v1). Answers of the server are turned into
  * `{error, code}` errors: unreachable 503, key refused 502, unknown zone 404, conflict 409, rejected data 400.
  */
-import { HttpError } from '@agent/sdk';
+import { HttpError, type ErrorCodes } from '@agent/sdk';
 
 export interface PdnsConfig {
   url: string;
@@ -45,6 +45,15 @@ export interface PdnsRRsetChange {
 }
 
 const TIMEOUT_MS = 10_000;
+
+/** What a call to the server's API answers (`request` below), for the `errors` of the routes that make one. */
+export const PDNS_ERRORS: ErrorCodes = {
+  400: ['DNS_REJECTED'],
+  404: ['ZONE_NOT_FOUND'],
+  409: ['ZONE_EXISTS'],
+  502: ['DNS_SERVER_AUTH_FAILED', 'DNS_SERVER_ERROR'],
+  503: ['DNS_SERVER_UNREACHABLE'],
+};
 
 export class PowerDnsClient {
   constructor(private readonly config: () => PdnsConfig) {}

@@ -1,5 +1,6 @@
 /** The DNS server: its providers and status (reads), and enable/disable/restart (operations). */
-import { operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { mergeErrors, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { INFRASTRUCTURE_ERRORS } from '@agent/plugin-infrastructure/api';
 import { SERVER_VERBS, type ServerOperations } from '../operations/server.js';
 import { RECORD_TYPES } from '../records.js';
 import { Provider, ServerStatus } from '../schemas.js';
@@ -47,6 +48,8 @@ export function serverRoutes(ctx: PluginContext, status: ServerStatusOf, ops: Se
         permission: 'dns:write',
         summary: `${verb[0]!.toUpperCase()}${verb.slice(1)} the DNS server (the "${DNS_SERVICE}" infrastructure service)`,
         response: ServerStatus,
+        // The infrastructure plugin missing, and what a change of its service answers.
+        errors: mergeErrors(INFRASTRUCTURE_ERRORS, { 503: ['INFRASTRUCTURE_UNAVAILABLE'] }),
         input: () => ({}),
         respond: (current) => reply.ok(current, `DNS server ${verb}d`),
       }),

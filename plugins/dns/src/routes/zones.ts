@@ -1,7 +1,7 @@
 /** Zones and record sets: list and details (reads), create, delete and PATCH of record sets (operations, plannable). */
 import { compareText, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
 import type { ZoneOperations } from '../operations/zones.js';
-import type { PowerDnsClient } from '../pdns.js';
+import { PDNS_ERRORS, type PowerDnsClient } from '../pdns.js';
 import { RECORD_TYPES } from '../records.js';
 import { CreateZoneBody, PatchZoneBody, ZoneDetails, ZoneIdParams, ZoneSummary } from '../schemas.js';
 import { toDetails, toSummary, zoneIdOf } from '../zones.js';
@@ -11,6 +11,7 @@ export function zoneRoutes(ctx: PluginContext, pdns: PowerDnsClient, ops: ZoneOp
     method: 'GET',
     path: '/dns/dnsserver/zones',
     permission: 'dns:read',
+    errors: PDNS_ERRORS,
     operationId: 'dns.listZones',
     summary: 'List zones',
     response: Type.Array(ZoneSummary),
@@ -22,6 +23,7 @@ export function zoneRoutes(ctx: PluginContext, pdns: PowerDnsClient, ops: ZoneOp
       method: 'POST',
       path: '/dns/dnsserver/zones',
       permission: 'dns:write',
+      errors: PDNS_ERRORS,
       creates: 'name',
       status: 201,
       summary: 'Create a zone (409 ZONE_EXISTS when it exists)',
@@ -37,6 +39,7 @@ export function zoneRoutes(ctx: PluginContext, pdns: PowerDnsClient, ops: ZoneOp
     method: 'GET',
     path: '/dns/dnsserver/zones/:zoneId',
     permission: 'dns:read',
+    errors: PDNS_ERRORS,
     operationId: 'dns.getZone',
     summary: 'A zone with its record sets',
     params: ZoneIdParams,
@@ -49,6 +52,7 @@ export function zoneRoutes(ctx: PluginContext, pdns: PowerDnsClient, ops: ZoneOp
       method: 'DELETE',
       path: '/dns/dnsserver/zones/:zoneId',
       permission: 'dns:write',
+      errors: PDNS_ERRORS,
       summary: 'Delete a zone and all its records',
       params: ZoneIdParams,
       plannable: true,
@@ -62,6 +66,7 @@ export function zoneRoutes(ctx: PluginContext, pdns: PowerDnsClient, ops: ZoneOp
       method: 'PATCH',
       path: '/dns/dnsserver/zones/:zoneId',
       permission: 'dns:write',
+      errors: PDNS_ERRORS,
       summary: 'Replace or delete record sets of a zone',
       description: `changetype REPLACE (records required) or DELETE. Types: ${RECORD_TYPES.join(', ')}; content is checked per type.`,
       params: ZoneIdParams,
