@@ -50,6 +50,7 @@ function changeRoutes(ctx: PluginContext, ops: CredentialOperations): void {
         'A `registry` credential belongs to a registry configuration (`registry`, a slug; default `dockerhub`). Image pulls from that registry use it.',
       body: CreateCredential,
       response: CredentialView,
+      errors: { 400: ['UNKNOWN_REGISTRY'], 409: ['CREDENTIAL_EXISTS'] },
       input: (req) => req.body,
       respond: (created) => reply.created(created, `credential '${created.name}' stored`),
     }),
@@ -68,6 +69,8 @@ function changeRoutes(ctx: PluginContext, ops: CredentialOperations): void {
       params: IdParams,
       body: UpdateCredential,
       response: CredentialView,
+      // Moved to another registry without its password (credentials.ts `reentryRequired`).
+      errors: { 400: ['SECRET_REENTRY_REQUIRED', 'UNKNOWN_REGISTRY'], 409: ['CREDENTIAL_EXISTS'] },
       input: (req) => ({ ...req.body, id: req.params.id }),
     }),
   );
@@ -96,6 +99,8 @@ function changeRoutes(ctx: PluginContext, ops: CredentialOperations): void {
         'Only against the URL the password was entered for: when the registry now answers elsewhere, 409 SECRET_REENTRY_REQUIRED and nothing is sent.',
       params: IdParams,
       response: TestResult,
+      // Its registry removed, or answering at another URL than the one its password was entered for.
+      errors: { 409: ['SECRET_REENTRY_REQUIRED', 'UNKNOWN_REGISTRY'] },
       input: (req) => req.params,
       respond: (result) => reply.ok(result, result.valid ? 'credential valid' : 'credential refused'),
     }),

@@ -50,6 +50,7 @@ function changeRoutes(ctx: PluginContext, ops: RegistryOperations): void {
       summary: 'Add a custom registry (a private registry, a self-hosted GitLab, …)',
       body: CreateRegistry,
       response: RegistryView,
+      errors: { 409: ['REGISTRY_EXISTS'] },
       input: (req) => req.body,
       respond: (registry) => reply.created(registry, `registry '${registry.slug}' added`),
     }),
@@ -68,6 +69,7 @@ function changeRoutes(ctx: PluginContext, ops: RegistryOperations): void {
       params: SlugParams,
       body: UpdateRegistry,
       response: RegistryView,
+      errors: { 400: ['SECRET_REENTRY_REQUIRED'], 409: ['REGISTRY_BUILTIN', 'REGISTRY_EXISTS'] },
       input: (req) => ({ ...req.body, slug: req.params.slug }),
     }),
   );
@@ -80,6 +82,7 @@ function changeRoutes(ctx: PluginContext, ops: RegistryOperations): void {
       tag: 'registries',
       summary: 'Remove a custom registry (409 while credentials use it)',
       params: SlugParams,
+      errors: { 409: ['REGISTRY_BUILTIN', 'REGISTRY_IN_USE'] },
       input: (req) => req.params,
       respond: (slug) => reply.ok(null, `registry '${slug}' removed`),
     }),
