@@ -66,6 +66,33 @@ export interface DeploymentsService {
 
 export const deploymentsService = createServiceRef<DeploymentsService>('deployments', 'compose deployments');
 
+/** A service of a deployment that a domain of the proxy routes to. */
+export interface RoutedService {
+  service: string;
+  /** Null when the proxy can point this service at another container; otherwise why it cannot. */
+  unswitchable: string | null;
+}
+
+/**
+ * How a start-first redeploy moves a service's traffic from its old container to the new one: the proxy (the
+ * edge plugin provides it) routes to the container `DeploymentsService.serviceContainer` answers, which the
+ * redeploy holds on the container it chose while it switches. Declared here rather than in the edge's package:
+ * the edge depends on this one, and the deployments plugin takes it as an optional dependency (without the edge,
+ * every service falls back to `recreate`).
+ */
+export interface DeploymentUpstreams {
+  /** The services of a deployment its domains route to (no engine call). */
+  routed(deployment: string): RoutedService[];
+  /**
+   * Renders the proxy's configuration again with the containers `serviceContainer` answers now and reloads nginx
+   * (connections in progress are kept by the old workers); resolves once the new workers serve. Rejects like any
+   * change of the proxy (502 PROXY_RELOAD_FAILED, 503 NGINX_UNAVAILABLE, …), leaving the previous configuration.
+   */
+  refresh(deployment: string): Promise<void>;
+}
+
+export const deploymentUpstreams = createServiceRef<DeploymentUpstreams>('deployment-upstreams', "the proxy's routes to deployments' containers");
+
 declare module '@agent/sdk' {
   interface AgentEvents {
     /** `created_by`: the principal that asked for it (it gets admin access to it), null for the agent itself. */

@@ -5,7 +5,7 @@
  */
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { coreServices, definePlugin, optional, principalDirectory, Type } from '@agent/sdk';
-import { deploymentsService } from './api.js';
+import { deploymentsService, deploymentUpstreams } from './api.js';
 import { dockerService } from '@agent/plugin-docker/api';
 import { jobsService } from '@agent/plugin-jobs/api';
 import { backupsService } from './deploy/backups.js';
@@ -71,6 +71,8 @@ export default definePlugin({
     // Redeploys and rollbacks are jobs (503 JOBS_UNAVAILABLE without the plugin); `backup: true` needs backups.
     jobs: optional(jobsService),
     backups: optional(backupsService),
+    // The proxy's routes, for start-first redeploys (the edge provides them; without it every service is recreated).
+    upstreams: optional(deploymentUpstreams),
   },
   provides: { deployments: deploymentsService },
 
@@ -94,6 +96,18 @@ export default definePlugin({
           maximum: 10_000,
           default: 30,
           description: 'signed calls a minute a deployment hook accepts (and as many refused ones), beyond which it answers 429',
+        }),
+        redeploy_health_timeout: Type.Integer({
+          minimum: 1,
+          maximum: 3600,
+          default: 120,
+          description: 'seconds a start-first redeploy waits for a new container to become healthy before it removes it and keeps the old one',
+        }),
+        redeploy_drain_timeout: Type.Integer({
+          minimum: 0,
+          maximum: 3600,
+          default: 30,
+          description: 'seconds a start-first redeploy lets the old container finish what it serves (in-flight requests, websockets) before stopping it',
         }),
       }),
       { permissions: { host_safety: 'host-safety:write' } },
@@ -123,7 +137,12 @@ export default definePlugin({
     deploymentRoutes(ctx, manager, ops);
     const changes = changeOperations(manager, {
       jobs: () => deps.jobs,
-      strategies: deployStrategies(),
+      strategies: deployStrategies({
+        docker: deps.docker,
+        upstreams: () => deps.upstreams,
+        hold: (name, service, id) => manager.holdContainer(name, service, id),
+        timeouts: () => ({ health: settings.get().redeploy_health_timeout, drain: settings.get().redeploy_drain_timeout }),
+      }),
       audit: ({ principal, action, deployment, success, detail }) =>
         ctx.audit({
           ...(principal ? { actor_type: principal.type, actor_id: principal.id, actor_name: principal.name } : {}),

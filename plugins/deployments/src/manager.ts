@@ -314,7 +314,18 @@ export class DeploymentManager implements DeploymentsService {
     this.require(name);
     const list = await this.opts.docker.listContainers({ all: true, deployment: name });
     const mine = list.filter((c) => c.service === service);
-    return mine.find((c) => c.state === 'running') ?? mine[0] ?? null;
+    // While a start-first redeploy runs two containers of the service, the one it chose (the proxy routes to it).
+    const held = this.held.get(`${name}/${service}`);
+    return mine.find((c) => c.id === held) ?? mine.find((c) => c.state === 'running') ?? mine[0] ?? null;
+  }
+
+  /** Container ids `serviceContainer` answers for `deployment/service` while a start-first redeploy switches it. */
+  private readonly held = new Map<string, string>();
+
+  /** Holds `serviceContainer` of a service on one container (null: releases it). */
+  holdContainer(name: string, service: string, containerId: string | null): void {
+    if (containerId) this.held.set(`${name}/${service}`, containerId);
+    else this.held.delete(`${name}/${service}`);
   }
 
   // ---- checking --------------------------------------------------------------------------------------------------

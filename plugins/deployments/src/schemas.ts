@@ -203,7 +203,7 @@ const STRATEGY = Type.Union(
   STRATEGIES.map((s) => Type.Literal(s)),
   {
     description:
-      '`recreate` (default): compose recreates the containers (each service is down between its old container stopping and the new one starting); `start-first` (zero downtime through the proxy) is not available yet: 400 `STRATEGY_UNAVAILABLE`',
+      '`recreate` (default): compose recreates the containers (each service is down between its old container stopping and the new one starting); `start-first` (zero downtime through the proxy): a service with a healthcheck that a domain routes to gets its new container beside the old one, the proxy switches once it is healthy and the old one drains (`redeploy_health_timeout`, `redeploy_drain_timeout` settings); the others are recreated and listed in `fallbacks` with why',
   },
 );
 const SERVICE = Type.String({ pattern: '^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$' });
@@ -311,6 +311,11 @@ export const StartedJob = Type.Object({
   job_id: Type.String({ description: 'follow it at `GET /api/jobs/:id` or `/api/jobs/:id/stream`; cancel with `POST /api/jobs/:id/cancel`' }),
   deployment: Type.String(),
   strategy: Type.String(),
+  fallbacks: Type.Optional(
+    Type.Array(Type.Object({ service: Type.String(), why: Type.String() }), {
+      description: 'start-first: the services it will recreate instead, with why, as things are when asked (the job result says what it did)',
+    }),
+  ),
 });
 
 export const StartedRollback = Type.Intersect([

@@ -372,11 +372,18 @@ export interface CheckedCompose {
 }
 
 export type ComposeCommand =
-  | { command: 'up'; services?: string[]; forceRecreate?: boolean; removeOrphans?: boolean }
+  | { command: 'up'; services?: string[]; forceRecreate?: boolean; removeOrphans?: boolean; noDeps?: boolean }
   | { command: 'stop'; services?: string[] }
   | { command: 'restart'; services?: string[] }
   | { command: 'down'; volumes?: boolean; removeOrphans?: boolean }
-  | { command: 'build'; services?: string[] };
+  | { command: 'build'; services?: string[] }
+  /**
+   * One more container of a service beside the ones running (`up --no-deps --no-recreate --scale`), created from
+   * the checked model; the others keep running as they are, for a start-first redeploy (its caller removes them).
+   * Refused (409 CONTAINER_STALE) while a container of the service created from another model is not running:
+   * compose would start it as it is.
+   */
+  | { command: 'start-beside'; service: string };
 
 export const dockerService = createServiceRef<DockerService>('docker', 'the Docker engine and compose');
 

@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { definePlugin, isHttpError, optional, type PluginContext } from '@agent/sdk';
-import { deploymentsService } from '@agent/plugin-deployments/api';
+import { deploymentsService, deploymentUpstreams, type DeploymentUpstreams } from '@agent/plugin-deployments/api';
 import { dockerService } from '@agent/plugin-docker/api';
 import { proxyExtensions, trafficStream, type ProxyExtensions } from './api.js';
 import { NGINX_FIX } from './nginx/apply.js';
@@ -58,7 +58,7 @@ export default definePlugin({
     'system-logs': { description: 'host log sources: proxy logs and infrastructure containers', operator: 'read', viewer: 'none', owner: 'global' },
   },
   deps: { deployments: deploymentsService, docker: optional(dockerService) },
-  provides: { proxy: proxyExtensions, traffic: trafficStream },
+  provides: { proxy: proxyExtensions, traffic: trafficStream, upstreams: deploymentUpstreams },
 
   async setup(ctx: PluginContext<EdgeConfig>, deps) {
     const doc = await ctx.store.document(emptyState());
@@ -125,8 +125,22 @@ export default definePlugin({
     });
 
     const proxy: ProxyExtensions = { contribute: (c) => edge.contribute(c), legacySecurity: () => legacy?.() ?? null };
+    // Start-first redeploys switch a service's upstream by holding `serviceContainer` on the new container and
+    // rendering again: the upstream follows it when nginx reaches containers on their networks, not through a
+    // host port only one of them can publish.
+    const upstreams: DeploymentUpstreams = {
+      routed: (deployment) =>
+        [...new Set(edge.state.domains.filter((d) => d.deployment === deployment).map((d) => d.service))].map((service) => ({
+          service,
+          unswitchable:
+            ctx.config.proxy.upstream === 'published' ? 'the proxy reaches containers through published host ports (proxy.upstream: published)' : null,
+        })),
+      refresh: async () => {
+        await edge.mutate(() => undefined);
+      },
+    };
     return {
-      provides: { proxy, traffic },
+      provides: { proxy, traffic, upstreams },
       async start() {
         const own = edge.own;
         if (own) {

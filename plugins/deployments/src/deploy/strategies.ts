@@ -5,17 +5,15 @@
  *
  * - `recreate` (today's behaviour): compose recreates the services' containers (`up -d --force-recreate`); each
  *   service is down from its old container stopping to its new one starting.
- * - `start-first` (zero downtime, issue 27) is not implemented yet: asking for it answers 400 STRATEGY_UNAVAILABLE.
- *   It plugs in here: a `DeployStrategy` named `start-first`, added to the map `deployStrategies` returns (given
- *   the services it needs, e.g. the edge plugin's upstream switch, as optional dependencies of this plugin). For each
- *   service with a healthcheck served through the agent's proxy it starts the new container beside the old one
- *   (through `compose`, e.g. `up -d --no-recreate --scale <service>=2` on the checked model), waits until healthy,
- *   points the upstream at it, drains and removes the old one; services without a healthcheck, with fixed host
- *   ports or a `container_name` go through `recreate` and are listed in `fallbacks` with why. A failed health check
- *   leaves the old container serving and rejects: the revision is then `failed`.
+ * - `start-first` (zero downtime, issue 27, start-first.ts): for each service with a healthcheck served through the
+ *   agent's proxy it starts the new container beside the old one (the guard's `start-beside` on the checked model),
+ *   waits until healthy, points the upstream at it, drains and removes the old one; services without a healthcheck,
+ *   with fixed host ports or a `container_name` go through `recreate` and are listed in `fallbacks` with why. A
+ *   failed health check leaves the old container serving and rejects: the revision is then `failed`.
  */
 import { errors } from '@agent/sdk';
-import type { CheckedCompose, ComposeCommand } from '@agent/plugin-docker/api';
+import type { CheckedCompose, ComposeCommand, ContainerSummary } from '@agent/plugin-docker/api';
+import { startFirst, type StartFirstDeps } from './start-first.js';
 
 export type StrategyName = 'recreate' | 'start-first';
 
@@ -40,6 +38,8 @@ export interface StrategyOutcome {
 export interface DeployStrategy {
   readonly name: StrategyName;
   run(run: StrategyRun): Promise<StrategyOutcome>;
+  /** The services it would recreate instead, with why, as things are now (for the request's answer and its plan). */
+  fallbacks?(input: { deployment: string; checked: CheckedCompose; services: string[]; containers: ContainerSummary[] }): StrategyOutcome['fallbacks'];
 }
 
 export const recreate: DeployStrategy = {
@@ -51,19 +51,19 @@ export const recreate: DeployStrategy = {
   },
 };
 
-/** The strategies this agent has. */
-export function deployStrategies(): Map<StrategyName, DeployStrategy> {
-  return new Map([[recreate.name, recreate]]);
+/** The strategies this agent has (`start-first` with what it needs). */
+export function deployStrategies(startFirstDeps?: StartFirstDeps): Map<StrategyName, DeployStrategy> {
+  const all: DeployStrategy[] = [recreate, ...(startFirstDeps ? [startFirst(startFirstDeps)] : [])];
+  return new Map(all.map((s) => [s.name, s]));
 }
 
 /** The strategy a request asks for (`recreate` by default); 400 STRATEGY_UNAVAILABLE for one not implemented. */
 export function strategyFor(strategies: Map<StrategyName, DeployStrategy>, name: StrategyName = 'recreate'): DeployStrategy {
   const found = strategies.get(name);
   if (!found)
-    throw errors.badRequest(
-      `strategy '${name}' is not available on this agent yet (zero-downtime redeploys through the proxy are planned); use 'recreate'`,
-      'STRATEGY_UNAVAILABLE',
-      { field: 'strategy', available: [...strategies.keys()] },
-    );
+    throw errors.badRequest(`strategy '${name}' is not available on this agent; use 'recreate'`, 'STRATEGY_UNAVAILABLE', {
+      field: 'strategy',
+      available: [...strategies.keys()],
+    });
   return found;
 }

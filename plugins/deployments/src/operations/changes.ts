@@ -121,12 +121,16 @@ export function changeOperations(manager: DeploymentManager, deps: ChangeDeps) {
           });
       }
       if (input.backup) changes.push({ type: 'backup', id: entry.name, actions: ['create'] });
+      // What the strategy will recreate instead (start-first: services it cannot switch through the proxy); the job
+      // decides again when it runs, its result says what it did.
+      const fallbacks = strategy.fallbacks?.({ deployment: entry.name, checked, services, containers }) ?? [];
+      for (const f of fallbacks) changes.push({ type: 'fallback', id: f.service, actions: ['update'], after: { strategy: 'recreate', why: f.why } });
       return {
-        value: { input, strategy },
+        value: { input, strategy, fallbacks },
         preview: { summary: `redeploy ${entry.name} (${strategy.name}): ${services.length} service(s)${input.pull ? ', images pulled first' : ''}`, changes },
       };
     },
-    apply: ({ input, strategy }, { principal }) => {
+    apply: ({ input, strategy, fallbacks }, { principal }) => {
       const job = startJob({
         kind: 'deployment.redeploy',
         deployment: input.name,
@@ -136,7 +140,7 @@ export function changeOperations(manager: DeploymentManager, deps: ChangeDeps) {
         backup: input.backup,
         run: (change) => manager.redeploy(input.name, { pull: input.pull, services: input.services, strategy }, change),
       });
-      return { job_id: job.id, deployment: input.name, strategy: strategy.name };
+      return { job_id: job.id, deployment: input.name, strategy: strategy.name, ...(strategy.fallbacks ? { fallbacks } : {}) };
     },
   });
 

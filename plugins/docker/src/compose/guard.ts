@@ -747,10 +747,11 @@ export class ComposeGuard {
     if (!kept) throw errors.internal('compose runs only models the guard checked');
     const { project, dir, hash } = checked;
     const projectDir = this.projectDir(project);
-    for (const s of 'services' in command ? (command.services ?? []) : []) {
+    const targets = command.command === 'start-beside' ? [command.service] : 'services' in command ? command.services : undefined;
+    for (const s of targets ?? []) {
       if (!SERVICE.test(s) || !checked.services.includes(s)) throw errors.badRequest(`project '${project}' has no service '${s}'`, 'VALIDATION_FAILED');
     }
-    const starts = command.command === 'up' || command.command === 'restart' || command.command === 'build';
+    const starts = command.command === 'up' || command.command === 'restart' || command.command === 'build' || command.command === 'start-beside';
     if (kept.enforce && starts) {
       // The engine resolves host paths again at every start: a symlink planted since the check must not count.
       const moved = recheckHostPaths(kept.hostPaths, { project, dir, exceptions: new Set(kept.exceptions) });
@@ -770,7 +771,7 @@ export class ComposeGuard {
     };
 
     if (command.command === 'build') return this.build(checked, kept, command.services ?? kept.builtImages.map((b) => b.service), options);
-    if (command.command !== 'up' && command.command !== 'restart') return compose(subcommand(command));
+    if (command.command !== 'up' && command.command !== 'restart' && command.command !== 'start-beside') return compose(subcommand(command));
 
     if (kept.enforce) {
       const names = await this.foreignNames(
@@ -804,9 +805,23 @@ export class ComposeGuard {
       if (moved.length) throw hostSafetyError(moved, null);
     }
     const outputs: ComposeRunResult[] = [];
-    const built = await this.build(checked, kept, await this.missingImages(kept, command.services), options);
+    const built = await this.build(checked, kept, await this.missingImages(kept, targets), options);
     outputs.push(built);
     if (built.exit_code !== 0) return merge(outputs);
+    if (command.command === 'start-beside') {
+      // `--no-recreate` starts a stopped container as it is: one from another model must not be among them (a
+      // running one is not started: it keeps serving until the caller removes it).
+      const gone = new Set([...above, ...below].map((c) => c.id));
+      const mine = existing.filter((c) => c.service === command.service && !gone.has(c.id));
+      const stopped = mine.find((c) => c.state !== 'running' && c.labels[STAMP_LABEL] !== stampOf(checked.model, command.service));
+      if (stopped)
+        throw errors.conflict(
+          `container '${stopped.name}' was not created from the model that runs and is not running: redeploy with strategy recreate`,
+          'CONTAINER_STALE',
+        );
+      outputs.push(await compose(['up', '--no-build', ...subcommand(command).slice(1), `${command.service}=${mine.length + 1}`, command.service]));
+      return merge(outputs);
+    }
     if (command.command === 'up') {
       // `--no-build` among the options: compose v1 reads whatever follows the services as more services.
       const [up, ...rest] = subcommand(command);
@@ -978,7 +993,14 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 function subcommand(c: ComposeCommand): string[] {
   switch (c.command) {
     case 'up':
-      return ['up', '-d', ...(c.forceRecreate ? ['--force-recreate'] : []), ...(c.removeOrphans ? ['--remove-orphans'] : []), ...(c.services ?? [])];
+      return [
+        'up',
+        '-d',
+        ...(c.forceRecreate ? ['--force-recreate'] : []),
+        ...(c.noDeps ? ['--no-deps'] : []),
+        ...(c.removeOrphans ? ['--remove-orphans'] : []),
+        ...(c.services ?? []),
+      ];
     case 'stop':
       return ['stop', ...(c.services ?? [])];
     case 'restart':
@@ -987,6 +1009,9 @@ function subcommand(c: ComposeCommand): string[] {
       return ['down', ...(c.removeOrphans ? ['--remove-orphans'] : []), ...(c.volumes ? ['--volumes'] : [])];
     case 'build':
       return ['build', ...(c.services ?? [])];
+    case 'start-beside':
+      // The scale (one more than the service has now) and the service are added by the caller, which counts them.
+      return ['up', '-d', '--no-deps', '--no-recreate', '--scale'];
   }
 }
 
