@@ -270,8 +270,14 @@ describe('revisions and rollback', () => {
     expect(revs[0]).toMatchObject({ rev: 3, action: 'update', status: 'failed', error: expect.any(String) });
     const refused = await agent.api('POST', `/deployments/${n}/rollback`, { body: { revision: 3 } });
     expect(refused.body).toMatchObject({ code: 'REVISION_NOT_RESTORABLE' });
-    expect((await agent.api('POST', `/deployments/${n}/redeploy`, { body: { strategy: 'start-first' } })).body).toMatchObject({
-      code: 'STRATEGY_UNAVAILABLE',
+    // start-first without the edge plugin: every service is recreated, and the plan says why.
+    const startFirst = await agent.api('POST', `/deployments/${n}/redeploy`, { query: { plan: 'true' }, body: { strategy: 'start-first' } });
+    expect(startFirst.status, startFirst.text).toBe(201);
+    expect(startFirst.body.data.changes).toContainEqual({
+      type: 'fallback',
+      id: 'web',
+      actions: ['update'],
+      after: { strategy: 'recreate', why: 'the proxy (edge plugin) is not enabled on this agent' },
     });
     expect((await agent.api('POST', `/deployments/${n}/redeploy`, { body: { services: ['nope'] } })).status).toBe(400);
     // No backups plugin here: a change that asks for a backup does not run without one.
