@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { definePlugin, type AccessLevel, type Dependency, type PluginDefinition, type Role, type Scope, type ServiceRef } from '@agent/sdk';
+import { definePlugin, type AccessLevel, type Dependency, type AnyPluginDefinition, type Role, type Scope, type ServiceRef } from '@agent/sdk';
 import type { StartTestPlugin, TestPlugin, TestPrincipal, TestRequestOptions, TestResponse, TestSocket, TestUser } from '@agent/sdk/testing';
 import { loadConfig } from './config/config.js';
 import { startAgent, type RunningAgent } from './agent.js';
@@ -51,7 +51,7 @@ interface Credential {
  * The fakes as a plugin that provides them under the refs the plugin under test declares for those keys: the host
  * orders it first and hands them over as it would any provider's services.
  */
-function fakeProvider(plugin: PluginDefinition<any, any, any>, fakes: Record<string, unknown>): PluginDefinition<any, any, any> | null {
+function fakeProvider(plugin: AnyPluginDefinition, fakes: Record<string, unknown>): AnyPluginDefinition | null {
   const declared = (plugin.deps ?? {}) as Record<string, Dependency>;
   const provides: Record<string, ServiceRef<unknown>> = {};
   const given: Record<string, unknown> = {};

@@ -1,6 +1,7 @@
 export { definePlugin, optional } from './plugin.js';
 export type {
   PluginDefinition,
+  AnyPluginDefinition,
   PluginContext,
   PluginInstance,
   Dependency,

@@ -109,7 +109,7 @@ export interface PluginContext<C = Record<string, unknown>> {
 }
 
 /** What `deps` of a plugin may hold: a service it needs, or one it uses when present (`optional(ref)`). */
-export type Dependency = ServiceRef<any> | OptionalDependency<any>;
+export type Dependency = ServiceRef<unknown> | OptionalDependency<unknown>;
 
 export interface OptionalDependency<T> {
   readonly optional: true;
@@ -125,7 +125,7 @@ export type ResolvedDeps<D extends Record<string, Dependency>> = {
 };
 
 /** The implementations a plugin returns for the services it `provides`. */
-export type ProvidedServices<P extends Record<string, ServiceRef<any>>> = {
+export type ProvidedServices<P extends Record<string, ServiceRef<unknown>>> = {
   [K in keyof P]: P[K] extends ServiceRef<infer T> ? T : never;
 };
 
@@ -135,7 +135,7 @@ export type ProvidedServices<P extends Record<string, ServiceRef<any>>> = {
  * reported and disabled); `stop` ends them, in reverse dependency order. State lives here (in setup's closure),
  * never in module variables: a plugin can be loaded by two agents of one process.
  */
-export interface PluginInstance<P extends Record<string, ServiceRef<any>> = Record<string, never>> {
+export interface PluginInstance<P extends Record<string, ServiceRef<unknown>> = Record<string, never>> {
   provides?: ProvidedServices<P>;
   start?(): void | Promise<void>;
   stop?(): void | Promise<void>;
@@ -144,7 +144,7 @@ export interface PluginInstance<P extends Record<string, ServiceRef<any>> = Reco
 export interface PluginDefinition<
   C extends TObject | undefined = undefined,
   D extends Record<string, Dependency> = Record<string, never>,
-  P extends Record<string, ServiceRef<any>> = Record<string, never>,
+  P extends Record<string, ServiceRef<unknown>> = Record<string, never>,
 > {
   /** `[a-z][a-z0-9-]*`; also the default OpenAPI tag and the app proxy segment. */
   name: string;
@@ -177,11 +177,17 @@ export interface PluginDefinition<
   errors?: ErrorCodes;
 }
 
+/**
+ * A plugin definition whatever its config, `deps` and services: what the kernel and the test harness hold (any
+ * `definePlugin(...)` result is one).
+ */
+export type AnyPluginDefinition = PluginDefinition<TObject | undefined, Record<string, Dependency>, Record<string, ServiceRef<unknown>>>;
+
 /** Declares a plugin. The identity function exists for type inference. */
 export function definePlugin<
   C extends TObject | undefined = undefined,
   D extends Record<string, Dependency> = Record<string, never>,
-  P extends Record<string, ServiceRef<any>> = Record<string, never>,
+  P extends Record<string, ServiceRef<unknown>> = Record<string, never>,
 >(definition: PluginDefinition<C, D, P>): PluginDefinition<C, D, P> {
   if (!/^[a-z][a-z0-9-]*$/.test(definition.name)) throw new Error(`invalid plugin name '${definition.name}'`);
   return definition;

@@ -12,7 +12,7 @@
  */
 import type { TObject } from '@sinclair/typebox';
 import type { EventBus } from './events.js';
-import type { Dependency, OptionalDependency, PluginDefinition } from './plugin.js';
+import type { AnyPluginDefinition, Dependency, OptionalDependency, PluginDefinition } from './plugin.js';
 import type { AccessLevel, Role, Scope } from './principal.js';
 import type { ServiceRef } from './services.js';
 
@@ -67,7 +67,7 @@ export interface TestPluginOptions<D extends Record<string, Dependency> = Record
    * Other plugins: definitions (a fixture, a provider of fakes for another plugin) or what `plugins.enabled` takes
    * (a built-in's name, a path). `access`, the principal directory and audit journal, is always loaded.
    */
-  plugins?: (PluginDefinition<any, any, any> | string)[];
+  plugins?: (AnyPluginDefinition | string)[];
   /** Who `request` and `websocket` act as unless told otherwise. Default `admin`. */
   principal?: TestPrincipal;
   /** The plugin's package folder (`ctx.packageDir`, for files it ships). Default: the working folder. */
@@ -129,7 +129,7 @@ export interface TestPlugin {
   close(): Promise<void>;
 }
 
-export type StartTestPlugin = <C extends TObject | undefined, D extends Record<string, Dependency>, P extends Record<string, ServiceRef<any>>>(
+export type StartTestPlugin = <C extends TObject | undefined, D extends Record<string, Dependency>, P extends Record<string, ServiceRef<unknown>>>(
   plugin: PluginDefinition<C, D, P>,
   options?: TestPluginOptions<D>,
 ) => Promise<TestPlugin>;

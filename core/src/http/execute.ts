@@ -39,7 +39,7 @@ export interface ExecuteResult {
  * What a handler receives. A class (not an object literal with a spread and a getter) keeps its shape fixed, so
  * building one per request stays on V8's fast path.
  */
-class HandlerRequest implements RouteRequest<any, any, any> {
+class HandlerRequest implements RouteRequest {
   readonly params: Record<string, string>;
   readonly query: Record<string, unknown>;
   readonly principal: Principal;

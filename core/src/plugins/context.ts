@@ -5,7 +5,7 @@
 import type { Middleware } from 'koa';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AgentInfo, Dependency, DoctorCheck, PluginContext, PluginDefinition, PluginStore, ServiceRef, SiteSpec, SqlDatabase } from '@agent/sdk';
+import type { AgentInfo, Dependency, DoctorCheck, PluginContext, AnyPluginDefinition, PluginStore, ServiceRef, SiteSpec, SqlDatabase } from '@agent/sdk';
 import type { ServiceDirectory } from './services.js';
 import type { RegisteredAppRoute, RegisteredRoute, RegisteredSocket, RouteRegistry } from '../openapi/registry.js';
 import type { ResourceCatalog } from '../auth/resources.js';
@@ -34,7 +34,7 @@ export interface ContextDeps {
 }
 
 export interface StagedPlugin {
-  ctx: PluginContext<any>;
+  ctx: PluginContext;
   /** The services the plugin declared in `deps`, as its setup receives them. */
   deps: Record<string, unknown>;
   entries: (RegisteredRoute | RegisteredSocket | RegisteredAppRoute)[];
@@ -51,7 +51,7 @@ export interface StagedPlugin {
 }
 
 /** The services a plugin declares in `deps` (`optional(ref)` or a ref), by the key its setup receives them under. */
-export const dependencies = (def: PluginDefinition<any, any, any>): [string, { ref: ServiceRef<unknown>; optional: boolean }][] =>
+export const dependencies = (def: AnyPluginDefinition): [string, { ref: ServiceRef<unknown>; optional: boolean }][] =>
   Object.entries((def.deps ?? {}) as Record<string, Dependency>).map(([key, dep]) => [
     key,
     'ref' in dep && dep.optional ? { ref: dep.ref, optional: true } : { ref: dep as ServiceRef<unknown>, optional: false },
@@ -63,12 +63,7 @@ function fileName(kind: string, name: string): string {
   return name;
 }
 
-export function createContext(
-  definition: PluginDefinition<any, any, any>,
-  packageDir: string,
-  config: Record<string, unknown>,
-  deps: ContextDeps,
-): StagedPlugin {
+export function createContext(definition: AnyPluginDefinition, packageDir: string, config: Record<string, unknown>, deps: ContextDeps): StagedPlugin {
   const name = definition.name;
   const dataDir = join(deps.agent.dataDir, 'plugins', name);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -94,7 +89,7 @@ export function createContext(
     },
   };
 
-  const ctx: PluginContext<any> = {
+  const ctx: PluginContext = {
     name,
     config,
     log: sdkLogger(deps.root, { plugin: name }),

@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { PluginDefinition, PluginDirectory, PluginInstance, ServiceRef } from '@agent/sdk';
+import type { AnyPluginDefinition, PluginDirectory, PluginInstance, ServiceRef } from '@agent/sdk';
 import { ConfigError } from '../config/config.js';
 import { compilePlain, defaultsOf } from '../openapi/validation.js';
 import { createContext, dependencies, type ContextDeps, type StagedPlugin } from './context.js';
@@ -21,10 +21,10 @@ export interface PluginRecord {
   packageDir: string;
   status: 'running' | 'failed' | 'stopped';
   error: string | null;
-  definition: PluginDefinition<any, any, any> | null;
+  definition: AnyPluginDefinition | null;
   staged: StagedPlugin | null;
   /** What its setup returned: its services and lifecycle. */
-  instance: PluginInstance<any> | null;
+  instance: PluginInstance<Record<string, ServiceRef<unknown>>> | null;
 }
 
 export interface Candidate {
@@ -35,7 +35,7 @@ export interface Candidate {
 
 /** A plugin given as its definition, with its package folder, rather than found on disk (the test harness). */
 export interface InlinePlugin {
-  definition: PluginDefinition<any, any, any>;
+  definition: AnyPluginDefinition;
   dir: string;
 }
 
@@ -55,8 +55,7 @@ const unloaded = (c: Candidate): PluginRecord => ({
 });
 
 /** The refs a plugin declares it provides, by the key its instance provides them under. */
-const providedRefs = (def: PluginDefinition<any, any, any>): [string, ServiceRef<unknown>][] =>
-  Object.entries((def.provides ?? {}) as Record<string, ServiceRef<unknown>>);
+const providedRefs = (def: AnyPluginDefinition): [string, ServiceRef<unknown>][] => Object.entries((def.provides ?? {}) as Record<string, ServiceRef<unknown>>);
 
 const isPluginDir = (dir: string): boolean => existsSync(join(dir, 'package.json')) && statSync(dir).isDirectory();
 
@@ -146,11 +145,11 @@ export function readManifest(builtinDir: string): BundleManifest | null {
   }
 }
 
-async function importDefinition(dir: string, bundled: string | null): Promise<{ definition: PluginDefinition<any, any, any>; version: string }> {
+async function importDefinition(dir: string, bundled: string | null): Promise<{ definition: AnyPluginDefinition; version: string }> {
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { main?: string; version?: string };
   const main = bundled ?? join(dir, pkg.main ?? 'dist/index.js');
   if (!existsSync(main)) throw new Error(`${main} does not exist (is the plugin built?)`);
-  const definition = ((await import(pathToFileURL(main).href)) as { default?: PluginDefinition<any, any, any> }).default;
+  const definition = ((await import(pathToFileURL(main).href)) as { default?: AnyPluginDefinition }).default;
   if (!definition || typeof definition !== 'object' || typeof definition.setup !== 'function' || typeof definition.name !== 'string') {
     throw new Error(`${main} does not export a plugin (default export of definePlugin)`);
   }
@@ -158,7 +157,7 @@ async function importDefinition(dir: string, bundled: string | null): Promise<{ 
 }
 
 /** The plugin's config sections: each top-level property of its config schema is a top-level config key. */
-function configOf(def: PluginDefinition<any, any, any>, sections: Record<string, unknown>, claimed: Map<string, string>): Record<string, unknown> {
+function configOf(def: AnyPluginDefinition, sections: Record<string, unknown>, claimed: Map<string, string>): Record<string, unknown> {
   const config: Record<string, unknown> = {};
   const props = (def.config as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
   for (const [section, schema] of Object.entries(props)) {

@@ -2,7 +2,16 @@
  * Runtime settings: each plugin declares a schema (with defaults); values are stored in one core document and
  * edited through `PUT /api/settings` (served by a plugin through `coreServices.settings`).
  */
-import { errors, type Document, type EventBus, type PluginSettings, type SettingDefinition, type SettingsRegistry, type TObject } from '@agent/sdk';
+import {
+  errors,
+  type Document,
+  type EventBus,
+  type PluginSettings,
+  type SettingDefinition,
+  type SettingsRegistry,
+  type Static,
+  type TObject,
+} from '@agent/sdk';
 import { compilePlain, defaultsOf } from '../openapi/validation.js';
 import { REDACTED } from '../plans/redact.js';
 
@@ -14,7 +23,7 @@ interface Defined {
   definition: SettingDefinition;
   validate: (value: unknown, prefix: string) => string | null;
   defaults: Record<string, unknown>;
-  listeners: Set<(value: any) => void>;
+  listeners: Set<(value: Record<string, unknown>) => void>;
 }
 
 export class SettingsStore implements SettingsRegistry {
@@ -41,7 +50,8 @@ export class SettingsStore implements SettingsRegistry {
     };
     this.defined.set(plugin, def);
     return {
-      get: () => this.current(plugin) as any,
+      // Validated against `schema` whenever set, defaults applied.
+      get: () => this.current(plugin) as Static<T>,
       set: async (patch) => {
         await this.update({ [plugin]: patch as Record<string, unknown> });
       },
