@@ -110,7 +110,8 @@ function parseOperation(doc: Json, path: string, method: string, op: Json): Oper
     deploymentScoped: op['x-deployment-scoped'] === true,
     rawBodyType: bodyJsonType ? undefined : Object.keys(bodyContent)[0],
     successStatus: successKey ? Number(successKey) : 200,
-    produces: jsonType ? (jsonIsDocument ? jsonType : undefined) : successTypes[0],
+    // Several types (an export as CSV, or as JSON on request): the first is what the operation answers by default.
+    produces: jsonType && successTypes[0] === jsonType ? (jsonIsDocument ? jsonType : undefined) : successTypes[0],
   } as Operation;
   // Schemas are resolved on first use: a CLI call needs one operation's, not the other few hundred.
   const params = once(() => ((op.parameters ?? []) as Json[]).map((p) => derefSchema(p, doc) as Json));

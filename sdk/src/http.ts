@@ -144,8 +144,8 @@ interface RouteBase<P, Q, B> {
   response?: TSchema;
   /** Status of a success; 200 by default (201/202 when returning `reply.created/accepted`). */
   status?: number;
-  /** Content type of a non-JSON success (downloads, exports). */
-  produces?: string;
+  /** Content type of a non-JSON success (downloads, exports); several when the request chooses (an export as CSV or JSON), the first the default. */
+  produces?: string | readonly string[];
   /**
    * The deployment this request is about: a param name (`'name'`), or a function reading it from the request.
    * The core checks the principal's access to it before the handler runs (level from the permission, or

@@ -35,7 +35,7 @@ interface Operation {
  * in strict mode, so that a finished plugin's suite does not fail on the answer of a route of another plugin it calls
  * (creating a deployment, say). The list only shrinks; once it is empty, `strict` covers every answer.
  */
-export const PENDING_PLUGINS: ReadonlySet<string> = new Set(['access', 'deployments']);
+export const PENDING_PLUGINS: ReadonlySet<string> = new Set(['deployments']);
 export const isPending = (op: { plugin: string; operationId: string } | null): boolean =>
   !op || PENDING_PLUGINS.has(op.plugin) || op.operationId.startsWith('images.');
 

@@ -59,9 +59,10 @@ function success(e: RegisteredRoute | RegisteredAppRoute, raw: Json, paginated: 
   const { spec } = e;
   const status = String(spec.status ?? (e.method === 'POST' && /(create|Create)$/.test(e.operationId) ? 201 : 200));
   if (spec.produces) {
-    // A JSON download (the live description itself) is described by its `response`; other content as what it is.
-    const schema = spec.response && /[/+]json\b/.test(spec.produces) ? closeObjects(spec.response) : raw;
-    return { [status]: { description: 'success', content: { [spec.produces]: { schema } } } };
+    // A JSON download (the live description itself, an export as JSON) is described by its `response`; other content as what it is.
+    const types: readonly string[] = typeof spec.produces === 'string' ? [spec.produces] : spec.produces;
+    const content = Object.fromEntries(types.map((t) => [t, { schema: spec.response && /[/+]json\b/.test(t) ? closeObjects(spec.response) : raw }]));
+    return { [status]: { description: 'success', content } };
   }
   const data = spec.response ? closeObjects(spec.response) : {};
   const envelope: Json = { data, message: { type: 'string' }, ...(paginated ? { meta: { $ref: '#/components/schemas/PageMeta' } } : {}) };

@@ -12,7 +12,7 @@ describe('users and per-deployment access', () => {
   };
 
   beforeAll(async () => {
-    agent = await startAgent({ plugins: ['access'] });
+    agent = await startAgent({ description: 'strict', plugins: ['access'] });
   });
   afterAll(async () => {
     await agent?.stop();

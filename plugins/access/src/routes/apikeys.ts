@@ -58,6 +58,8 @@ function changeRoutes(ctx: PluginContext, ops: ApiKeyOperations): void {
         "The key belongs to the caller (the owner of the calling key). Its effective right is the lower of its own and its owner's. A non-admin cannot give the key a role, permission or deployment it does not hold; a key created with a key never outlives it nor reaches beyond its deployments. `deployments` empty = every deployment of the owner.",
       body: CreateApiKey,
       response: CreatedApiKey,
+      // The delegation rule (rules.ts); a caller that is no user account (system).
+      errors: { 400: ['INVALID_PERMISSION'], 403: ['GRANT_EXCEEDS_OWN'], 404: ['NO_USER'] },
       input: (req) => req.body,
       respond: (created) => reply.created(created, 'store the key now: it is not shown again'),
     }),

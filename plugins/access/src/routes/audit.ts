@@ -65,8 +65,10 @@ function readRoutes(ctx: PluginContext, reads: AuditReads): void {
     summary: 'Export audit events as CSV (RFC 4180) or a JSON array, streamed, oldest first',
     description:
       'CSV cells that a spreadsheet would evaluate (starting with `=`, `+`, `-`, `@`, tab, CR) are prefixed with an apostrophe. `format: json` answers `application/json`.',
-    produces: 'text/csv',
+    produces: ['text/csv', 'application/json'],
     body: ExportBody,
+    // The JSON array of `format: json`.
+    response: Type.Array(AuditEventView),
     handler: (req) => {
       const { stream, contentType, filename } = reads.export(req.body, req.principal, req.signal);
       return reply.stream(stream, { contentType, filename });

@@ -62,6 +62,8 @@ export function authRoutes(ctx: PluginContext, auth: AuthKernel, login: LoginOpe
         'from there get 429 for `auth.lockout` (other addresses can still log in to the same account).',
       body: Login,
       response: Session,
+      // A public route: the kernel answers no 401 of its own here.
+      errors: { 401: ['INVALID_CREDENTIALS'], 429: ['TOO_MANY_ATTEMPTS'] },
       input: (req) => req.body,
     }),
   );

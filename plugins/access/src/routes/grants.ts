@@ -81,6 +81,7 @@ function changeRoutes(ctx: PluginContext, ops: GrantOperations): void {
       deploymentLevel: 'admin',
       response: GrantView,
       input: (req) => ({ ...req.body, id: req.params.id }),
+      errors: { 403: ['GRANT_EXCEEDS_OWN'], 409: ['GRANT_EXISTS'] },
       respond: ({ user, grant }) => reply.created(grant, `'${user.username}' has ${grant.access_level} access to '${grant.deployment}'`),
     }),
   );
@@ -97,6 +98,7 @@ function changeRoutes(ctx: PluginContext, ops: GrantOperations): void {
       deploymentLevel: 'admin',
       body: UpdateGrant,
       response: GrantView,
+      errors: { 403: ['GRANT_EXCEEDS_OWN'] },
       input: (req) => ({ ...req.body, ...req.params }),
     }),
   );

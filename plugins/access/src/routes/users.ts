@@ -19,6 +19,8 @@ function ownRoutes(ctx: PluginContext, identity: IdentityService, ops: UserOpera
     operationId: 'users.me',
     tenancy: 'own',
     summary: 'The current user, with effective permissions and deployment access',
+    // A principal that is no user account (system).
+    errors: { 404: ['NO_USER'] },
     response: MeView,
     handler: (req) => ({
       ...ownUser(identity, req.principal),
@@ -38,6 +40,7 @@ function ownRoutes(ctx: PluginContext, identity: IdentityService, ops: UserOpera
       summary: 'Update your own profile (e-mail)',
       body: UpdateMe,
       response: UserView,
+      errors: { 400: ['INVALID_EMAIL'], 404: ['NO_USER'] },
       input: (req) => req.body,
     }),
   );
@@ -54,6 +57,7 @@ function ownRoutes(ctx: PluginContext, identity: IdentityService, ops: UserOpera
         'The current password is required. The answer carries a fresh token for the session that made the change; all tokens issued before are invalid from now on. API keys are not affected.',
       body: ChangePassword,
       response: Type.Object({ token: Type.String() }),
+      errors: { 400: ['WEAK_PASSWORD', 'WRONG_PASSWORD'], 404: ['NO_USER'] },
       input: (req) => req.body,
       respond: (session) => reply.ok(session, 'password changed; other sessions were signed out'),
     }),
@@ -105,6 +109,12 @@ function changeRoutes(ctx: PluginContext, ops: UserOperations): void {
       description: 'The password must pass the strength check. A non-admin cannot create a user with a role or permissions it does not hold.',
       body: CreateUser,
       response: UserView,
+      // The password's strength, the delegation rule (rules.ts), what the identity checks (identity.ts).
+      errors: {
+        400: ['INVALID_EMAIL', 'INVALID_PERMISSION', 'INVALID_USERNAME', 'WEAK_PASSWORD'],
+        403: ['GRANT_EXCEEDS_OWN'],
+        409: ['USER_EXISTS'],
+      },
       input: (req) => req.body,
       respond: (user) => reply.created(user, `user '${user.username}' created`),
     }),
@@ -122,6 +132,11 @@ function changeRoutes(ctx: PluginContext, ops: UserOperations): void {
       params: UserIdParams,
       body: UpdateUser,
       response: UserView,
+      errors: {
+        400: ['INVALID_EMAIL', 'INVALID_PERMISSION', 'WEAK_PASSWORD'],
+        403: ['ADMIN_ONLY', 'GRANT_EXCEEDS_OWN'],
+        409: ['CANNOT_CHANGE_SELF', 'LAST_ADMIN'],
+      },
       input: (req) => ({ ...req.body, id: req.params.id }),
     }),
   );
@@ -135,6 +150,7 @@ function changeRoutes(ctx: PluginContext, ops: UserOperations): void {
       summary: 'Delete a user with its API keys and deployment grants',
       description: 'Refused with 409 for yourself (`CANNOT_DELETE_SELF`) and for the last active admin (`LAST_ADMIN`).',
       params: UserIdParams,
+      errors: { 403: ['ADMIN_ONLY'], 409: ['CANNOT_DELETE_SELF', 'LAST_ADMIN'] },
       input: (req) => req.params,
       respond: (user) => reply.ok(null, `user '${user.username}' deleted`),
     }),
