@@ -17,6 +17,10 @@ export interface DeploymentServiceState {
   container_id: string | null;
   container_name: string | null;
   image: string | null;
+  /** Swarm deployments: tasks running and wanted, errors of recent tasks, the engine's rolling update. */
+  replicas?: { running: number; desired: number };
+  errors?: string[];
+  update?: { state: string; message: string | null } | null;
 }
 
 export interface DeploymentInfo {
@@ -29,6 +33,8 @@ export interface DeploymentInfo {
   /** Absolute paths of the compose file and the `.env` file. */
   compose_file: string;
   env_file: string;
+  /** Where it runs: compose on this host, or a Docker Swarm stack. */
+  runtime?: 'compose' | 'swarm';
 }
 
 /**

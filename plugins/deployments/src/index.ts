@@ -34,6 +34,8 @@ import { logSourceRoutes } from './routes/log-sources.js';
 import { statsRoutes } from './routes/stats.js';
 import { templateRoutes } from './routes/templates.js';
 import { deployableRoutes } from './routes/deployables.js';
+import { scaleOperations } from './operations/scale.js';
+import { scaleRoutes } from './routes/scale.js';
 
 export default definePlugin({
   name: 'deployments',
@@ -133,7 +135,7 @@ export default definePlugin({
     const catalog = new TemplateCatalog(templatesDir);
     const kinds: KindSources = { builtin: (entry) => (entry.record.template ? (catalog.get(entry.record.template)?.log_sources ?? []) : []) };
     // Each change is an operation (src/operations): the routes, their plans and plan applies all run the same one.
-    const ops = deploymentOperations(manager);
+    const ops = deploymentOperations(manager, catalog);
     deploymentRoutes(ctx, manager, ops);
     const changes = changeOperations(manager, {
       jobs: () => deps.jobs,
@@ -169,6 +171,7 @@ export default definePlugin({
       run: (run) => run.output(`${hooks.prune()} forgotten`),
     });
     hostSafetyRoutes(ctx, manager, hostSafetyOperations(manager));
+    scaleRoutes(ctx, scaleOperations(manager));
     deployableRoutes(ctx, deployableOperations(deps.plugins, ops.create));
     const containers = containersOf(deps.docker);
     const followers = logRoutes(ctx, manager, kinds, containers);

@@ -30,6 +30,7 @@ import { imagesOf, pinOf, type BeginRevision, type LeftService, type RevisionIma
 import { pinContent } from './deploy/pins.js';
 import { backupBefore, requireBackups, type BackupBeforeChange } from './deploy/backups.js';
 import type { DeployStrategy } from './deploy/strategies.js';
+import { SwarmStates } from './swarm.js';
 
 /** Where kept folders of deleted deployments go when their name is used again. */
 const RETIRED_DIR = '.retired';
@@ -152,8 +153,21 @@ export class DeploymentManager implements DeploymentsService {
   /** Separator compose puts in container names: v1 `app_web_1`, v2 `app-web-1` (known once detection ends). */
   containerNameSeparator = '-';
 
+  /** The stacks of swarm deployments (`runtime: swarm`), read in the background (see swarm.ts). */
+  readonly swarm: SwarmStates;
+
   constructor(readonly opts: ManagerOptions) {
-    opts.cache.onChange(() => this.invalidate());
+    this.swarm = new SwarmStates(
+      opts.docker,
+      opts.log,
+      () => [...this.entries.values()].filter((e) => e.record.runtime === 'swarm').map((e) => e.name),
+      () => this.invalidate(),
+    );
+    opts.cache.onChange(() => {
+      this.invalidate();
+      // Tasks of a swarm deployment started, stopped or failed: its replicas changed.
+      if ([...this.entries.values()].some((e) => e.record.runtime === 'swarm')) void this.swarm.refresh();
+    });
     opts.docker.compose.flavour().then(
       (flavour) => {
         this.containerNameSeparator = flavour === 'v1' ? '_' : '-';
@@ -265,7 +279,7 @@ export class DeploymentManager implements DeploymentsService {
   info(entry: Entry): DeploymentInfo {
     const containers = this.cache.containers(entry.name);
     const p = this.paths(entry);
-    return {
+    const info: DeploymentInfo = {
       name: entry.name,
       path: entry.dir,
       status: deploymentStatus(entry.services, containers, this.cache.engineUp(), entry.failure !== null),
@@ -274,6 +288,11 @@ export class DeploymentManager implements DeploymentsService {
       compose_file: p.compose,
       env_file: p.env,
     };
+    if (entry.record.runtime !== 'swarm') return info;
+    // The same shapes, with the stack's replicas and task errors (`runtime` only on swarm deployments: the answers
+    // of compose deployments stay as they were).
+    const stack = this.cache.engineUp() ? this.swarm.view(entry.name, info.services) : null;
+    return { ...info, ...(stack ?? {}), runtime: 'swarm' };
   }
 
   list(): DeploymentInfo[] {
@@ -334,7 +353,14 @@ export class DeploymentManager implements DeploymentsService {
    * Compose's model of a deployment's files, checked by the host-safety policy (400 with the problem). The `.env`
    * is the one these variables make (it is written with them), so `env_file: .env` reads the same values.
    */
-  check(name: string, dir: string, content: string, vars: Record<string, string>, exceptions: string[]): Promise<CheckedCompose> {
+  check(
+    name: string,
+    dir: string,
+    content: string,
+    vars: Record<string, string>,
+    exceptions: string[],
+    runtime: 'compose' | 'swarm' | undefined = this.entries.get(name)?.record.runtime,
+  ): Promise<CheckedCompose> {
     return this.opts.docker.compose.check({
       project: name,
       dir,
@@ -343,6 +369,8 @@ export class DeploymentManager implements DeploymentsService {
       exceptions,
       enforce: this.opts.hostSafety(),
       files: { [ENV_FILE]: serializeEnv(vars) },
+      // A swarm deployment's files are checked for `docker stack deploy` (Swarm's own rules and update defaults).
+      ...(runtime === 'swarm' ? { runtime } : {}),
     });
   }
 
@@ -426,7 +454,7 @@ export class DeploymentManager implements DeploymentsService {
     const release = this.cache.hold(checked.project);
     let result;
     try {
-      result = await this.opts.docker.compose.run(checked, command, options);
+      result = checked.runtime === 'swarm' ? await this.swarmRun(checked, command, options) : await this.opts.docker.compose.run(checked, command, options);
     } finally {
       release();
     }
@@ -435,6 +463,41 @@ export class DeploymentManager implements DeploymentsService {
       throw new HttpError(502, 'COMPOSE_FAILED', `${what} of '${checked.project}' failed (exit ${result.exit_code}): ${tailOf(result.output)}`);
     }
     return result.output;
+  }
+
+  /**
+   * A compose command of a swarm deployment, as the stack does it: starts (and whatever else creates or replaces
+   * containers) deploy the checked model as the stack, `restart` replaces every task, `stop` and `down` remove the
+   * stack (its volumes stay, unless `down` asks for them).
+   */
+  private async swarmRun(
+    checked: CheckedCompose,
+    command: ComposeCommand,
+    options: { signal?: AbortSignal; onLine?: (line: string) => void },
+  ): Promise<{ exit_code: number; output: string }> {
+    const name = checked.project;
+    const swarm = this.opts.docker.swarm;
+    try {
+      switch (command.command) {
+        case 'stop':
+          await swarm.removeStack(name);
+          return { exit_code: 0, output: '' };
+        case 'down':
+          await swarm.removeStack(name);
+          // The tasks' containers and the stack's volumes carry the project's compose labels (the guard adds them).
+          if (command.volumes) await this.opts.docker.compose.removeProject(name, { volumes: true });
+          return { exit_code: 0, output: '' };
+        case 'restart':
+          await swarm.restart(name);
+          return { exit_code: 0, output: '' };
+        case 'build':
+          return { exit_code: 0, output: '' };
+        default:
+          return await swarm.deployStack(checked, options);
+      }
+    } finally {
+      await this.swarm.refresh();
+    }
   }
 
   /** `up -d`: creates what is missing and recreates services whose configuration changed. */
@@ -490,7 +553,9 @@ export class DeploymentManager implements DeploymentsService {
     await this.assertNameFree(name);
     const vars = toVars(input.env_vars);
     const exceptions = [...new Set(input.exceptions ?? [])].sort();
-    const checked = await this.check(name, dir, input.compose_content, vars, exceptions);
+    // A stack needs a swarm this engine manages: 409 NOT_SWARM_MANAGER before anything is written.
+    if (input.runtime === 'swarm' && this.opts.docker.available()) await this.opts.docker.swarm.requireManager();
+    const checked = await this.check(name, dir, input.compose_content, vars, exceptions, input.runtime);
     return { input, dir, vars, exceptions, checked };
   }
 
@@ -556,6 +621,7 @@ export class DeploymentManager implements DeploymentsService {
         compose_file: DEFAULT_COMPOSE,
         log_sources: [],
         exceptions,
+        ...(input.runtime === 'swarm' ? { runtime: 'swarm' as const } : {}),
       };
       const files: Record<string, { content: string; mode?: number }> = {
         [DEFAULT_COMPOSE]: { content: input.compose_content },

@@ -20,6 +20,8 @@ export interface DeploymentRecord {
    * these images, until the compose file changes or a redeploy resolves the tags again.
    */
   pins?: Record<string, string>;
+  /** `swarm`: deployed as a stack of Docker Swarm (`docker stack deploy`); absent: compose on this host. */
+  runtime?: 'swarm';
 }
 
 export interface RecordsDoc {

@@ -18,6 +18,10 @@ export const Status = Type.Union(
   },
 );
 
+const RUNTIME = Type.Union([Type.Literal('compose'), Type.Literal('swarm')], {
+  description: '`compose` (default): compose on this host; `swarm`: a stack of Docker Swarm (`docker stack deploy`) of the same file',
+});
+
 export const ServiceState = Type.Object({
   name: Type.String(),
   status: Type.String({ description: 'container state (running, exited, created, restarting, …) or `missing` when the service has no container' }),
@@ -25,6 +29,21 @@ export const ServiceState = Type.Object({
   container_id: Nullable(Type.String()),
   container_name: Nullable(Type.String()),
   image: Nullable(Type.String()),
+  replicas: Type.Optional(
+    Type.Object(
+      { running: Type.Integer(), desired: Type.Integer() },
+      { description: 'swarm deployments: tasks running and wanted (`status` and `container_*` are of one running task)' },
+    ),
+  ),
+  errors: Type.Optional(Type.Array(Type.String(), { description: 'swarm deployments: errors of its recent tasks, newest first' })),
+  update: Type.Optional(
+    Nullable(
+      Type.Object(
+        { state: Type.String(), message: Nullable(Type.String()) },
+        { description: "swarm deployments: the engine's rolling update (updating, completed, rollback_started, rollback_completed, paused…)" },
+      ),
+    ),
+  ),
 });
 
 export const Deployment = Type.Object({
@@ -35,6 +54,7 @@ export const Deployment = Type.Object({
   services: Type.Array(ServiceState),
   compose_file: Type.String(),
   env_file: Type.String(),
+  runtime: Type.Optional(RUNTIME),
 });
 
 export const Port = Type.Object({
@@ -119,7 +139,10 @@ const BACKUP = Type.Boolean({
 });
 // ---- inputs of the operations (the request's body, query and params, as the operations take them) ----------------
 
-/** `POST /deployments`; also what other plugins create with (`exceptions` instead of `host_safety_exceptions`). */
+/**
+ * A create in its compose form: what `POST /deployments` becomes once a template create is resolved, and what other
+ * plugins create with (`exceptions` instead of `host_safety_exceptions`).
+ */
 export const CreateDeployment = Type.Object({
   name: deploymentName(),
   compose_content: COMPOSE_CONTENT,
@@ -128,7 +151,36 @@ export const CreateDeployment = Type.Object({
   template: Type.Optional(Type.String({ pattern: TEMPLATE_ID.source, description: 'template the deployment comes from (its kind: built-in log sources)' })),
   host_safety_exceptions: Type.Optional(exceptionList({ default: [], description: `${EXCEPTIONS} granted with the creation (needs host-safety:write)` })),
   reason: Type.Optional(REASON),
+  runtime: Type.Optional(RUNTIME),
 });
+
+/**
+ * The body of `POST /deployments`: a compose file (`compose_content`, `env_vars`) or a template (`template`,
+ * `variables`), not both (400 `COMPOSE_OR_TEMPLATE`, checked by the operation so that the answer names the fields).
+ * `x-cli` tells agentctl how to take a field besides `-f`: `agentctl deployments create NAME --template T --set K=V`.
+ */
+export const CreateDeploymentRequest = Type.Composite([
+  Type.Object({
+    name: Type.String({ pattern: DEPLOYMENT_NAME, description: 'deployment name', 'x-cli': 'argument' }),
+    compose_content: Type.Optional(COMPOSE_CONTENT),
+    template: Type.Optional(
+      Type.String({
+        pattern: TEMPLATE_ID.source,
+        description: "template to deploy, instead of `compose_content`: its compose file, its variables' defaults, its built-in log sources",
+        'x-cli': 'option',
+      }),
+    ),
+    variables: Type.Optional(
+      Type.Record(Type.String({ pattern: ENV_KEY }), Secret({ maxLength: 65536 }), {
+        maxProperties: 500,
+        description:
+          "with `template`: values of the template's variables (`GET /api/templates/{id}`), the others keep their defaults; 400 `TEMPLATE_VARIABLE_REQUIRED` names a required one left empty",
+        'x-cli': 'set',
+      }),
+    ),
+  }),
+  Type.Omit(CreateDeployment, ['name', 'compose_content', 'template']),
+]);
 
 export const CreatedDeployment = Type.Intersect([
   Deployment,

@@ -318,6 +318,8 @@ export interface SwarmService {
   deployStack(checked: CheckedCompose, options?: { signal?: AbortSignal; onLine?: (line: string) => void }): Promise<ComposeRunResult>;
   stackServices(stack: string): Promise<StackService[]>;
   scale(stack: string, service: string, replicas: number): Promise<void>;
+  /** Replaces every task of the stack's services (a forced update, as their update_config says). */
+  restart(stack: string): Promise<void>;
   removeStack(stack: string, options?: { waitMs?: number }): Promise<void>;
   stacks(): Promise<string[]>;
 }

@@ -201,6 +201,20 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
       );
     },
 
+    /** Restarts every task of a stack's services (a forced update: start-first where the service says so). */
+    async restart(stack: string): Promise<void> {
+      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
+      await requireManager();
+      const filters = JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] });
+      for (const s of (await call('services', () => docker.listServices({ filters }))) as ServiceInfo[]) {
+        const spec = s.Spec ?? {};
+        const template = (spec.TaskTemplate ?? {}) as { ForceUpdate?: number };
+        await call(`service '${spec.Name ?? s.ID}'`, () =>
+          docker.getService(s.ID!).update({ version: s.Version?.Index, ...spec, TaskTemplate: { ...template, ForceUpdate: (template.ForceUpdate ?? 0) + 1 } }),
+        );
+      }
+    },
+
     /**
      * Removes a stack (`docker stack rm`): its services, networks, configs and secrets. The engine removes tasks in
      * the background; this waits (bounded) until no service or network of the stack is left.

@@ -356,7 +356,7 @@ export class ComposeGuard {
       const rules = checkSwarm(model, new Set(exceptions));
       violations.push(...rules.violations);
       policy.granted = [...new Set([...policy.granted, ...rules.granted])].sort();
-      withSwarmDefaults(runModel);
+      withSwarmDefaults(runModel, source.project);
     }
     stampServices(runModel, policy.granted);
     violations.push(...(await this.dockerfiles(source.project, dir, runModel)));
@@ -843,21 +843,6 @@ export class ComposeGuard {
     return merge(outputs);
   }
 
-  /** Services of a model whose built image is not on the engine (compose would build them at `up`). */
-  private async missingImages(kept: Kept, services?: string[]): Promise<string[]> {
-    const out: string[] = [];
-    for (const b of kept.builtImages) {
-      if (services && !services.includes(b.service)) continue;
-      if (!(await this.opts.engine.imageExists(b.tags[0]!))) out.push(b.service);
-    }
-    return out;
-  }
-
-  /**
-   * Builds services from copies of their contexts in the guard's own folder (see build-context.ts); the Dockerfile
-   * checked is the copied one, which is the one built.
-   */
-  private async build(checked: CheckedCompose, kept: Kept, services: string[], options: ComposeRunOptions): Promise<ComposeRunResult> {
   /**
    * Deploys a model checked for swarm as the stack of its project (`docker stack deploy`), with the same re-checks
    * a compose start has (host paths, names other projects own) and its builds done first from private copies;
@@ -892,6 +877,21 @@ export class ComposeGuard {
     return merge([built, { exit_code: r.exit_code, output: r.output.split(file).join('the checked compose file') }]);
   }
 
+  /** Services of a model whose built image is not on the engine (compose would build them at `up`). */
+  private async missingImages(kept: Kept, services?: string[]): Promise<string[]> {
+    const out: string[] = [];
+    for (const b of kept.builtImages) {
+      if (services && !services.includes(b.service)) continue;
+      if (!(await this.opts.engine.imageExists(b.tags[0]!))) out.push(b.service);
+    }
+    return out;
+  }
+
+  /**
+   * Builds services from copies of their contexts in the guard's own folder (see build-context.ts); the Dockerfile
+   * checked is the copied one, which is the one built.
+   */
+  private async build(checked: CheckedCompose, kept: Kept, services: string[], options: ComposeRunOptions): Promise<ComposeRunResult> {
     if (!services.length) return { exit_code: 0, output: '' };
     const { project, dir } = checked;
     const work = await mkdtemp(join(this.projectDir(project), '.build-'));

@@ -78,21 +78,41 @@ export function checkSwarm(model: ModelNode, exceptions: ReadonlySet<string>): {
   return { violations, granted };
 }
 
+/** Compose's own labels: the agent finds a deployment's containers, networks and volumes by them. */
+const PROJECT_LABEL = 'com.docker.compose.project';
+const SERVICE_LABEL = 'com.docker.compose.service';
+
+/** `labels` (a mapping or a `KEY=VALUE` list, as compose writes them) with `extra` set. */
+function withLabels(labels: unknown, extra: Record<string, string>): unknown {
+  if (Array.isArray(labels)) return [...labels.filter((l) => !(String(l).split('=')[0]! in extra)), ...Object.entries(extra).map(([k, v]) => `${k}=${v}`)];
+  return { ...(isMap(labels) ? labels : {}), ...extra };
+}
+
 /** 10 s of watching each updated task: a task that fails within it rolls the update back. */
 const MONITOR = '10s';
 
 /**
  * Safe updates unless the file says otherwise: start the new task before stopping the old (no gap for a single
  * replica), roll back when an updated task fails within the monitor window. Swarm's own default is stop-first and
- * `pause` on failure, which leaves a half-updated service serving nothing. Mutates `model` (the one that runs).
+ * `pause` on failure, which leaves a half-updated service serving nothing. Mutates `model` (the one that runs),
+ * which also gets the compose labels of `project`.
  */
-export function withSwarmDefaults(model: ModelNode): void {
-  for (const def of Object.values((model.services ?? {}) as ModelNode)) {
+export function withSwarmDefaults(model: ModelNode, project: string): void {
+  for (const [service, def] of Object.entries((model.services ?? {}) as ModelNode)) {
     if (!isMap(def)) continue;
+    // The tasks' containers carry the compose labels of their project and service (the stack's own labels name
+    // `<stack>_<service>`): state, logs, stats and tenancy find them as they find a compose deployment's.
+    def.labels = withLabels(def.labels, { [PROJECT_LABEL]: project, [SERVICE_LABEL]: service });
     const deploy: ModelNode = isMap(def.deploy) ? def.deploy : {};
     if (deploy.update_config === undefined) deploy.update_config = { failure_action: 'rollback', monitor: MONITOR, order: 'start-first', parallelism: 1 };
     if (deploy.rollback_config === undefined) deploy.rollback_config = { monitor: MONITOR, order: 'start-first', parallelism: 1 };
     def.deploy = deploy;
+  }
+  // The stack's own networks and volumes too (external ones are not the project's: left as they are).
+  for (const section of ['networks', 'volumes'] as const) {
+    for (const def of Object.values((model[section] ?? {}) as ModelNode)) {
+      if (isMap(def) && !def.external) def.labels = withLabels(def.labels, { [PROJECT_LABEL]: project });
+    }
   }
   // `docker stack deploy` refuses a file without a version; compose v2's `config` writes none.
   if (model.version === undefined) model.version = '3.9';
