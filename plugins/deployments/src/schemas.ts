@@ -139,10 +139,7 @@ const BACKUP = Type.Boolean({
 });
 // ---- inputs of the operations (the request's body, query and params, as the operations take them) ----------------
 
-/**
- * A create in its compose form: what `POST /deployments` becomes once a template create is resolved, and what other
- * plugins create with (`exceptions` instead of `host_safety_exceptions`).
- */
+/** `POST /deployments`; also what other plugins create with (`exceptions` instead of `host_safety_exceptions`). */
 export const CreateDeployment = Type.Object({
   name: deploymentName(),
   compose_content: COMPOSE_CONTENT,
@@ -153,34 +150,6 @@ export const CreateDeployment = Type.Object({
   reason: Type.Optional(REASON),
   runtime: Type.Optional(RUNTIME),
 });
-
-/**
- * The body of `POST /deployments`: a compose file (`compose_content`, `env_vars`) or a template (`template`,
- * `variables`), not both (400 `COMPOSE_OR_TEMPLATE`, checked by the operation so that the answer names the fields).
- * `x-cli` tells agentctl how to take a field besides `-f`: `agentctl deployments create NAME --template T --set K=V`.
- */
-export const CreateDeploymentRequest = Type.Composite([
-  Type.Object({
-    name: Type.String({ pattern: DEPLOYMENT_NAME, description: 'deployment name', 'x-cli': 'argument' }),
-    compose_content: Type.Optional(COMPOSE_CONTENT),
-    template: Type.Optional(
-      Type.String({
-        pattern: TEMPLATE_ID.source,
-        description: "template to deploy, instead of `compose_content`: its compose file, its variables' defaults, its built-in log sources",
-        'x-cli': 'option',
-      }),
-    ),
-    variables: Type.Optional(
-      Type.Record(Type.String({ pattern: ENV_KEY }), Secret({ maxLength: 65536 }), {
-        maxProperties: 500,
-        description:
-          "with `template`: values of the template's variables (`GET /api/templates/{id}`), the others keep their defaults; 400 `TEMPLATE_VARIABLE_REQUIRED` names a required one left empty",
-        'x-cli': 'set',
-      }),
-    ),
-  }),
-  Type.Omit(CreateDeployment, ['name', 'compose_content', 'template']),
-]);
 
 export const CreatedDeployment = Type.Intersect([
   Deployment,
