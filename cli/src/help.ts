@@ -69,6 +69,7 @@ export function operationHelp(op: Operation, description: ApiDescription, style:
   if (op.body) {
     opts.push(['-d, --data <@file|-|json>', 'the body: a JSON (or YAML) file, - for stdin, or inline JSON']);
     opts.push(['-f, --field <key=value>', 'set a body field (repeatable): dotted keys for nested fields, JSON-looking values parsed, key=@file reads a file']);
+    opts.push(['--<field> <value>', 'a top-level body field of one value (string, number, boolean) by its name: the same as -f <field>=<value>']);
     opts.push(['--skeleton', 'print a fillable body with every field and exit (add --yaml for YAML)']);
   }
   opts.push(['-q, --query <key=value>', 'any query parameter (repeatable)']);

@@ -6,6 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import {
+  acceptedTypes,
   buildBody,
   fillPath,
   isJobReader,
@@ -329,6 +330,19 @@ function operationCommand(
     attributes.set(option.attributeName(), p.name);
     cmd.addOption(option);
   }
+  // Top-level body fields of one value (string, number, boolean) are options too: `--strategy start-first` is
+  // `-f strategy=start-first` (typed the same way). Not a name the CLI or a query parameter already takes.
+  const bodyOptions = new Map<string, string>();
+  const taken = new Set([...op.queryParams.map((p) => kebab(p.name)), 'q', 'd', 'f']);
+  for (const [name, schema] of Object.entries(op.body?.properties ?? {})) {
+    const flag = kebab(name);
+    const types = [...acceptedTypes(schema)].filter((t) => t !== 'null');
+    if (RESERVED.has(flag) || taken.has(flag) || !/^[a-z][a-z0-9-]*$/.test(flag)) continue;
+    if (!types.length || !types.every((t) => ['string', 'number', 'integer', 'boolean'].includes(t))) continue;
+    const option = types.every((t) => t === 'boolean') ? new Option(`--${flag} [bool]`).preset('true') : new Option(`--${flag} <value>`);
+    bodyOptions.set(option.attributeName(), name);
+    cmd.addOption(option.hideHelp());
+  }
   cmd.option('-q, --query <key=value>', 'query parameter', collect);
   if (op.body || op.rawBodyType) cmd.option('-d, --data <source>', 'body: @file, - or inline JSON');
   if (op.body) {
@@ -347,6 +361,10 @@ function operationCommand(
   cmd.action((...received: unknown[]) => {
     const args = received.slice(0, op.pathParams.length) as (string | undefined)[];
     const opts = received[op.pathParams.length] as OperationOptions;
+    for (const [attribute, name] of bodyOptions) {
+      const value = opts[attribute];
+      if (value !== undefined) opts.field = [...(opts.field ?? []), `${name}=${String(value)}`];
+    }
     return run(() => runOperation(ctx, description, op, args, opts, attributes), op);
   });
   return cmd;

@@ -13,6 +13,8 @@ import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { freePort } from '../../../test/helpers/net.js';
 import { nodeWebCompose, nodeWebImage } from '../../../test/helpers/node-web.mjs';
 import { startHttpSink, type HttpSink } from '../../notifications/test/sinks.js';
+import { cliHome } from '../../../cli/test/helpers/cli.js';
+import { ADMIN_PASSWORD } from '../../../test/helpers/agent.js';
 import { assessStartFirst } from '../src/deploy/start-first.js';
 import { cleanupDocker, runId, uniqueName, until } from './helpers.js';
 
@@ -237,6 +239,23 @@ ${svc('web')}${svc('nohc', '', false)}${svc('ported', `    ports:\n      - "127.
     });
     await execa('docker', ['rmi', TAG.replace(':app', ':fb')], { reject: false });
   }, 180_000);
+
+  it('agentctl deployments redeploy NAME --strategy start-first sends the strategy (a body field as an option)', async () => {
+    const home = cliHome();
+    try {
+      const login = await home.run(['login', '--url', agent.url, '--username', 'admin'], { input: `${ADMIN_PASSWORD}\n` });
+      expect(login.code, login.stderr).toBe(0);
+      const n = uniqueName('cli');
+      const dry = await home.run(['deployments', 'redeploy', n, '--strategy', 'start-first', '--pull', '--dry-run']);
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.stdout).toContain(`POST ${agent.url}/api/deployments/${n}/redeploy`);
+      expect(JSON.parse(dry.stdout.slice(dry.stdout.indexOf('{')))).toEqual({ strategy: 'start-first', pull: true });
+      const bad = await home.run(['deployments', 'redeploy', n, '--strategy', 'sideways', '--dry-run']);
+      expect(bad.code).not.toBe(0);
+    } finally {
+      home.remove();
+    }
+  });
 
   it('without the proxy (no edge plugin) every service falls back', () => {
     const model = { services: { web: { healthcheck: { test: ['CMD', 'true'] } } } };
