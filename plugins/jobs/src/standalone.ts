@@ -8,10 +8,7 @@ import type { PluginContext } from '@agent/sdk';
 import type { JobsService } from './api.js';
 import { Jobs } from './jobs.js';
 
-export function standaloneJobs(
-  ctx: PluginContext<any>,
-  options: { journal?: string; timeoutSeconds?: number } = {},
-): JobsService & { stopAll(): Promise<void> } {
+export function standaloneJobs(ctx: PluginContext, options: { journal?: string; timeoutSeconds?: number } = {}): JobsService & { stopAll(): Promise<void> } {
   const jobs = new Jobs(ctx.store.journal(options.journal ?? 'jobs'), {
     log: ctx.log,
     events: ctx.events,

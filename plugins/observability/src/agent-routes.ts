@@ -40,7 +40,7 @@ export function actionRefusal(principals: PrincipalDirectory, principalId: strin
   return null;
 }
 
-export async function registerAgentRoutes(ctx: PluginContext<any>, principals: PrincipalDirectory): Promise<void> {
+export async function registerAgentRoutes(ctx: PluginContext, principals: PrincipalDirectory): Promise<void> {
   const deletions = await ctx.store.document({ seq: 0, items: [] as Deletion[] }, 'deployment-deletions');
 
   ctx.events.on('deployment.deleted', async ({ name, retired_as }) => {

@@ -23,7 +23,7 @@ export interface RunnerDeps {
 const bounded = (text: string) => (text.length > OUTPUT_LIMIT ? `${text.slice(0, OUTPUT_LIMIT)}\n… (output truncated at ${OUTPUT_LIMIT} bytes)` : text);
 
 /** The runner of the task store (which it needs back, to disable a task that may no longer run). */
-export function taskRunner(ctx: PluginContext<any>, deps: RunnerDeps, store: () => TaskStore) {
+export function taskRunner(ctx: PluginContext, deps: RunnerDeps, store: () => TaskStore) {
   return async (task: TaskRecord, output: (line: string) => void): Promise<void> => {
     const tasks = store();
     const name = task.deployment_name;

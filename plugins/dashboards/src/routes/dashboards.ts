@@ -4,7 +4,7 @@ import { findVisible, view, visible, type DashboardsDocument } from '../dashboar
 import type { DashboardOperations } from '../operations/dashboards.js';
 import { DashboardInput, DashboardView, IdParams } from '../schemas.js';
 
-export function dashboardRoutes(ctx: PluginContext<any>, doc: DashboardsDocument, ops: DashboardOperations): void {
+export function dashboardRoutes(ctx: PluginContext, doc: DashboardsDocument, ops: DashboardOperations): void {
   ctx.route({
     method: 'GET',
     path: '/dashboards',

@@ -18,7 +18,7 @@ const SYSTEM_SCHEMAS = new Set(['mysql', 'information_schema', 'performance_sche
 
 const TABLE_TYPES: Record<string, string> = { 'BASE TABLE': 'table', VIEW: 'view', 'SYSTEM VIEW': 'system_view', SEQUENCE: 'sequence' };
 
-function run<T = any>(conn: Conn, sql: string, values?: unknown[]): Promise<T> {
+function run<T = unknown>(conn: Conn, sql: string, values?: unknown[]): Promise<T> {
   return new Promise((resolve, reject) => {
     conn.query({ sql, values }, (err, rows) => (err ? reject(err) : resolve(rows as T)));
   });

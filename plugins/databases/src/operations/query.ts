@@ -15,7 +15,7 @@ const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 
 export type QueryOperations = ReturnType<typeof queryOperations>;
 
-export function queryOperations(ctx: PluginContext<any>, connect: Connect) {
+export function queryOperations(ctx: PluginContext, connect: Connect) {
   /** Writing queries are audited (read-only ones are not, like other reads): the statement kind, never its text. */
   const auditWrite = (
     principal: Principal,

@@ -4,7 +4,7 @@ import { withSession, type Connect } from '../session.js';
 import { ConnectionBody, TestResponse } from '../schemas.js';
 import { reading } from './scope.js';
 
-export function connectionRoutes(ctx: PluginContext<any>, connect: Connect): void {
+export function connectionRoutes(ctx: PluginContext, connect: Connect): void {
   ctx.route({
     ...reading,
     method: 'POST',

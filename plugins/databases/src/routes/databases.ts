@@ -5,7 +5,7 @@ import { withSession, type Connect } from '../session.js';
 import { ConnectionBody, CreatedDatabase, DatabaseItem, TableItem, TablesBody } from '../schemas.js';
 import { reading, writing } from './scope.js';
 
-export function databaseRoutes(ctx: PluginContext<any>, connect: Connect, ops: DatabaseOperations): void {
+export function databaseRoutes(ctx: PluginContext, connect: Connect, ops: DatabaseOperations): void {
   ctx.route({
     ...reading,
     method: 'POST',

@@ -4,7 +4,7 @@ import type { QueryOperations } from '../operations/query.js';
 import { QueryResponse } from '../schemas.js';
 import { reading } from './scope.js';
 
-export function queryRoutes(ctx: PluginContext<any>, ops: QueryOperations): void {
+export function queryRoutes(ctx: PluginContext, ops: QueryOperations): void {
   ctx.route(
     operationRoute(ops.query, {
       ...reading,

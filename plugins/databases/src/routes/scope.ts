@@ -5,7 +5,7 @@
  */
 import type { RouteRequest } from '@agent/sdk';
 
-const deploymentOf = (req: RouteRequest<any, any, any>) => (req.body as { deployment?: string } | undefined)?.deployment;
+const deploymentOf = (req: Pick<RouteRequest, 'body'>) => (req.body as { deployment?: string } | undefined)?.deployment;
 
 export const reading = { tag: 'databases', deployment: deploymentOf, deploymentLevel: 'read' as const };
 export const writing = { tag: 'databases', deployment: deploymentOf, deploymentLevel: 'write' as const };

@@ -4,7 +4,7 @@ import type { DatabaseOperations } from '../operations/databases.js';
 import { CreatedUser, GrantResponse } from '../schemas.js';
 import { writing } from './scope.js';
 
-export function userRoutes(ctx: PluginContext<any>, ops: DatabaseOperations): void {
+export function userRoutes(ctx: PluginContext, ops: DatabaseOperations): void {
   ctx.route(
     operationRoute(ops.createUser, {
       ...writing,

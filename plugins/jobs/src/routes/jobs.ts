@@ -15,7 +15,7 @@ const Line = Type.Object({
   text: Type.String(),
 });
 
-export function jobRoutes(ctx: PluginContext<any>, jobs: Jobs): void {
+export function jobRoutes(ctx: PluginContext, jobs: Jobs): void {
   /** The deployment of a job, for the kernel's checks: another tenant's job is as unknown as a missing one. */
   const deploymentOf = (id: string) => jobs.get(id)?.deployment ?? undefined;
   const find = (id: string) => {

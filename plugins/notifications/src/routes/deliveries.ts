@@ -3,7 +3,7 @@ import { reply, Type, type PluginContext } from '@agent/sdk';
 import type { Dispatcher } from '../dispatcher.js';
 import { DeliveriesQuery, Delivery } from '../schemas.js';
 
-export function deliveryRoutes(ctx: PluginContext<any>, dispatcher: Dispatcher): void {
+export function deliveryRoutes(ctx: PluginContext, dispatcher: Dispatcher): void {
   ctx.route({
     method: 'GET',
     path: '/notifications/deliveries',

@@ -3,7 +3,7 @@ import { operationRoute, reply, type PluginContext } from '@agent/sdk';
 import type { MessageOperations } from '../operations/messages.js';
 import { Queued } from '../schemas.js';
 
-export function messageRoutes(ctx: PluginContext<any>, ops: MessageOperations): void {
+export function messageRoutes(ctx: PluginContext, ops: MessageOperations): void {
   ctx.route(
     operationRoute(ops.send, {
       method: 'POST',

@@ -4,7 +4,7 @@ import type { Target } from '../dispatcher.js';
 import type { TargetOperations } from '../operations/targets.js';
 import { TargetView, targetView, TestResult } from '../schemas.js';
 
-export function targetRoutes(ctx: PluginContext<any>, doc: Document<{ targets: Target[] }>, ops: TargetOperations): void {
+export function targetRoutes(ctx: PluginContext, doc: Document<{ targets: Target[] }>, ops: TargetOperations): void {
   ctx.route({
     method: 'GET',
     path: '/notifications/targets',

@@ -3,7 +3,7 @@ import { canReach, Type, type PluginContext } from '@agent/sdk';
 import { RecentExecutionsQuery } from '../schemas.js';
 import { ExecutionView, type TaskStore } from '../tasks.js';
 
-export function executionRoutes(ctx: PluginContext<any>, tasks: TaskStore): void {
+export function executionRoutes(ctx: PluginContext, tasks: TaskStore): void {
   ctx.route({
     method: 'GET',
     path: '/scheduler/executions',

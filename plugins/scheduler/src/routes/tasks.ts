@@ -17,12 +17,12 @@ const UNKNOWN_TASK = { 404: ['TASK_NOT_FOUND'] } as const;
  */
 const RUNNABLE_ERRORS = mergeErrors(COMPOSE_ERRORS, { 400: ['INVALID_CRON', 'BACKUPS_UNAVAILABLE'] });
 
-export function taskRoutes(ctx: PluginContext<any>, tasks: TaskStore, ops: TaskOperations): void {
+export function taskRoutes(ctx: PluginContext, tasks: TaskStore, ops: TaskOperations): void {
   collectionRoutes(ctx, tasks, ops);
   oneTaskRoutes(ctx, tasks, ops);
 }
 
-function collectionRoutes(ctx: PluginContext<any>, tasks: TaskStore, ops: TaskOperations): void {
+function collectionRoutes(ctx: PluginContext, tasks: TaskStore, ops: TaskOperations): void {
   ctx.route({
     method: 'GET',
     path: '/scheduler/tasks',
@@ -59,7 +59,7 @@ function collectionRoutes(ctx: PluginContext<any>, tasks: TaskStore, ops: TaskOp
 }
 
 /** One task: get, update, delete, run now, and its executions. */
-function oneTaskRoutes(ctx: PluginContext<any>, tasks: TaskStore, ops: TaskOperations): void {
+function oneTaskRoutes(ctx: PluginContext, tasks: TaskStore, ops: TaskOperations): void {
   const bound = { params: TaskId, deployment: taskDeployment(tasks), tenancy: 'filtered' as const };
 
   ctx.route({
