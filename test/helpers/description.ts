@@ -36,8 +36,7 @@ interface Operation {
  * (creating a deployment, say). The list only shrinks; once it is empty, `strict` covers every answer.
  */
 export const PENDING_PLUGINS: ReadonlySet<string> = new Set(['deployments']);
-export const isPending = (op: { plugin: string; operationId: string } | null): boolean =>
-  !op || PENDING_PLUGINS.has(op.plugin) || op.operationId.startsWith('images.');
+export const isPending = (op: { plugin: string; operationId: string } | null): boolean => !op || PENDING_PLUGINS.has(op.plugin);
 
 const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 

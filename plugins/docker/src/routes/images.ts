@@ -118,6 +118,7 @@ export function imageRoutes(ctx: PluginContext<any>, engine: DockerEngine, pulls
     params: Type.Object({ id: IMAGE_ID }),
     query: Type.Object({ force: Type.Optional(Type.Boolean({ default: false, description: 'remove even when several tags point to it' })) }),
     response: Type.Object({ id: Type.String(), deleted: Type.Array(Type.String()), untagged: Type.Array(Type.String()) }),
+    errors: { 409: ['IMAGE_IN_USE'] },
     handler: async (req) => {
       engine.assertAvailable();
       const inspected = await engine.call(`image '${req.params.id}'`, () => engine.client.getImage(req.params.id).inspect());
