@@ -3,7 +3,8 @@
  * redeployed while a client sends requests through nginx at a steady rate with a websocket open: no request fails,
  * the websocket is closed cleanly by the old container, and the new version answers afterwards. A new version whose
  * health check fails is removed while the old one keeps serving, the revision is failed and `deployment.failed`
- * reaches a notification target. Services start-first cannot switch are recreated and listed with why.
+ * reaches a notification target; cancelled at random moments, what it added is removed and the old one keeps
+ * serving. Services start-first cannot switch are recreated and listed with why.
  */
 import { request as httpRequest } from 'node:http';
 import { execa } from 'execa';
@@ -150,6 +151,7 @@ describe('start-first redeploys through the proxy', () => {
     expect(started.status, started.text).toBe(202);
     expect(started.body.data).toMatchObject({ strategy: 'start-first', fallbacks: [] });
     const done = await finished(started.body.data.job_id);
+    const endedAt = Date.now();
     expect(done.status, JSON.stringify(done)).toBe('succeeded');
     expect(done.result).toMatchObject({ strategy: 'start-first', fallbacks: [] });
     await new Promise((r) => setTimeout(r, 500));
@@ -160,9 +162,9 @@ describe('start-first redeploys through the proxy', () => {
     expect(answers.length).toBeGreaterThan(50);
     expect(answers[0]!.body).toBe(`v1-${runId}`);
     expect(answers[answers.length - 1]!.body).toBe(`v2-${runId}`);
-    // Once the new version answered, the old one never did again (the switch is one reload).
-    const firstNew = answers.findIndex((a) => a.body === `v2-${runId}`);
-    expect(answers.slice(firstNew).every((a) => a.body === `v2-${runId}`)).toBe(true);
+    // Around the reload both versions answer (old nginx workers still accept for a moment); once the job ended, only
+    // the new one does.
+    expect(answers.filter((a) => a.at > endedAt).every((a) => a.body === `v2-${runId}`)).toBe(true);
     // The websocket stayed on the old container until it drained, then the application closed it (1001 going away).
     expect((await closed).code).toBe(1001);
     expect(await webContainers(n)).toHaveLength(1);
@@ -187,6 +189,27 @@ describe('start-first redeploys through the proxy', () => {
     expect(revs[1]).toMatchObject({ action: 'redeploy', status: 'succeeded', strategy: 'start-first', reason: 'v2' });
     const note = await sink.waitFor((r) => r.path.startsWith('/hook') && JSON.stringify(r.body).includes(n), 'deployment.failed notification', 15_000);
     expect(JSON.stringify(note.body)).toContain('deployment.failed');
+
+    // Cancelled at random moments of the start and the health wait: the job ends cancelled, what it added is gone,
+    // and the old version kept serving throughout.
+    const traffic3 = load(httpPort, host);
+    for (const delay of [0, 300, 1500]) {
+      const job3 = await agent.api('POST', `/deployments/${n}/redeploy`, { body: { strategy: 'start-first', reason: `cancel ${delay}` } });
+      expect(job3.status, job3.text).toBe(202);
+      await new Promise((r) => setTimeout(r, delay));
+      expect((await agent.api('POST', `/jobs/${job3.body.data.job_id}/cancel`)).status).toBeLessThan(300);
+      expect(['cancelled', 'failed']).toContain((await finished(job3.body.data.job_id)).status);
+      expect(
+        await until(
+          () => webContainers(n),
+          (c) => c.length === 1,
+          10_000,
+        ),
+      ).toHaveLength(1);
+    }
+    const answers3 = await traffic3.stop();
+    expect(answers3.filter((a) => !a.ok)).toEqual([]);
+    expect(new Set(answers3.map((a) => a.body))).toEqual(new Set([`v2-${runId}`]));
   }, 240_000);
 
   it('recreates the services it cannot switch and lists them with why', async () => {

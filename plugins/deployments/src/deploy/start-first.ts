@@ -180,9 +180,13 @@ export function startFirst(deps: StartFirstDeps): DeployStrategy {
       // The old container keeps serving: the proxy goes back to it (it never left unless the reload failed, which
       // kept the previous configuration), and the new one goes.
       deps.hold(deployment, service, old.id);
-      if (created) {
-        await deps.docker.removeContainer(created.id, { force: true }).catch(() => undefined);
-        output(`${service}: ${created.name} removed; ${old.name} keeps serving`);
+      // Every container of the service the attempt added, also one compose created before it was stopped (cancel).
+      const added = await containersOf(deployment, service)
+        .then((now) => now.filter((c) => !before.some((b) => b.id === c.id)))
+        .catch(() => (created ? [created] : []));
+      for (const c of added) {
+        await deps.docker.removeContainer(c.id, { force: true }).catch(() => undefined);
+        output(`${service}: ${c.name} removed; ${old.name} keeps serving`);
       }
       await deps
         .upstreams()
