@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errors, HttpError, isDeploymentName, removeInside, retiredName, type EventBus, type Logger, type Principal } from '@agent/sdk';
-import { type CheckedCompose, type ComposeCommand, type ContainerSummary, type DockerService } from '@agent/plugin-docker/api';
+import { type CheckedCompose, type ComposeCommand, type ContainerSummary, type DockerService, type StackService } from '@agent/plugin-docker/api';
 import { type DeploymentInfo, type DeploymentsService, type ServiceCreateInput } from './api.js';
 import {
   createFolder,
@@ -31,6 +31,12 @@ import { pinContent } from './deploy/pins.js';
 import { backupBefore, requireBackups, type BackupBeforeChange } from './deploy/backups.js';
 import type { DeployStrategy } from './deploy/strategies.js';
 import { SwarmStates } from './swarm.js';
+
+/**
+ * How long a start or update of a swarm deployment waits for its stack to converge (Swarm itself never gives up: an
+ * update can stay in progress forever); past it the change is a failure naming the services that lag and why.
+ */
+const SWARM_CONVERGE_MS = 90_000;
 
 /** Where kept folders of deleted deployments go when their name is used again. */
 const RETIRED_DIR = '.retired';
@@ -492,11 +498,42 @@ export class DeploymentManager implements DeploymentsService {
           return { exit_code: 0, output: '' };
         case 'build':
           return { exit_code: 0, output: '' };
-        default:
-          return await swarm.deployStack(checked, options);
+        default: {
+          const deployed = await swarm.deployStack(checked, options);
+          if (deployed.exit_code !== 0) return deployed;
+          // `docker stack deploy` returns once the engine took the new specs: a start or an update is done when
+          // the stack converged, and failed when Swarm rolled a service back (its update failed its monitor).
+          const failure = await this.swarmSettled(name, options.signal);
+          return failure ? { exit_code: 1, output: `${deployed.output}\n${failure}` } : deployed;
+        }
       }
     } finally {
       await this.swarm.refresh();
+    }
+  }
+
+  /**
+   * Waits until every service of a stack runs its desired replicas with no update in progress; answers why not
+   * (a rollback, a paused update, tasks failing) after `SWARM_CONVERGE_MS`, or null once converged. The first look
+   * is a second after the deploy: the engine starts an update of a changed spec within that.
+   */
+  private async swarmSettled(name: string, signal?: AbortSignal): Promise<string | null> {
+    const until = Date.now() + SWARM_CONVERGE_MS;
+    let last = '';
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 1000));
+      if (signal?.aborted) return 'cancelled while the stack converged';
+      const services = await this.opts.docker.swarm.stackServices(name);
+      const errors = (s: StackService) => [...new Set(s.tasks.map((t) => t.error).filter(Boolean))].slice(0, 3).join('; ');
+      const rolled = services.find((s) => s.update && /^rollback_(completed|paused)$|^paused$/.test(s.update.state));
+      if (rolled)
+        return `service '${rolled.name}': the update ${rolled.update!.state === 'paused' ? 'paused' : 'was rolled back'} (${rolled.update!.message ?? 'no message'})${errors(rolled) ? `: ${errors(rolled)}` : ''}`;
+      const pending = services.filter((s) => (s.update && s.update.state !== 'completed') || s.replicas.running < s.replicas.desired);
+      if (!pending.length) return null;
+      last = pending
+        .map((s) => `'${s.name}' ${s.replicas.running}/${s.replicas.desired}${s.update ? ` (${s.update.state})` : ''}${errors(s) ? `: ${errors(s)}` : ''}`)
+        .join(', ');
+      if (Date.now() > until) return `the stack did not converge within ${SWARM_CONVERGE_MS / 1000} s: ${last}`;
     }
   }
 

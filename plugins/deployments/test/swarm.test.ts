@@ -153,6 +153,49 @@ describe('swarm deployments against the real engine', () => {
     expect(left).toBe('');
   });
 
+  it('rolls an update that fails its health check back, with the old task serving throughout, and says so', async () => {
+    const rolled = uniqueName('swr');
+    const file = (marker: string, check: string) => `services:
+  web:
+    image: agent-test/busybox:latest
+    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
+    environment:
+      MARKER: ${marker}
+    healthcheck:
+      test: ["CMD", "${check}"]
+      interval: 1s
+      timeout: 1s
+      retries: 1
+    labels:
+      agent.test: "1"
+    deploy:
+      replicas: 1
+      labels:
+        agent.test: "1"
+`;
+    const envOf = async () =>
+      (await execa('docker', ['service', 'inspect', `${rolled}_web`, '--format', '{{json .Spec.TaskTemplate.ContainerSpec.Env}}'])).stdout.trim();
+    const created = await agent.api('POST', '/deployments', {
+      body: { name: rolled, compose_content: file('v1', 'true'), runtime: 'swarm', auto_start: true },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data.start_error).toBeNull();
+    expect(created.body.data.status).toBe('running');
+    const before = (await execa('docker', ['ps', '-q', '--filter', `label=com.docker.compose.project=${rolled}`])).stdout.trim();
+    expect(before).not.toBe('');
+
+    const updated = await agent.api('PUT', `/deployments/${rolled}`, { body: { compose_content: file('v2', 'false') } });
+    expect(updated.status, updated.text).toBe(502);
+    expect(updated.body.code).toBe('COMPOSE_FAILED');
+    expect(updated.body.error).toMatch(/service 'web': the update was rolled back/);
+    expect(await envOf()).toBe('["MARKER=v1"]');
+    // Start-first: the old task was never stopped.
+    expect((await execa('docker', ['ps', '-q', '--filter', `label=com.docker.compose.project=${rolled}`])).stdout.trim()).toBe(before);
+    const revisions = await agent.api('GET', `/deployments/${rolled}/revisions`);
+    expect(revisions.body.data[0]).toMatchObject({ action: 'update', status: 'failed' });
+    expect((await agent.api('DELETE', `/deployments/${rolled}`, { query: { remove_files: true } })).status).toBe(200);
+  });
+
   it('refuses scale on a compose deployment (409 NOT_SWARM_DEPLOYMENT)', async () => {
     const plain = uniqueName('swc');
     const created = await agent.api('POST', '/deployments', { body: { name: plain, compose_content: stackFile(1) } });

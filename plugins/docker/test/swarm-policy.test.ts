@@ -43,6 +43,7 @@ describe('swarm policy', () => {
     expect(model.services.web.labels).toEqual({ a: '1', 'com.docker.compose.project': 'shop', 'com.docker.compose.service': 'web' });
     expect(model.services.worker.labels).toEqual(['b=2', 'com.docker.compose.project=shop', 'com.docker.compose.service=worker']);
     expect(model.networks.back.labels).toEqual({ 'com.docker.compose.project': 'shop' });
+    expect(model.networks.default).toEqual({ labels: { 'com.docker.compose.project': 'shop' } });
     expect(model.networks.outside.labels).toBeUndefined();
     expect(model.volumes.data.labels).toEqual({ 'com.docker.compose.project': 'shop' });
     expect(model.version).toBe('3.9');

@@ -108,7 +108,10 @@ export function withSwarmDefaults(model: ModelNode, project: string): void {
     if (deploy.rollback_config === undefined) deploy.rollback_config = { monitor: MONITOR, order: 'start-first', parallelism: 1 };
     def.deploy = deploy;
   }
-  // The stack's own networks and volumes too (external ones are not the project's: left as they are).
+  // The stack's own networks and volumes too (external ones are not the project's: left as they are), the default
+  // network included: the stack creates `<project>_default` itself, and the next deploy's name check must find it
+  // the project's.
+  if (!isMap(model.networks) || model.networks.default === undefined) model.networks = { ...(isMap(model.networks) ? model.networks : {}), default: {} };
   for (const section of ['networks', 'volumes'] as const) {
     for (const def of Object.values((model[section] ?? {}) as ModelNode)) {
       if (isMap(def) && !def.external) def.labels = withLabels(def.labels, { [PROJECT_LABEL]: project });
