@@ -225,7 +225,8 @@ describe('start-first redeploys through the proxy', () => {
     labels:
       agent.test: "1"
 ${withHc ? hc : ''}${extra}`;
-    await execa('docker', ['tag', TAG, TAG.replace(':app', ':fb')]);
+    // A healthy image of its own (the first test leaves TAG on an unhealthy one).
+    await nodeWebImage(TAG.replace(':app', ':fb'), `fb-${runId}`);
     const compose = `services:
 ${svc('web')}${svc('nohc', '', false)}${svc('ported', `    ports:\n      - "127.0.0.1:${port}:80"\n`)}${svc('named', `    container_name: ${n}-named\n`)}${svc('hidden')}`;
     const created = await agent.api('POST', '/deployments', { body: { name: n, compose_content: compose, auto_start: true } });

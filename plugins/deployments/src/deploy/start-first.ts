@@ -268,12 +268,14 @@ async function containerPid(id: string): Promise<number | null> {
  */
 async function inboundConnections(pid: number): Promise<number | null> {
   const rows: string[][] = [];
+  let read = false;
   for (const file of ['tcp', 'tcp6']) {
     const text = await readFile(`/proc/${pid}/net/${file}`, 'utf8').catch(() => null);
     if (text === null) continue;
+    read = true;
     for (const line of text.split('\n').slice(1)) if (line.trim()) rows.push(line.trim().split(/\s+/));
   }
-  if (!rows.length) return null;
+  if (!read) return null;
   const port = (addr: string) => addr.slice(addr.lastIndexOf(':') + 1);
   const listening = new Set(rows.filter((r) => r[3] === '0A').map((r) => port(r[1]!)));
   const loopback = (addr: string) => /^0100007F:|^0000000000000000FFFF00000100007F:|^00000000000000000000000001000000:/.test(addr);
