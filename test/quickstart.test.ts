@@ -224,7 +224,7 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
     expect(r.stdout).toMatch(/\d+ ok, \d+ warnings?, \d+ failed/);
     // The first deployment: created and running, its domain routed to its container, and its page answered by the
     // agent's own nginx on :8080 (the README's last line).
-    expect(r.stdout).toContain('"running"');
+    expect(r.stdout).toMatch(/^running$/m);
     expect(r.stdout).toMatch(/^"\d+\.\d+\.\d+\.\d+:8080"$/m);
     expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('<title>Login - Adminer</title>');
     // The agent said which proxy runs, and it is its own, with its files in the clone's data folder.

@@ -2,7 +2,7 @@
 import { constraints, enumValues, isJobReader, listFields, nonNull, startsJob, typeLabel, type ApiDescription, type Operation } from '@agent/client';
 import type { Style } from './style.js';
 import { twoColumns } from './render.js';
-import { optionFlagFor } from './operation-options.js';
+import { cliFields, optionFlagFor } from './operation-options.js';
 
 const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
 
@@ -17,7 +17,7 @@ function paramLine(p: Operation['pathParams'][number], flag: string): [string, s
 }
 
 export function operationUsage(op: Operation): string {
-  const args = op.pathParams.map((p) => `<${p.name}>`).join(' ');
+  const args = [...op.pathParams.map((p) => p.name), ...cliFields(op).bodyArguments].map((name) => `<${name}>`).join(' ');
   return `agentctl ${op.group} ${op.name}${args ? ` ${args}` : ''} [options]`;
 }
 
@@ -70,6 +70,9 @@ export function operationHelp(op: Operation, description: ApiDescription, style:
     opts.push(['-d, --data <@file|-|json>', 'the body: a JSON (or YAML) file, - for stdin, or inline JSON']);
     opts.push(['-f, --field <key=value>', 'set a body field (repeatable): dotted keys for nested fields, JSON-looking values parsed, key=@file reads a file']);
     opts.push(['--<field> <value>', 'a top-level body field of one value (string, number, boolean) by its name: the same as -f <field>=<value>']);
+    const { bodyArguments, setField } = cliFields(op);
+    for (const name of bodyArguments) opts.push([`<${name}>`, `the body's ${name} (after the path arguments): the same as -f ${name}=<value>`]);
+    if (setField) opts.push(['--set <key=value>', `an entry of ${setField} (repeatable): the same as -f ${setField}.<key>=<value>`]);
     opts.push(['--skeleton', 'print a fillable body with every field and exit (add --yaml for YAML)']);
   }
   opts.push(['-q, --query <key=value>', 'any query parameter (repeatable)']);

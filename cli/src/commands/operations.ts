@@ -27,7 +27,7 @@ import { UsageError, type CliContext } from '../context.js';
 import { operationHelp, operationUsage } from '../help.js';
 import { readAll } from '../io.js';
 import { followJob, jobIdOf, readersFor } from '../jobs.js';
-import { RESERVED, isArrayParam, isBooleanParam } from '../operation-options.js';
+import { RESERVED, cliFields, isArrayParam, isBooleanParam } from '../operation-options.js';
 import { isPlan, renderPlan } from '../plan-view.js';
 import { logLine, renderData, twoColumns } from '../render.js';
 
@@ -343,6 +343,11 @@ function operationCommand(
     bodyOptions.set(option.attributeName(), name);
     cmd.addOption(option.hideHelp());
   }
+  // Body fields the description marks for the command line: `deployments create NAME --set KEY=VALUE`.
+  const { bodyArguments, setField } = cliFields(op);
+  for (const name of bodyArguments) cmd.argument(`[${name}]`, `the body's ${name}`);
+  const setOption = setField && !taken.has('set') && ![...bodyOptions.values()].some((n) => kebab(n) === 'set');
+  if (setOption) cmd.option('--set <key=value>', `an entry of ${setField} (repeatable)`, collect);
   cmd.option('-q, --query <key=value>', 'query parameter', collect);
   if (op.body || op.rawBodyType) cmd.option('-d, --data <source>', 'body: @file, - or inline JSON');
   if (op.body) {
@@ -360,12 +365,26 @@ function operationCommand(
   cmd.configureHelp({ formatHelp: () => operationHelp(op, description, ctx.out) });
   cmd.action((...received: unknown[]) => {
     const args = received.slice(0, op.pathParams.length) as (string | undefined)[];
-    const opts = received[op.pathParams.length] as OperationOptions;
+    const positional = received.slice(op.pathParams.length, op.pathParams.length + bodyArguments.length) as (string | undefined)[];
+    const opts = received[op.pathParams.length + bodyArguments.length] as OperationOptions;
     for (const [attribute, name] of bodyOptions) {
       const value = opts[attribute];
       if (value !== undefined) opts.field = [...(opts.field ?? []), `${name}=${String(value)}`];
     }
-    return run(() => runOperation(ctx, description, op, args, opts, attributes), op);
+    return run(async () => {
+      // As -f assignments, so that a body from --data is completed the same way; a value is never a file to read
+      // (`@@` is -f's literal `@`): `--set PASSWORD=@secret` sets that text.
+      const literal = (value: string) => (value.startsWith('@') ? `@${value}` : value);
+      bodyArguments.forEach((name, i) => {
+        if (positional[i] !== undefined) opts.field = [...(opts.field ?? []), `${name}=${literal(positional[i])}`];
+      });
+      for (const entry of setOption ? ((opts.set as string[] | undefined) ?? []) : []) {
+        const eq = entry.indexOf('=');
+        if (eq <= 0 || /[.[\]]/.test(entry.slice(0, eq))) throw new UsageError(`--set ${entry}: expected KEY=VALUE`);
+        opts.field = [...(opts.field ?? []), `${setField}.${entry.slice(0, eq)}=${literal(entry.slice(eq + 1))}`];
+      }
+      await runOperation(ctx, description, op, args, opts, attributes);
+    }, op);
   });
   return cmd;
 }

@@ -58,14 +58,11 @@ function DeployTemplate({ template, onClose }: { template: any; onClose: () => v
     setBusy(true);
     setError(null);
     try {
-      const compose = await get<any>(`/templates/${encodeURIComponent(template.id)}/compose`);
+      // One call: the agent fills the template's compose file with these variables (the rest keep their defaults).
       await session.change('POST', '/deployments', '/deployments', {
         name,
         template: template.id,
-        compose_content: compose.compose_content,
-        env_vars: Object.entries(env)
-          .filter(([, v]) => v !== '')
-          .map(([key, value]) => ({ key, value })),
+        variables: Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')),
         auto_start: true,
       });
       onClose();

@@ -135,7 +135,7 @@ export default definePlugin({
     const catalog = new TemplateCatalog(templatesDir);
     const kinds: KindSources = { builtin: (entry) => (entry.record.template ? (catalog.get(entry.record.template)?.log_sources ?? []) : []) };
     // Each change is an operation (src/operations): the routes, their plans and plan applies all run the same one.
-    const ops = deploymentOperations(manager);
+    const ops = deploymentOperations(manager, catalog);
     deploymentRoutes(ctx, manager, ops);
     const changes = changeOperations(manager, {
       jobs: () => deps.jobs,

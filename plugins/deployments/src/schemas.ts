@@ -139,7 +139,10 @@ const BACKUP = Type.Boolean({
 });
 // ---- inputs of the operations (the request's body, query and params, as the operations take them) ----------------
 
-/** `POST /deployments`; also what other plugins create with (`exceptions` instead of `host_safety_exceptions`). */
+/**
+ * A create in its compose form: what `POST /deployments` becomes once a template create is resolved, and what other
+ * plugins create with (`exceptions` instead of `host_safety_exceptions`).
+ */
 export const CreateDeployment = Type.Object({
   name: deploymentName(),
   compose_content: COMPOSE_CONTENT,
@@ -150,6 +153,38 @@ export const CreateDeployment = Type.Object({
   reason: Type.Optional(REASON),
   runtime: Type.Optional(RUNTIME),
 });
+
+/**
+ * The body of `POST /deployments`: a compose file (`compose_content`, `env_vars`) or a template (`template`,
+ * `variables`), not both (400 `COMPOSE_OR_TEMPLATE`, checked by the operation so that the answer names the fields).
+ * `x-cli` tells agentctl how to take a field besides `-f`: `agentctl deployments create NAME --template T --set K=V`.
+ */
+export const CreateDeploymentRequest = Type.Composite([
+  Type.Object({
+    name: Type.String({ pattern: DEPLOYMENT_NAME, description: 'deployment name', 'x-cli': 'argument' }),
+    compose_content: Type.Optional(COMPOSE_CONTENT),
+    template: Type.Optional(
+      Type.String({
+        pattern: TEMPLATE_ID.source,
+        description: "template to deploy, instead of `compose_content`: its compose file, its variables' defaults, its built-in log sources",
+      }),
+    ),
+    variables: Type.Optional(
+      // A map in its plain JSON Schema form (`additionalProperties`, names by `propertyNames`): TypeBox's Record
+      // would say `patternProperties: {"^.*$": …}`, which clients that fill fields by path (agentctl -f) do not read.
+      Type.Unsafe<Record<string, string>>({
+        type: 'object',
+        additionalProperties: Secret({ maxLength: 65536 }),
+        propertyNames: { pattern: ENV_KEY },
+        maxProperties: 500,
+        description:
+          "with `template`: values of the template's variables (`GET /api/templates/{id}`), the others keep their defaults; 400 `TEMPLATE_VARIABLE_REQUIRED` names a required one left empty",
+        'x-cli': 'set',
+      }),
+    ),
+  }),
+  Type.Omit(CreateDeployment, ['name', 'compose_content', 'template']),
+]);
 
 export const CreatedDeployment = Type.Intersect([
   Deployment,

@@ -59,18 +59,24 @@ describe('templates', () => {
       const env_vars = res.body.data.env.map((e: any) => ({ key: e.key, value: e.value || 'Generated-Secret-1' }));
       const plan = await agent.api('POST', '/deployments', {
         query: { plan: true },
-        body: { name: uniqueName(`tpl-${t.id}`).slice(0, 63), compose_content: res.body.data.compose_content, env_vars, template: t.id },
+        body: { name: uniqueName(`tpl-${t.id}`).slice(0, 63), compose_content: res.body.data.compose_content, env_vars },
       });
       expect(plan.status, `${t.id}: ${plan.text}`).toBe(201);
+      // The same in one call: the template by name, its required variables set.
+      const variables = Object.fromEntries(t.env.filter((e: any) => e.required && !e.default).map((e: any) => [e.key, 'Generated-Secret-1']));
+      const byName = await agent.api('POST', '/deployments', {
+        query: { plan: true },
+        body: { name: uniqueName(`tpl-${t.id}`).slice(0, 63), template: t.id, variables },
+      });
+      expect(byName.status, `${t.id}: ${byName.text}`).toBe(201);
     }
     expect((await agent.api('GET', '/templates/nope/compose')).status).toBe(404);
     expect((await agent.api('GET', '/templates/..%2Fetc/compose')).status).toBe(400);
   });
 
   it('gives deployments of a template its built-in log sources', async () => {
-    const tpl = (await agent.api('GET', '/templates/nginx/compose')).body.data;
     const name = uniqueName('nginx');
-    const created = await agent.api('POST', '/deployments', { body: { name, compose_content: tpl.compose_content, template: 'nginx' } });
+    const created = await agent.api('POST', '/deployments', { body: { name, template: 'nginx' } });
     expect(created.status, created.text).toBe(201);
     const sources = await agent.api('GET', `/deployments/${name}/log-sources`);
     expect(sources.body.data.map((s: any) => `${s.id}:${s.builtin}`)).toEqual(['stdout:true', 'access:true', 'error:true']);

@@ -9,10 +9,12 @@
 import { join } from 'node:path';
 import { defineOperation, errors, type PlanSnapshot, type Principal } from '@agent/sdk';
 import type { DeploymentManager, Entry } from '../manager.js';
-import { CreateDeployment, DeleteDeploymentInput, NameParams, UpdateDeploymentInput } from '../schemas.js';
+import { CreateDeploymentRequest, DeleteDeploymentInput, NameParams, UpdateDeploymentInput } from '../schemas.js';
 import { DEFAULT_COMPOSE, ENV_FILE } from '../files.js';
 import { previewCreate, previewDelete, previewLifecycle, previewUpdate } from '../plans.js';
 import { requireBackups } from '../deploy/backups.js';
+import type { TemplateCatalog } from '../templates.js';
+import { createForm, fromTemplate, templateFiles } from '../template-create.js';
 
 export type DeploymentOperations = ReturnType<typeof deploymentOperations>;
 
@@ -22,9 +24,16 @@ function assertMayGrant(principal: Principal, exceptions: string[] | undefined):
     throw errors.forbidden("granting host-safety exceptions needs the permission 'host-safety:write'");
 }
 
+/** A create by template where the plugin has no catalogue (another plugin's operations): 404, as for an unknown one. */
+function requireCatalog(catalog: TemplateCatalog | undefined): TemplateCatalog {
+  if (!catalog) throw errors.notFound('no template catalogue here', 'TEMPLATE_NOT_FOUND');
+  return catalog;
+}
+
 const aboutDeployment = (input: { name: string }) => ({ type: 'deployment', id: input.name });
 
-export function deploymentOperations(manager: DeploymentManager) {
+/** `catalog`: the templates a create may name instead of a compose file (`{name, template, variables}`). */
+export function deploymentOperations(manager: DeploymentManager, catalog?: TemplateCatalog) {
   /** A plan of a deployment's change depends on its compose file and `.env` (where they will be, for a create). */
   const files = ({ name }: { name: string }): PlanSnapshot => {
     const entry = manager.entries.get(name);
@@ -64,13 +73,24 @@ export function deploymentOperations(manager: DeploymentManager) {
 
   const create = defineOperation({
     name: 'deployments.create',
-    input: CreateDeployment,
+    input: CreateDeploymentRequest,
     resource: aboutDeployment,
-    snapshot: files,
+    // A template create also depends on the template's files.
+    snapshot: (input) => {
+      const own = files(input);
+      return input.template && catalog ? { ...own, files: [...(own.files ?? []), ...templateFiles(catalog, input.template)] } : own;
+    },
     prepare: async (input, { principal }) => {
+      const form = createForm(input);
       assertMayGrant(principal, input.host_safety_exceptions);
-      const { host_safety_exceptions: exceptions, ...rest } = input;
-      const plan = await manager.checkCreate({ ...rest, template: rest.template ?? null, exceptions });
+      const { host_safety_exceptions: exceptions, variables, compose_content, env_vars, ...rest } = input;
+      // The template form becomes the compose form (the template's file and variables): every check below is a
+      // compose create's, and the deployment keeps the template as its kind (built-in log sources).
+      const source =
+        form === 'template'
+          ? await fromTemplate(requireCatalog(catalog), rest.template!, variables)
+          : { compose_content: compose_content!, ...(env_vars ? { env_vars } : {}) };
+      const plan = await manager.checkCreate({ ...rest, ...source, template: rest.template ?? null, exceptions });
       return { value: plan, preview: previewCreate(manager, plan) };
     },
     apply: (plan, { principal }) => manager.createChecked(plan, principal, { reason: plan.input.reason }),

@@ -3,7 +3,7 @@ import { operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
 import type { DeploymentManager } from '../manager.js';
 import type { DeploymentOperations } from '../operations/deployments.js';
 import {
-  CreateDeployment,
+  CreateDeploymentRequest,
   CreatedDeployment,
   DeleteDeployment,
   DeletedDeployment,
@@ -15,6 +15,7 @@ import {
   UpdatedDeployment,
 } from '../schemas.js';
 import { deploymentDetails } from '../details.js';
+import { TEMPLATE_CREATE_ERRORS } from '../template-create.js';
 
 export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentManager, ops: DeploymentOperations): void {
   readRoutes(ctx, manager);
@@ -66,10 +67,12 @@ function changeRoutes(ctx: PluginContext<any>, ops: DeploymentOperations): void 
       tag: 'deployments',
       status: 201,
       creates: 'name',
-      summary: 'Create a deployment',
+      summary: 'Create a deployment (from a compose file or a template)',
       description:
-        'Validates the YAML (400 `INVALID_YAML` with line and column) and the compose structure (400 `INVALID_COMPOSE`), applies the host-safety policy (400 `HOST_SAFETY`), writes the files atomically, grants the creator admin access, and starts it when `auto_start`. 409 `DEPLOYMENT_EXISTS` when the name is taken. If starting fails the deployment is kept and `start_error` says why.',
-      body: CreateDeployment,
+        'From a compose file (`compose_content`, `env_vars`) or from a template in one call (`template`, `variables`: its compose file with its variables filled in), not both (400 `COMPOSE_OR_TEMPLATE`); 404 `TEMPLATE_NOT_FOUND` for a template the catalogue lacks, 400 `TEMPLATE_VARIABLE_UNKNOWN` / `TEMPLATE_VARIABLE_REQUIRED` naming the variable. Validates the YAML (400 `INVALID_YAML` with line and column) and the compose structure (400 `INVALID_COMPOSE`), applies the host-safety policy (400 `HOST_SAFETY`), writes the files atomically, grants the creator admin access, and starts it when `auto_start`. 409 `DEPLOYMENT_EXISTS` when the name is taken. If starting fails the deployment is kept and `start_error` says why.',
+      body: CreateDeploymentRequest,
+      // The compose checks and the engine answer 400s of their own (the description lists them "among others").
+      errors: { 400: [...TEMPLATE_CREATE_ERRORS[400], '*'], 404: TEMPLATE_CREATE_ERRORS[404] },
       response: CreatedDeployment,
       plannable: true,
       input: (req) => req.body,
