@@ -25,19 +25,23 @@ const SAFE_DB = /^[A-Za-z0-9_][A-Za-z0-9_$-]{0,63}$/;
 const MYSQL_SYSTEM = new Set(['information_schema', 'performance_schema', 'mysql', 'sys']);
 
 /** The engine of a compose service: label `agent.backup.engine` (mysql|postgres|none), else from the image name. */
-export function engineOf(definition: Record<string, any>): DatabaseEngine | null {
-  const labels = definition?.labels;
+export function engineOf(definition: unknown): DatabaseEngine | null {
+  const service: { labels?: unknown; image?: unknown } = typeof definition === 'object' && definition !== null ? definition : {};
+  const labels = service.labels;
   let label: string | undefined;
   if (Array.isArray(labels))
     label = labels
       .map(String)
       .find((l) => l.startsWith('agent.backup.engine='))
       ?.split('=')[1];
-  else if (labels && typeof labels === 'object') label = labels['agent.backup.engine'];
+  else if (labels && typeof labels === 'object') {
+    const value = (labels as Record<string, unknown>)['agent.backup.engine'];
+    label = typeof value === 'string' ? value : undefined;
+  }
   if (label === 'none') return null;
   if (label === 'mysql' || label === 'mariadb') return 'mysql';
   if (label === 'postgres' || label === 'postgresql') return 'postgres';
-  const image = String(definition?.image ?? '')
+  const image = String(service.image ?? '')
     .toLowerCase()
     .split('@')[0]!;
   const repo = image.split(':')[0]!.split('/').pop() ?? '';
@@ -58,7 +62,7 @@ export class DatabaseTools {
   async declared(name: string): Promise<{ service: string; engine: DatabaseEngine }[]> {
     const { parsed } = await this.deployments.compose(name);
     const out: { service: string; engine: DatabaseEngine }[] = [];
-    for (const [service, def] of Object.entries((parsed.services ?? {}) as Record<string, any>)) {
+    for (const [service, def] of Object.entries((parsed.services ?? {}) as Record<string, unknown>)) {
       const engine = engineOf(def);
       if (engine) out.push({ service, engine });
     }

@@ -9,7 +9,7 @@ export interface ConfigRouteDeps {
   deploymentExists(name: string): boolean;
 }
 
-export function registerBackupConfigRoutes(ctx: PluginContext<any>, deps: ConfigRouteDeps): void {
+export function registerBackupConfigRoutes(ctx: PluginContext, deps: ConfigRouteDeps): void {
   const Name = Type.Object({ name: deploymentName() });
   ctx.route({
     method: 'GET',

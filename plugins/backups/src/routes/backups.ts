@@ -45,7 +45,7 @@ const accepted = (r: Accepted) => reply.accepted(r, r.message);
 const boundToBackup = (service: BackupService) => (req: { principal: Principal; params: { id: string } }) =>
   boundIfVisible(req.principal, findBackup(service, req.params.id)?.deployment);
 
-export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteDeps): void {
+export function registerBackupRoutes(ctx: PluginContext, deps: BackupRouteDeps): void {
   const { service, ops } = deps;
   ctx.route({
     method: 'GET',
@@ -81,7 +81,7 @@ export function registerBackupRoutes(ctx: PluginContext<any>, deps: BackupRouteD
   registerRestoreRoute(ctx, deps);
 }
 
-function registerUploadRoute(ctx: PluginContext<any>, deps: BackupRouteDeps): void {
+function registerUploadRoute(ctx: PluginContext, deps: BackupRouteDeps): void {
   ctx.route(
     operationRoute(deps.ops.upload, {
       method: 'POST',
@@ -107,7 +107,7 @@ function registerUploadRoute(ctx: PluginContext<any>, deps: BackupRouteDeps): vo
   );
 }
 
-function registerBackupItemRoutes(ctx: PluginContext<any>, deps: BackupRouteDeps): void {
+function registerBackupItemRoutes(ctx: PluginContext, deps: BackupRouteDeps): void {
   const { service, ops } = deps;
   ctx.route({
     method: 'GET',
@@ -161,7 +161,7 @@ function registerBackupItemRoutes(ctx: PluginContext<any>, deps: BackupRouteDeps
   });
 }
 
-function registerRestoreRoute(ctx: PluginContext<any>, deps: BackupRouteDeps): void {
+function registerRestoreRoute(ctx: PluginContext, deps: BackupRouteDeps): void {
   const { service, ops } = deps;
   ctx.route(
     operationRoute(ops.restore, {

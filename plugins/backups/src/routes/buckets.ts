@@ -8,7 +8,7 @@ import { STORE_ERRORS } from './answers.js';
 
 const tag = 'object-stores';
 
-export function registerBucketRoutes(ctx: PluginContext<any>, stores: StoreRegistry, ops: StoreOperations): void {
+export function registerBucketRoutes(ctx: PluginContext, stores: StoreRegistry, ops: StoreOperations): void {
   ctx.route({
     method: 'GET',
     path: '/object-stores/:name/buckets',

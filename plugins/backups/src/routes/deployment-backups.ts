@@ -6,7 +6,7 @@ import type { backupOperations } from '../operations/backups.js';
 import { Accepted } from '../operations/common.js';
 import { BACKUP_ERRORS } from './backups.js';
 
-export function registerDeploymentBackupRoutes(ctx: PluginContext<any>, service: BackupService, ops: ReturnType<typeof backupOperations>): void {
+export function registerDeploymentBackupRoutes(ctx: PluginContext, service: BackupService, ops: ReturnType<typeof backupOperations>): void {
   const Name = Type.Object({ name: deploymentName() });
   ctx.route({
     method: 'GET',

@@ -2,7 +2,7 @@
 import { Type, type PluginContext } from '@agent/sdk';
 import { storeView, type StoreRegistry } from '../s3/stores.js';
 
-export function registerDestinationRoutes(ctx: PluginContext<any>, stores: StoreRegistry, archiveDir: string): void {
+export function registerDestinationRoutes(ctx: PluginContext, stores: StoreRegistry, archiveDir: string): void {
   ctx.route({
     method: 'GET',
     path: '/backup-destinations',

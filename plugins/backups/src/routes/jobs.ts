@@ -4,7 +4,7 @@ import { JobView, type Jobs } from '../jobs.js';
 import { JOB_ID } from '../operations/common.js';
 import { DeploymentFilter } from './backups.js';
 
-export function registerJobRoutes(ctx: PluginContext<any>, jobs: Jobs): void {
+export function registerJobRoutes(ctx: PluginContext, jobs: Jobs): void {
   ctx.route({
     method: 'GET',
     path: '/backups/jobs',

@@ -14,7 +14,7 @@ export type StoreOperations = ReturnType<typeof storeOperations>;
 export const StoreName = Type.Object({ name: Type.String({ pattern: STORE_NAME }) });
 const tag = 'object-stores';
 
-export function registerStoreRoutes(ctx: PluginContext<any>, stores: StoreRegistry, ops: StoreOperations): void {
+export function registerStoreRoutes(ctx: PluginContext, stores: StoreRegistry, ops: StoreOperations): void {
   ctx.route({
     method: 'GET',
     path: '/object-stores',
@@ -64,7 +64,7 @@ export function registerStoreRoutes(ctx: PluginContext<any>, stores: StoreRegist
   registerStoreItemRoutes(ctx, stores, ops);
 }
 
-function registerStoreItemRoutes(ctx: PluginContext<any>, stores: StoreRegistry, ops: StoreOperations): void {
+function registerStoreItemRoutes(ctx: PluginContext, stores: StoreRegistry, ops: StoreOperations): void {
   ctx.route({
     method: 'GET',
     path: '/object-stores/:name',
@@ -97,7 +97,7 @@ function registerStoreItemRoutes(ctx: PluginContext<any>, stores: StoreRegistry,
 }
 
 /** Registered after the bucket and object routes (the order of the API description). */
-export function registerStoreActionRoutes(ctx: PluginContext<any>, ops: StoreOperations): void {
+export function registerStoreActionRoutes(ctx: PluginContext, ops: StoreOperations): void {
   ctx.route(
     operationRoute(ops.attach, {
       method: 'POST',

@@ -20,7 +20,7 @@ export interface ObjectRouteDeps {
   ownerOf(bucket: string, key: string): ObjectOwner;
 }
 
-export function registerObjectRoutes(ctx: PluginContext<any>, deps: ObjectRouteDeps): void {
+export function registerObjectRoutes(ctx: PluginContext, deps: ObjectRouteDeps): void {
   const { stores, ops, ownerOf } = deps;
   ctx.route({
     method: 'GET',
@@ -80,7 +80,7 @@ export function registerObjectRoutes(ctx: PluginContext<any>, deps: ObjectRouteD
   registerObjectItemRoutes(ctx, deps);
 }
 
-function registerObjectItemRoutes(ctx: PluginContext<any>, { stores, ops, ownerOf }: ObjectRouteDeps): void {
+function registerObjectItemRoutes(ctx: PluginContext, { stores, ops, ownerOf }: ObjectRouteDeps): void {
   ctx.route({
     method: 'GET',
     path: '/object-stores/:name/objects/download',

@@ -8,8 +8,13 @@ import { AgentApiError, AgentClient as ApiClient, type QueryValue } from '@agent
 import type { Notice } from './notice.js';
 import type { Logger } from './log.js';
 
+/** The agent's JSON answer: `{data}` on success, `{error, code}` for an error status. */
+type Envelope = { data?: unknown; error?: string; code?: string };
 /** The status and the parsed JSON body (an error answer's `{error, code}` included). */
-type Answer = { status: number; body: any };
+type Answer = { status: number; body: Envelope | null };
+
+/** Deployment deletions after a sequence number (see src/agent-routes.ts). */
+type DeploymentDeletions = { seq: number; items: { seq: number; name: string; retired_as: string; deleted_at: string }[] };
 
 export class AgentClient {
   private notifyMissingLogged = false;
@@ -26,7 +31,7 @@ export class AgentClient {
   /** The answer's status and JSON body, error statuses included: each call decides what an error means for it. */
   private async call(method: string, path: string, options: { body?: unknown; query?: Record<string, QueryValue> } = {}): Promise<Answer> {
     try {
-      const res = await this.api.request(method, path, options);
+      const res = await this.api.request<Envelope>(method, path, options);
       return { status: res.status, body: res.json ?? null };
     } catch (err) {
       if (!(err instanceof AgentApiError)) throw err;
@@ -49,21 +54,22 @@ export class AgentClient {
     const res = await this.call('GET', '/deployments');
     if (res.status === 404) return [];
     if (res.status !== 200) throw new Error(`listing deployments: ${res.status} ${res.body?.error ?? ''}`.trim());
-    return (res.body.data as { name: string }[]).map((d) => d.name);
+    return (res.body!.data as { name: string }[]).map((d) => d.name);
   }
 
   /** Deployment deletions the agent recorded after `after` (see src/agent-routes.ts). */
-  async deploymentDeletions(after: number): Promise<{ seq: number; items: { seq: number; name: string; retired_as: string; deleted_at: string }[] }> {
+  async deploymentDeletions(after: number): Promise<DeploymentDeletions> {
     const res = await this.call('GET', '/observability/deployment-deletions', { query: { after } });
     if (res.status !== 200) throw new Error(`reading deployment deletions: ${res.status} ${res.body?.error ?? ''}`.trim());
-    return res.body.data;
+    return res.body!.data as DeploymentDeletions;
   }
 
   /** Why a rule's creator may not run its action on a container of `deployment` now (null: it may). */
   async actionRefusal(principal: string, deployment: string | null): Promise<string | null> {
     const res = await this.call('POST', '/observability/authorize-action', { body: { principal, deployment } });
     if (res.status !== 200) throw new Error(`${res.status} ${res.body?.error ?? ''}`.trim());
-    return res.body.data.allowed ? null : String(res.body.data.reason);
+    const data = res.body!.data as { allowed: boolean; reason: string | null };
+    return data.allowed ? null : String(data.reason);
   }
 
   /** Queues a notification; failures are logged, never thrown (an alert must not fail because of a target). */
