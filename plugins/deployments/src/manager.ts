@@ -590,8 +590,18 @@ export class DeploymentManager implements DeploymentsService {
     await this.assertNameFree(name);
     const vars = toVars(input.env_vars);
     const exceptions = [...new Set(input.exceptions ?? [])].sort();
-    // A stack needs a swarm this engine manages: 409 NOT_SWARM_MANAGER before anything is written.
-    if (input.runtime === 'swarm' && this.opts.docker.available()) await this.opts.docker.swarm.requireManager();
+    // A stack needs a swarm this engine manages: 409 NOT_SWARM_MANAGER before anything is written. And a stack of
+    // that name (or one whose objects' names would meet this one's) that the agent did not deploy is not taken over:
+    // `docker stack deploy` would replace its services.
+    if (input.runtime === 'swarm' && this.opts.docker.available()) {
+      await this.opts.docker.swarm.requireManager();
+      const stack = (await this.opts.docker.swarm.stacks()).find((s) => s === name || s.startsWith(`${name}_`) || name.startsWith(`${s}_`));
+      if (stack !== undefined)
+        throw errors.conflict(`name: a swarm stack '${stack}' that no deployment owns exists on this engine; choose another name`, 'NAME_IN_USE', {
+          field: 'name',
+          project: stack,
+        });
+    }
     const checked = await this.check(name, dir, input.compose_content, vars, exceptions, input.runtime);
     return { input, dir, vars, exceptions, checked };
   }

@@ -196,6 +196,28 @@ describe('swarm deployments against the real engine', () => {
     expect((await agent.api('DELETE', `/deployments/${rolled}`, { query: { remove_files: true } })).status).toBe(200);
   });
 
+  it('never takes over a stack it did not deploy (409 NAME_IN_USE)', async () => {
+    const foreign = uniqueName('swf');
+    const deployed = await execa('docker', ['stack', 'deploy', '-c', '-', foreign], {
+      input: JSON.stringify({
+        version: '3.9',
+        services: { web: { image: 'agent-test/busybox:latest', command: ['sleep', '3600'], deploy: { replicas: 0, labels: { 'agent.test': '1' } } } },
+      }),
+      reject: false,
+    });
+    expect(deployed.exitCode, deployed.stderr).toBe(0);
+    try {
+      for (const taken of [foreign, `${foreign}_x`]) {
+        const res = await agent.api('POST', '/deployments', { body: { name: taken, compose_content: stackFile(1), runtime: 'swarm', auto_start: true } });
+        expect(res.status, res.text).toBe(409);
+        expect(res.body).toMatchObject({ code: 'NAME_IN_USE', project: foreign });
+      }
+      expect(await services(foreign)).toEqual([`${foreign}_web 0/0`]);
+    } finally {
+      await execa('docker', ['stack', 'rm', foreign], { reject: false });
+    }
+  });
+
   it('refuses scale on a compose deployment (409 NOT_SWARM_DEPLOYMENT)', async () => {
     const plain = uniqueName('swc');
     const created = await agent.api('POST', '/deployments', { body: { name: plain, compose_content: stackFile(1) } });
