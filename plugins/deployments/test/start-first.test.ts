@@ -287,5 +287,9 @@ ${svc('web')}${svc('nohc', '', false)}${svc('ported', `    ports:\n      - "127.
       switched: [],
       fallbacks: [{ service: 'web', why: 'the proxy (edge plugin) is not enabled on this agent' }],
     });
+    // A swarm deployment's tasks are replaced by Swarm itself.
+    const proxy = { upstreams: () => ({ routed: () => [{ service: 'web', unswitchable: null }], refresh: async () => undefined }) };
+    expect(assessStartFirst(proxy, 'x', model, ['web'], [{ service: 'web', state: 'running' }]).switched).toEqual(['web']);
+    expect(assessStartFirst(proxy, 'x', model, ['web'], [{ service: 'web', state: 'running' }], 'swarm').fallbacks[0]!.why).toContain('swarm deployment');
   });
 });

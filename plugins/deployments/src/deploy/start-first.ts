@@ -84,23 +84,29 @@ export function assessStartFirst(
   model: Readonly<Record<string, unknown>>,
   services: string[],
   containers: Pick<ContainerSummary, 'service' | 'state'>[],
+  runtime?: 'compose' | 'swarm',
 ): { switched: string[]; fallbacks: Fallback[] } {
   const defs = (model.services ?? {}) as Record<string, ServiceDef>;
   const upstreams = deps.upstreams();
   const routed = new Map((upstreams?.routed(deployment) ?? []).map((r) => [r.service, r.unswitchable]));
   const switched: string[] = [];
   const fallbacks: Fallback[] = [];
+  const whyNot = (service: string, mine: Pick<ContainerSummary, 'state'>[]): string | null => {
+    if (runtime === 'swarm') return 'a swarm deployment: Swarm replaces its tasks itself (its update_config, start-first by default)';
+    if (!upstreams) return 'the proxy (edge plugin) is not enabled on this agent';
+    const obstacle = modelObstacle(defs[service] ?? {});
+    if (obstacle) return obstacle;
+    if (!routed.has(service)) return 'no domain of the proxy routes to it';
+    const unswitchable = routed.get(service);
+    if (unswitchable) return unswitchable;
+    if (mine.length !== 1 || mine[0]!.state !== 'running') return `${mine.length ? 'not one running container' : 'no container'} to keep serving meanwhile`;
+    return null;
+  };
   for (const service of services) {
-    const mine = containers.filter((c) => c.service === service);
-    const why = !upstreams
-      ? 'the proxy (edge plugin) is not enabled on this agent'
-      : (modelObstacle(defs[service] ?? {}) ??
-        (!routed.has(service)
-          ? 'no domain of the proxy routes to it'
-          : (routed.get(service) ??
-            (mine.length !== 1 || mine[0]!.state !== 'running'
-              ? `${mine.length ? 'not one running container' : 'no container'} to keep serving meanwhile`
-              : null))));
+    const why = whyNot(
+      service,
+      containers.filter((c) => c.service === service),
+    );
     if (why) fallbacks.push({ service, why });
     else switched.push(service);
   }
@@ -216,11 +222,12 @@ export function startFirst(deps: StartFirstDeps): DeployStrategy {
 
   return {
     name: 'start-first',
-    fallbacks: ({ deployment, checked, services, containers }) => assessStartFirst(deps, deployment, checked.model, services, containers).fallbacks,
+    fallbacks: ({ deployment, checked, services, containers }) =>
+      assessStartFirst(deps, deployment, checked.model, services, containers, checked.runtime).fallbacks,
     async run(run) {
       const services = run.services ?? [...run.checked.services];
       const containers = await deps.docker.listContainers({ all: true, deployment: run.deployment });
-      const { switched, fallbacks } = assessStartFirst(deps, run.deployment, run.checked.model, services, containers);
+      const { switched, fallbacks } = assessStartFirst(deps, run.deployment, run.checked.model, services, containers, run.checked.runtime);
       for (const f of fallbacks) run.output(`${f.service}: recreated (${f.why})`);
       if (!switched.length) {
         await recreate.run(run);
