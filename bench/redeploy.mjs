@@ -8,8 +8,9 @@
 //     which only it answers), and the job's duration.
 //
 // Run it on a quiet machine, as root, with the test environment up (dockerd, nginx, agent-test/busybox):
-//   bash test/env/up.sh && npm run build
-//   node bench/redeploy.mjs                          # 500 req/s, 3 rounds of each strategy
+//   bash test/env/up.sh
+//   npm run bench -- redeploy                        # builds, then 500 req/s, 3 rounds of each strategy
+//   node bench/redeploy.mjs                          # the same without the build
 //   BENCH_RATE=500 BENCH_ROUNDS=5 BENCH_ONLY=start-first node bench/redeploy.mjs
 // Requests use a fresh connection each (`BENCH_KEEPALIVE=1`: a keep-alive pool instead, where a request racing an
 // old nginx worker closing its idle connection at the reload may fail on the client side). The application is the
