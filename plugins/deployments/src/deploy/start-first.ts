@@ -42,6 +42,7 @@ type ServiceDef = Record<string, unknown> & {
   scale?: unknown;
   deploy?: { replicas?: unknown };
   network_mode?: unknown;
+  stop_grace_period?: unknown;
 };
 
 /** Why a service of the model cannot run two containers side by side, or null when it can. */
@@ -204,14 +205,14 @@ export function startFirst(deps: StartFirstDeps): DeployStrategy {
     output(`${service}: the proxy routes to ${created.name}; draining ${old.name}`);
     try {
       const { drain: seconds } = deps.timeouts();
-      const started = Date.now();
       const drained = await drain(old.id, seconds, signal);
       output(
         `${service}: ${old.name} ${drained === 'drained' ? 'drained' : drained === 'timeout' ? `still had connections after ${seconds} s` : 'given its grace'}`,
       );
-      // SIGTERM first: the application closes what it still serves (websockets) its own way.
-      const left = signal.aborted ? 0 : Math.max(1, Math.ceil(seconds - (Date.now() - started) / 1000));
-      await deps.docker.stopContainer(old.id, { timeout: left }).catch(() => undefined);
+      // SIGTERM first: the application closes what it still serves (websockets) its own way, within the service's
+      // `stop_grace_period` (10 s by default, as compose stops it); at once when cancelled.
+      const def = (run.checked.model.services as Record<string, ServiceDef> | undefined)?.[service];
+      await deps.docker.stopContainer(old.id, { timeout: signal.aborted ? 0 : graceSeconds(def?.stop_grace_period) }).catch(() => undefined);
       await deps.docker.removeContainer(old.id, { force: true });
       output(`${service}: ${old.name} removed`);
     } finally {
@@ -247,6 +248,16 @@ export function startFirst(deps: StartFirstDeps): DeployStrategy {
       return { fallbacks };
     },
   };
+}
+
+/** A compose duration (`1m30s`, `500ms`, `10s`) in whole seconds; 10 (Docker's default) when absent or unreadable. */
+export function graceSeconds(value: unknown): number {
+  if (typeof value === 'number') return Math.ceil(value);
+  if (typeof value !== 'string' || !/^(\d+(\.\d+)?(h|ms|m|s|us|ns))+$/.test(value)) return 10;
+  const unit: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 1e-3, us: 1e-6, ns: 1e-9 };
+  let total = 0;
+  for (const [, n, , u] of value.matchAll(/(\d+(\.\d+)?)(h|ms|m|s|us|ns)/g)) total += Number(n) * unit[u!]!;
+  return Math.ceil(total);
 }
 
 function healthError(message: string): HttpError {
