@@ -119,7 +119,7 @@ describe('start-first redeploys through the proxy', () => {
     await agent?.stop();
     await sink?.close();
     await cleanupDocker();
-    await execa('docker', ['rmi', '-f', TAG], { reject: false });
+    await execa('docker', ['rmi', '-f', TAG, TAG.replace(':app', ':fb')], { reject: false });
   });
 
   it('switches a web service behind a domain with 0 failed requests and a websocket closed cleanly; a failing health check keeps the old version serving', async () => {
@@ -261,7 +261,6 @@ ${svc('web')}${svc('nohc', '', false)}${svc('ported', `    ports:\n      - "127.
       actions: ['update'],
       after: { strategy: 'recreate', why: expect.stringContaining('no healthcheck') },
     });
-    await execa('docker', ['rmi', TAG.replace(':app', ':fb')], { reject: false });
   }, 180_000);
 
   it('agentctl deployments redeploy NAME --strategy start-first sends the strategy (a body field as an option)', async () => {
