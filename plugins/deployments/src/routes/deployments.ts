@@ -1,5 +1,5 @@
 /** 4.2 deployments: list and details (reads), create, update, delete, start, stop, restart (operations, plannable). */
-import { operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
+import { mergeErrors, operationRoute, reply, Type, type PluginContext } from '@agent/sdk';
 import type { DeploymentManager } from '../manager.js';
 import type { DeploymentOperations } from '../operations/deployments.js';
 import {
@@ -15,6 +15,7 @@ import {
   UpdatedDeployment,
 } from '../schemas.js';
 import { deploymentDetails } from '../details.js';
+import { COMPOSE_RUN_ERRORS } from './answers.js';
 import { TEMPLATE_CREATE_ERRORS } from '../template-create.js';
 
 export function deploymentRoutes(ctx: PluginContext<any>, manager: DeploymentManager, ops: DeploymentOperations): void {
@@ -72,7 +73,11 @@ function changeRoutes(ctx: PluginContext<any>, ops: DeploymentOperations): void 
         'From a compose file (`compose_content`, `env_vars`) or from a template in one call (`template`, `variables`: its compose file with its variables filled in), not both (400 `COMPOSE_OR_TEMPLATE`); 404 `TEMPLATE_NOT_FOUND` for a template the catalogue lacks, 400 `TEMPLATE_VARIABLE_UNKNOWN` / `TEMPLATE_VARIABLE_REQUIRED` naming the variable. Validates the YAML (400 `INVALID_YAML` with line and column) and the compose structure (400 `INVALID_COMPOSE`), applies the host-safety policy (400 `HOST_SAFETY`), writes the files atomically, grants the creator admin access, and starts it when `auto_start`. 409 `DEPLOYMENT_EXISTS` when the name is taken. If starting fails the deployment is kept and `start_error` says why.',
       body: CreateDeploymentRequest,
       // The compose checks and the engine answer 400s of their own (the description lists them "among others").
-      errors: { 400: [...TEMPLATE_CREATE_ERRORS[400], '*'], 404: TEMPLATE_CREATE_ERRORS[404] },
+      errors: mergeErrors(COMPOSE_RUN_ERRORS, {
+        400: [...TEMPLATE_CREATE_ERRORS[400], 'NAME_RESERVED', '*'],
+        404: TEMPLATE_CREATE_ERRORS[404],
+        409: ['DEPLOYMENT_EXISTS', 'NAME_IN_USE'],
+      }),
       response: CreatedDeployment,
       plannable: true,
       input: (req) => req.body,
@@ -100,7 +105,7 @@ function changeRoutes(ctx: PluginContext<any>, ops: DeploymentOperations): void 
       body: UpdateDeployment,
       response: UpdatedDeployment,
       // A running deployment is brought up to date: compose may fail (the change is then a failed revision).
-      errors: { 502: ['COMPOSE_FAILED'], 503: ['BACKUPS_UNAVAILABLE', '*'] },
+      errors: mergeErrors(COMPOSE_RUN_ERRORS, { 503: ['BACKUPS_UNAVAILABLE', '*'] }),
       plannable: true,
       input: (req) => ({ ...req.body, name: req.params.name }),
       respond: ({ info, recreated, revision, backup_id }) =>
@@ -125,6 +130,7 @@ function changeRoutes(ctx: PluginContext<any>, ops: DeploymentOperations): void 
       deployment: 'name',
       query: DeleteDeployment,
       response: DeletedDeployment,
+      errors: COMPOSE_RUN_ERRORS,
       plannable: true,
       input: (req) => ({ ...req.query, name: req.params.name }),
       respond: (deleted) => reply.ok(deleted, `deployment ${deleted.name} deleted`),
@@ -134,11 +140,11 @@ function changeRoutes(ctx: PluginContext<any>, ops: DeploymentOperations): void 
 
 function lifecycleRoutes(ctx: PluginContext<any>, ops: DeploymentOperations): void {
   const lifecycle = [
-    [ops.start, 'started', 'Start a deployment (409 `DEPLOYMENT_RUNNING` when it already runs)'],
-    [ops.stop, 'stopped', 'Stop a deployment (409 `DEPLOYMENT_NOT_RUNNING` when it does not run)'],
-    [ops.restart, 'restarted', 'Restart a deployment (starts what is not running)'],
+    [ops.start, 'started', 'Start a deployment (409 `DEPLOYMENT_RUNNING` when it already runs)', ['DEPLOYMENT_RUNNING']],
+    [ops.stop, 'stopped', 'Stop a deployment (409 `DEPLOYMENT_NOT_RUNNING` when it does not run)', ['DEPLOYMENT_NOT_RUNNING']],
+    [ops.restart, 'restarted', 'Restart a deployment (starts what is not running)', []],
   ] as const;
-  for (const [op, done, summary] of lifecycle) {
+  for (const [op, done, summary, refusals] of lifecycle) {
     ctx.route(
       operationRoute(op, {
         method: 'POST',
@@ -149,6 +155,7 @@ function lifecycleRoutes(ctx: PluginContext<any>, ops: DeploymentOperations): vo
         params: NameParams,
         deployment: 'name',
         response: Deployment,
+        errors: mergeErrors(COMPOSE_RUN_ERRORS, { 409: refusals }),
         plannable: true,
         input: (req) => req.params,
         respond: (info) => reply.ok(info, `deployment ${info.name} ${done}`),

@@ -3,6 +3,7 @@ import { isHttpError, operationRoute, reply, Type, type PluginContext } from '@a
 import type { DeploymentManager } from '../manager.js';
 import type { HostSafetyOperations } from '../operations/host-safety.js';
 import { HostSafetyReport, NameParams, SetHostSafety } from '../schemas.js';
+import { CHECK_ERRORS } from './answers.js';
 
 export function hostSafetyRoutes(ctx: PluginContext<any>, manager: DeploymentManager, ops: HostSafetyOperations): void {
   ctx.route({
@@ -17,6 +18,8 @@ export function hostSafetyRoutes(ctx: PluginContext<any>, manager: DeploymentMan
     params: NameParams,
     deployment: 'name',
     response: HostSafetyReport,
+    // The files checked as compose reads them (a refusal of the policy is the report's `violations`).
+    errors: CHECK_ERRORS,
     handler: async (req) => {
       const entry = manager.require(req.params.name);
       const policy = manager.opts.hostSafety() ? ('enforced' as const) : ('off' as const);

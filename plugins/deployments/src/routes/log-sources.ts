@@ -40,6 +40,7 @@ export function logSourceRoutes(ctx: PluginContext<any>, manager: DeploymentMana
       deployment: 'name',
       body: SetLogSources,
       response: Type.Array(SourceSchema),
+      errors: { 400: ['INVALID_PATH'] },
       input: (req) => ({ ...req.body, name: req.params.name }),
     }),
   );

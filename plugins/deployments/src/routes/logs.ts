@@ -1,6 +1,7 @@
 /** Logs of a deployment: read back (HTTP) and followed (websocket). */
 import { join } from 'node:path';
-import { Type, type PluginContext } from '@agent/sdk';
+import { mergeErrors, Type, type PluginContext } from '@agent/sdk';
+import { ENGINE_ERRORS } from '@agent/plugin-docker/api';
 import type { DeploymentManager } from '../manager.js';
 import { NameParams } from '../schemas.js';
 import { containerLogs, type ContainersOf, type DeploymentLogLine } from '../logs.js';
@@ -42,6 +43,8 @@ export function logRoutes(ctx: PluginContext<any>, manager: DeploymentManager, k
     deployment: 'name',
     query: Type.Object(LogQuery),
     response: Type.Array(LogLineSchema),
+    // Container output from the engine; a file source outside the folder, or not there (yet).
+    errors: mergeErrors(ENGINE_ERRORS, { 400: ['INVALID_PATH'], 404: ['LOG_FILE_MISSING'] }),
     handler: async (req) => {
       const entry = manager.require(req.params.name);
       const tail = req.query.tail ?? 100;

@@ -1,5 +1,6 @@
 /** Resource statistics of a deployment's running containers. */
 import { Type, type PluginContext } from '@agent/sdk';
+import { ENGINE_ERRORS } from '@agent/plugin-docker/api';
 import type { DeploymentManager } from '../manager.js';
 import { NameParams } from '../schemas.js';
 import type { ContainersOf } from '../logs.js';
@@ -16,6 +17,7 @@ export function statsRoutes(ctx: PluginContext<any>, manager: DeploymentManager,
     description: 'One-shot engine statistics, fetched in parallel: CPU %, memory usage/limit/%, network rx/tx bytes, block I/O bytes, pids.',
     params: NameParams,
     deployment: 'name',
+    errors: ENGINE_ERRORS,
     response: Type.Array(
       Type.Object({
         id: Type.String(),

@@ -13,7 +13,8 @@ const TemplateSchema = Type.Object({
   default_port: Nullable(Type.Integer()),
   services: Type.Array(Type.String()),
   images: Type.Array(Type.String()),
-  log_sources: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), path: Type.String() })),
+  // `format`: how the file's lines read (e.g. `nginx`), when the template says.
+  log_sources: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), path: Type.String(), format: Type.Optional(Type.String()) })),
 });
 const IdParams = Type.Object({ id: Type.String({ pattern: TEMPLATE_ID.source, description: 'template id' }) });
 
