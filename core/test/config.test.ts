@@ -45,7 +45,6 @@ describe('configuration', () => {
 
   it('applies environment overrides over the file', async () => {
     const agent = await startAgent({
-      description: 'strict',
       plugins: [FIXTURE],
       config: { fixture: { label: 'from-file' } },
       env: { AGENT__fixture__level: '7' },
@@ -59,7 +58,7 @@ describe('configuration', () => {
 
   it('writes secrets 0600 in a 0700 folder and never uses a fixed admin password', async () => {
     const { statSync } = await import('node:fs');
-    const agent = await startAgent({ description: 'strict', env: { AGENT_ADMIN_PASSWORD: '' } });
+    const agent = await startAgent({ env: { AGENT_ADMIN_PASSWORD: '' } });
     try {
       expect(statSync(join(agent.dataDir, 'secrets')).mode & 0o777).toBe(0o700);
       expect(statSync(join(agent.dataDir, 'secrets/jwt.key')).mode & 0o777).toBe(0o600);
@@ -75,14 +74,14 @@ describe('configuration', () => {
 
 describe('CORS', () => {
   it('is off unless enabled, and then only for the listed origins', async () => {
-    const off = await startAgent({ description: 'strict' });
+    const off = await startAgent();
     try {
       const res = await request(off.url, 'GET', '/health', { headers: { origin: 'https://app.example.com' } });
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
     } finally {
       await off.stop();
     }
-    const on = await startAgent({ description: 'strict', config: { api: { enable_cors: true, allowed_origins: ['https://app.example.com'] } } });
+    const on = await startAgent({ config: { api: { enable_cors: true, allowed_origins: ['https://app.example.com'] } } });
     try {
       const ok = await request(on.url, 'GET', '/health', { headers: { origin: 'https://app.example.com' } });
       expect(ok.headers.get('access-control-allow-origin')).toBe('https://app.example.com');

@@ -4,7 +4,7 @@ import { startAgent, request, type TestAgent } from '../../test/helpers/agent.js
 describe('core HTTP', () => {
   let agent: TestAgent;
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict' });
+    agent = await startAgent();
   });
   afterAll(async () => {
     await agent?.stop();

@@ -4,7 +4,7 @@ import { FIXTURE } from './helpers/fixture.js';
 
 describe('graceful shutdown', () => {
   it('finishes in-flight requests on SIGTERM, then exits 0', async () => {
-    const agent = await startAgent({ description: 'strict', plugins: [FIXTURE] });
+    const agent = await startAgent({ plugins: [FIXTURE] });
     const pending = agent.api('GET', '/fixture/slow', { query: { ms: 800 } });
     await new Promise((r) => setTimeout(r, 200));
     const code = agent.stop();
@@ -16,7 +16,7 @@ describe('graceful shutdown', () => {
   });
 
   it('stops accepting new connections once shutting down', async () => {
-    const agent = await startAgent({ description: 'strict', plugins: [FIXTURE] });
+    const agent = await startAgent({ plugins: [FIXTURE] });
     const pending = agent.api('GET', '/fixture/slow', { query: { ms: 600 } });
     await new Promise((r) => setTimeout(r, 100));
     const stopped = agent.stop();
@@ -30,13 +30,13 @@ describe('graceful shutdown', () => {
 
 describe('one agent per data folder', () => {
   it('refuses a second agent on a folder in use, naming the holder; starts at once after a kill -9', async () => {
-    const first = await startAgent({ description: 'strict', keep: true });
-    await expect(startAgent({ description: 'strict', dataDir: first.dataDir })).rejects.toThrow(
+    const first = await startAgent({ keep: true });
+    await expect(startAgent({ dataDir: first.dataDir })).rejects.toThrow(
       new RegExp(`agent not started: the data folder .* is in use by another agent \\(pid ${first.process.pid}\\)`),
     );
     expect((await first.api('GET', '/health')).status).toBe(200);
     await first.kill();
-    const second = await startAgent({ description: 'strict', dataDir: first.dataDir });
+    const second = await startAgent({ dataDir: first.dataDir });
     expect((await second.api('GET', '/health')).status).toBe(200);
     expect(await second.stop()).toBe(0);
   });

@@ -7,7 +7,7 @@ describe('live OpenAPI description', () => {
   let agent: TestAgent;
   let doc: any;
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: [FIXTURE, HELLO] });
+    agent = await startAgent({ plugins: [FIXTURE, HELLO] });
     const res = await agent.api('GET', '/openapi.json');
     expect(res.status).toBe(200);
     doc = res.body;

@@ -5,7 +5,7 @@ import { FIXTURE, makeUser } from './helpers/fixture.js';
 describe('request pipeline', () => {
   let agent: TestAgent;
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: [FIXTURE], config: { api: { body_limit: '2kb' } } });
+    agent = await startAgent({ plugins: [FIXTURE], config: { api: { body_limit: '2kb' } } });
   });
   afterAll(async () => {
     await agent?.stop();
@@ -210,7 +210,7 @@ describe('request pipeline', () => {
 describe('behind a trusted proxy', () => {
   let agent: TestAgent;
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: [FIXTURE], config: { api: { trust_proxy: true } } });
+    agent = await startAgent({ plugins: [FIXTURE], config: { api: { trust_proxy: true } } });
   }, 60_000);
   afterAll(() => agent?.stop());
 

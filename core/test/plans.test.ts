@@ -7,7 +7,7 @@ import { FIXTURE, makeUser } from './helpers/fixture.js';
 describe('plans', () => {
   let agent: TestAgent;
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: [FIXTURE], keep: true });
+    agent = await startAgent({ plugins: [FIXTURE], keep: true });
   });
   afterAll(async () => {
     await agent?.stop();
@@ -98,7 +98,7 @@ describe('plans', () => {
   it('keeps plans across a restart', async () => {
     const plan = await planFor('p8', { color: 'red' });
     await agent.stop();
-    agent = await startAgent({ description: 'strict', plugins: [FIXTURE], dataDir: agent.dataDir, keep: true });
+    agent = await startAgent({ plugins: [FIXTURE], dataDir: agent.dataDir, keep: true });
     const read = await agent.api('GET', `/plans/${plan.id}`);
     expect(read.status).toBe(200);
     expect(read.body.data.status).toBe('available');
@@ -108,7 +108,7 @@ describe('plans', () => {
 
 describe('plan expiry', () => {
   it('answers 410 PLAN_EXPIRED after plans.ttl', async () => {
-    const agent = await startAgent({ description: 'strict', plugins: [FIXTURE], config: { plans: { ttl: '1s' } } });
+    const agent = await startAgent({ plugins: [FIXTURE], config: { plans: { ttl: '1s' } } });
     try {
       const plan = (await agent.api('PUT', '/fixture/deployments/e1/widget', { query: { plan: 'true' }, body: { color: 'red' } })).body.data;
       await new Promise((r) => setTimeout(r, 1200));

@@ -9,7 +9,7 @@ import { APP_FIXTURE, BROKEN, FIXTURE, NEEDS_MISSING } from './helpers/fixture.j
 describe('plugin loader', () => {
   let agent: TestAgent;
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: [FIXTURE, BROKEN, NEEDS_MISSING, 'no-such-plugin'] });
+    agent = await startAgent({ plugins: [FIXTURE, BROKEN, NEEDS_MISSING, 'no-such-plugin'] });
   });
   afterAll(async () => {
     await agent?.stop();
@@ -77,7 +77,7 @@ describe('app plugins', () => {
   };
 
   it('are run by the apps plugin, which cannot be disabled', async () => {
-    const agent = await startAgent({ description: 'strict', plugins: [APP_FIXTURE, '!apps'] });
+    const agent = await startAgent({ plugins: [APP_FIXTURE, '!apps'] });
     try {
       const byName = Object.fromEntries((await agent.api('GET', '/plugins')).body.data.map((p: { name: string }) => [p.name, p]));
       expect(byName.apps).toMatchObject({ status: 'running', builtin: true, provides: ['agent.apps'] });
@@ -98,7 +98,7 @@ describe('app plugins', () => {
     // A built-in folder with the access plugin alone: nothing runs app processes.
     mkdirSync(join(dir, 'builtin'));
     symlinkSync(join(REPO_ROOT, 'plugins', 'access'), join(dir, 'builtin', 'access'));
-    const agent = await startAgent({ description: 'strict', config: { plugins: { enabled: [APP_FIXTURE], builtin_dir: join(dir, 'builtin') } } });
+    const agent = await startAgent({ config: { plugins: { enabled: [APP_FIXTURE], builtin_dir: join(dir, 'builtin') } } });
     try {
       const list = (await agent.api('GET', '/plugins')).body.data as { name: string; app: unknown }[];
       expect(list.map((p) => p.name).sort()).toEqual(['access', 'app-fixture']);

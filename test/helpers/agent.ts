@@ -70,9 +70,8 @@ export interface StartOptions {
   /** Listen address (default 127.0.0.1:0). */
   listen?: string;
   /**
-   * What an answer outside the live description does (see description.ts): `strict` for the suites of plugins that
-   * declare all their answers, so a new undocumented answer fails there while the default (`AGENT_TEST_DESCRIPTION`)
-   * only reports for the others.
+   * What an answer outside the live description does for this agent (see description.ts); by default
+   * `AGENT_TEST_DESCRIPTION`, else `strict`: an undocumented answer fails the call that received it.
    */
   description?: DescriptionMode;
 }

@@ -2,9 +2,9 @@
  * The description is true to the wire: every answer a test receives from the agent is checked against the agent's own
  * `/api/openapi.json` — the status must be documented for that operation, and the body must match the schema
  * documented for that status (error codes included where they are an enum). `AGENT_TEST_DESCRIPTION` says what a
- * mismatch does: `strict` fails the call that received it, `report` (the default until every plugin declares its answers) appends it to
- * `.test-env/description-violations.jsonl`, `off` skips the check. A test file whose plugin is done sets `strict` for
- * its own agents (`startAgent({ description: 'strict' })`): the variable is read once, when this module is imported.
+ * mismatch does: `strict` (the default: every plugin declares its answers) fails the call that received it, `report`
+ * appends it to `.test-env/description-violations.jsonl`, `off` skips the check; an agent may set its own
+ * (`startAgent({ description: 'report' })`). The variable is read once, when this module is imported.
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -17,7 +17,7 @@ type Json = Record<string, any>;
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 export type DescriptionMode = 'strict' | 'report' | 'off';
-export const MODE = (process.env.AGENT_TEST_DESCRIPTION ?? 'report') as DescriptionMode;
+export const MODE = (process.env.AGENT_TEST_DESCRIPTION ?? 'strict') as DescriptionMode;
 const REPORT = resolve(import.meta.dirname, '../../.test-env/description-violations.jsonl');
 
 interface Operation {
@@ -31,11 +31,12 @@ interface Operation {
 }
 
 /**
- * Plugins (and operations) whose answers their engineers are still declaring: a mismatch of theirs is reported, also
- * in strict mode, so that a finished plugin's suite does not fail on the answer of a route of another plugin it calls
- * (creating a deployment, say). The list only shrinks; once it is empty, `strict` covers every answer.
+ * Plugins whose answers their engineers are still declaring: a mismatch of theirs is reported, also in strict mode,
+ * so that a finished plugin's suite does not fail on the answer of a route of another plugin it calls (creating a
+ * deployment, say). Empty: every plugin declares its answers, and `strict` covers every answer. A new plugin may be
+ * listed here while its routes are being declared, never for long.
  */
-export const PENDING_PLUGINS: ReadonlySet<string> = new Set(['deployments']);
+export const PENDING_PLUGINS: ReadonlySet<string> = new Set<string>();
 export const isPending = (op: { plugin: string; operationId: string } | null): boolean => !op || PENDING_PLUGINS.has(op.plugin);
 
 const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');

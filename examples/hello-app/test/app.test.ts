@@ -35,7 +35,7 @@ describe('app plugin behind the plugin proxy', () => {
   let agent: TestAgent;
   let viewer: { token: string };
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: [APP, FIXTURE] });
+    agent = await startAgent({ plugins: [APP, FIXTURE] });
     const created = await agent.api('POST', '/fixture/users', {
       body: { username: 'appviewer', password: 'Str0ng-Passw0rd!', role: 'viewer', grants: { alpha: 'read' } },
     });
@@ -154,7 +154,7 @@ describe('app plugin behind the plugin proxy', () => {
 
 describe('an app never outlives its agent', () => {
   it('exits when the agent is killed with SIGKILL, and the restarted agent runs its own copy', async () => {
-    const first = await startAgent({ description: 'strict', plugins: [APP], keep: true });
+    const first = await startAgent({ plugins: [APP], keep: true });
     await waitFor(
       () => first.api('GET', '/plugin/hello-app/whoami'),
       (r) => r.status === 200,
@@ -173,7 +173,7 @@ describe('an app never outlives its agent', () => {
     const deadline = Date.now() + 5000;
     while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(alive(pid)).toBe(false);
-    const second = await startAgent({ description: 'strict', plugins: [APP], dataDir: first.dataDir });
+    const second = await startAgent({ plugins: [APP], dataDir: first.dataDir });
     try {
       const up = await waitFor(
         () => second.api('GET', '/plugin/hello-app/whoami'),

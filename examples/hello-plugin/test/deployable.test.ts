@@ -14,7 +14,7 @@ describe('deployments from a plugin (POST /api/plugins/:name/deployments)', () =
   const name = `hello-${process.pid}`;
   const port = 20000 + (process.pid % 20000);
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: [HELLO, 'docker', 'deployments'] });
+    agent = await startAgent({ plugins: [HELLO, 'docker', 'deployments'] });
   });
   afterAll(async () => {
     await agent?.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } });

@@ -17,7 +17,7 @@ describe('API keys', () => {
   let opToken: string;
 
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: ['access'] });
+    agent = await startAgent({ plugins: ['access'] });
     const op = await agent.api('POST', '/users', { body: { username: 'ops', email: 'ops@example.com', password: PASS, role: 'operator' } });
     opId = op.body.data.id;
     await agent.api('POST', `/users/${opId}/deployments`, { body: { deployment_name: 'web', access_level: 'write' } });

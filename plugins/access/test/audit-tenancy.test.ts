@@ -50,7 +50,7 @@ describe('audit events of principals limited to their deployments', () => {
   };
 
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: [FIXTURE] });
+    agent = await startAgent({ plugins: [FIXTURE] });
     owner = await createUser('owner', {});
     for (const deployment_name of ['shop', 'blog']) {
       const grant = await agent.api('POST', `/users/${owner.id}/deployments`, { body: { deployment_name, access_level: 'write' } });

@@ -42,7 +42,7 @@ describe('audit endpoints', () => {
   let opId: number;
 
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: ['access'], config: { auth: { login_max_failures: 50 } } });
+    agent = await startAgent({ plugins: ['access'], config: { auth: { login_max_failures: 50 } } });
     opId = (await agent.api('POST', '/users', { body: { username: 'ops', email: 'ops@example.com', password: PASS, role: 'operator' } })).body.data.id;
     const viewerId = (await agent.api('POST', '/users', { body: { username: 'watcher', email: 'w@example.com', password: PASS, role: 'viewer' } })).body.data
       .id;

@@ -75,7 +75,7 @@ describe('identity store (SQLite)', () => {
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it('imports an old identity.json on first start, renames it, and keeps its ids, keys and grants', async () => {
-    const agent = await startAgent({ description: 'strict', dataDir });
+    const agent = await startAgent({ dataDir });
     try {
       expect(existsSync(join(dataDir, 'core', 'identity.json'))).toBe(false);
       expect(existsSync(join(dataDir, 'core', 'identity.json.migrated'))).toBe(true);
@@ -117,7 +117,7 @@ describe('identity store (SQLite)', () => {
     // As if the last start stopped between the import and the rename: the file is there again.
     const legacy = join(dataDir, 'core', 'identity.json');
     copyFileSync(`${legacy}.migrated`, legacy);
-    const agent = await startAgent({ description: 'strict', dataDir });
+    const agent = await startAgent({ dataDir });
     try {
       expect(modeOf(dbFile()).toString(8)).toBe('600');
       expect(existsSync(legacy)).toBe(false);

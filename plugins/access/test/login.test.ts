@@ -24,7 +24,6 @@ describe('authentication', () => {
   let agent: TestAgent;
   beforeAll(async () => {
     agent = await startAgent({
-      description: 'strict',
       plugins: [FIXTURE],
       config: { auth: { login_max_failures: 3, login_max_failures_per_ip: 1000, lockout: '60s' } },
     });
@@ -181,7 +180,7 @@ describe('authentication', () => {
 
 describe('token lifetime', () => {
   it('rejects expired tokens', async () => {
-    const agent = await startAgent({ description: 'strict', config: { auth: { token_ttl: '3s' } } });
+    const agent = await startAgent({ config: { auth: { token_ttl: '3s' } } });
     try {
       const token = await agent.login('admin', ADMIN_PASSWORD);
       const issued = Date.now();

@@ -12,7 +12,7 @@ describe('users and per-deployment access', () => {
   };
 
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: ['access'] });
+    agent = await startAgent({ plugins: ['access'] });
   });
   afterAll(async () => {
     await agent?.stop();

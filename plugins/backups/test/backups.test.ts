@@ -58,7 +58,7 @@ async function restore(id: string, body: Record<string, unknown>) {
 
 beforeAll(async () => {
   const image = ensurePostgresImage();
-  [agent, s3] = await Promise.all([startAgent({ description: 'strict', plugins: ['docker', 'deployments', 'backups'] }), startS3Server()]);
+  [agent, s3] = await Promise.all([startAgent({ plugins: ['docker', 'deployments', 'backups'] }), startS3Server()]);
   const reg = await agent.api('POST', '/object-stores', {
     body: {
       name: 'offsite',

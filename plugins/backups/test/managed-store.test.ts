@@ -15,7 +15,6 @@ let agent: TestAgent;
 
 beforeAll(async () => {
   agent = await startAgent({
-    description: 'strict',
     plugins: ['docker', 'deployments', 'backups'],
     config: { backups: { managed_store_labels: { 'agent.test': '1' } } },
   });

@@ -19,7 +19,7 @@ const sql = (query: string) =>
 
 beforeAll(async () => {
   const image = ensureMariadbImage();
-  agent = await startAgent({ description: 'strict', plugins: ['docker', 'deployments', 'backups'] });
+  agent = await startAgent({ plugins: ['docker', 'deployments', 'backups'] });
   const compose = `services:\n  db:\n    image: ${image}\n    environment:\n      MARIADB_ROOT_PASSWORD: \${ROOT_PW}\n      MARIADB_DATABASE: shop\n    volumes:\n      - data:/var/lib/mysql\n    labels:\n      agent.test: "1"\nvolumes:\n  data: {}\n`;
   const res = await agent.api('POST', '/deployments', {
     body: { name: app, compose_content: compose, env_vars: [{ key: 'ROOT_PW', value: 'Maria-Root-1' }], auto_start: true },

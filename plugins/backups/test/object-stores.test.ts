@@ -33,7 +33,7 @@ const upload = (store: string, bucket: string, key: string, body: Buffer) =>
   agent.api('POST', `/object-stores/${store}/objects`, { query: { bucket, key }, raw: body, headers: { 'content-type': 'application/octet-stream' } });
 
 beforeAll(async () => {
-  [s3a, s3b, agent] = await Promise.all([startS3Server(), startS3Server(), startAgent({ description: 'strict', plugins: ['backups'] })]);
+  [s3a, s3b, agent] = await Promise.all([startS3Server(), startS3Server(), startAgent({ plugins: ['backups'] })]);
   for (const [name, s] of [
     ['store-a', s3a],
     ['store-b', s3b],

@@ -26,7 +26,7 @@ const plans = async () => (await agent.api('GET', '/plans')).body.data.length;
 const stored = ({ updated_at: _u, next_run: _n, ...rest }: Record<string, unknown>) => rest;
 
 beforeAll(async () => {
-  agent = await startAgent({ description: 'strict', plugins: ['docker', 'deployments', 'backups'] });
+  agent = await startAgent({ plugins: ['docker', 'deployments', 'backups'] });
   for (const name of [one, two]) {
     const res = await agent.api('POST', '/deployments', { body: { name, compose_content: web, auto_start: false } });
     expect(res.status, res.text).toBe(201);

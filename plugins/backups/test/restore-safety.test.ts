@@ -242,7 +242,7 @@ describe('a container swapping folders for links while a backup and then a resto
     'echo suid > /data/suid && chmod 4755 /data/suid; mkfifo /data/fifo; touch /data/ready; ';
 
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: ['docker', 'deployments', 'backups'] });
+    agent = await startAgent({ plugins: ['docker', 'deployments', 'backups'] });
     canary = makeCanary(join(agent.workDir, 'canary'));
     const compose = `services:
   app:

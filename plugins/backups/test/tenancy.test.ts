@@ -66,11 +66,7 @@ const download = (token: string, path: string, query: Record<string, string> = {
 };
 
 beforeAll(async () => {
-  [agent, s3, s3b] = await Promise.all([
-    startAgent({ description: 'strict', plugins: ['access', 'docker', 'deployments', 'backups'] }),
-    startS3Server(),
-    startS3Server(),
-  ]);
+  [agent, s3, s3b] = await Promise.all([startAgent({ plugins: ['access', 'docker', 'deployments', 'backups'] }), startS3Server(), startS3Server()]);
   const reg = await agent.api('POST', '/object-stores', {
     body: { name: 'offsite', endpoint: s3.endpoint, access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey, bucket: BUCKET, prefix: PREFIX },
   });

@@ -78,7 +78,7 @@ async function archiveOf(deployment: string, drop: boolean, body: Record<string,
 
 beforeAll(async () => {
   const image = ensurePostgresImage();
-  agent = await startAgent({ description: 'strict', plugins: ['access', 'docker', 'deployments', 'backups'], config: { backups: { upload_limit: '2mb' } } });
+  agent = await startAgent({ plugins: ['access', 'docker', 'deployments', 'backups'], config: { backups: { upload_limit: '2mb' } } });
   const created = await agent.api('POST', '/deployments', {
     body: { name: app, compose_content: compose(image), env_vars: [{ key: 'DB_PASSWORD', value: 'pg-Upload-1' }], auto_start: true },
   });

@@ -34,7 +34,7 @@ describe('cluster on the real engine (a single-node swarm)', () => {
     if (swarm.LocalNodeState !== 'active') throw new Error('the engine is in no swarm: test/env initialises a single-node one');
     nodeId = swarm.NodeID;
     labelsBefore = JSON.parse((await docker('node', 'inspect', nodeId, '--format', '{{json .Spec.Labels}}')).stdout) ?? {};
-    agent = await startAgent({ description: 'strict', plugins: ['access', 'docker', 'cluster'] });
+    agent = await startAgent({ plugins: ['access', 'docker', 'cluster'] });
   });
 
   afterAll(async () => {
@@ -182,7 +182,7 @@ describe('cluster on an engine in no swarm', () => {
     fake = fakeEngine();
     await new Promise<void>((r) => fake.server.listen(0, '127.0.0.1', r));
     const port = (fake.server.address() as AddressInfo).port;
-    agent = await startAgent({ description: 'strict', plugins: ['access', 'docker', 'cluster'], config: { docker: { host: `tcp://127.0.0.1:${port}` } } });
+    agent = await startAgent({ plugins: ['access', 'docker', 'cluster'], config: { docker: { host: `tcp://127.0.0.1:${port}` } } });
   });
 
   afterAll(async () => {

@@ -22,7 +22,7 @@ describe('registries and credentials', () => {
     await registry.docker(['login', registry.host, '-u', registry.username, '-p', registry.password]);
     await registry.docker(['push', image]);
     await registry.docker(['rmi', image]);
-    agent = await startAgent({ description: 'strict', plugins: ['access', 'credentials', 'docker'] });
+    agent = await startAgent({ plugins: ['access', 'credentials', 'docker'] });
     // Registries and credentials are global: these users run the host's shared state (scope global).
     await agent.api('POST', '/api/users', { body: { username: 'ops', email: 'o@example.com', password: PASS, role: 'operator', scope: 'global' } });
     await agent.api('POST', '/api/users', { body: { username: 'vic', email: 'v@example.com', password: PASS, role: 'viewer', scope: 'global' } });

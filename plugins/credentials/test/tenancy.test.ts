@@ -53,7 +53,7 @@ describe('registries, credentials and tenants', () => {
 
   beforeAll(async () => {
     [registry, collector] = await Promise.all([startRegistry(), startCollector()]);
-    agent = await startAgent({ description: 'strict', plugins: ['access', 'credentials', 'docker'], keep: true });
+    agent = await startAgent({ plugins: ['access', 'credentials', 'docker'], keep: true });
     dataDir = agent.dataDir;
     firstWorkDir = agent.workDir;
     [alice, bob] = await Promise.all([createTenant(agent, 'alice', ['shop']), createTenant(agent, 'bob', ['blog'])]);
@@ -178,7 +178,7 @@ describe('registries, credentials and tenants', () => {
     const doc = JSON.parse(readFileSync(file, 'utf8'));
     doc.registries.find((r: { slug: string }) => r.slug === 'local').host = collector.host;
     writeFileSync(file, JSON.stringify(doc));
-    agent = await startAgent({ description: 'strict', plugins: ['access', 'credentials', 'docker'], dataDir });
+    agent = await startAgent({ plugins: ['access', 'credentials', 'docker'], dataDir });
     operator = await agent.login('gop', 'Tenant-Pass-2024!x');
     const before = collector.seen.length;
 

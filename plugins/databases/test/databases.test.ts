@@ -10,7 +10,7 @@ let agent: TestAgent;
 const servers: Partial<Record<'mariadb' | 'postgres', DbServer>> = {};
 
 beforeAll(async () => {
-  const [a, m, p] = await Promise.all([startAgent({ description: 'strict', plugins: ['databases'] }), startMariaDb(), startPostgres()]);
+  const [a, m, p] = await Promise.all([startAgent({ plugins: ['databases'] }), startMariaDb(), startPostgres()]);
   agent = a;
   servers.mariadb = m;
   servers.postgres = p;

@@ -50,7 +50,7 @@ const mariaCompose = (image: string) => `services:
 
 beforeAll(async () => {
   const [pgImage, mariaImage] = [ensurePostgresImage(), ensureMariaDbImage()];
-  agent = await startAgent({ description: 'strict', plugins: ['docker', 'deployments', 'databases', 'access'] });
+  agent = await startAgent({ plugins: ['docker', 'deployments', 'databases', 'access'] });
   for (const [name, content] of [
     [DEPLOYMENT, compose(pgImage)],
     [MARIA_DEPLOYMENT, mariaCompose(mariaImage)],

@@ -48,7 +48,7 @@ describe('swarm deployments against the real engine', () => {
   beforeAll(async () => {
     const { stdout } = await execa('docker', ['info', '--format', '{{.Swarm.ControlAvailable}}']);
     if (stdout.trim() !== 'true') throw new Error('the engine manages no swarm: test/env (start.d/20-swarm.sh) initialises a single-node one');
-    agent = await startAgent({ description: 'strict', plugins: ['access', 'docker', 'deployments'] });
+    agent = await startAgent({ plugins: ['access', 'docker', 'deployments'] });
     tenant = await createTenant(agent, `swt${runId}`, [own]);
   });
 

@@ -54,7 +54,6 @@ describe('a deployment from a template in one call', () => {
     writeFileSync(join(templates, 'hello', 'template.json'), JSON.stringify(HELLO));
     deployments = mkdtempSync(join(tmpdir(), 'agent-template-deployments-'));
     agent = await startAgent({
-      description: 'strict',
       plugins: ['access', 'docker', 'deployments'],
       config: { templates: { path: templates }, deployments: { path: deployments } },
     });

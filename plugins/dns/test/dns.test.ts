@@ -14,7 +14,7 @@ let agent: TestAgent;
 let pdns: PowerDns;
 
 beforeAll(async () => {
-  [agent, pdns] = await Promise.all([startAgent({ description: 'strict', plugins: ['dns', 'system'] }), startPowerDns(KEY)]);
+  [agent, pdns] = await Promise.all([startAgent({ plugins: ['dns', 'system'] }), startPowerDns(KEY)]);
 });
 
 afterAll(async () => {

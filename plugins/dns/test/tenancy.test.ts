@@ -20,7 +20,7 @@ describe('dns and tenants', () => {
   let operator: string;
 
   beforeAll(async () => {
-    [agent, pdns] = await Promise.all([startAgent({ description: 'strict', plugins: ['access', 'dns', 'system'] }), startPowerDns(KEY)]);
+    [agent, pdns] = await Promise.all([startAgent({ plugins: ['access', 'dns', 'system'] }), startPowerDns(KEY)]);
     expect((await agent.api('PUT', '/settings', { body: { dns: { api_url: pdns.apiUrl, api_key: KEY } } })).status).toBe(200);
     [alice, bob] = await Promise.all([createTenant(agent, 'alice', ['shop']), createTenant(agent, 'bob', ['blog'])]);
     operator = await createGlobalUser(agent, 'gop');

@@ -22,7 +22,7 @@ describe('docker plugin', () => {
   const box = name('box');
 
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: ['docker'] });
+    agent = await startAgent({ plugins: ['docker'] });
     await docker(
       'run',
       '-d',
@@ -195,7 +195,7 @@ describe('docker plugin', () => {
 describe('docker plugin without an engine', () => {
   let agent: TestAgent;
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: ['docker'], config: { docker: { host: `unix:///tmp/no-docker-${id}.sock` } } });
+    agent = await startAgent({ plugins: ['docker'], config: { docker: { host: `unix:///tmp/no-docker-${id}.sock` } } });
   });
   afterAll(async () => {
     await agent?.stop();

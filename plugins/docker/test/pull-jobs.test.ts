@@ -73,7 +73,7 @@ describe('image pulls as jobs', () => {
     await registry.docker(['rmi', local, `${registry.host}/agent-test/pull-jobs:1`]);
     proxy = await throttledProxy(registry.host, 6_000_000);
     image = `${proxy.host}/agent-test/pull-jobs:1`;
-    agent = await startAgent({ description: 'strict', plugins: ['docker', 'credentials', 'jobs'] });
+    agent = await startAgent({ plugins: ['docker', 'credentials', 'jobs'] });
     expect((await agent.api('POST', '/registries', { body: { slug: 'pulljobs', name: 'Pull jobs test registry', host: proxy.host } })).status).toBe(201);
     const cred = await agent.api('POST', '/credentials', {
       body: { name: 'pull-jobs', type: 'registry', registry: 'pulljobs', credentials: { username: registry.username, password: registry.password } },
@@ -165,7 +165,7 @@ describe('image pulls as jobs', () => {
   }, 1_800_000);
 
   it('still pulls without the jobs plugin (jobs of the docker plugin’s own)', async () => {
-    const alone = await startAgent({ description: 'strict', plugins: ['docker'] });
+    const alone = await startAgent({ plugins: ['docker'] });
     try {
       const res = await alone.api('POST', '/images/pull', { body: { image: '127.0.0.1:9/agent-test/nothing' } });
       expect(res.status, res.text).toBe(202);

@@ -15,7 +15,7 @@ describe('docker service contract', () => {
   let dir: string;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'agent-compose-'));
-    agent = await startAgent({ description: 'strict', plugins: ['docker', join(import.meta.dirname, 'probe-plugin')] });
+    agent = await startAgent({ plugins: ['docker', join(import.meta.dirname, 'probe-plugin')] });
     await execa('docker', ['run', '-d', '--name', box, '--label', 'agent.test=1', 'agent-test/busybox:latest', 'sh', '-c', 'echo started; exec sleep 3600']);
   });
   afterAll(async () => {

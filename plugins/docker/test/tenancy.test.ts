@@ -27,7 +27,7 @@ describe('docker routes and tenants', () => {
   const ids: Record<string, string> = {};
 
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: ['access', 'docker'] });
+    agent = await startAgent({ plugins: ['access', 'docker'] });
     for (const [vol, labels] of [
       [n('vol-a'), project(A)],
       [n('vol-a2'), project(A)],

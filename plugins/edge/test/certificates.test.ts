@@ -35,7 +35,6 @@ describe('edge: certificates from a real ACME server (pebble)', () => {
     nginx = await startNginx();
     pebble = await startPebble(nginx.httpPort);
     agent = await startAgent({
-      description: 'strict',
       plugins: EDGE_PLUGINS,
       config: {
         proxy: nginx.proxyConfig,

@@ -25,7 +25,7 @@ describe('edge: domains and the nginx reverse proxy', () => {
 
   beforeAll(async () => {
     nginx = await startNginx();
-    agent = await startAgent({ description: 'strict', plugins: EDGE_PLUGINS, config: { proxy: nginx.proxyConfig } });
+    agent = await startAgent({ plugins: EDGE_PLUGINS, config: { proxy: nginx.proxyConfig } });
     await createDeployment(agent, app);
     await createDeployment(agent, other);
   });

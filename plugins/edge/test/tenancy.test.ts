@@ -105,7 +105,6 @@ describe('edge: tenancy of domains, certificates, security, traffic and system l
     nginx = await startNginx();
     pebble = await startPebble(nginx.httpPort);
     agent = await startAgent({
-      description: 'strict',
       plugins: ['access', ...SECURITY_PLUGINS],
       config: {
         proxy: nginx.proxyConfig,

@@ -64,7 +64,6 @@ beforeAll(async () => {
   ensurePostgresImage();
   [apiPort, dnsPort] = [await freePort(), await freePort()];
   agent = await startAgent({
-    description: 'strict',
     plugins: ['docker', 'infrastructure', 'dns', 'databases', 'system'],
     config: { infrastructure: { project_prefix: PROJECT_PREFIX, network_prefix: NETWORK_PREFIX, labels: { 'agent.test': '1' } } },
   });

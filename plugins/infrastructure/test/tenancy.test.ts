@@ -37,7 +37,6 @@ describe('infrastructure and tenants', () => {
 
   beforeAll(async () => {
     agent = await startAgent({
-      description: 'strict',
       plugins: ['access', 'docker', 'infrastructure'],
       config: { infrastructure: { project_prefix: `${RUN}-infra`, network_prefix: NETWORK_PREFIX, labels: { 'agent.test': '1' } } },
     });

@@ -51,7 +51,7 @@ describe('jobs', () => {
 
   beforeAll(async () => {
     // Kept: the last test kills this agent and starts another on its data.
-    agent = await startAgent({ description: 'strict', plugins: ['jobs', FIXTURE], keep: true });
+    agent = await startAgent({ plugins: ['jobs', FIXTURE], keep: true });
   });
   afterAll(async () => {
     await agent?.stop();
@@ -170,7 +170,7 @@ describe('jobs', () => {
     await agent.kill();
     // The process outlived the agent (nothing kills a child when its parent gets SIGKILL)…
     expect(sleeping(m)).toHaveLength(1);
-    agent = await startAgent({ description: 'strict', plugins: ['jobs', FIXTURE], dataDir });
+    agent = await startAgent({ plugins: ['jobs', FIXTURE], dataDir });
     // …and the next agent ends it, and says what became of the job.
     expect(
       await until(

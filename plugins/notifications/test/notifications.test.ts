@@ -17,7 +17,6 @@ describe('notifications', () => {
     [http, smtp] = await Promise.all([startHttpSink(), startSmtpSink('mailer', 'Smtp-Secret-9')]);
     smtpUrl = `smtp://mailer:Smtp-Secret-9@127.0.0.1:${smtp.port}/?from=agent@example.test&to=ops@example.test,oncall@example.test&encryption=none`;
     agent = await startAgent({
-      description: 'strict',
       plugins: ['notifications', FIXTURE],
       config: {
         notifications: {

@@ -23,7 +23,7 @@ describe('notifications and tenants', () => {
 
   beforeAll(async () => {
     http = await startHttpSink();
-    agent = await startAgent({ description: 'strict', plugins: ['access', 'notifications', FIXTURE], config: { notifications: { retries: 0 } } });
+    agent = await startAgent({ plugins: ['access', 'notifications', FIXTURE], config: { notifications: { retries: 0 } } });
     [alice, bob] = await Promise.all([createTenant(agent, 'alice', ['shop']), createTenant(agent, 'bob', ['blog'])]);
     operator = await createGlobalUser(agent, 'gop');
     const put = await agent.api('PUT', '/notifications/targets', {

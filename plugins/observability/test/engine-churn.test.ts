@@ -25,7 +25,6 @@ describe('observability app: containers that stop between the list and their sta
   beforeAll(async () => {
     await runContainer({ name: STEADY, labels: { [LABEL]: run }, script: 'while :; do sleep 1; done' });
     agent = await startAgent({
-      description: 'strict',
       plugins: ['observability'],
       config: { observability: { sample_interval: 1, container_labels: { [LABEL]: run }, health: { enabled: false } } },
     });

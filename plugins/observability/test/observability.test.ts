@@ -70,7 +70,6 @@ describe('observability app', () => {
       runContainer({ name: OUTSIDER, labels: { 'agent.obs.run': run }, script: IDLE }),
     ]);
     agent = await startAgent({
-      description: 'strict',
       plugins: ['docker', 'deployments', 'notifications', 'observability', FIXTURE],
       config: {
         observability: {

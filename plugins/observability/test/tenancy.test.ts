@@ -47,7 +47,6 @@ beforeAll(async () => {
   await removeContainers([OUTSIDER]);
   await runContainer({ name: OUTSIDER, labels: { 'agent.obs.run': run }, script: IDLE });
   agent = await startAgent({
-    description: 'strict',
     plugins: ['access', 'docker', 'deployments', 'observability'],
     config: { observability: { sample_interval: 1, container_labels: { 'agent.obs.run': run }, health: { cooldown: 2, max_retries: 2 } } },
   });

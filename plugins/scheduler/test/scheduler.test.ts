@@ -40,7 +40,7 @@ const createTask = (body: Record<string, unknown>) =>
   agent.api('POST', '/scheduler/tasks', { body: { deployment_name: app, cron_expr: '0 4 * * *', ...body } });
 
 beforeAll(async () => {
-  agent = await startAgent({ description: 'strict', plugins, dataDir });
+  agent = await startAgent({ plugins, dataDir });
   for (const name of [app, gone]) {
     const res = await agent.api('POST', '/deployments', { body: { name, compose_content: compose, auto_start: true } });
     expect(res.status, res.text).toBe(201);
@@ -164,7 +164,7 @@ describe('scheduled tasks', () => {
   it('keeps tasks across an agent restart', async () => {
     const before = (await agent.api('GET', '/scheduler/tasks')).body.data;
     await agent.stop();
-    agent = await startAgent({ description: 'strict', plugins, dataDir });
+    agent = await startAgent({ plugins, dataDir });
     const after = (await agent.api('GET', '/scheduler/tasks')).body.data;
     expect(after.map((t: any) => [t.id, t.enabled, t.cron_expr])).toEqual(before.map((t: any) => [t.id, t.enabled, t.cron_expr]));
     expect(after.find((t: any) => t.id === commandTask).next_run).toEqual(expect.any(String));

@@ -66,7 +66,7 @@ const runTask = async (id: number, token = agent.token) => {
 };
 
 beforeAll(async () => {
-  agent = await startAgent({ description: 'strict', plugins, dataDir });
+  agent = await startAgent({ plugins, dataDir });
   await createDeployment(A);
   await createDeployment(B);
   [alice, bob] = await Promise.all([createTenant(agent, 'alice', A), createTenant(agent, 'bob', B)]);
@@ -219,7 +219,7 @@ describe("a task runs with its creator's rights of the moment", () => {
     const doc = JSON.parse(readFileSync(file, 'utf8'));
     for (const t of doc.tasks) if (t.id === id) delete t.run_as;
     writeFileSync(file, JSON.stringify(doc));
-    agent = await startAgent({ description: 'strict', plugins, dataDir });
+    agent = await startAgent({ plugins, dataDir });
     bob.user = await agent.login(bob.username, TENANT_PASSWORD);
     expect((await agent.api('GET', `/scheduler/tasks/${id}`)).body.data.run_as).toBeNull();
     const refused = await runTask(id);

@@ -30,8 +30,7 @@ describe('security: migration from the edge that kept it', () => {
   const edgeState = join(dataDir, 'plugins', 'edge', 'state.json');
   const edgeJournal = join(dataDir, 'plugins', 'edge', 'journal.sqlite');
   // `system` serves /api/settings, where the old `edge` section shows.
-  const start = async (plugins: string[]) =>
-    (agent = await startAgent({ description: 'strict', plugins: [...plugins, 'system'], dataDir, config: { proxy: nginx.proxyConfig } }));
+  const start = async (plugins: string[]) => (agent = await startAgent({ plugins: [...plugins, 'system'], dataDir, config: { proxy: nginx.proxyConfig } }));
   const stop = async () => {
     await agent?.stop();
     agent = undefined;

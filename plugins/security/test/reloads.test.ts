@@ -26,7 +26,7 @@ describe('security: one nginx reload per change', () => {
     writeFileSync(script, `#!/bin/sh\necho reload >> ${counter}\nexec "$@"\n`);
     chmodSync(script, 0o755);
     const proxy = { ...nginx.proxyConfig, reload_command: [script, ...(nginx.proxyConfig.reload_command as string[])] };
-    agent = await startAgent({ description: 'strict', plugins: SECURITY_PLUGINS, config: { proxy } });
+    agent = await startAgent({ plugins: SECURITY_PLUGINS, config: { proxy } });
     await createDeployment(agent, app);
     const res = await agent.api('POST', `/deployments/${app}/domains`, { body: { service: 'web', domain: host, container_port: 80 } });
     expect(res.status, res.text).toBe(201);

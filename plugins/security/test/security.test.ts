@@ -18,7 +18,7 @@ describe('edge: security enforced in nginx, traffic journal and security events'
 
   beforeAll(async () => {
     nginx = await startNginx();
-    agent = await startAgent({ description: 'strict', plugins: SECURITY_PLUGINS, config: { proxy: nginx.proxyConfig } });
+    agent = await startAgent({ plugins: SECURITY_PLUGINS, config: { proxy: nginx.proxyConfig } });
     await createDeployment(agent, app);
     const res = await agent.api('POST', `/deployments/${app}/domains`, { body: { service: 'web', domain: host, container_port: 80 } });
     expect(res.status, res.text).toBe(201);

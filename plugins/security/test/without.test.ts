@@ -36,7 +36,6 @@ describe('security: the agent without it, and with it again', () => {
   const host = `${app}.example.test`;
   const start = async (plugins: string[]) => {
     agent = await startAgent({
-      description: 'strict',
       plugins,
       dataDir,
       config: {

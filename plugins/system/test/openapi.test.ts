@@ -5,7 +5,7 @@ import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 describe('OpenAPI document with the access, credentials and system plugins', () => {
   let agent: TestAgent;
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: ['access', 'credentials', 'system'] });
+    agent = await startAgent({ plugins: ['access', 'credentials', 'system'] });
   });
   afterAll(async () => {
     await agent?.stop();

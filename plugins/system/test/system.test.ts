@@ -10,7 +10,7 @@ describe('settings and stats', () => {
 
   beforeAll(async () => {
     // hello-plugin declares a live setting; access declares the audit retention.
-    agent = await startAgent({ description: 'strict', plugins: ['access', 'system', 'docker', `${REPO_ROOT}/examples/hello-plugin`] });
+    agent = await startAgent({ plugins: ['access', 'system', 'docker', `${REPO_ROOT}/examples/hello-plugin`] });
     // Settings are global: a viewer reads them with global scope (a scoped one is refused, see tenancy.test.ts).
     await agent.api('POST', '/api/users', { body: { username: 'vera', email: 'v@example.com', password: PASS, role: 'viewer', scope: 'global' } });
     viewer = await agent.login('vera', PASS);

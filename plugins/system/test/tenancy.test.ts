@@ -33,7 +33,7 @@ describe('system routes and tenants', () => {
   let operator: string;
 
   beforeAll(async () => {
-    agent = await startAgent({ description: 'strict', plugins: ['access', 'system', 'docker', 'deployments'] });
+    agent = await startAgent({ plugins: ['access', 'system', 'docker', 'deployments'] });
     for (const name of [A, B]) {
       const created = await agent.api('POST', '/deployments', { body: { name, compose_content: COMPOSE, auto_start: true } });
       expect(created.status, created.text).toBe(201);
