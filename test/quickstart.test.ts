@@ -200,6 +200,8 @@ describe('quick start on a fresh clone, then on the current Node.js LTS lines', 
       // Whatever happened, nothing of the quick start is left running: its deployment's containers included.
       if (npmStart) signalGroup(npmStart, 'SIGKILL');
       spawnSync('bash', ['-c', 'docker ps -aq --filter label=com.docker.compose.project=hello | xargs -r docker rm -f'], { stdio: 'ignore' });
+      // Its network too: one left behind makes the next run's create answer 409 NAME_IN_USE for 'hello'.
+      spawnSync('bash', ['-c', 'docker network ls -q --filter label=com.docker.compose.project=hello | xargs -r docker network rm'], { stdio: 'ignore' });
       if (standIn) spawnSync('docker', ['rmi', TEMPLATE_IMAGE], { stdio: 'ignore' });
       rmSync(work, { recursive: true, force: true });
     }
