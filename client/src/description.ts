@@ -92,9 +92,14 @@ function parseOperation(doc: Json, path: string, method: string, op: Json): Oper
   const jsonType = successTypes.find((t) => /json/.test(t));
   const bodyContent = (op.requestBody?.content ?? {}) as Json;
   const bodyJsonType = Object.keys(bodyContent).find((t) => /json/.test(t));
-  // A JSON media type documented as a string (the description document itself) is a document, not an envelope.
+  // A JSON answer without the `{data}` envelope (the description document itself, described by its own schema or as a
+  // string) is a document; a create's 201 is the resource's envelope or a plan's (`oneOf`), an envelope either way.
   const jsonSchema = jsonType ? ((success.content[jsonType].schema ?? {}) as Json) : undefined;
-  const jsonIsDocument = !!jsonSchema && resolveRef(jsonSchema, doc).type === 'string';
+  const isEnvelope = (schema: Json): boolean => {
+    const s = resolveRef(schema, doc);
+    return !!(s.properties as Json | undefined)?.data || ((s.oneOf ?? s.anyOf) as Json[] | undefined)?.some(isEnvelope) === true;
+  };
+  const jsonIsDocument = !!jsonSchema && !isEnvelope(jsonSchema);
   const operation = {
     id: op.operationId,
     group,
