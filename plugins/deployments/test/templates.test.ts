@@ -136,7 +136,7 @@ describe('templates', () => {
   it('lets an admin relax the host-safety policy in the settings', async () => {
     const privileged = { name: uniqueName('priv'), compose_content: 'services:\n  a:\n    image: agent-test/busybox:latest\n    privileged: true\n' };
     const settings = await agent.api('GET', '/settings');
-    expect(settings.body.data.values.deployments).toEqual({ host_safety: true });
+    expect(settings.body.data.values.deployments).toMatchObject({ host_safety: true });
     expect((await agent.api('POST', '/deployments', { query: { plan: true }, body: privileged })).body.code).toBe('HOST_SAFETY');
     const off = await agent.api('PUT', '/settings', { body: { deployments: { host_safety: false } } });
     expect(off.status, off.text).toBe(200);

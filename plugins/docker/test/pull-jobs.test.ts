@@ -44,7 +44,7 @@ async function throttledProxy(target: string, rate: number): Promise<{ host: str
 
 /** docker CLI processes pulling (none is expected: the agent pulls through the engine's API). */
 async function pullProcesses(): Promise<string[]> {
-  const r = await run('pgrep', ['-af', 'docker(-compose)? .*pull'], { encoding: 'utf8' }).catch(() => ({ stdout: '' }));
+  const r = await run('pgrep', ['-af', 'docker(-compose)? (.+ )?pull( |$)'], { encoding: 'utf8' }).catch(() => ({ stdout: '' }));
   return r.stdout.split('\n').filter((l) => l && !l.includes('pgrep'));
 }
 

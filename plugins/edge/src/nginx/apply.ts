@@ -10,6 +10,7 @@ import { dirname, join, relative } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { execa } from 'execa';
 import { HttpError, type Logger } from '@agent/sdk';
+import { oldWorkersSettled, workersOf } from './workers.js';
 
 export interface ApplyResult {
   changed: string[];
@@ -70,9 +71,27 @@ export class SystemControl implements ProxyControl {
     return this.run(this.test_);
   }
 
-  reload(): Promise<ControlResult> {
-    return this.run(this.reload_);
+  /** Runs the reload command; when nginx's master is found, waits until its old workers stopped accepting. */
+  async reload(): Promise<ControlResult> {
+    const master = await masterPid(this.test_);
+    const before = master ? await workersOf(master) : [];
+    const result = await this.run(this.reload_);
+    if (result.ok && before.length > 0) await oldWorkersSettled(before, Date.now() + 15_000);
+    return result;
   }
+}
+
+/**
+ * The running master of the nginx the test command names: the `pid` file of its configuration (`-c FILE`, or the
+ * packaged default), null when none can be read (then the reload is taken as done when its command returns).
+ */
+async function masterPid(testCommand: string[]): Promise<number | null> {
+  const at = testCommand.indexOf('-c');
+  const conf = at >= 0 ? testCommand[at + 1] : '/etc/nginx/nginx.conf';
+  const text = conf ? await readFile(conf, 'utf8').catch(() => '') : '';
+  const pidFile = /^\s*pid\s+([^;\s]+)\s*;/m.exec(text)?.[1] ?? '/run/nginx.pid';
+  const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
+  return Number.isInteger(pid) && pid > 0 ? pid : null;
 }
 
 export class NginxApplier {

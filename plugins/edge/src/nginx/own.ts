@@ -23,6 +23,7 @@ import { execa } from 'execa';
 import type { Logger } from '@agent/sdk';
 import type { OwnPaths, ProxySettings } from '../settings.js';
 import { commandResult, type ControlResult, type ProxyControl } from './apply.js';
+import { oldWorkersSettled, workersOf } from './workers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -393,6 +394,7 @@ export class OwnNginx implements ProxyControl {
   /** SIGHUP to the master, then its error log tells whether the new configuration was taken. */
   private async hangUp(pid: number): Promise<ControlResult> {
     const from = (await stat(this.settings.errorLog).catch(() => null))?.size ?? 0;
+    const before = await workersOf(pid);
     process.kill(pid, 'SIGHUP');
     const until = Date.now() + RELOAD_MS;
     while (Date.now() < until) {
@@ -402,7 +404,11 @@ export class OwnNginx implements ProxyControl {
       const at = text.indexOf('reconfiguring');
       if (at < 0) continue;
       const lines = text.slice(at).split('\n');
-      if (lines.some((l) => l.includes('start worker process'))) return { ok: true, missing: false, message: 'reloaded' };
+      if (lines.some((l) => l.includes('start worker process'))) {
+        // The new configuration is loaded; it is in force once the old workers stopped accepting (workers.ts).
+        if (!(await oldWorkersSettled(before, until))) this.log.warn('old nginx workers still accept connections after the reload', { pid });
+        return { ok: true, missing: false, message: 'reloaded' };
+      }
       const emerg = lines.filter((l) => l.includes('[emerg]'));
       if (emerg.length) return { ok: false, missing: false, message: this.explain(emerg.join('\n')) };
     }
