@@ -18,7 +18,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { HttpError } from '@agent/sdk';
 import type { ContainerSummary, DockerService } from '@agent/plugin-docker/api';
 import type { DeploymentUpstreams } from '../api.js';
-import { recreate, type DeployStrategy, type StrategyRun } from './strategies.js';
+import { recreate, type DeployStrategy, type StrategyRun } from './strategy.js';
 
 export interface StartFirstDeps {
   docker: DockerService;
