@@ -343,8 +343,12 @@ describe('traffic path patterns', () => {
     expect(slices.length).toBeGreaterThan(1);
     // Other work ran between the slices: the timer fired in most of the gaps.
     expect(ticks).toBeGreaterThanOrEqual(slices.length / 2);
-    // Each slice checks the clock every 64 rows (≈ 64 × 2 kB compared): none ran far past its 8 ms.
-    expect(Math.max(...slices.map((s) => s.ms))).toBeLessThan(100);
+    // Each slice checks the clock every 64 rows (≈ 64 × 2 kB compared), so none reads a large share of the rows, and
+    // a typical slice ends near its 8 ms. The longest slice is not bounded here: on a loaded machine the scheduler
+    // can stretch any one of them, which says nothing of the search (its latency effect is test/no-stall's figure).
+    expect(Math.max(...slices.map((s) => s.rows))).toBeLessThan(30_000 / 4);
+    const byTime = slices.map((s) => s.ms).sort((a, b) => a - b);
+    expect(byTime[Math.floor(byTime.length / 2)]!).toBeLessThan(50);
     // Two searches at once take turns: both finish, neither waits for the other to end.
     const order: string[] = [];
     await Promise.all(['x', 'y'].map((who) => journal.search({ path: pattern }, 10, 0, true, { sliceMs: 4, onSlice: () => order.push(who) })));
