@@ -4,7 +4,7 @@
  */
 import { errors, type SqlDatabase, type SqlStatement } from '@agent/sdk';
 import { pathMatcher, requiredPiece } from './pattern.js';
-import { byRequests, RollupDelta, TrafficRollups, type RollupRow } from './rollups.js';
+import { byRequests, RollupDelta, scopeClauses, TrafficRollups, type RollupRow } from './rollups.js';
 import type { TrafficRecord } from '../api.js';
 
 /** A parsed access-log line (the type belongs to the traffic stream's contract, in api.ts). */
@@ -345,17 +345,9 @@ export class TrafficJournal {
    */
   private where(f: TrafficFilter, page = false, ids = true): { sql: string; params: unknown[] } | null {
     const plus = page ? '+' : '';
-    const clauses: string[] = [];
-    const params: unknown[] = [];
-    if (f.deployment !== undefined) {
-      clauses.push('deployment = ?');
-      params.push(f.deployment);
-    }
-    if (f.deployments) {
-      // An empty list matches nothing (not the rows of unknown hosts, whose deployment is '').
-      clauses.push(f.deployments.length ? `deployment IN (${f.deployments.map(() => '?').join(',')})` : '0');
-      params.push(...f.deployments);
-    }
+    const scope = scopeClauses(f);
+    const clauses: string[] = scope.clauses;
+    const params: unknown[] = scope.params;
     if (f.method) {
       clauses.push(`${plus}method = ?`);
       params.push(f.method);

@@ -265,8 +265,11 @@ function split(lo: number, hi: number, level: Level, out: Cover): void {
 
 const bound = (v: number) => (v === -Infinity ? -NO_BOUND : v === Infinity ? NO_BOUND : v);
 
-/** The SQL condition of a deployment scope (null: nothing matches). */
-function scopeSql(f: DeploymentScope): { sql: string; params: string[] } {
+/**
+ * The SQL conditions of a deployment scope, for the rollups and the journal's rows alike. An empty list matches
+ * nothing (not the rows of unknown hosts, whose deployment is '').
+ */
+export function scopeClauses(f: DeploymentScope): { clauses: string[]; params: string[] } {
   const clauses: string[] = [];
   const params: string[] = [];
   if (f.deployment !== undefined) {
@@ -277,6 +280,12 @@ function scopeSql(f: DeploymentScope): { sql: string; params: string[] } {
     clauses.push(f.deployments.length ? `deployment IN (${f.deployments.map(() => '?').join(',')})` : '0');
     params.push(...f.deployments);
   }
+  return { clauses, params };
+}
+
+/** The SQL condition of a deployment scope, as `AND …` to append to a WHERE. */
+function scopeSql(f: DeploymentScope): { sql: string; params: string[] } {
+  const { clauses, params } = scopeClauses(f);
   return { sql: clauses.map((c) => ` AND ${c}`).join(''), params };
 }
 
