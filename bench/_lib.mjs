@@ -106,9 +106,19 @@ export function descendants(pid) {
   return out;
 }
 
-/** Config that keeps the edge plugin off the host's nginx: it renders into `dir`, its test and reload commands do nothing. */
-export const scratchEdge = (dir) => ({
-  proxy: { config_dir: dir, test_command: ['true'], reload_command: ['true'], access_log: join(dir, 'access.log'), error_log: join(dir, 'error.log') },
+/**
+ * Config that keeps the edge plugin off the host's nginx: it renders into `dir`, its test and reload commands do
+ * nothing; `proxy` overrides its other keys (an access log a bench writes itself, say).
+ */
+export const scratchEdge = (dir, proxy = {}) => ({
+  proxy: {
+    config_dir: dir,
+    test_command: ['true'],
+    reload_command: ['true'],
+    access_log: join(dir, 'access.log'),
+    error_log: join(dir, 'error.log'),
+    ...proxy,
+  },
 });
 
 export const fmt = (n, digits = 1) => Number(n).toFixed(digits);

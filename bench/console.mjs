@@ -13,7 +13,7 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, fmt, percentile, sleep, startAgent } from './_lib.mjs';
+import { ROOT, fmt, percentile, scratchEdge, sleep, startAgent } from './_lib.mjs';
 
 const AUDIT = Number(process.env.CONSOLE_BENCH_AUDIT ?? 1_000_000);
 const TRAFFIC = Number(process.env.CONSOLE_BENCH_TRAFFIC ?? 1_000_000);
@@ -98,14 +98,7 @@ try {
     plugins: ['access', 'docker', 'deployments', 'edge', 'security'],
     dataDir,
     config: {
-      proxy: {
-        config_dir: join(work, 'nginx'),
-        test_command: ['true'],
-        reload_command: ['true'],
-        access_log: accessLog,
-        error_log: join(work, 'error.log'),
-        default_server: false,
-      },
+      ...scratchEdge(join(work, 'nginx'), { access_log: accessLog, error_log: join(work, 'error.log'), default_server: false }),
       traffic: { follow_interval_ms: 100 },
     },
   });

@@ -9,7 +9,7 @@
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fmt, percentile, sleep, startAgent } from './_lib.mjs';
+import { fmt, percentile, scratchEdge, sleep, startAgent } from './_lib.mjs';
 
 const LINES = Number(process.env.BENCH_TRAFFIC_LINES ?? 1_000_000);
 const REQUESTS = Number(process.env.BENCH_TRAFFIC_REQUESTS ?? 300);
@@ -51,14 +51,7 @@ function line(i) {
 const agent = await startAgent({
   plugins: ['docker', 'deployments', 'edge', 'security'],
   config: {
-    proxy: {
-      config_dir: join(work, 'nginx'),
-      test_command: ['true'],
-      reload_command: ['true'],
-      access_log: accessLog,
-      error_log: join(work, 'error.log'),
-      default_server: false,
-    },
+    ...scratchEdge(join(work, 'nginx'), { access_log: accessLog, error_log: join(work, 'error.log'), default_server: false }),
     traffic: { follow_interval_ms: 100 },
   },
 });
