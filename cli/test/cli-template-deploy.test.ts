@@ -5,40 +5,17 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startAgent, type TestAgent } from '../../test/helpers/agent.js';
 import { cliHome, type CliHome } from './helpers/cli.js';
+import { writeHelloTemplate } from '../../test/helpers/hello-template.js';
 
 const run = promisify(execFile);
 const name = `t${randomBytes(3).toString('hex')}-clitpl`;
-
-const TEMPLATE_COMPOSE = `services:
-  web:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "mkdir -p /www && echo \\"$$GREETING\\" > /www/index.html && exec httpd -f -p 80 -h /www"]
-    environment:
-      GREETING: \${GREETING:-hello}
-      PASSWORD: \${PASSWORD:?set PASSWORD}
-    ports:
-      - "127.0.0.1::80"
-    stop_signal: SIGKILL
-    labels:
-      agent.test: "1"
-`;
-const TEMPLATE = {
-  id: 'hello',
-  name: 'Hello',
-  description: 'a page that says hello',
-  category: 'testing',
-  env: [
-    { key: 'GREETING', description: 'what the page says', default: 'hello' },
-    { key: 'PASSWORD', description: 'a password', default: '', secret: true, required: true },
-  ],
-};
 
 describe('agentctl deployments create NAME --template T --set KEY=VALUE', () => {
   let agent: TestAgent;
@@ -47,9 +24,7 @@ describe('agentctl deployments create NAME --template T --set KEY=VALUE', () => 
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'agentctl-template-'));
-    mkdirSync(join(work, 'templates', 'hello'), { recursive: true });
-    writeFileSync(join(work, 'templates', 'hello', 'docker-compose.yml'), TEMPLATE_COMPOSE);
-    writeFileSync(join(work, 'templates', 'hello', 'template.json'), JSON.stringify(TEMPLATE));
+    writeHelloTemplate(join(work, 'templates'));
     agent = await startAgent({
       plugins: ['docker', 'deployments'],
       config: { templates: { path: join(work, 'templates') }, deployments: { path: join(work, 'deployments') } },

@@ -3,40 +3,16 @@
  * applied, created directly and started, the request's two forms kept apart, the template's variables checked, and
  * the tenancy of any other create. The shipped templates publish no default port the agent's own nginx takes.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { createTenant, expectGlobalOnly, type Tenant } from '../../docker/test/tenants.js';
 import { cleanupDocker, runId, uniqueName, until } from './helpers.js';
+import { HELLO_COMPOSE, writeHelloTemplate } from '../../../test/helpers/hello-template.js';
 
 const shipped = join(import.meta.dirname, '..', 'templates');
-
-/** A template on the local test image: an httpd whose page says GREETING, and a required PASSWORD. */
-const HELLO_COMPOSE = `services:
-  web:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "mkdir -p /www && echo \\"$$GREETING\\" > /www/index.html && exec httpd -f -p 80 -h /www"]
-    environment:
-      GREETING: \${GREETING:-hello}
-      PASSWORD: \${PASSWORD:?set PASSWORD}
-    ports:
-      - "127.0.0.1::80"
-    stop_signal: SIGKILL
-    labels:
-      agent.test: "1"
-`;
-const HELLO = {
-  id: 'hello',
-  name: 'Hello',
-  description: 'a page that says hello',
-  category: 'testing',
-  env: [
-    { key: 'GREETING', description: 'what the page says', default: 'hello' },
-    { key: 'PASSWORD', description: 'a password nobody has', default: '', secret: true, required: true },
-  ],
-};
 
 describe('a deployment from a template in one call', () => {
   let agent: TestAgent;
@@ -49,9 +25,7 @@ describe('a deployment from a template in one call', () => {
 
   beforeAll(async () => {
     templates = mkdtempSync(join(tmpdir(), 'agent-template-create-'));
-    mkdirSync(join(templates, 'hello'));
-    writeFileSync(join(templates, 'hello', 'docker-compose.yml'), HELLO_COMPOSE);
-    writeFileSync(join(templates, 'hello', 'template.json'), JSON.stringify(HELLO));
+    writeHelloTemplate(templates);
     deployments = mkdtempSync(join(tmpdir(), 'agent-template-deployments-'));
     agent = await startAgent({
       plugins: ['access', 'docker', 'deployments'],
