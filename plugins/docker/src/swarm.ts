@@ -222,18 +222,28 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
     async removeStack(stack: string, options: { waitMs?: number } = {}): Promise<void> {
       if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
       await requireManager();
-      const r = await runCompose(['docker'], dockerHost, '/', ['stack', 'rm', stack]);
-      if (r.exit_code !== 0) throw errors.badGateway(`docker stack rm failed: ${r.output.trim().split('\n').slice(-3).join(' ')}`, 'ENGINE_ERROR');
       const filters = JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] });
       const until = Date.now() + (options.waitMs ?? 30_000);
+      let failure: string | null = null;
+      // `stack rm` removes the services first and then the networks; a network whose tasks are still shutting down
+      // (a stack in the middle of an update or rollback) "has active endpoints" and the command fails. It is
+      // idempotent, so it is run again until nothing of the stack is left or the time is up.
+      let again = true;
       while (Date.now() < until) {
+        if (again) {
+          const r = await runCompose(['docker'], dockerHost, '/', ['stack', 'rm', stack]);
+          failure = r.exit_code === 0 ? null : r.output.trim().split('\n').slice(-3).join(' ');
+          again = false;
+        }
         const [services, networks] = await Promise.all([
           call('services', () => docker.listServices({ filters })),
           call('networks', () => docker.listNetworks({ filters } as Docker.NetworkListOptions)),
         ]);
         if (!services.length && !networks.length) return;
-        await new Promise((r) => setTimeout(r, 250));
+        again = failure !== null;
+        await new Promise((r) => setTimeout(r, failure ? 500 : 250));
       }
+      if (failure) throw errors.badGateway(`docker stack rm failed: ${failure}`, 'ENGINE_ERROR');
     },
 
     /** Stack names the engine holds services of. */
