@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/*.d.ts', 'data/**', '.test-env/**', 'coverage/**', 'console/types/**'] },
   {
-    files: ['{sdk,core,client,cli}/src/**/*.ts', 'plugins/*/src/**/*.ts', 'examples/*/src/**/*.ts', 'console/src/**/*.{ts,tsx}'],
+    files: ['{sdk,core,testing,client,cli}/src/**/*.ts', 'plugins/*/src/**/*.ts', 'examples/*/src/**/*.ts', 'console/src/**/*.{ts,tsx}'],
     languageOptions: {
       parser: tseslint.parser,
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },

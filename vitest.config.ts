@@ -24,7 +24,7 @@ export default defineConfig({
         // Node, as from a plugin's node_modules, not transformed by Vite as workspace files are: one SDK for the
         // kernel and the plugin sources under test (the kernel checks `instanceof Reply`), and no 4 s spent on the
         // harness's 2.6 MB at every run.
-        external: [/\/sdk\/dist\/bundle\//, /\/core\/dist\/testing\.mjs$/],
+        external: [/\/sdk\/dist\/bundle\//, /\/testing\/dist\/harness\.mjs$/],
       },
     },
   },

@@ -21,7 +21,7 @@ const eslint = new ESLint({
     },
   ],
 });
-const results = await eslint.lintFiles(['{sdk,core,client,cli}/src/**/*.ts', 'plugins/*/src/**/*.ts', 'examples/*/src/**/*.ts']);
+const results = await eslint.lintFiles(['{sdk,core,testing,client,cli}/src/**/*.ts', 'plugins/*/src/**/*.ts', 'examples/*/src/**/*.ts']);
 const found = results.flatMap((r) =>
   r.messages.filter((m) => m.ruleId === '@typescript-eslint/no-explicit-any').map((m) => `${r.filePath.slice(ROOT.length + 1)}:${m.line}`),
 );

@@ -51,11 +51,11 @@ export function ensureDeps() {
 }
 
 /**
- * Every workspace folder with a tsconfig.json: sdk, the client and the CLI first, then core and the web console
- * (type-checked only: esbuild bundles it, see `buildConsole`), then plugins and examples.
+ * Every workspace folder with a tsconfig.json: sdk, the client and the CLI first, then core, the test harness and
+ * the web console (type-checked only: esbuild bundles it, see `buildConsole`), then plugins and examples.
  */
 export function workspaceProjects() {
-  const out = ['sdk', 'client', 'cli', 'core', 'console'];
+  const out = ['sdk', 'client', 'cli', 'core', 'testing', 'console'];
   for (const group of ['plugins', 'examples']) {
     const dir = join(ROOT, group);
     if (!existsSync(dir)) continue;
@@ -118,7 +118,7 @@ export function bundleCore() {
   must(ESBUILD, [
     `index=${join(ROOT, 'sdk', 'dist', 'index.js')}`,
     `app=${join(ROOT, 'sdk', 'dist', 'app.js')}`,
-    // @agent/sdk/testing: declares the test harness and loads the kernel's (`@agent/core/testing`) when called.
+    // @agent/sdk/testing: declares the test harness and loads it (`@agent/testing`) when called.
     `testing=${join(ROOT, 'sdk', 'dist', 'testing.js')}`,
     ...ESBUILD_COMMON,
     `--outdir=${join(ROOT, 'sdk', 'dist', 'bundle')}`,
@@ -144,12 +144,13 @@ export function bundleCore() {
     '--external:@agent/sdk/*',
   ]);
   writeFileSync(join(BUILTIN_BUNDLE_DIR, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
-  // The in-process test harness (`@agent/core/testing`, what `@agent/sdk/testing` loads): the kernel in a file of its
-  // own, loaded in half the time of its module files; a build of its own leaves the agent's bundle as it was.
+  // The in-process test harness (`@agent/testing`, what `@agent/sdk/testing` loads): it and the kernel in a file of
+  // their own, loaded in half the time of their module files; a build of its own leaves the agent's bundle as it was.
+  rmSync(join(ROOT, 'core', 'dist', 'testing.mjs'), { force: true });
   must(ESBUILD, [
-    join(ROOT, 'core', 'dist', 'testing.js'),
+    join(ROOT, 'testing', 'dist', 'index.js'),
     ...ESBUILD_COMMON.filter((arg) => arg !== '--splitting'),
-    `--outfile=${join(ROOT, 'core', 'dist', 'testing.mjs')}`,
+    `--outfile=${join(ROOT, 'testing', 'dist', 'harness.mjs')}`,
     '--external:@agent/sdk',
     '--external:@agent/sdk/*',
   ]);

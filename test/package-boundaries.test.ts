@@ -57,7 +57,7 @@ function typeOnlyPackages(dir: string): Set<string> {
 }
 
 describe('the SDK, the client and the CLI are separate packages', () => {
-  it.each(['sdk', 'client', 'cli'])('%s imports only the packages it declares', (dir) => {
+  it.each(['sdk', 'testing', 'client', 'cli'])('%s imports only the packages it declares', (dir) => {
     const declared = Object.keys(manifest(dir).dependencies ?? {});
     // A package imported only for its types (`import type … from 'koa'`) is declared by its types package.
     const typesOnly = typeOnlyPackages(dir);

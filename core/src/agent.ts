@@ -31,13 +31,13 @@ import { coreRoutes } from './http/core-routes.js';
 
 export interface RunningAgent {
   url: string;
-  /** What the kernel and the plugins provide, and the event bus: the in-process test harness (testing.ts) reads them. */
+  /** What the kernel and the plugins provide, and the event bus: the in-process test harness (`@agent/testing`) reads them. */
   services: ServiceDirectory;
   events: EventBus;
   stop(): Promise<void>;
 }
 
-/** What only a caller in the same process can give: plugins as definitions, set up with the enabled ones (testing.ts). */
+/** What only a caller in the same process can give: plugins as definitions, set up with the enabled ones (`@agent/testing`). */
 export interface AgentExtras {
   plugins?: InlinePlugin[];
   /** Holds every answer to its route's declared schema (default: `AGENT_VALIDATE_RESPONSES=1`, as the tests set it). */

@@ -4,11 +4,11 @@
  * the services it depends on and any other plugins; requests then meet everything a real agent does (routing,
  * authentication, validation, permission and tenancy checks, plans, audit). No root, no Docker, no nginx.
  *
- * The SDK declares the harness; the kernel implements it (`@agent/core/testing`, `core/src/testing.ts`) and is
+ * The SDK declares the harness; `@agent/testing` (`testing/src/index.ts`, on the kernel) implements it and is
  * loaded here at the first call. The kernel depends on the SDK, so the SDK cannot depend on it (a cycle of project
- * references, and every plugin would carry the kernel): the kernel's module is named in a variable, which neither
+ * references, and every plugin would carry the kernel): the harness's module is named in a variable, which neither
  * tsc nor esbuild follows, and only the types below are shared. A plugin outside this repository installs
- * `@agent/core` as a devDependency to use it.
+ * `@agent/testing` as a devDependency to use it.
  */
 import type { TObject } from '@sinclair/typebox';
 import type { EventBus } from './events.js';
@@ -135,7 +135,7 @@ export type StartTestPlugin = <C extends TObject | undefined, D extends Record<s
 ) => Promise<TestPlugin>;
 
 // A variable, not a literal: neither tsc nor esbuild resolves it, so the SDK never depends on the kernel.
-const HARNESS = '@agent/core/testing';
+const HARNESS = '@agent/testing';
 
 /** Starts `plugin` in an agent of this process; `close()` it after the tests. */
 export const startTestPlugin: StartTestPlugin = async (plugin, options) => {
@@ -143,11 +143,10 @@ export const startTestPlugin: StartTestPlugin = async (plugin, options) => {
   try {
     harness = (await import(HARNESS)) as typeof harness;
   } catch (err) {
-    // Not installed (or too old to export it); a kernel that is there but fails to load says why itself.
+    // Not installed; a harness that is there but fails to load says why itself.
     const { code, message } = err as { code?: string; message?: string };
-    const missing = code === 'ERR_MODULE_NOT_FOUND' && String(message).includes("'@agent/core'");
-    if (missing || (code === 'ERR_PACKAGE_PATH_NOT_EXPORTED' && String(message).includes("'./testing'"))) {
-      throw new Error(`@agent/sdk/testing runs the agent's kernel in this process: install @agent/core (a devDependency of the plugin)`, { cause: err });
+    if (code === 'ERR_MODULE_NOT_FOUND' && String(message).includes("'@agent/testing'")) {
+      throw new Error(`@agent/sdk/testing runs the agent's kernel in this process: install @agent/testing (a devDependency of the plugin)`, { cause: err });
     }
     throw err;
   }

@@ -1,6 +1,7 @@
 /**
- * The in-process test harness behind `@agent/sdk/testing` (exported as `@agent/core/testing`; the types are the
- * SDK's, see sdk/src/testing.ts). It is the agent itself: the composition root (`startAgent`) on a configuration
+ * The in-process test harness behind `@agent/sdk/testing` (`@agent/testing`; the types are the SDK's, see
+ * sdk/src/testing.ts). A package of its own, not the kernel's: the agent never runs it, a plugin's tests do. It is
+ * the agent itself: the kernel's composition root (`startAgent` of `@agent/core`) on a configuration
  * read by `loadConfig` from a temporary folder, listening on a loopback port, with the plugin under test, a plugin
  * providing its fakes and any other plugins handed over as definitions. So every request meets the kernel's own
  * pipeline (routing, authentication by the access plugin, validation, permission and tenancy checks, plans, the
@@ -15,8 +16,8 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { definePlugin, type AccessLevel, type Dependency, type AnyPluginDefinition, type Role, type Scope, type ServiceRef } from '@agent/sdk';
 import type { StartTestPlugin, TestPlugin, TestPrincipal, TestRequestOptions, TestResponse, TestSocket, TestUser } from '@agent/sdk/testing';
-import { loadConfig } from './config/config.js';
-import { startAgent, type RunningAgent } from './agent.js';
+import { loadConfig } from '@agent/core/config';
+import { startAgent, type RunningAgent } from '@agent/core/agent';
 
 /**
  * What the harness uses of the access plugin's identity service (`identityService` of `@agent/plugin-access/api`,
