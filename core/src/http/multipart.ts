@@ -9,7 +9,7 @@ import { rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Context, Middleware } from 'koa';
-import { HttpMethodEnum, koaBody } from 'koa-body';
+import { koaBody } from 'koa-body';
 import typeis from 'type-is';
 import { errors, HttpError, type Principal, type UploadedFile } from '@agent/sdk';
 import type { RegisteredRoute } from '../openapi/registry.js';
@@ -113,16 +113,14 @@ export function multipartBody(route: RegisteredRoute, opts: { uploads: string; f
     }
   };
 
-  /** formidable's options; file parts of undeclared or repeated fields are counted in `refused`, never written. */
+  /**
+   * formidable's options; file parts of undeclared or repeated fields are counted in `refused`, never written. The
+   * rest is koa-body's defaults: only multipart reaches it (415 above), read for POST, PUT and PATCH, failures thrown.
+   */
   function formOptions(uploadDir: string, refused: Map<string, number>): Parameters<typeof koaBody>[0] {
     const taken = new Set<string>();
     return {
       multipart: true,
-      json: false,
-      text: false,
-      urlencoded: false,
-      patchNode: false,
-      parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
       formidable: {
         uploadDir,
         maxFileSize,
@@ -140,9 +138,6 @@ export function multipartBody(route: RegisteredRoute, opts: { uploads: string; f
           refused.set(field, (refused.get(field) ?? 0) + 1);
           return false;
         },
-      },
-      onError: (err) => {
-        throw err;
       },
     };
   }

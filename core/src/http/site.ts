@@ -38,20 +38,6 @@ export const SITE_HEADERS: Record<string, string> = {
   'Cross-Origin-Resource-Policy': 'same-origin',
 };
 
-const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.woff2': 'font/woff2',
-  '.txt': 'text/plain; charset=utf-8',
-};
-
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 /** The path below the site's root a request names, or null when it tries to leave it (`..`, NUL, a bad escape). */
@@ -95,7 +81,6 @@ export function siteMiddleware(spec: SiteSpec): Middleware {
     if (!base) return false;
     const file = await fileAt(base, rel);
     if (!file) return false;
-    const type = TYPES[extname(file.path)] ?? 'application/octet-stream';
     let path = file.path;
     let size = file.size;
     ctx.vary('Accept-Encoding');
@@ -113,7 +98,9 @@ export function siteMiddleware(spec: SiteSpec): Middleware {
     }
     ctx.set(SITE_HEADERS);
     ctx.set('Cache-Control', cache ?? 'no-cache');
-    ctx.type = type;
+    // koa's table (mime-types), with a charset for text; a type it does not know is sent as bytes.
+    ctx.type = extname(file.path);
+    if (!ctx.type) ctx.type = 'application/octet-stream';
     if (!cache) {
       // Revalidated at every load: answered 304 while unchanged.
       ctx.lastModified = file.mtime;
