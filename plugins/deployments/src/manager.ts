@@ -499,11 +499,16 @@ export class DeploymentManager implements DeploymentsService {
         case 'build':
           return { exit_code: 0, output: '' };
         default: {
+          // The rolling updates that had ended before this deploy: their state stays until a next one starts.
+          const before = new Map((await swarm.stackServices(name)).map((s) => [s.name, s.update?.started_at ?? null]));
           const deployed = await swarm.deployStack(checked, options);
           if (deployed.exit_code !== 0) return deployed;
+          // A redeploy replaces the tasks even when the spec did not change (`deploy` alone would leave them): a tag
+          // that names another image now is resolved again by the new tasks, rolled as each update_config says.
+          if (command.command === 'up' && command.forceRecreate) await swarm.restart(name, command.services);
           // `docker stack deploy` returns once the engine took the new specs: a start or an update is done when
           // the stack converged, and failed when Swarm rolled a service back (its update failed its monitor).
-          const failure = await this.swarmSettled(name, options.signal);
+          const failure = await this.swarmSettled(name, before, options.signal);
           return failure ? { exit_code: 1, output: `${deployed.output}\n${failure}` } : deployed;
         }
       }
@@ -517,13 +522,16 @@ export class DeploymentManager implements DeploymentsService {
    * (a rollback, a paused update, tasks failing) after `SWARM_CONVERGE_MS`, or null once converged. The first look
    * is a second after the deploy: the engine starts an update of a changed spec within that.
    */
-  private async swarmSettled(name: string, signal?: AbortSignal): Promise<string | null> {
+  private async swarmSettled(name: string, before: Map<string, string | null>, signal?: AbortSignal): Promise<string | null> {
     const until = Date.now() + SWARM_CONVERGE_MS;
     let last = '';
     for (;;) {
       await new Promise((r) => setTimeout(r, 1000));
       if (signal?.aborted) return 'cancelled while the stack converged';
-      const services = await this.opts.docker.swarm.stackServices(name);
+      // An update that started before this deploy (a rollback of an earlier change, say) is not this change's.
+      const services = (await this.opts.docker.swarm.stackServices(name)).map((s) =>
+        s.update && before.has(s.name) && (s.update.started_at ?? null) === before.get(s.name) ? { ...s, update: null } : s,
+      );
       const errors = (s: StackService) => [...new Set(s.tasks.map((t) => t.error).filter(Boolean))].slice(0, 3).join('; ');
       const rolled = services.find((s) => s.update && /^rollback_(completed|paused)$|^paused$/.test(s.update.state));
       if (rolled)
@@ -739,7 +747,7 @@ export class DeploymentManager implements DeploymentsService {
         if (wasRunning) await this.up(entry, { checked });
       } catch (err) {
         this.opts.revisions.finish(name, rev, { status: 'failed', error: (err as Error).message, ran: wasRunning });
-        throw err;
+        throw wasRunning ? await this.rollBackStack(entry, rev, err, change) : err;
       }
       this.opts.revisions.finish(name, rev, { status: 'succeeded', ran: wasRunning, images: wasRunning ? await this.ranImages(entry, checked) : undefined });
       return { info: this.info(entry), recreated: wasRunning, revision: rev, backup_id: backupId };
@@ -1007,8 +1015,11 @@ export class DeploymentManager implements DeploymentsService {
     const touched = run.services ?? [...checked.services];
     let before = new Map<string, Set<string>>();
     let fallbacks: { service: string; why: string }[] = [];
+    // A swarm stack that ran before the change is rolled back as a whole when the change fails (not when cancelled).
+    let stackRan = false;
     try {
       before = await this.containersNow(entry.name);
+      stackRan = entry.record.runtime === 'swarm' && (await this.opts.docker.swarm.stackServices(entry.name)).length > 0;
       change.progress?.(`${run.action}: ${strategy.name}`);
       ({ fallbacks } = await strategy.run({
         deployment: entry.name,
@@ -1033,7 +1044,12 @@ export class DeploymentManager implements DeploymentsService {
       this.opts.revisions.finish(entry.name, rev, { status: cancelled ? 'cancelled' : 'failed', error, ran: true, left });
       change.report?.({ deployment: entry.name, revision: rev, changed: true, left });
       if (!cancelled) this.opts.events.emit('deployment.failed', { name: entry.name, error });
-      throw cancelled ? signal.reason : err;
+      if (cancelled) throw signal.reason;
+      if (!stackRan) throw err;
+      const failed = await this.rollBackStack(entry, rev, err, change);
+      if (failed instanceof HttpError && failed.extra?.rolled_back_to !== undefined)
+        change.report?.({ deployment: entry.name, revision: rev, changed: true, left, ...failed.extra });
+      throw failed;
     } finally {
       this.invalidate();
       await this.cache.reconcile().catch(() => undefined);
@@ -1052,6 +1068,57 @@ export class DeploymentManager implements DeploymentsService {
       backup_id: run.backupId,
       fallbacks,
     };
+  }
+
+  /**
+   * A change of a swarm deployment whose stack ran before it failed (the deploy, or the stack did not converge):
+   * Swarm rolled back (or paused) at most the service whose update failed, and the others may run the new model
+   * already. The whole stack goes back to the last revision that succeeded and ran: its files written back, its
+   * images pinned, deployed through the guard and converged, as a `rollback` revision of its own (`rollback_of`).
+   * Answers the error the change fails with, saying where the stack was left (`rolled_back_to`, `rollback_revision`).
+   * Runs under the deployment's lock, inside the failed change.
+   */
+  private async rollBackStack(entry: Entry, failedRev: number, err: unknown, change: ChangeContext): Promise<unknown> {
+    if (entry.record.runtime !== 'swarm' || !(err instanceof HttpError) || err.code !== 'COMPOSE_FAILED') return err;
+    const good = this.opts.revisions.lastGood(entry.name, failedRev);
+    if (!good) return err;
+    const failed = (message: string, extra: Record<string, unknown>) =>
+      new HttpError(err.status, err.code, `${err.message}\n${message}`, { ...err.extra, ...extra });
+    change.progress?.(`rolling the whole stack back to revision ${good.rev}`);
+    change.output?.(`revision ${failedRev} failed: rolling the whole stack back to revision ${good.rev}`);
+    let rev: number | null = null;
+    try {
+      const plan = await this.checkRollback(entry, good.rev);
+      const p = this.paths(entry);
+      await writeAtomic(p.env, serializeEnv(plan.env), 0o600);
+      await writeAtomic(p.compose, plan.record.compose_content);
+      entry.record = await this.opts.records.patch(entry.name, { pins: plan.pins });
+      entry.services = [...plan.checked.services];
+      await this.declareCurrent(entry, plan.checked);
+      this.opts.events.emit('deployment.updated', { name: entry.name });
+      rev = this.beginRevision(
+        entry,
+        'rollback',
+        { principal: change.principal, reason: `automatic: revision ${failedRev} failed`, jobId: change.jobId },
+        { content: plan.record.compose_content, env: plan.env, checked: plan.checked },
+        { pins: plan.pins, rollbackOf: good.rev, strategy: 'swarm' },
+      );
+      await this.composeRun(plan.checked, { command: 'up' }, 'rolling the stack back', { onLine: change.output });
+      entry.failure = null;
+      this.opts.revisions.finish(entry.name, rev, { status: 'succeeded', ran: true, images: await this.ranImages(entry, plan.checked) });
+      change.output?.(`the whole stack runs revision ${good.rev} again (revision ${rev})`);
+      return failed(`The whole stack was rolled back to revision ${good.rev} (revision ${rev}) and converged.`, {
+        rolled_back_to: good.rev,
+        rollback_revision: rev,
+      });
+    } catch (again) {
+      const message = (again as Error).message;
+      if (rev !== null) this.opts.revisions.finish(entry.name, rev, { status: 'failed', error: message, ran: true });
+      this.opts.log.warn('a swarm stack could not be rolled back', { deployment: entry.name, to: good.rev, error: message });
+      return failed(`Rolling the whole stack back to revision ${good.rev} failed too: ${message}`, { rolled_back_to: null, rollback_revision: rev });
+    } finally {
+      this.invalidate();
+    }
   }
 
   /** A change that waited for the lock finds its deployment deleted (or deleted and created again) meanwhile: 404. */

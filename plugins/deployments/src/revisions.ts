@@ -284,6 +284,17 @@ export class Revisions {
     return r ? summaryOf(r) : null;
   }
 
+  /** The newest revision before `rev` that succeeded and ran (what the deployment ran before that change). */
+  lastGood(deployment: string, rev: number): Revision | null {
+    const r = this.db
+      .prepare(
+        `SELECT ${SUMMARY_COLUMNS} FROM revisions WHERE deployment = ? AND rev < ? AND status = 'succeeded' AND ran = 1 AND model IS NOT NULL
+           ORDER BY rev DESC LIMIT 1`,
+      )
+      .get(deployment, rev) as Row | undefined;
+    return r ? summaryOf(r) : null;
+  }
+
   /** The `.env` values of a revision (secrets in clear: never answer them). */
   env(record: RevisionRecord): Record<string, string> {
     return parseEnv(this.sealer.open(record.env_sealed));

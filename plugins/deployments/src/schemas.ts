@@ -372,6 +372,7 @@ export const StartedJob = Type.Object({
       description: 'start-first: the services it will recreate instead, with why, as things are when asked (the job result says what it did)',
     }),
   ),
+  note: Type.Optional(Type.String({ description: "swarm deployments (strategy `swarm`): how Swarm replaces the tasks (each service's update_config)" })),
 });
 
 export const StartedRollback = Type.Intersect([

@@ -78,7 +78,8 @@ export class SwarmStates {
       const found = stack.find((x) => x.name === s.name);
       if (!found) return { ...s, status: 'missing', replicas: { running: 0, desired: 0 }, errors: [], update: null };
       const errors = found.tasks.map((t) => t.error).filter((e): e is string => !!e);
-      return { ...s, replicas: found.replicas, errors: [...new Set(errors)].slice(0, 5), update: found.update };
+      const update = found.update ? { state: found.update.state, message: found.update.message } : null;
+      return { ...s, replicas: found.replicas, errors: [...new Set(errors)].slice(0, 5), update };
     });
     const complete = out.filter((s) => s.replicas.desired > 0 && s.replicas.running >= s.replicas.desired).length;
     const some = out.some((s) => s.replicas.running > 0);

@@ -286,7 +286,7 @@ export interface StackService {
   mode: 'replicated' | 'global';
   replicas: { running: number; desired: number };
   /** The engine's rolling update: updating, paused, completed, rollback_started, rollback_completed, …; null: none. */
-  update: { state: string; message: string | null } | null;
+  update: { state: string; message: string | null; started_at?: string | null } | null;
   tasks: {
     id: string;
     slot: number | null;
@@ -318,8 +318,8 @@ export interface SwarmService {
   deployStack(checked: CheckedCompose, options?: { signal?: AbortSignal; onLine?: (line: string) => void }): Promise<ComposeRunResult>;
   stackServices(stack: string): Promise<StackService[]>;
   scale(stack: string, service: string, replicas: number): Promise<void>;
-  /** Replaces every task of the stack's services (a forced update, as their update_config says). */
-  restart(stack: string): Promise<void>;
+  /** Replaces every task of the stack's services, or of those named (a forced update, as their update_config says). */
+  restart(stack: string, services?: string[]): Promise<void>;
   removeStack(stack: string, options?: { waitMs?: number }): Promise<void>;
   stacks(): Promise<string[]>;
 }

@@ -33,7 +33,7 @@ interface ServiceInfo {
     Mode?: { Replicated?: { Replicas?: number }; Global?: object };
     TaskTemplate?: { ContainerSpec?: { Image?: string } };
   };
-  UpdateStatus?: { State?: string; Message?: string };
+  UpdateStatus?: { State?: string; Message?: string; StartedAt?: string };
 }
 interface TaskInfo {
   ID?: string;
@@ -169,7 +169,8 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
           image: String(s.Spec?.TaskTemplate?.ContainerSpec?.Image ?? '').replace(/@sha256:[0-9a-f]+$/, ''),
           mode: mode?.Global ? 'global' : 'replicated',
           replicas: { running, desired },
-          update: update?.State ? { state: update.State, message: update.Message ?? null } : null,
+          // When it started: an update that ended before a deploy (its state stays until the next one) is told apart.
+          update: update?.State ? { state: update.State, message: update.Message ?? null, started_at: update.StartedAt ?? null } : null,
           tasks: mine
             .sort((a, b) => String(b.UpdatedAt ?? '').localeCompare(String(a.UpdatedAt ?? '')))
             .slice(0, 20)
@@ -201,13 +202,17 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
       );
     },
 
-    /** Restarts every task of a stack's services (a forced update: start-first where the service says so). */
-    async restart(stack: string): Promise<void> {
+    /**
+     * Restarts every task of a stack's services, or of those named (a forced update: start-first where the service
+     * says so).
+     */
+    async restart(stack: string, only?: string[]): Promise<void> {
       if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
       await requireManager();
       const filters = JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] });
       for (const s of (await call('services', () => docker.listServices({ filters }))) as ServiceInfo[]) {
         const spec = s.Spec ?? {};
+        if (only && !only.some((service) => spec.Name === `${stack}_${service}`)) continue;
         const template = (spec.TaskTemplate ?? {}) as { ForceUpdate?: number };
         await call(`service '${spec.Name ?? s.ID}'`, () =>
           docker.getService(s.ID!).update({ version: s.Version?.Index, ...spec, TaskTemplate: { ...template, ForceUpdate: (template.ForceUpdate ?? 0) + 1 } }),

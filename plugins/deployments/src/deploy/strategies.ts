@@ -13,14 +13,29 @@
  */
 import { errors } from '@agent/sdk';
 import { startFirst, type StartFirstDeps } from './start-first.js';
-import { recreate, type DeployStrategy, type StrategyName } from './strategy.js';
+import { recreate, swarmUpdate, type DeployStrategy, type StrategyName } from './strategy.js';
 
-export { recreate, type DeployStrategy, type StrategyName, type StrategyOutcome, type StrategyRun } from './strategy.js';
+export { recreate, swarmUpdate, SWARM_STRATEGY_NOTE, type DeployStrategy, type StrategyName, type StrategyOutcome, type StrategyRun } from './strategy.js';
 
 /** The strategies this agent has (`start-first` with what it needs). */
 export function deployStrategies(startFirstDeps?: StartFirstDeps): Map<StrategyName, DeployStrategy> {
   const all: DeployStrategy[] = [recreate, ...(startFirstDeps ? [startFirst(startFirstDeps)] : [])];
   return new Map(all.map((s) => [s.name, s]));
+}
+
+/**
+ * The strategy of a swarm deployment's redeploy or rollback: Swarm's own update (`swarmUpdate`). `recreate`, the
+ * default of every caller (a deploy hook asks for it), means replacing the tasks; `start-first` is compose's and is
+ * refused (400 STRATEGY_UNAVAILABLE): the services' `update_config` decides the order.
+ */
+export function swarmStrategyFor(name: StrategyName = 'recreate'): DeployStrategy {
+  if (name !== 'recreate' && name !== 'swarm')
+    throw errors.badRequest(
+      `strategy '${name}' does not apply to a swarm deployment: Swarm replaces its tasks as each service's update_config says (start-first by default); leave strategy out`,
+      'STRATEGY_UNAVAILABLE',
+      { field: 'strategy', available: ['recreate'] },
+    );
+  return swarmUpdate;
 }
 
 /** The strategy a request asks for (`recreate` by default); 400 STRATEGY_UNAVAILABLE for one not implemented. */

@@ -14,7 +14,7 @@ import { DEFAULT_COMPOSE, ENV_FILE } from '../files.js';
 import { predictedName } from '../plans.js';
 import { diffChanges, revisionDiff } from '../revision-diff.js';
 import { requireBackups } from '../deploy/backups.js';
-import { strategyFor, type DeployStrategy, type StrategyName } from '../deploy/strategies.js';
+import { strategyFor, swarmStrategyFor, SWARM_STRATEGY_NOTE, type DeployStrategy, type StrategyName } from '../deploy/strategies.js';
 
 export type ChangeOperations = ReturnType<typeof changeOperations>;
 
@@ -50,6 +50,12 @@ export function changeOperations(manager: DeploymentManager, deps: ChangeDeps) {
     const dir = entry?.dir ?? join(manager.root(), name);
     return { files: [join(dir, entry?.composeFile ?? DEFAULT_COMPOSE), join(dir, ENV_FILE)] };
   };
+
+  /** The strategy a change of the deployment runs with: Swarm's update for a swarm deployment (see strategies.ts). */
+  const strategyOf = (entry: { record: { runtime?: 'swarm' } }, name?: StrategyName) =>
+    entry.record.runtime === 'swarm' ? swarmStrategyFor(name) : strategyFor(deps.strategies, name);
+  /** What the answer of a swarm deployment's change says about how its tasks are replaced. */
+  const noteOf = (strategy: DeployStrategy) => (strategy.name === 'swarm' ? { note: SWARM_STRATEGY_NOTE } : {});
 
   /** Starts a deploy job (409 JOB_IN_PROGRESS while another job of the deployment runs); its end is audited. */
   const startJob = (spec: DeployJob) => {
@@ -98,7 +104,7 @@ export function changeOperations(manager: DeploymentManager, deps: ChangeDeps) {
     prepare: async (input) => {
       const entry = manager.require(input.name);
       requireJobs(deps.jobs());
-      const strategy = strategyFor(deps.strategies, input.strategy);
+      const strategy = strategyOf(entry, input.strategy);
       if (input.backup) requireBackups(manager.opts.backups());
       const checked = await manager.checkRedeploy(entry, input.services);
       const defs = checked.model.services as Record<string, any>;
@@ -140,7 +146,7 @@ export function changeOperations(manager: DeploymentManager, deps: ChangeDeps) {
         backup: input.backup,
         run: (change) => manager.redeploy(input.name, { pull: input.pull, services: input.services, strategy }, change),
       });
-      return { job_id: job.id, deployment: input.name, strategy: strategy.name, ...(strategy.fallbacks ? { fallbacks } : {}) };
+      return { job_id: job.id, deployment: input.name, strategy: strategy.name, ...(strategy.fallbacks ? { fallbacks } : {}), ...noteOf(strategy) };
     },
   });
 
@@ -152,7 +158,7 @@ export function changeOperations(manager: DeploymentManager, deps: ChangeDeps) {
     prepare: async (input) => {
       const entry = manager.require(input.name);
       requireJobs(deps.jobs());
-      const strategy = strategyFor(deps.strategies, input.strategy);
+      const strategy = strategyOf(entry, input.strategy);
       if (input.backup) requireBackups(manager.opts.backups());
       const plan = await manager.checkRollback(entry, input.revision);
       const diff = await revisionDiff(manager, entry, plan.record, plan.env, plan.current);
@@ -182,7 +188,7 @@ export function changeOperations(manager: DeploymentManager, deps: ChangeDeps) {
         backup: input.backup,
         run: (change) => manager.rollback(input.name, input.revision, { strategy }, change),
       });
-      return { job_id: job.id, deployment: input.name, strategy: strategy.name, revision: input.revision, pins, unpinned, volumes };
+      return { job_id: job.id, deployment: input.name, strategy: strategy.name, revision: input.revision, pins, unpinned, volumes, ...noteOf(strategy) };
     },
   });
 

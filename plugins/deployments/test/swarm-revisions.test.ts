@@ -1,0 +1,209 @@
+/**
+ * Swarm deployments through the revisions, against the real single-node swarm (issue 29): an update that Swarm
+ * rolls back for one service takes the whole stack back to the last good revision (the other service too), and
+ * says so; redeploy and rollback jobs replace the tasks through `docker stack deploy` and a forced update (images
+ * built locally under two tags: a rollback runs the image its revision ran although the tag now names another).
+ */
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
+import { cleanupDocker, runId, uniqueName, until } from './helpers.js';
+
+/** Services of this run's stacks (labelled agent.test=1 like every test object), removed whatever happens. */
+async function cleanupStacks(): Promise<void> {
+  const { stdout } = await execa('docker', ['service', 'ls', '--filter', 'label=agent.test=1', '--format', '{{.ID}} {{.Name}}'], { reject: false });
+  const ids = stdout
+    .split('\n')
+    .filter((l) => l.split(' ')[1]?.startsWith(`t${runId}-`))
+    .map((l) => l.split(' ')[0]!);
+  if (ids.length) await execa('docker', ['service', 'rm', ...ids], { reject: false });
+  await new Promise((r) => setTimeout(r, 1000));
+  await cleanupDocker();
+}
+
+/** Images of this run: built from agent-test/busybox, each serving its own version (no registry is reachable). */
+const REPO = `agent-test/swrev-${runId}`;
+const built: string[] = [];
+async function buildImage(version: string, tag: string): Promise<string> {
+  const dockerfile = `FROM agent-test/busybox:latest\nRUN mkdir -p /www && echo ${version}-${runId} > /www/index.html\nLABEL agent.test=1\n`;
+  await execa('docker', ['build', '-q', '-t', tag, '-'], { input: dockerfile });
+  const { stdout } = await execa('docker', ['image', 'inspect', '-f', '{{.Id}}', tag]);
+  built.push(stdout.trim());
+  return stdout.trim();
+}
+
+/** The image ids of the running task containers of a service. */
+async function taskImages(stack: string, service: string): Promise<string[]> {
+  const { stdout } = await execa('docker', [
+    'ps',
+    '--filter',
+    `label=com.docker.compose.project=${stack}`,
+    '--filter',
+    `label=com.docker.compose.service=${service}`,
+    '--format',
+    '{{.ID}}',
+  ]);
+  const ids = stdout.split('\n').filter(Boolean);
+  if (!ids.length) return [];
+  return (await execa('docker', ['inspect', '-f', '{{.Image}}', ...ids])).stdout.split('\n').filter(Boolean);
+}
+
+const serviceEnv = async (stack: string, service: string) =>
+  (await execa('docker', ['service', 'inspect', `${stack}_${service}`, '--format', '{{json .Spec.TaskTemplate.ContainerSpec.Env}}'])).stdout.trim();
+
+describe('swarm deployments through the revisions', () => {
+  let agent: TestAgent;
+
+  /** Waits for a job to end and returns its record. */
+  const finished = async (id: string) =>
+    (
+      await until(
+        () => agent.api('GET', `/jobs/${id}`),
+        (r) => !['pending', 'running'].includes(r.body.data?.status),
+        180_000,
+        300,
+      )
+    ).body.data;
+
+  beforeAll(async () => {
+    const { stdout } = await execa('docker', ['info', '--format', '{{.Swarm.ControlAvailable}}']);
+    if (stdout.trim() !== 'true') throw new Error('the engine manages no swarm: test/env (start.d/20-swarm.sh) initialises a single-node one');
+    agent = await startAgent({ plugins: ['access', 'docker', 'deployments', 'jobs'] });
+  });
+
+  afterAll(async () => {
+    await agent?.stop();
+    await cleanupStacks();
+    await execa('docker', ['rmi', '-f', ...[`${REPO}:one`, `${REPO}:two`], ...new Set(built)], { reject: false });
+  });
+
+  it('rolls the whole stack back to the last good revision when Swarm rolled one service back, and says so', async () => {
+    const name = uniqueName('swwr');
+    const file = (web: string, api: string, check: string) => `services:
+  web:
+    image: agent-test/busybox:latest
+    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
+    environment:
+      MARKER: ${web}
+    labels:
+      agent.test: "1"
+    deploy:
+      replicas: 1
+      labels:
+        agent.test: "1"
+  api:
+    image: agent-test/busybox:latest
+    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
+    environment:
+      MARKER: ${api}
+    healthcheck:
+      test: ["CMD", "${check}"]
+      interval: 1s
+      timeout: 1s
+      retries: 1
+    labels:
+      agent.test: "1"
+    deploy:
+      replicas: 1
+      labels:
+        agent.test: "1"
+`;
+    const created = await agent.api('POST', '/deployments', { body: { name, compose_content: file('v1', 'v1', 'true'), runtime: 'swarm', auto_start: true } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data).toMatchObject({ start_error: null, status: 'running', revision: 1 });
+
+    // web's update succeeds, api's fails its health check: Swarm rolls back api only, the agent the whole stack.
+    const updated = await agent.api('PUT', `/deployments/${name}`, { body: { compose_content: file('v2', 'v2', 'false'), reason: 'both to v2' } });
+    expect(updated.status, updated.text).toBe(502);
+    expect(updated.body).toMatchObject({ code: 'COMPOSE_FAILED', rolled_back_to: 1, rollback_revision: 3 });
+    expect(updated.body.error).toMatch(/service 'api': the update was rolled back/);
+    expect(updated.body.error).toMatch(/The whole stack was rolled back to revision 1 \(revision 3\) and converged/);
+    expect(await serviceEnv(name, 'web')).toBe('["MARKER=v1"]');
+    expect(await serviceEnv(name, 'api')).toBe('["MARKER=v1"]');
+
+    const revisions = await agent.api('GET', `/deployments/${name}/revisions`);
+    expect(revisions.body.data.map((r: { rev: number; action: string; status: string }) => [r.rev, r.action, r.status])).toEqual([
+      [3, 'rollback', 'succeeded'],
+      [2, 'update', 'failed'],
+      [1, 'create', 'succeeded'],
+    ]);
+    expect(revisions.body.data[0]).toMatchObject({ rollback_of: 1, reason: 'automatic: revision 2 failed', strategy: 'swarm', ran: true });
+    expect(revisions.body.data[1].error).toMatch(/service 'api'/);
+    // The files are the good revision's again (the failed one keeps its own in its revision).
+    const details = await agent.api('GET', `/deployments/${name}`);
+    expect(details.body.data.compose_content).toBe(file('v1', 'v1', 'true'));
+    expect(details.body.data.status).toBe('running');
+    expect((await agent.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
+  }, 240_000);
+
+  it('redeploys and rolls back through jobs: Swarm replaces the tasks, pinned to the image the revision ran', async () => {
+    const name = uniqueName('swrj');
+    const file = (tag: string) => `services:
+  web:
+    image: ${REPO}:${tag}
+    command: ["httpd", "-f", "-p", "80", "-h", "/www"]
+    labels:
+      agent.test: "1"
+    deploy:
+      replicas: 2
+      labels:
+        agent.test: "1"
+`;
+    const runs = async (image: string) => {
+      const found = await until(
+        () => taskImages(name, 'web'),
+        (ids) => ids.length === 2 && ids.every((id) => id === image),
+        30_000,
+        300,
+      );
+      expect(found).toEqual([image, image]);
+    };
+    const v1 = await buildImage('v1', `${REPO}:one`);
+    const created = await agent.api('POST', '/deployments', { body: { name, compose_content: file('one'), runtime: 'swarm', auto_start: true } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data).toMatchObject({ start_error: null, revision: 1 });
+    await runs(v1);
+
+    // Compose's start-first does not apply: Swarm's update_config decides.
+    const startFirst = await agent.api('POST', `/deployments/${name}/redeploy`, { body: { strategy: 'start-first' } });
+    expect(startFirst.status, startFirst.text).toBe(400);
+    expect(startFirst.body.code).toBe('STRATEGY_UNAVAILABLE');
+
+    // A new image under the same tag: a redeploy replaces every task (the spec did not change).
+    const v2 = await buildImage('v2', `${REPO}:one`);
+    const redeploy = await agent.api('POST', `/deployments/${name}/redeploy`, { body: { reason: 'new build' } });
+    expect(redeploy.status, redeploy.text).toBe(202);
+    expect(redeploy.body.data).toMatchObject({ deployment: name, strategy: 'swarm', note: expect.stringMatching(/update_config/) });
+    const job = await finished(redeploy.body.data.job_id);
+    expect(job, JSON.stringify(job)).toMatchObject({ status: 'succeeded', result: { revision: 2, strategy: 'swarm', services: ['web'] } });
+    await runs(v2);
+
+    // Another tag in an update, then back to revision 1: its image by id, although `one` names v2 now.
+    const v3 = await buildImage('v3', `${REPO}:two`);
+    const updated = await agent.api('PUT', `/deployments/${name}`, { body: { compose_content: file('two') } });
+    expect(updated.status, updated.text).toBe(200);
+    expect(updated.body.data.revision).toBe(3);
+    await runs(v3);
+
+    const plan = await agent.api('POST', `/deployments/${name}/rollback`, { query: { plan: 'true' }, body: { revision: 1 } });
+    expect(plan.status, plan.text).toBe(201);
+    expect(plan.body.data.changes).toContainEqual(expect.objectContaining({ type: 'image', id: 'web', after: expect.objectContaining({ pinned: v1 }) }));
+    const applied = await agent.api('POST', `/plans/${plan.body.data.id}/apply`);
+    expect(applied.status, applied.text).toBe(202);
+    expect(applied.body.data.result).toMatchObject({ strategy: 'swarm', revision: 1, pins: { web: v1 }, note: expect.stringMatching(/update_config/) });
+    const rolled = await finished(applied.body.data.result.job_id);
+    expect(rolled, JSON.stringify(rolled)).toMatchObject({ status: 'succeeded', result: { revision: 4, pins: { web: v1 } } });
+    await runs(v1);
+    const spec = (await execa('docker', ['service', 'inspect', `${name}_web`, '--format', '{{.Spec.TaskTemplate.ContainerSpec.Image}}'])).stdout.trim();
+    expect(spec).toBe(v1);
+    const details = await agent.api('GET', `/deployments/${name}`);
+    expect(details.body.data.compose_content).toBe(file('one'));
+
+    // A redeploy resolves the tags again: `one` is v2.
+    const again = await agent.api('POST', `/deployments/${name}/redeploy`, {});
+    expect(again.status, again.text).toBe(202);
+    expect(await finished(again.body.data.job_id)).toMatchObject({ status: 'succeeded', result: { revision: 5 } });
+    await runs(v2);
+    expect((await agent.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
+  }, 300_000);
+});
