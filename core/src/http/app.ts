@@ -1,9 +1,9 @@
 /**
  * The HTTP application: koa, with the kernel's pipeline as koa middleware. In order: the `{error, code}` envelope
- * (koa's `onerror`, below), CORS, the plugin proxy for `/api/plugin/<name>/…`, a plugin's static site for paths
- * outside `/api` (`ctx.site`, ./site.ts), then one @koa/router router per
- * plugin, each route a stack of middleware (authenticate → body (koa-body) → the plugin's own middleware →
- * pipeline → audit → answer), and last the JSON 404/405 answers.
+ * (koa's `onerror`, below), CORS, then by path: the plugin proxy for `/api/plugin/<name>/…`, one @koa/router router
+ * per plugin for `/api` (only those with a route under the path's first segment), a plugin's static site for the
+ * other paths (`ctx.site`, ./site.ts); each route one middleware (authenticate → body (koa-body) → the plugin's own
+ * middleware → pipeline → audit → answer), and last the JSON 404/405 answers.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -143,6 +143,25 @@ function paramsOf(ctx: Context): Record<string, string> {
   return out;
 }
 
+/**
+ * The first segment of an `/api/…` path, lower-cased (routes match regardless of case); `''` for `/api` itself; null
+ * for a path whose first segment is a route parameter (or a pattern) and for paths outside `/api`.
+ */
+function firstSegment(path: string): string | null {
+  if (path !== '/api' && !path.startsWith('/api/')) return null;
+  const end = path.indexOf('/', 5);
+  const segment = path.slice(5, end < 0 ? undefined : end).toLowerCase();
+  return /[:*(]/.test(segment) ? null : segment;
+}
+
+/** Middleware run one after the other, each one's `next` the following one's call (koa's own composition). */
+function chain(list: Middleware[]): Middleware {
+  return list.reduceRight<Middleware>(
+    (after, mw) => (ctx, next) => mw(ctx, () => after(ctx, next)),
+    (_ctx, next) => next(),
+  );
+}
+
 export function createHttpApp(deps: HttpDeps): Koa {
   const { config, log, principals, registry, plans, audit, live } = deps;
   const { trust_proxy: trustProxy, body_limit: bodyLimit } = config.api;
@@ -193,16 +212,15 @@ export function createHttpApp(deps: HttpDeps): Koa {
   }
 
   // The plugin proxy answers on node's response itself (koa stands aside).
-  app.use(async (ctx, next) => {
-    if (!ctx.path.startsWith('/api/plugin/')) return next();
+  const proxied = async (ctx: Context): Promise<void> => {
     ctx.respond = false;
     // Until the app answers: a mutation the client gave up on before that is audited with this status.
     ctx.res.statusCode = 404;
     await deps.proxy(ctx.req, ctx.res, ctx.ip, parseQuery(ctx.querystring));
-  });
+  };
 
   // A plugin's static site (`ctx.site`: the web console) answers GET/HEAD outside /api, with its security headers.
-  if (registry.site) app.use(siteMiddleware(registry.site.spec));
+  const site = registry.site ? siteMiddleware(registry.site.spec) : null;
 
   // JSON bodies (koa-body over co-body: size limit, strict JSON, charset and content-encoding), read only for
   // routes that take one; anything but JSON is 415 rather than an empty body.
@@ -233,12 +251,6 @@ export function createHttpApp(deps: HttpDeps): Koa {
       });
       return next();
     };
-
-  /** The principal of the request (401 without one), for every route that is not public. */
-  const authenticate: Middleware = async (ctx, next) => {
-    stateOf(ctx).principal = await authenticateHeader(ctx.get('Authorization') || undefined, ctx.ip, principals);
-    return next();
-  };
 
   /**
    * The audit record of a mutating request, whatever its outcome; the answer waits until it is durable. Reads are
@@ -303,9 +315,12 @@ export function createHttpApp(deps: HttpDeps): Koa {
         files: state.files,
         wantsPlan: state.wantsPlan,
       };
-      const done = (state.result = await execute(inv, plans, validateResponse));
+      // Most handlers answer synchronously and reads are not recorded: nothing is awaited for them.
+      const executed = execute(inv, plans, validateResponse);
+      const done = (state.result = executed instanceof Promise ? await executed : executed);
       const { reply } = done;
-      await record(ctx, route, reply.status);
+      const recorded = record(ctx, route, reply.status);
+      if (recorded) await recorded;
       for (const [k, v] of Object.entries(reply.headers)) {
         ctx.set(k, v);
         state.replyHeaders.push(k);
@@ -330,7 +345,8 @@ export function createHttpApp(deps: HttpDeps): Koa {
         }
       } else if (reply.body && !EMPTY.has(reply.status)) {
         ctx.status = reply.status;
-        ctx.type = reply.headers['content-type'] ?? JSON_TYPE;
+        // A full media type: set as it is (koa's `type` would look it up first).
+        if (!reply.headers['content-type']) ctx.set('Content-Type', JSON_TYPE);
         ctx.body = JSON.stringify(reply.body);
       } else {
         ctx.status = EMPTY.has(reply.status) ? reply.status : 204;
@@ -338,21 +354,30 @@ export function createHttpApp(deps: HttpDeps): Koa {
       }
     };
 
-  const begin: Middleware = (ctx, next) => {
-    ctx.state = { principal: null, body: undefined, result: null, wantsPlan: false, replyHeaders: [], recorded: false } satisfies RouteState;
-    return next();
-  };
-  /** A failed mutation is recorded too, wherever it failed; the error is answered once its record is durable. */
-  const failed =
-    (route: RegisteredRoute): Middleware =>
-    async (ctx, next) => {
+  /**
+   * A route's stack as one middleware: the principal (401 without one, for every route that is not public), then
+   * its body (JSON or multipart), the plugin's own middleware and the answer. A failed mutation is recorded too,
+   * wherever it failed; the error is answered once its record is durable.
+   */
+  const routeMiddleware = (route: RegisteredRoute, body: Middleware | null, own: Middleware[]): Middleware => {
+    const answer = handle(route);
+    const rest = body || own.length ? chain([...(body ? [body] : []), ...own, answer]) : answer;
+    return async (ctx, next) => {
+      const state: RouteState = { principal: null, body: undefined, result: null, wantsPlan: false, replyHeaders: [], recorded: false };
+      ctx.state = state;
       try {
-        await next();
+        if (route.permission !== null) {
+          // Synchronous for a token seen before: nothing awaited then.
+          const found = authenticateHeader(ctx.get('Authorization') || undefined, ctx.ip, principals);
+          state.principal = found instanceof Promise ? await found : found;
+        }
+        await rest(ctx, next);
       } catch (err) {
         await record(ctx, route, toErrorAnswer(err).status);
         throw err;
       }
     };
+  };
 
   // Uploads (routes declaring `multipart`) go below the data folder, never to a /tmp shared with others.
   const uploads = config.data_dir ? uploadsFolder(config.data_dir) : '';
@@ -365,21 +390,38 @@ export function createHttpApp(deps: HttpDeps): Koa {
     list.push(route);
     byPlugin.set(route.plugin, list);
   }
+  // Which routers may answer a path, by its first segment after `/api/`: a request runs only the routers that
+  // have a route there (each router a request passes through tests its every route's pattern).
+  const bySegment = new Map<string, Middleware[]>();
+  const anySegment: Middleware[] = [];
   for (const [plugin, routes] of byPlugin) {
     const router = new Router({ prefix: '/api', sensitive: false, strict: false });
     const own = registry.middleware.get(plugin) ?? [];
     for (const route of routes) {
       const path = route.path === '/' ? '' : route.path;
-      const stack: Middleware[] = [begin, failed(route)];
-      if (route.permission !== null) stack.push(authenticate);
-      if (route.spec.multipart) stack.push(multipartBody(route, { uploads, fieldsLimit: bodyLimit, state: stateOf }));
-      else if (route.validate.body && !route.spec.rawBody) stack.push(readBody(route));
-      const guarded = [...stack, ...own, handle(route)];
-      router.register(path, [route.method], guarded as never, { name: route.operationId });
+      const body = route.spec.multipart
+        ? multipartBody(route, { uploads, fieldsLimit: bodyLimit, state: stateOf })
+        : route.validate.body && !route.spec.rawBody
+          ? readBody(route)
+          : null;
+      router.register(path, [route.method], [routeMiddleware(route, body, own)] as never, { name: route.operationId });
     }
     routers.push(router);
-    app.use(router.routes() as Middleware);
+    const dispatch = router.routes() as Middleware;
+    const segments = new Set(routes.map((r) => firstSegment(r.path === '/' ? '/api' : `/api${r.path}`)));
+    if (segments.has(null)) anySegment.push(dispatch);
+    else for (const segment of segments) bySegment.set(segment!, [...(bySegment.get(segment!) ?? []), dispatch]);
   }
+  const chains = new Map<string, Middleware>();
+  for (const [segment, list] of bySegment) chains.set(segment, chain([...list, ...anySegment]));
+  const otherwise = chain(anySegment);
+  // The plugin proxy, the routers of the path's first segment, or the site: the one that may answer a path.
+  app.use((ctx, next) => {
+    const path = ctx.path;
+    if (path.startsWith('/api/plugin/')) return proxied(ctx);
+    if (path === '/api' || path.startsWith('/api/')) return (chains.get(firstSegment(path)!) ?? otherwise)(ctx, next);
+    return site ? site(ctx, next) : next();
+  });
 
   // Nothing answered: 405 with `Allow` when other methods exist at that path, else 404.
   app.use(async (ctx: Context, next: Next) => {
