@@ -509,7 +509,14 @@ export class DeploymentManager implements DeploymentsService {
           // `docker stack deploy` returns once the engine took the new specs: a start or an update is done when
           // the stack converged, and failed when Swarm rolled a service back (its update failed its monitor).
           const failure = await this.swarmSettled(name, before, options.signal);
-          return failure ? { exit_code: 1, output: `${deployed.output}\n${failure}` } : deployed;
+          if (failure) return { exit_code: 1, output: `${deployed.output}\n${failure}` };
+          // The tasks run with the secrets of the values now: those of values rotated away go.
+          const removed = await swarm.pruneSecrets(checked).catch((err: Error) => {
+            this.opts.log.warn('old secrets of a stack not removed', { deployment: name, error: err.message });
+            return [];
+          });
+          if (removed.length) options.onLine?.(`secrets rotated away removed: ${removed.join(', ')}`);
+          return deployed;
         }
       }
     } finally {

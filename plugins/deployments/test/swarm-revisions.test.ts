@@ -2,7 +2,9 @@
  * Swarm deployments through the revisions, against the real single-node swarm (issue 29): an update that Swarm
  * rolls back for one service takes the whole stack back to the last good revision (the other service too), and
  * says so; redeploy and rollback jobs replace the tasks through `docker stack deploy` and a forced update (images
- * built locally under two tags: a rollback runs the image its revision ran although the tag now names another).
+ * built locally under two tags: a rollback runs the image its revision ran although the tag now names another);
+ * secrets from the deployment's `.env`, created through the engine API, rotated under a new name, never answered or
+ * written in clear.
  */
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -206,4 +208,123 @@ describe('swarm deployments through the revisions', () => {
     await runs(v2);
     expect((await agent.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
   }, 300_000);
+
+  it("creates a stack's secrets from its .env, rotates them under a new name, and never shows or writes a value", async () => {
+    const name = uniqueName('swsec');
+    const first = `first-${runId}-Zq9`;
+    const second = `second-${runId}-Xw4`;
+    const file = `services:
+  web:
+    image: agent-test/busybox:latest
+    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
+    secrets:
+      - api_key
+    labels:
+      agent.test: "1"
+    deploy:
+      replicas: 1
+      labels:
+        agent.test: "1"
+secrets:
+  api_key:
+    x-agent-env: API_KEY
+`;
+    const secrets = async () =>
+      (await execa('docker', ['secret', 'ls', '--filter', `label=com.docker.stack.namespace=${name}`, '--format', '{{.Name}}'])).stdout
+        .split('\n')
+        .filter(Boolean);
+    /** What the running task reads at /run/secrets/api_key (waits for the task of the newest secret). */
+    const inTask = async (expected: string) => {
+      const read = async () => {
+        const { stdout } = await execa('docker', ['ps', '-q', '--filter', `label=com.docker.compose.project=${name}`]);
+        const ids = stdout.split('\n').filter(Boolean);
+        if (ids.length !== 1) return '';
+        return (await execa('docker', ['exec', ids[0]!, 'cat', '/run/secrets/api_key'], { reject: false })).stdout;
+      };
+      return until(read, (v) => v === expected, 30_000, 300);
+    };
+
+    const env = (value: string) => [
+      { key: 'API_KEY', value },
+      { key: 'MODE', value: 'a' },
+    ];
+    const created = await agent.api('POST', '/deployments', {
+      body: { name, compose_content: file, env_vars: env(first), runtime: 'swarm', auto_start: true },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data.start_error).toBeNull();
+    expect(created.text).not.toContain(first);
+    expect(await inTask(first)).toBe(first);
+    const [one] = await secrets();
+    expect(one).toMatch(new RegExp(`^${name}_api_key_[0-9a-f]{12}$`));
+    expect(await secrets()).toEqual([one]);
+    // The stack names it as an external secret of that name: the value is in no spec.
+    const spec = (await execa('docker', ['service', 'inspect', `${name}_web`])).stdout;
+    expect(spec).toContain(one);
+    expect(spec).not.toContain(first);
+
+    // Rotation: a new value is a new secret; the service is updated; the old secret goes once the stack converged.
+    const plan = await agent.api('PUT', `/deployments/${name}`, { query: { plan: true }, body: { env_vars: env(second) } });
+    expect(plan.status, plan.text).toBe(201);
+    expect(plan.text).not.toContain(second);
+    expect(plan.text).not.toContain(first);
+    const rotated = await agent.api('POST', `/plans/${plan.body.data.id}/apply`);
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(rotated.text).not.toContain(second);
+    expect(await inTask(second)).toBe(second);
+    const [two] = await secrets();
+    expect(two).toMatch(new RegExp(`^${name}_api_key_[0-9a-f]{12}$`));
+    expect(two).not.toBe(one);
+    expect(await secrets()).toEqual([two]);
+
+    // Nothing the agent answers or keeps in clear holds a value: revisions, details, its logs, its data (but the
+    // deployment's own .env, which is where the values come from, and the sealed journal).
+    for (const path of [`/deployments/${name}`, `/deployments/${name}/revisions`, `/deployments/${name}/revisions/1`, `/deployments/${name}/revisions/2`]) {
+      const res = await agent.api('GET', path);
+      expect(res.status, res.text).toBe(200);
+      expect(res.text).not.toContain(first);
+      expect(res.text).not.toContain(second);
+    }
+    expect(agent.output()).not.toContain(first);
+    expect(agent.output()).not.toContain(second);
+    const grep = await execa('grep', ['-rlF', '-e', first, '-e', second, agent.dataDir], { reject: false });
+    const holders = grep.stdout.split('\n').filter((f) => f && !f.endsWith(`/${name}/.env`));
+    expect(holders).toEqual([]);
+
+    // Stopping removes the stack's secrets with it; a start creates them again from the .env.
+    expect((await agent.api('POST', `/deployments/${name}/stop`)).status).toBe(200);
+    expect(await until(secrets, (l) => l.length === 0, 30_000, 300)).toEqual([]);
+    expect((await agent.api('POST', `/deployments/${name}/start`)).status).toBe(200);
+    expect(await inTask(second)).toBe(second);
+    expect(await secrets()).toEqual([two]);
+    expect((await agent.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
+    expect(await until(secrets, (l) => l.length === 0, 30_000, 300)).toEqual([]);
+  }, 240_000);
+
+  it('refuses a secret from a variable the .env lacks, with two sources, or from a file outside the folder', async () => {
+    const name = uniqueName('swsx');
+    const file = (secret: string) => `services:
+  web:
+    image: agent-test/busybox:latest
+    secrets: [key]
+    labels:
+      agent.test: "1"
+secrets:
+  key:
+${secret}`;
+    const cases: [string, string, number, string][] = [
+      ['    x-agent-env: MISSING\n', 'MISSING', 400, 'INVALID_COMPOSE'],
+      ['    x-agent-env: KEY\n    file: ./key.txt\n', 'file', 400, 'INVALID_COMPOSE'],
+      ['    file: ../../outside.txt\n', 'outside', 400, 'HOST_SAFETY'],
+    ];
+    for (const [secret, named, status, code] of cases) {
+      const res = await agent.api('POST', '/deployments', {
+        body: { name, compose_content: file(secret), env_vars: [{ key: 'KEY', value: 'v' }], runtime: 'swarm', auto_start: true },
+      });
+      expect(res.status, res.text).toBe(status);
+      expect(res.body.code, res.text).toBe(code);
+      expect(res.text).toContain(named);
+    }
+    expect((await agent.api('GET', `/deployments/${name}`)).status).toBe(404);
+  });
 });

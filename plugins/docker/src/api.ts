@@ -321,6 +321,8 @@ export interface SwarmService {
   /** Replaces every task of the stack's services, or of those named (a forced update, as their update_config says). */
   restart(stack: string, services?: string[]): Promise<void>;
   removeStack(stack: string, options?: { waitMs?: number }): Promise<void>;
+  /** Removes the stack's secrets from its `.env` that the model no longer names (rotated away); answers their names. */
+  pruneSecrets(checked: CheckedCompose): Promise<string[]>;
   stacks(): Promise<string[]>;
 }
 

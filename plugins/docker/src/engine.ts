@@ -751,5 +751,11 @@ export function guardEngine(docker: Docker, call: <T>(what: string, fn: () => Pr
       }
     },
     removeContainer: remove,
+    ensureSecret: async (name, value, labels) => {
+      const found = (await call('secrets', () => docker.listSecrets({ filters: JSON.stringify({ name: [name] }) }))) as { Spec?: { Name?: string } }[];
+      if (found.some((s) => s.Spec?.Name === name)) return;
+      // The value goes to the engine in the request body only (never a file, never a message).
+      await call(`secret '${name}'`, () => docker.createSecret({ Name: name, Labels: labels, Data: Buffer.from(value, 'utf8').toString('base64') }));
+    },
   };
 }

@@ -7,6 +7,7 @@ import Docker from 'dockerode';
 import { errors } from '@agent/sdk';
 import type { StackService, SwarmInfo, SwarmNode, SwarmNodeChange } from './api.js';
 import { runCompose } from './compose/cli.js';
+import { envSecretsOf, SECRET_LABEL } from './compose/swarm-secrets.js';
 
 /** The label `docker stack deploy` puts on every object of a stack. */
 export const STACK_LABEL = 'com.docker.stack.namespace';
@@ -249,6 +250,31 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
         await new Promise((r) => setTimeout(r, failure ? 500 : 250));
       }
       if (failure) throw errors.badGateway(`docker stack rm failed: ${failure}`, 'ENGINE_ERROR');
+    },
+
+    /**
+     * Removes the secrets the agent created for a stack from its `.env` (swarm-secrets.ts) that the model that runs
+     * no longer names: values rotated away, once the stack converged on the new ones. One a task still holds (a task
+     * shutting down) stays until the next deploy. Answers the names removed.
+     */
+    async pruneSecrets(checked: { project: string; model: Readonly<Record<string, unknown>> }): Promise<string[]> {
+      const stack = checked.project;
+      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
+      await requireManager();
+      const keep = new Set(envSecretsOf(checked.model).map((s) => s.name));
+      const filters = JSON.stringify({ label: [`${STACK_LABEL}=${stack}`, SECRET_LABEL] });
+      const removed: string[] = [];
+      for (const secret of (await call('secrets', () => docker.listSecrets({ filters }))) as { ID?: string; Spec?: { Name?: string } }[]) {
+        const name = secret.Spec?.Name ?? '';
+        if (!secret.ID || keep.has(name)) continue;
+        try {
+          await call(`secret '${name}'`, () => docker.getSecret(secret.ID!).remove());
+          removed.push(name);
+        } catch {
+          // still in use by a task that is shutting down: the next deploy removes it
+        }
+      }
+      return removed;
     },
 
     /** Stack names the engine holds services of. */

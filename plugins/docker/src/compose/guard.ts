@@ -36,6 +36,8 @@ import {
 } from './policy.js';
 import { envFileKeys, prepareSource, type PreparedSource } from './source.js';
 import { checkSwarm, withSwarmDefaults } from './swarm-policy.js';
+import { envSecretsOf, secretValues, SECRET_LABEL, withEnvSecrets } from './swarm-secrets.js';
+import { STACK_LABEL } from '../swarm.js';
 
 /** Part of every content hash: a change of the policy's code must check every project again. */
 const POLICY_VERSION = 'policy-2';
@@ -53,6 +55,8 @@ export interface GuardEngine {
   imageExists(image: string): Promise<boolean>;
   /** Removes a container at once (killed if it runs: it must not outlive the decision). */
   removeContainer(id: string): Promise<void>;
+  /** Creates a swarm secret unless one of that name exists (secrets are immutable: the name says the value). */
+  ensureSecret(name: string, value: string, labels: Record<string, string>): Promise<void>;
 }
 
 export interface GuardOptions {
@@ -227,8 +231,41 @@ export class ComposeGuard {
   /** Images of every project's kept models (null until first needed). */
   private imageUse: Map<string, ImageUse> | null = null;
   private escapedOutput: Promise<boolean> | null = null;
+  /**
+   * The values of the `.env` secrets of swarm models checked lately, by model hash (in memory only: a stack deploy
+   * creates the secrets its model names from them; a model loaded from disk gets them at its next check).
+   */
+  private readonly stackSecrets = new Map<string, { project: string; values: Map<string, string> }>();
+  private secretKey: Promise<Buffer> | null = null;
 
   constructor(private readonly opts: GuardOptions) {}
+
+  /** The key of the digests in the names of `.env` secrets (random, created once, 0600 in the guard's folder). */
+  private stackSecretKey(): Promise<Buffer> {
+    this.secretKey ??= (async () => {
+      const file = join(this.opts.root, '.stack-secrets.key');
+      const known = await readFile(file, 'utf8').catch(() => '');
+      if (/^[0-9a-f]{64}$/.test(known)) return Buffer.from(known, 'hex');
+      await mkdir(this.opts.root, { recursive: true, mode: 0o700 });
+      const key = randomBytes(32);
+      await writeAtomic(file, key.toString('hex'));
+      return key;
+    })();
+    this.secretKey.catch(() => {
+      this.secretKey = null;
+    });
+    return this.secretKey;
+  }
+
+  /** Keeps the values of a swarm model's `.env` secrets for its deploy (the newest 8 models of a project). */
+  private keepSecretValues(project: string, hash: string, model: Readonly<ModelNode>, env: Readonly<Record<string, string>>): void {
+    const values = secretValues(model, env);
+    this.stackSecrets.delete(hash);
+    if (!values.size) return;
+    this.stackSecrets.set(hash, { project, values });
+    const mine = [...this.stackSecrets.entries()].filter(([, v]) => v.project === project);
+    for (const [old] of mine.slice(0, -8)) this.stackSecrets.delete(old);
+  }
 
   async flavour(): Promise<ComposeFlavour> {
     return flavourOf(await this.opts.command());
@@ -300,7 +337,10 @@ export class ComposeGuard {
     );
 
     const known = this.byHash.get(hash) ?? (await this.load(source.project, hash));
-    if (known) return known.public;
+    if (known) {
+      if (swarm) this.keepSecretValues(source.project, hash, known.public.model as ModelNode, env);
+      return known.public;
+    }
 
     await mkdir(envDir, { recursive: true, mode: 0o700 });
     for (const copy of prepared.envCopies) {
@@ -357,6 +397,7 @@ export class ComposeGuard {
       violations.push(...rules.violations);
       policy.granted = [...new Set([...policy.granted, ...rules.granted])].sort();
       withSwarmDefaults(runModel, source.project);
+      withEnvSecrets(runModel, source.project, env, await this.stackSecretKey());
     }
     stampServices(runModel, policy.granted);
     violations.push(...(await this.dockerfiles(source.project, dir, runModel)));
@@ -385,6 +426,7 @@ export class ComposeGuard {
     };
     await writeAtomic(join(projectDir, `${hash}.meta.json`), JSON.stringify(kept));
     await this.prune(source.project, hash);
+    if (swarm) this.keepSecretValues(source.project, hash, runModel, env);
     return this.remember(kept).public;
   }
 
@@ -869,6 +911,15 @@ export class ComposeGuard {
     if (!existsSync(file)) await writeAtomic(file, serializeModel(checked.model as Record<string, unknown>));
     const built = await this.build(checked, kept, await this.missingImages(kept), options);
     if (built.exit_code !== 0) return built;
+    // The secrets the model takes from the `.env`, created from their values in memory (never a file); one that
+    // exists already has that value (its name is the value's digest).
+    const secrets = envSecretsOf(checked.model as ModelNode);
+    const values = this.stackSecrets.get(hash)?.values;
+    for (const secret of secrets) {
+      const value = values?.get(secret.name);
+      if (value === undefined) throw errors.internal(`the value of secret '${secret.key}' of '${project}' is not known: check the files again`);
+      await this.opts.engine.ensureSecret(secret.name, value, { [STACK_LABEL]: project, [SECRET_LABEL]: secret.key });
+    }
     await writeAtomic(join(projectDir, 'last'), hash + '\n');
     await writeAtomic(join(projectDir, 'current'), hash + '\n');
     // `--prune`: services removed from the file go (as `up --remove-orphans` would); the docker CLI with the same
