@@ -57,6 +57,13 @@ export interface DeploymentsService {
   setEnv(name: string, vars: Record<string, string | null>, options?: { recreate?: boolean }): Promise<void>;
   /** The container of one compose service (null when it has none). */
   serviceContainer(name: string, service: string): Promise<ContainerSummary | null>;
+  /**
+   * Where the proxy reaches a swarm deployment's service on its container port `port`: `tasks`, the `ip:port` of its
+   * tasks running on this node (past their health check), on the engine's gateway bridge; `mesh`, the routing-mesh
+   * port the service publishes for `port` (ingress mode, on every node's addresses), or null. Null for a compose
+   * deployment (its containers: `serviceContainer`).
+   */
+  swarmUpstream(name: string, service: string, port: number): Promise<{ tasks: string[]; mesh: number | null } | null>;
   /** `exceptions`: host-safety exceptions the deployment gets (a plugin's own deployments; never from a request). */
   create(input: ServiceCreateInput, principal: Principal | null): Promise<DeploymentInfo>;
   start(name: string): Promise<void>;

@@ -299,6 +299,14 @@ export interface StackService {
   }[];
 }
 
+/** Where a swarm service is reached (see `SwarmService.serviceEndpoint`). */
+export interface SwarmServiceEndpoint {
+  /** Published ports: `ingress` (the routing mesh: on every node's addresses) or `host` (on the node of each task). */
+  ports: { target: number; published: number; protocol: string; mode: 'ingress' | 'host' }[];
+  /** Its tasks running on this node, with their IPv4 address on the engine's gateway bridge (a bridge of this host). */
+  local_tasks: { task_id: string; container_id: string; address: string }[];
+}
+
 /** Docker Swarm of this engine (the calls that need a manager answer 409 NOT_SWARM_MANAGER on any other). */
 export interface SwarmService {
   info(): Promise<SwarmInfo>;
@@ -317,6 +325,8 @@ export interface SwarmService {
    */
   deployStack(checked: CheckedCompose, options?: { signal?: AbortSignal; onLine?: (line: string) => void }): Promise<ComposeRunResult>;
   stackServices(stack: string): Promise<StackService[]>;
+  /** Its published ports and its tasks running on this node, by their address on the gateway bridge; null: no such service. */
+  serviceEndpoint(stack: string, service: string): Promise<SwarmServiceEndpoint | null>;
   scale(stack: string, service: string, replicas: number): Promise<void>;
   /** Replaces every task of the stack's services, or of those named (a forced update, as their update_config says). */
   restart(stack: string, services?: string[]): Promise<void>;

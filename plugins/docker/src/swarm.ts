@@ -3,9 +3,10 @@
  * join tokens, nodes, and the stacks (services and tasks) the agent deployed. Deploying a stack is not here: it runs
  * a checked model, so it goes through the compose guard (`ComposeGuard.stack`).
  */
+import { isIPv4 } from 'node:net';
 import Docker from 'dockerode';
 import { errors } from '@agent/sdk';
-import type { StackService, SwarmInfo, SwarmNode, SwarmNodeChange } from './api.js';
+import type { StackService, SwarmInfo, SwarmNode, SwarmNodeChange, SwarmServiceEndpoint } from './api.js';
 import { runCompose } from './compose/cli.js';
 import { envSecretsOf, SECRET_LABEL } from './compose/swarm-secrets.js';
 
@@ -13,6 +14,8 @@ import { envSecretsOf, SECRET_LABEL } from './compose/swarm-secrets.js';
 export const STACK_LABEL = 'com.docker.stack.namespace';
 const STACK = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const NODE_ID = /^[a-z0-9]{1,64}$/;
+/** The bridge the engine attaches every task of an overlay network to (its way out of the host). */
+const GATEWAY_BRIDGE = 'docker_gwbridge';
 
 type Call = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
 
@@ -35,6 +38,7 @@ interface ServiceInfo {
     TaskTemplate?: { ContainerSpec?: { Image?: string } };
   };
   UpdateStatus?: { State?: string; Message?: string; StartedAt?: string };
+  Endpoint?: { Ports?: { TargetPort?: number; PublishedPort?: number; Protocol?: string; PublishMode?: string }[] };
 }
 interface TaskInfo {
   ID?: string;
@@ -43,7 +47,7 @@ interface TaskInfo {
   NodeID?: string;
   DesiredState?: string;
   UpdatedAt?: string;
-  Status?: { State?: string; Err?: string; Message?: string };
+  Status?: { State?: string; Err?: string; Message?: string; ContainerStatus?: { ContainerID?: string } };
 }
 
 export const notManager = () =>
@@ -187,6 +191,45 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
             })),
         };
       });
+    },
+
+    /**
+     * Where a stack's service is reached: the ports the engine published for it, and its tasks running on this node
+     * (desired and actual state running: past their health check when they have one) by their address on the
+     * engine's gateway bridge. Every task on an overlay network is also on that bridge, a bridge of this host: the
+     * host reaches the task there, while the overlay addresses are reached only from inside the overlay. Null when
+     * the stack has no such service.
+     */
+    async serviceEndpoint(stack: string, service: string): Promise<SwarmServiceEndpoint | null> {
+      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
+      const self = await requireManager();
+      const name = `${stack}_${service}`;
+      // The name filter matches prefixes; the stack label makes sure it is this stack's (`docker stack deploy` sets
+      // it over any label of the file).
+      const filters = JSON.stringify({ name: [name], label: [`${STACK_LABEL}=${stack}`] });
+      const found = ((await call('services', () => docker.listServices({ filters }))) as ServiceInfo[]).find((s) => s.Spec?.Name === name);
+      if (!found?.ID) return null;
+      const ports = (found.Endpoint?.Ports ?? [])
+        .filter((p) => p.TargetPort && p.PublishedPort)
+        .map((p) => ({
+          target: p.TargetPort!,
+          published: p.PublishedPort!,
+          protocol: p.Protocol ?? 'tcp',
+          mode: p.PublishMode === 'host' ? ('host' as const) : ('ingress' as const),
+        }));
+      const taskFilters = JSON.stringify({ service: [found.ID], 'desired-state': ['running'], ...(self.node_id ? { node: [self.node_id] } : {}) });
+      const tasks = ((await call('tasks', () => docker.listTasks({ filters: taskFilters }))) as TaskInfo[]).filter(
+        (t) => t.DesiredState === 'running' && t.Status?.State === 'running' && t.Status.ContainerStatus?.ContainerID,
+      );
+      if (!tasks.length) return { ports, local_tasks: [] };
+      const bridge = (await call('network', () => docker.getNetwork(GATEWAY_BRIDGE).inspect())) as { Containers?: Record<string, { IPv4Address?: string }> };
+      const local_tasks = tasks.flatMap((t) => {
+        const container_id = t.Status!.ContainerStatus!.ContainerID!;
+        const address = bridge.Containers?.[container_id]?.IPv4Address?.split('/')[0] ?? '';
+        // Written into nginx's configuration: an address, nothing else.
+        return isIPv4(address) ? [{ task_id: t.ID ?? '', container_id, address }] : [];
+      });
+      return { ports, local_tasks };
     },
 
     /** Sets the replicas of one service of a stack (a replicated one); the engine rolls it as its update_config says. */

@@ -38,7 +38,7 @@ describe('swarm policy', () => {
       volumes: { data: {} },
     };
     withSwarmDefaults(model, 'shop');
-    expect(model.services.web.deploy.update_config).toEqual({ failure_action: 'rollback', monitor: '10s', order: 'start-first', parallelism: 1 });
+    expect(model.services.web.deploy.update_config).toEqual({ delay: '3s', failure_action: 'rollback', monitor: '10s', order: 'start-first', parallelism: 1 });
     expect(model.services.worker.deploy.update_config).toEqual({ order: 'stop-first' });
     expect(model.services.web.labels).toEqual({ a: '1', 'com.docker.compose.project': 'shop', 'com.docker.compose.service': 'web' });
     expect(model.services.worker.labels).toEqual(['b=2', 'com.docker.compose.project=shop', 'com.docker.compose.service=worker']);

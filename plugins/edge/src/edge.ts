@@ -91,11 +91,15 @@ export class Edge {
     };
   }
 
-  /** `ip:port` of the container behind a domain entry, or null when it has none running. */
+  /**
+   * `ip:port` of the container behind a domain entry, or null when it has none running. A swarm service's tasks:
+   * their addresses separated by commas (the render balances over them).
+   */
   async resolveUpstream(entry: DomainEntry, cache?: Map<string, Promise<ContainerSummary | null>>): Promise<string | null> {
     const deployments = this.deployments();
     if (!deployments) return entry.last_upstream;
     try {
+      if (deployments.get(entry.deployment)?.runtime === 'swarm') return await this.swarmUpstream(deployments, entry);
       // One engine query per service and render, however many domains route to it.
       const key = `${entry.deployment}/${entry.service}`;
       let lookup = cache?.get(key);
@@ -118,6 +122,22 @@ export class Edge {
       this.log.warn('upstream not resolved; keeping the last known address', { domain: entry.domain, error: (err as Error).message });
       return entry.last_upstream;
     }
+  }
+
+  /**
+   * A swarm service's tasks on this node, reached directly on the engine's gateway bridge (like a compose
+   * container on its network): nginx balances over them and retries a request that found a task gone on the next
+   * one, so a rolling update that stops one task at a time loses no request. Its overlay addresses are out of the
+   * host's reach, and the routing mesh (the service's ingress port) is the way to tasks on other nodes only: it is
+   * used when no task runs here, or when the proxy reaches host ports only (`proxy.upstream: published`). The
+   * agent never publishes a port itself: an ingress port is open on every address of every node, around the
+   * proxy's rules.
+   */
+  private async swarmUpstream(deployments: DeploymentsService, entry: DomainEntry): Promise<string | null> {
+    const found = await deployments.swarmUpstream(entry.deployment, entry.service, entry.container_port);
+    if (!found) return null;
+    if (this.config.proxy.upstream !== 'published' && found.tasks.length) return found.tasks.join(',');
+    return found.mesh ? `127.0.0.1:${found.mesh}` : null;
   }
 
   /** Builds the render input for the drafts; resolves every upstream (and records them in the edge's draft). */

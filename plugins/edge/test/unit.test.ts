@@ -205,4 +205,31 @@ describe('edge units', () => {
     expect(withDefault.get('agent.conf')).not.toContain('$agent_deployment {');
     expect(withDefault.get('default.conf')).toContain('    listen 443 ssl default_server;\n    server_name _;\n    ssl_reject_handshake on;');
   });
+
+  it("balances a route over a swarm service's tasks, retrying a failed connection on the next", () => {
+    const layout = {
+      configDir: '/c',
+      webroot: '/w',
+      accessLog: '/a.log',
+      httpPort: 80,
+      httpsPort: 443,
+      listenAddress: '',
+      defaultServer: false,
+      holdHttps: false,
+    };
+    const site = (upstream: string) => ({
+      host: 's.test',
+      deployment: 'stack',
+      names: ['s.test'],
+      routes: [{ domainId: '7', prefix: '/', strip: false, upstream }],
+      tls: null,
+    });
+    const pooled = renderAll({ layout, sites: [site('10.1.0.2:80,10.1.0.3:80')], contributions: [] }).get('sites/s.test.conf')!;
+    expect(pooled).toContain('upstream agent_route_7 {\n    server 10.1.0.2:80 max_fails=0;\n    server 10.1.0.3:80 max_fails=0;\n}');
+    expect(pooled).toContain('        proxy_pass http://agent_route_7;\n        proxy_next_upstream error timeout;\n        proxy_connect_timeout 3s;\n');
+    // One address: proxied to directly, as a compose container is.
+    const single = renderAll({ layout, sites: [site('10.1.0.2:80')], contributions: [] }).get('sites/s.test.conf')!;
+    expect(single).not.toContain('upstream ');
+    expect(single).toContain('        proxy_pass http://10.1.0.2:80;\n        proxy_http_version 1.1;');
+  });
 });

@@ -90,10 +90,17 @@ function withLabels(labels: unknown, extra: Record<string, string>): unknown {
 
 /** 10 s of watching each updated task: a task that fails within it rolls the update back. */
 const MONITOR = '10s';
+/**
+ * A pause after each task replaced, before the next old task is stopped. Swarm stops an old task the moment its
+ * successor runs; whatever routes to the tasks from outside Swarm (the agent's nginx, on container events) learns of
+ * the successor a moment later. Without a pause, the next old task of a service of two replicas could stop before
+ * that: both tasks the proxy knows would be gone at once.
+ */
+const DELAY = '3s';
 
 /**
  * Safe updates unless the file says otherwise: start the new task before stopping the old (no gap for a single
- * replica), roll back when an updated task fails within the monitor window. Swarm's own default is stop-first and
+ * replica), pause between tasks, roll back when an updated task fails within the monitor window. Swarm's own default is stop-first and
  * `pause` on failure, which leaves a half-updated service serving nothing. Mutates `model` (the one that runs),
  * which also gets the compose labels of `project`.
  */
@@ -104,8 +111,9 @@ export function withSwarmDefaults(model: ModelNode, project: string): void {
     // `<stack>_<service>`): state, logs, stats and tenancy find them as they find a compose deployment's.
     def.labels = withLabels(def.labels, { [PROJECT_LABEL]: project, [SERVICE_LABEL]: service });
     const deploy: ModelNode = isMap(def.deploy) ? def.deploy : {};
-    if (deploy.update_config === undefined) deploy.update_config = { failure_action: 'rollback', monitor: MONITOR, order: 'start-first', parallelism: 1 };
-    if (deploy.rollback_config === undefined) deploy.rollback_config = { monitor: MONITOR, order: 'start-first', parallelism: 1 };
+    if (deploy.update_config === undefined)
+      deploy.update_config = { delay: DELAY, failure_action: 'rollback', monitor: MONITOR, order: 'start-first', parallelism: 1 };
+    if (deploy.rollback_config === undefined) deploy.rollback_config = { delay: DELAY, monitor: MONITOR, order: 'start-first', parallelism: 1 };
     def.deploy = deploy;
   }
   // The stack's own networks and volumes too (external ones are not the project's: left as they are), the default

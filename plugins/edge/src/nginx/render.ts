@@ -30,7 +30,10 @@ export interface SiteRoute {
   domainId: string;
   prefix: string;
   strip: boolean;
-  /** `ip:port`, or null when the service has no running container (the route answers 503). */
+  /**
+   * `ip:port`, or null when the service has no running container (the route answers 503); several separated by
+   * commas (a swarm service's tasks): an upstream block balances over them.
+   */
   upstream: string | null;
 }
 
@@ -90,10 +93,28 @@ function serverPreamble(input: RenderInput, deployment: string): string[] {
   return lines;
 }
 
-function proxyBlock(upstream: string | null, uri: string, prefix: string | null): string[] {
+/** The upstream block of a route with several addresses (its name is the route's: domain ids are unique). */
+const poolName = (route: SiteRoute) => `agent_route_${route.domainId}`;
+const servers = (route: SiteRoute) => (route.upstream ?? '').split(',').filter(Boolean);
+
+/**
+ * Every server is always tried (`max_fails=0`: a task that stopped is not a reason to refuse the others for a
+ * while), and a request whose connection failed or timed out goes to the next: a task of a rolling update may stop
+ * before the configuration without it is in force. A connection to a task that is gone may get no answer at all
+ * (its address left the bridge), hence a connect timeout far below the default minute; 3 s, not less: a busy
+ * server's full accept queue drops a SYN, which the kernel sends again after 1 s.
+ */
+function poolBlock(route: SiteRoute): string[] {
+  return [`upstream ${poolName(route)} {`, ...servers(route).map((s) => `    server ${s} max_fails=0;`), '}'];
+}
+
+function proxyBlock(route: SiteRoute, uri: string, prefix: string | null): string[] {
+  const upstream = route.upstream;
   if (!upstream) return ['        return 503;'];
+  const pooled = servers(route).length > 1;
   const lines = [
-    `        proxy_pass http://${upstream}${uri};`,
+    `        proxy_pass http://${pooled ? poolName(route) : upstream}${uri};`,
+    ...(pooled ? ['        proxy_next_upstream error timeout;', '        proxy_connect_timeout 3s;'] : []),
     '        proxy_http_version 1.1;',
     '        proxy_set_header Host $host;',
     '        proxy_set_header Upgrade $http_upgrade;',
@@ -158,8 +179,9 @@ export function renderSite(input: RenderInput, site: Site): string {
   for (const loc of siteLocations(site, extras)) {
     const prefix = loc.route.strip && loc.route.prefix !== '/' ? loc.route.prefix : null;
     const directives = loc.extras.flatMap((o) => o.directives.map((d) => `        ${d}`));
-    locations.push(`    location ${loc.key} {`, ...directives, ...proxyBlock(loc.route.upstream, loc.uri, prefix), '    }');
+    locations.push(`    location ${loc.key} {`, ...directives, ...proxyBlock(loc.route, loc.uri, prefix), '    }');
   }
+  for (const route of site.routes) if (servers(route).length > 1) lines.push(...poolBlock(route));
   if (site.tls) {
     const port = layout.httpsPort === 443 ? '' : `:${layout.httpsPort}`;
     lines.push(
