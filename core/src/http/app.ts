@@ -407,7 +407,11 @@ export function createHttpApp(deps: HttpDeps): Koa {
       router.register(path, [route.method], [routeMiddleware(route, body, own)] as never, { name: route.operationId });
     }
     routers.push(router);
-    const dispatch = router.routes() as Middleware;
+    const routed = router.routes() as Middleware;
+    // Where several plugins have routes under one segment (`/api/deployments/…`), a router whose patterns cannot
+    // match the path is passed over with one test of all its patterns at once.
+    const any = new RegExp(router.stack.map((layer) => `(?:${layer.regexp.source})`).join('|'), 'i');
+    const dispatch: Middleware = (ctx, next) => (any.test(ctx.path) ? routed(ctx, next) : next());
     const segments = new Set(routes.map((r) => firstSegment(r.path === '/' ? '/api' : `/api${r.path}`)));
     if (segments.has(null)) anySegment.push(dispatch);
     else for (const segment of segments) bySegment.set(segment!, [...(bySegment.get(segment!) ?? []), dispatch]);
