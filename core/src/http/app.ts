@@ -300,11 +300,11 @@ export function createHttpApp(deps: HttpDeps): Koa {
         }
         return controller.signal;
       };
-      // A copy of the params: validation coerces them in place (`'2'` → `2`), the audit record keeps the raw values.
+      // Params of their own (validation coerces them in place, `'2'` → `2`): the audit record reads the raw values again.
       const inv = {
         route,
         principal: state.principal,
-        params: { ...paramsOf(ctx) },
+        params: paramsOf(ctx),
         query,
         body: state.body,
         ip: ctx.ip,
