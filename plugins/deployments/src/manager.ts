@@ -28,6 +28,7 @@ import { KeyedLock } from './lock.js';
 import type { DeploymentRecord, DeploymentRecords } from './records.js';
 import { imagesOf, pinOf, type BeginRevision, type LeftService, type RevisionImage, type RevisionRecord, type Revisions } from './revisions.js';
 import { pinContent } from './deploy/pins.js';
+import { fileReplicas, holdingScale, scaleContent } from './deploy/scale.js';
 import { backupBefore, requireBackups, type BackupBeforeChange } from './deploy/backups.js';
 import type { DeployStrategy } from './deploy/strategies.js';
 import { SwarmStates } from './swarm.js';
@@ -344,17 +345,6 @@ export class DeploymentManager implements DeploymentsService {
     return mine.find((c) => c.id === held) ?? mine.find((c) => c.state === 'running') ?? mine[0] ?? null;
   }
 
-  async swarmUpstream(name: string, service: string, port: number): Promise<{ tasks: string[]; mesh: number | null } | null> {
-    const entry = this.require(name);
-    if (entry.record.runtime !== 'swarm') return null;
-    const found = await this.opts.docker.swarm.serviceEndpoint(name, service);
-    if (!found) return { tasks: [], mesh: null };
-    return {
-      tasks: found.local_tasks.map((t) => `${t.address}:${port}`).sort(),
-      mesh: found.ports.find((p) => p.mode === 'ingress' && p.protocol === 'tcp' && p.target === port)?.published ?? null,
-    };
-  }
-
   /** Container ids `serviceContainer` answers for `deployment/service` while a start-first redeploy switches it. */
   private readonly held = new Map<string, string>();
 
@@ -378,10 +368,12 @@ export class DeploymentManager implements DeploymentsService {
     exceptions: string[],
     runtime: 'compose' | 'swarm' | undefined = this.entries.get(name)?.record.runtime,
   ): Promise<CheckedCompose> {
+    // A swarm deployment runs with the scale set through the API while its file's replicas stay what they were.
+    const scale = runtime === 'swarm' ? this.entries.get(name)?.record.scale : undefined;
     return this.opts.docker.compose.check({
       project: name,
       dir,
-      content,
+      content: scaleContent(content, scale),
       env: vars,
       exceptions,
       enforce: this.opts.hostSafety(),
@@ -758,6 +750,7 @@ export class DeploymentManager implements DeploymentsService {
         // A new compose file names its images anew: the pins of an earlier rollback end with it.
         if (input.compose_content !== undefined && Object.keys(entry.record.pins ?? {}).length)
           entry.record = await this.opts.records.patch(name, { pins: {} });
+        if (input.compose_content !== undefined) await this.dropStaleScale(entry, content);
         entry.services = [...checked.services];
         await this.declareCurrent(entry, checked);
         this.invalidate();
@@ -904,6 +897,27 @@ export class DeploymentManager implements DeploymentsService {
     const kept = this.opts.records.keptSince(name) ?? new Date().toISOString();
     await rename(dir, join(retired, retiredName(name, new Date(kept))));
     this.opts.log.info('kept folder of a deleted deployment set aside', { deployment: name, to: join(retired, retiredName(name, new Date(kept))) });
+  }
+
+  /**
+   * Keeps the scale of a service set through the API (under the deployment's lock) for the next deploys of the
+   * same file: with the file's replicas of now, which decide again once they change (deploy/scale.ts).
+   */
+  async rememberScale(entry: Entry, service: string, replicas: number): Promise<void> {
+    const { content } = await this.source(entry);
+    const scale = { ...holdingScale(content, entry.record.scale) };
+    const file = fileReplicas(content)[service] ?? null;
+    if (file === replicas) delete scale[service];
+    else scale[service] = { replicas, file };
+    entry.record = await this.opts.records.patch(entry.name, { scale });
+  }
+
+  /** The file's replicas of a service changed: the scale set through the API for it no longer holds. */
+  private async dropStaleScale(entry: Entry, content: string): Promise<void> {
+    const scale = entry.record.scale;
+    if (!scale || !Object.keys(scale).length) return;
+    const holding = holdingScale(content, scale);
+    if (Object.keys(holding).length !== Object.keys(scale).length) entry.record = await this.opts.records.patch(entry.name, { scale: holding });
   }
 
   /** Saves what the agent keeps about a deployment (log sources, exceptions). */
@@ -1092,9 +1106,9 @@ export class DeploymentManager implements DeploymentsService {
    * A change of a swarm deployment whose stack ran before it failed (the deploy, or the stack did not converge):
    * Swarm rolled back (or paused) at most the service whose update failed, and the others may run the new model
    * already. The whole stack goes back to the last revision that succeeded and ran: its files written back, its
-   * images pinned, deployed through the guard and converged, as a `rollback` revision of its own (`rollback_of`).
-   * Answers the error the change fails with, saying where the stack was left (`rolled_back_to`, `rollback_revision`).
-   * Runs under the deployment's lock, inside the failed change.
+   * images pinned (where the tag names another image now), deployed through the guard and converged, as a
+   * `rollback` revision of its own (`rollback_of`). Answers the error the change fails with, saying where the stack
+   * was left (`rolled_back_to`, `rollback_revision`). Runs under the deployment's lock, inside the failed change.
    */
   private async rollBackStack(entry: Entry, failedRev: number, err: unknown, change: ChangeContext): Promise<unknown> {
     if (entry.record.runtime !== 'swarm' || !(err instanceof HttpError) || err.code !== 'COMPOSE_FAILED') return err;
@@ -1107,10 +1121,24 @@ export class DeploymentManager implements DeploymentsService {
     let rev: number | null = null;
     try {
       const plan = await this.checkRollback(entry, good.rev);
+      // A service whose tag still names the image the revision ran needs no pin: pinned, its spec would differ from
+      // the one Swarm just rolled it back to, and its tasks would be replaced for nothing.
+      const pins: Record<string, string> = {};
+      for (const [service, pin] of Object.entries(plan.pins)) {
+        const ran = plan.record.images[service];
+        const tag = ran?.image ?? '';
+        const now = tag && !tag.startsWith('sha256:') && !tag.includes('@') ? await this.opts.docker.images.inspect(tag) : null;
+        if (!now || now.id !== ran?.id) pins[service] = pin;
+      }
+      if (Object.keys(pins).length !== Object.keys(plan.pins).length) {
+        plan.pins = pins;
+        plan.checked = await this.check(entry.name, entry.dir, pinContent(plan.record.compose_content, pins), plan.env, entry.record.exceptions);
+      }
       const p = this.paths(entry);
       await writeAtomic(p.env, serializeEnv(plan.env), 0o600);
       await writeAtomic(p.compose, plan.record.compose_content);
       entry.record = await this.opts.records.patch(entry.name, { pins: plan.pins });
+      await this.dropStaleScale(entry, plan.record.compose_content);
       entry.services = [...plan.checked.services];
       await this.declareCurrent(entry, plan.checked);
       this.opts.events.emit('deployment.updated', { name: entry.name });
@@ -1272,6 +1300,7 @@ export class DeploymentManager implements DeploymentsService {
         await writeAtomic(p.env, serializeEnv(env), 0o600);
         await writeAtomic(p.compose, record.compose_content);
         entry.record = await this.opts.records.patch(name, { pins });
+        await this.dropStaleScale(entry, record.compose_content);
         entry.services = [...checked.services];
         await this.declareCurrent(entry, checked);
         this.invalidate();

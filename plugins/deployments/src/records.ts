@@ -5,6 +5,7 @@
  */
 import type { Document } from '@agent/sdk';
 import type { LogSourceSpec } from './files.js';
+import type { ScaleOverrides } from './deploy/scale.js';
 
 export interface DeploymentRecord {
   created_at: string;
@@ -22,6 +23,8 @@ export interface DeploymentRecord {
   pins?: Record<string, string>;
   /** `swarm`: deployed as a stack of Docker Swarm (`docker stack deploy`); absent: compose on this host. */
   runtime?: 'swarm';
+  /** Swarm deployments: the scale set through the API, kept across deploys of the same file (deploy/scale.ts). */
+  scale?: ScaleOverrides;
 }
 
 export interface RecordsDoc {

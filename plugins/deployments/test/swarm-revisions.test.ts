@@ -4,12 +4,14 @@
  * says so; redeploy and rollback jobs replace the tasks through `docker stack deploy` and a forced update (images
  * built locally under two tags: a rollback runs the image its revision ran although the tag now names another);
  * secrets from the deployment's `.env`, created through the engine API, rotated under a new name, never answered or
- * written in clear.
+ * written in clear; the scale set through the API kept across deploys of the same file. And a swarm of two nodes of
+ * its own (swarm-nodes.ts): placement by a node label, and a drained node's tasks moved to the other.
  */
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { cleanupDocker, runId, uniqueName, until } from './helpers.js';
+import { startTwoNodes, tasksOn, type TwoNodes } from './swarm-nodes.js';
 
 /** Services of this run's stacks (labelled agent.test=1 like every test object), removed whatever happens. */
 async function cleanupStacks(): Promise<void> {
@@ -301,6 +303,56 @@ secrets:
     expect(await until(secrets, (l) => l.length === 0, 30_000, 300)).toEqual([]);
   }, 240_000);
 
+  it('keeps the scale set through the API across deploys of the same file, until the file says other replicas', async () => {
+    const name = uniqueName('swsc');
+    const file = (replicas: number) => `services:
+  web:
+    image: agent-test/busybox:latest
+    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
+    environment:
+      MODE: \${MODE}
+    labels:
+      agent.test: "1"
+    deploy:
+      replicas: ${replicas}
+      labels:
+        agent.test: "1"
+`;
+    const replicas = async () =>
+      Number((await execa('docker', ['service', 'inspect', `${name}_web`, '--format', '{{.Spec.Mode.Replicated.Replicas}}'])).stdout.trim());
+    const env = (mode: string) => [{ key: 'MODE', value: mode }];
+    const created = await agent.api('POST', '/deployments', {
+      body: { name, compose_content: file(1), env_vars: env('a'), runtime: 'swarm', auto_start: true },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data.start_error).toBeNull();
+    expect(await replicas()).toBe(1);
+
+    const scaled = await agent.api('POST', `/deployments/${name}/scale`, { body: { service: 'web', replicas: 3 } });
+    expect(scaled.status, scaled.text).toBe(200);
+    expect(await replicas()).toBe(3);
+
+    // An update of the .env deploys the same file: the scale holds; so does a redeploy.
+    const updated = await agent.api('PUT', `/deployments/${name}`, { body: { env_vars: env('b') } });
+    expect(updated.status, updated.text).toBe(200);
+    expect(await replicas()).toBe(3);
+    const redeploy = await agent.api('POST', `/deployments/${name}/redeploy`, {});
+    expect(redeploy.status, redeploy.text).toBe(202);
+    expect(await finished(redeploy.body.data.job_id)).toMatchObject({ status: 'succeeded' });
+    expect(await replicas()).toBe(3);
+    const details = await agent.api('GET', `/deployments/${name}`);
+    expect(details.body.data.services[0].replicas).toEqual({ running: 3, desired: 3 });
+
+    // The file says other replicas: it decides again, and the kept scale is dropped (an update of the .env keeps 2).
+    const resized = await agent.api('PUT', `/deployments/${name}`, { body: { compose_content: file(2) } });
+    expect(resized.status, resized.text).toBe(200);
+    expect(await replicas()).toBe(2);
+    const again = await agent.api('PUT', `/deployments/${name}`, { body: { env_vars: env('c') } });
+    expect(again.status, again.text).toBe(200);
+    expect(await replicas()).toBe(2);
+    expect((await agent.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
+  }, 240_000);
+
   it('refuses a secret from a variable the .env lacks, with two sources, or from a file outside the folder', async () => {
     const name = uniqueName('swsx');
     const file = (secret: string) => `services:
@@ -327,4 +379,79 @@ ${secret}`;
     }
     expect((await agent.api('GET', `/deployments/${name}`)).status).toBe(404);
   });
+});
+
+describe('a swarm of two nodes (a manager and a worker, each a dockerd in its own network namespace)', () => {
+  let nodes: TwoNodes | undefined;
+  let agent: TestAgent;
+
+  beforeAll(async () => {
+    nodes = await startTwoNodes();
+    agent = await startAgent({ plugins: ['access', 'docker', 'deployments', 'cluster'], config: { docker: { host: nodes.manager } } });
+  });
+
+  afterAll(async () => {
+    await agent?.stop();
+    await nodes?.stop();
+  });
+
+  it('places tasks on the node a label names, and moves them off a node that is drained', async () => {
+    const { manager, worker, workerId } = nodes!;
+    const listed = await agent.api('GET', '/cluster/nodes');
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body.data.map((n: { role: string }) => n.role).sort()).toEqual(['manager', 'worker']);
+    const labelled = await agent.api('PATCH', `/cluster/nodes/${workerId}`, { body: { labels: { zone: 'b' } } });
+    expect(labelled.status, labelled.text).toBe(200);
+
+    const file = (placement: string) => `services:
+  web:
+    image: agent-test/busybox:latest
+    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
+    labels:
+      agent.test: "1"
+    deploy:
+      replicas: 2
+${placement}      labels:
+        agent.test: "1"
+`;
+    const placed = uniqueName('swpl');
+    const created = await agent.api('POST', '/deployments', {
+      body: { name: placed, compose_content: file('      placement:\n        constraints: ["node.labels.zone == b"]\n'), runtime: 'swarm', auto_start: true },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data).toMatchObject({ start_error: null, status: 'running' });
+    expect(created.body.data.services[0].replicas).toEqual({ running: 2, desired: 2 });
+    expect([await tasksOn(worker, placed), await tasksOn(manager, placed)]).toEqual([2, 0]);
+
+    // Spread over both nodes, then the worker drained: its task runs on the manager, the deployment stays running.
+    const spread = uniqueName('swdr');
+    const second = await agent.api('POST', '/deployments', { body: { name: spread, compose_content: file(''), runtime: 'swarm', auto_start: true } });
+    expect(second.status, second.text).toBe(201);
+    expect([await tasksOn(worker, spread), await tasksOn(manager, spread)]).toEqual([1, 1]);
+    const drained = await agent.api('PATCH', `/cluster/nodes/${workerId}`, { body: { availability: 'drain' } });
+    expect(drained.status, drained.text).toBe(200);
+    const moved = await until(
+      async () => [await tasksOn(worker, spread), await tasksOn(manager, spread)],
+      (n) => n[0] === 0 && n[1] === 2,
+      60_000,
+      500,
+    );
+    expect(moved).toEqual([0, 2]);
+    const details = await until(
+      () => agent.api('GET', `/deployments/${spread}`),
+      (r) => r.body.data?.services?.[0]?.replicas?.running === 2,
+      30_000,
+      300,
+    );
+    expect(details.body.data).toMatchObject({ status: 'running' });
+    // The placed service has nowhere to run now: its tasks wait, and the deployment says so.
+    const pending = await until(
+      () => agent.api('GET', `/deployments/${placed}`),
+      (r) => r.body.data?.services?.[0]?.replicas?.running === 0,
+      60_000,
+      500,
+    );
+    expect(pending.body.data.services[0].replicas).toEqual({ running: 0, desired: 2 });
+    for (const name of [placed, spread]) expect((await agent.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
+  }, 240_000);
 });

@@ -138,8 +138,9 @@ describe('swarm deployments against the real engine', () => {
       60_000,
       300,
     );
-    // The file's replicas hold again after a deploy.
-    expect(await services(name)).toEqual([`${name}_web 2/2`]);
+    // The scale set through the API holds across deploys of the same file (swarm-revisions.test.ts: until the file's
+    // replicas change).
+    expect(await services(name)).toEqual([`${name}_web 3/3`]);
 
     const removed = await agent.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } });
     expect(removed.status, removed.text).toBe(200);
@@ -192,9 +193,14 @@ describe('swarm deployments against the real engine', () => {
     // Start-first: the old task was never stopped.
     expect((await execa('docker', ['ps', '-q', '--filter', `label=com.docker.compose.project=${rolled}`])).stdout.trim()).toBe(before);
     const revisions = await agent.api('GET', `/deployments/${rolled}/revisions`);
-    expect(revisions.body.data[0]).toMatchObject({ action: 'update', status: 'failed' });
+    // The failed update, then the agent's rollback of the whole stack to revision 1 (swarm-revisions.test.ts): Swarm
+    // had rolled the one service back already, so its task is the same (above).
+    expect(revisions.body.data[1]).toMatchObject({ action: 'update', status: 'failed' });
+    expect(revisions.body.data[0]).toMatchObject({ action: 'rollback', status: 'succeeded', rollback_of: 1, reason: 'automatic: revision 2 failed' });
+    expect(updated.body.error).toMatch(/The whole stack was rolled back to revision 1/);
     expect((await agent.api('DELETE', `/deployments/${rolled}`, { query: { remove_files: true } })).status).toBe(200);
-  });
+    // Swarm's rollback, then the agent's deploy of the whole stack's last good revision, each waited for.
+  }, 180_000);
 
   it('never takes over a stack it did not deploy (409 NAME_IN_USE)', async () => {
     const foreign = uniqueName('swf');

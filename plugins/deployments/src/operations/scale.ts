@@ -1,7 +1,8 @@
 /**
  * Scaling a service of a swarm deployment (`runtime: swarm`) as an operation: the route, its plans and other
- * callers run it. The replicas are the engine's (`docker service scale`): a later deploy of the stack (a start, an
- * update) sets them back to what the compose file says (`deploy.replicas`).
+ * callers run it. The replicas are set on the engine's service at once and kept in the deployment's record: later
+ * deploys of the same file (a start, an update of the `.env`, a redeploy) run with them, until the file's own
+ * `deploy.replicas` of the service changes (deploy/scale.ts).
  */
 import { defineOperation, errors, Type } from '@agent/sdk';
 import type { DeploymentManager } from '../manager.js';
@@ -44,7 +45,10 @@ export function scaleOperations(manager: DeploymentManager) {
       };
     },
     apply: async ({ name, service, replicas }) => {
-      await manager.lock.run(name, () => docker.swarm.scale(name, service, replicas));
+      await manager.lock.run(name, async () => {
+        await docker.swarm.scale(name, service, replicas);
+        await manager.rememberScale(manager.require(name), service, replicas);
+      });
       await manager.swarm.refresh();
       return { name, service, replicas };
     },
