@@ -345,6 +345,17 @@ export class DeploymentManager implements DeploymentsService {
     return mine.find((c) => c.id === held) ?? mine.find((c) => c.state === 'running') ?? mine[0] ?? null;
   }
 
+  async swarmUpstream(name: string, service: string, port: number): Promise<{ tasks: string[]; mesh: number | null } | null> {
+    const entry = this.require(name);
+    if (entry.record.runtime !== 'swarm') return null;
+    const found = await this.opts.docker.swarm.serviceEndpoint(name, service);
+    if (!found) return { tasks: [], mesh: null };
+    return {
+      tasks: found.local_tasks.map((t) => `${t.address}:${port}`).sort(),
+      mesh: found.ports.find((p) => p.mode === 'ingress' && p.protocol === 'tcp' && p.target === port)?.published ?? null,
+    };
+  }
+
   /** Container ids `serviceContainer` answers for `deployment/service` while a start-first redeploy switches it. */
   private readonly held = new Map<string, string>();
 
