@@ -113,8 +113,20 @@ export default definePlugin({
       }, 300);
     };
     for (const event of ['deployment.started', 'deployment.updated', 'deployment.stopped'] as const) ctx.events.on(event, refreshSoon);
+    // A swarm task's state reaches the manager a moment after its container's event (a task is routed to once it
+    // runs, see Edge.swarmUpstream): a second look catches a task the first render was too early for.
+    let again: NodeJS.Timeout | null = null;
+    const refreshAgain = () => {
+      if (again) clearTimeout(again);
+      again = setTimeout(() => {
+        again = null;
+        refreshSoon();
+      }, 1500);
+    };
     ctx.events.on('container.state', (e) => {
-      if (e.deployment && edge.state.domains.some((d) => d.deployment === e.deployment)) refreshSoon();
+      if (!e.deployment || !edge.state.domains.some((d) => d.deployment === e.deployment)) return;
+      refreshSoon();
+      if (deps.deployments.get(e.deployment)?.runtime === 'swarm') refreshAgain();
     });
     // Called synchronously from the event: the removal takes its place in the apply queue before anything a new
     // deployment of the same name could change (see retire.ts).
@@ -122,6 +134,7 @@ export default definePlugin({
     ctx.events.on('deployment.deleted', ({ name, retired_as }) => retire(name, retired_as));
     ctx.onClose(() => {
       if (timer) clearTimeout(timer);
+      if (again) clearTimeout(again);
     });
 
     const proxy: ProxyExtensions = { contribute: (c) => edge.contribute(c), legacySecurity: () => legacy?.() ?? null };

@@ -15,7 +15,11 @@ export const Domain = Type.Object({
   aliases: Type.Array(Type.String()),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
-  upstream: Nullable(Type.String({ description: 'ip:port nginx forwards to (null: the service has no running container)' })),
+  upstream: Nullable(
+    Type.String({
+      description: "ip:port nginx forwards to (null: the service has no running container); a swarm service's tasks: several, separated by commas",
+    }),
+  ),
   https: Type.Boolean({ description: 'nginx serves this domain over HTTPS (certificate present)' }),
 });
 
