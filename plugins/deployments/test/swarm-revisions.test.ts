@@ -78,7 +78,7 @@ describe('swarm deployments through the revisions', () => {
   afterAll(async () => {
     await agent?.stop();
     await cleanupStacks();
-    await execa('docker', ['rmi', '-f', ...[`${REPO}:one`, `${REPO}:two`], ...new Set(built)], { reject: false });
+    await execa('docker', ['rmi', '-f', ...[`${REPO}:one`, `${REPO}:two`, `${REPO}:hc`], ...new Set(built)], { reject: false });
   });
 
   it('rolls the whole stack back to the last good revision when Swarm rolled one service back, and says so', async () => {
@@ -208,6 +208,69 @@ describe('swarm deployments through the revisions', () => {
     expect(again.status, again.text).toBe(202);
     expect(await finished(again.body.data.job_id)).toMatchObject({ status: 'succeeded', result: { revision: 5 } });
     await runs(v2);
+    expect((await agent.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
+  }, 300_000);
+
+  it('rolls the whole stack back when a redeploy job fails: the job says so, the stack runs the pinned image again', async () => {
+    const name = uniqueName('swjf');
+    const tag = `${REPO}:hc`;
+    const image = async (version: string, healthy: boolean) => {
+      const dockerfile = `FROM agent-test/busybox:latest\nRUN mkdir -p /www && echo ${version}-${runId} > /www/index.html${healthy ? ' && touch /www/ok' : ''}\nLABEL agent.test=1\n`;
+      await execa('docker', ['build', '-q', '-t', tag, '-'], { input: dockerfile });
+      const { stdout } = await execa('docker', ['image', 'inspect', '-f', '{{.Id}}', tag]);
+      built.push(stdout.trim());
+      return stdout.trim();
+    };
+    const file = `services:
+  web:
+    image: ${tag}
+    command: ["httpd", "-f", "-p", "80", "-h", "/www"]
+    healthcheck:
+      test: ["CMD", "test", "-f", "/www/ok"]
+      interval: 1s
+      timeout: 1s
+      retries: 1
+    labels:
+      agent.test: "1"
+    deploy:
+      replicas: 1
+      labels:
+        agent.test: "1"
+`;
+    const good = await image('good', true);
+    const created = await agent.api('POST', '/deployments', { body: { name, compose_content: file, runtime: 'swarm', auto_start: true } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data).toMatchObject({ start_error: null, status: 'running', revision: 1 });
+
+    // The tag now names an image that fails its health check: Swarm's own rollback runs the tag again (no better),
+    // the agent's runs the image revision 1 ran, by id.
+    await image('bad', false);
+    const redeploy = await agent.api('POST', `/deployments/${name}/redeploy`, { body: { reason: 'bad build' } });
+    expect(redeploy.status, redeploy.text).toBe(202);
+    const job = await finished(redeploy.body.data.job_id);
+    expect(job.status, JSON.stringify(job)).toBe('failed');
+    expect(job.error).toMatch(/The whole stack was rolled back to revision 1 \(revision 3\) and converged/);
+    expect(job.result).toMatchObject({ revision: 2, rolled_back_to: 1, rollback_revision: 3 });
+    const found = await until(
+      () => taskImages(name, 'web'),
+      (ids) => ids.length === 1 && ids[0] === good,
+      30_000,
+      300,
+    );
+    expect(found).toEqual([good]);
+    const revisions = await agent.api('GET', `/deployments/${name}/revisions`);
+    expect(revisions.body.data.slice(0, 2).map((r: { rev: number; action: string; status: string }) => [r.rev, r.action, r.status])).toEqual([
+      [3, 'rollback', 'succeeded'],
+      [2, 'redeploy', 'failed'],
+    ]);
+    expect(revisions.body.data[0]).toMatchObject({ rollback_of: 1, pins: { web: good } });
+    const details = await until(
+      () => agent.api('GET', `/deployments/${name}`),
+      (r) => r.body.data?.status === 'running',
+      30_000,
+      300,
+    );
+    expect(details.body.data).toMatchObject({ status: 'running', pins: { web: good } });
     expect((await agent.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
   }, 300_000);
 
