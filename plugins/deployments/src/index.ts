@@ -51,6 +51,13 @@ export default definePlugin({
           default: 30,
           description: 'seconds between full state reconciliations (events keep it current in between)',
         }),
+        swarm_converge_timeout: Type.Integer({
+          minimum: 5,
+          maximum: 3600,
+          default: 90,
+          description:
+            'seconds a change of a swarm deployment waits for its stack to converge; past it the change failed and the whole stack goes back to its last good revision',
+        }),
       },
       { default: {} },
     ),
@@ -130,6 +137,7 @@ export default definePlugin({
       hostSafety: () => settings.get().host_safety,
       revisions,
       backups: () => deps.backups,
+      swarmConvergeMs: ctx.config.deployments.swarm_converge_timeout * 1000,
     });
     const templatesDir = ctx.config.templates.path ? resolve(ctx.config.templates.path) : join(ctx.packageDir, 'templates');
     const catalog = new TemplateCatalog(templatesDir);

@@ -34,8 +34,9 @@ import type { DeployStrategy } from './deploy/strategies.js';
 import { SwarmStates } from './swarm.js';
 
 /**
- * How long a start or update of a swarm deployment waits for its stack to converge (Swarm itself never gives up: an
- * update can stay in progress forever); past it the change is a failure naming the services that lag and why.
+ * How long a start or update of a swarm deployment waits for its stack to converge by default (Swarm itself never
+ * gives up: an update can stay in progress forever); past it the change is a failure naming the services that lag
+ * and why (setting `deployments.swarm_converge_timeout`).
  */
 const SWARM_CONVERGE_MS = 90_000;
 
@@ -66,6 +67,8 @@ export interface ManagerOptions {
   revisions: Revisions;
   /** The backups plugin's service when it runs (a change that asks `backup: true` takes one first). */
   backups: () => BackupBeforeChange | undefined;
+  /** How long a change of a swarm deployment waits for its stack to converge (`SWARM_CONVERGE_MS` by default). */
+  swarmConvergeMs?: number;
 }
 
 /**
@@ -540,11 +543,12 @@ export class DeploymentManager implements DeploymentsService {
 
   /**
    * Waits until every service of a stack runs its desired replicas with no update in progress; answers why not
-   * (a rollback, a paused update, tasks failing) after `SWARM_CONVERGE_MS`, or null once converged. The first look
+   * (a rollback, a paused update, tasks failing) after `swarmConvergeMs`, or null once converged. The first look
    * is a second after the deploy: the engine starts an update of a changed spec within that.
    */
   private async swarmSettled(name: string, before: Map<string, string | null>, signal?: AbortSignal): Promise<string | null> {
-    const until = Date.now() + SWARM_CONVERGE_MS;
+    const limit = this.opts.swarmConvergeMs ?? SWARM_CONVERGE_MS;
+    const until = Date.now() + limit;
     let last = '';
     for (;;) {
       await new Promise((r) => setTimeout(r, 1000));
@@ -562,7 +566,7 @@ export class DeploymentManager implements DeploymentsService {
       last = pending
         .map((s) => `'${s.name}' ${s.replicas.running}/${s.replicas.desired}${s.update ? ` (${s.update.state})` : ''}${errors(s) ? `: ${errors(s)}` : ''}`)
         .join(', ');
-      if (Date.now() > until) return `the stack did not converge within ${SWARM_CONVERGE_MS / 1000} s: ${last}`;
+      if (Date.now() > until) return `the stack did not converge within ${limit / 1000} s: ${last}`;
     }
   }
 

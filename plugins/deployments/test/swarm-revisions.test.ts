@@ -1,8 +1,9 @@
 /**
  * Swarm deployments through the revisions, against the real single-node swarm (issue 29): an update that Swarm
- * rolls back for one service takes the whole stack back to the last good revision (the other service too), and
- * says so; redeploy and rollback jobs replace the tasks through `docker stack deploy` and a forced update (images
- * built locally under two tags: a rollback runs the image its revision ran although the tag now names another);
+ * rolls back for one service, or that does not converge in time, takes the whole stack back to the last good
+ * revision (the other service too), and says so; redeploy and rollback jobs replace the tasks through
+ * `docker stack deploy` and a forced update (images built locally under two tags: a rollback runs the image its
+ * revision ran although the tag now names another);
  * secrets from the deployment's `.env`, created through the engine API, rotated under a new name, never answered or
  * written in clear; the scale set through the API kept across deploys of the same file. And a swarm of two nodes of
  * its own (swarm-nodes.ts): placement by a node label, and a drained node's tasks moved to the other.
@@ -138,6 +139,55 @@ describe('swarm deployments through the revisions', () => {
     expect(details.body.data.compose_content).toBe(file('v1', 'v1', 'true'));
     expect(details.body.data.status).toBe('running');
     expect((await agent.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
+  }, 240_000);
+
+  it('rolls the whole stack back when it does not converge in time (setting deployments.swarm_converge_timeout)', async () => {
+    // An agent of its own: the other tests keep the default timeout.
+    const quick = await startAgent({ plugins: ['access', 'docker', 'deployments', 'jobs'], config: { deployments: { swarm_converge_timeout: 20 } } });
+    try {
+      const name = uniqueName('swnc');
+      const file = (marker: string, placement: string) => `services:
+  web:
+    image: agent-test/busybox:latest
+    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
+    environment:
+      MARKER: ${marker}
+    labels:
+      agent.test: "1"
+    deploy:
+      replicas: 1
+      labels:
+        agent.test: "1"
+  api:
+    image: agent-test/busybox:latest
+    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
+    labels:
+      agent.test: "1"
+    deploy:
+      replicas: 1
+${placement}      labels:
+        agent.test: "1"
+`;
+      const created = await quick.api('POST', '/deployments', { body: { name, compose_content: file('v1', ''), runtime: 'swarm', auto_start: true } });
+      expect(created.status, created.text).toBe(201);
+      expect(created.body.data).toMatchObject({ start_error: null, status: 'running' });
+
+      // api's new task has no node to run on: its update never ends (the old task keeps serving, start-first).
+      const nowhere = '      placement:\n        constraints: ["node.labels.agent-test-nowhere == 1"]\n';
+      const updated = await quick.api('PUT', `/deployments/${name}`, { body: { compose_content: file('v2', nowhere) } });
+      expect(updated.status, updated.text).toBe(502);
+      expect(updated.body).toMatchObject({ code: 'COMPOSE_FAILED', rolled_back_to: 1, rollback_revision: 3 });
+      expect(updated.body.error).toMatch(/the stack did not converge within 20 s: 'api'/);
+      expect(updated.body.error).toMatch(/The whole stack was rolled back to revision 1 \(revision 3\) and converged/);
+      expect(await serviceEnv(name, 'web')).toBe('["MARKER=v1"]');
+      const constraints = (await execa('docker', ['service', 'inspect', `${name}_api`, '--format', '{{json .Spec.TaskTemplate.Placement}}'])).stdout;
+      expect(constraints).not.toContain('agent-test-nowhere');
+      const details = await quick.api('GET', `/deployments/${name}`);
+      expect(details.body.data).toMatchObject({ status: 'running', compose_content: file('v1', '') });
+      expect((await quick.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
+    } finally {
+      await quick.stop();
+    }
   }, 240_000);
 
   it('redeploys and rolls back through jobs: Swarm replaces the tasks, pinned to the image the revision ran', async () => {
