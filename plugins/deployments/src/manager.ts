@@ -543,15 +543,18 @@ export class DeploymentManager implements DeploymentsService {
 
   /**
    * Waits until every service of a stack runs its desired replicas with no update in progress; answers why not
-   * (a rollback, a paused update, tasks failing) after `swarmConvergeMs`, or null once converged. The first look
-   * is a second after the deploy: the engine starts an update of a changed spec within that.
+   * (a rollback, a paused update, tasks failing) after `swarmConvergeMs`, or null once converged. Looks every
+   * 250 ms; a stack that had services before is not taken as converged until a second after the deploy: the engine
+   * starts the update of a changed spec within that (new services are pending from the start).
    */
   private async swarmSettled(name: string, before: Map<string, string | null>, signal?: AbortSignal): Promise<string | null> {
     const limit = this.opts.swarmConvergeMs ?? SWARM_CONVERGE_MS;
-    const until = Date.now() + limit;
+    const started = Date.now();
+    const until = started + limit;
+    const earliest = started + (before.size ? 1000 : 0);
     let last = '';
     for (;;) {
-      await new Promise((r) => setTimeout(r, 1000));
+      await new Promise((r) => setTimeout(r, 250));
       if (signal?.aborted) return 'cancelled while the stack converged';
       // An update that started before this deploy (a rollback of an earlier change, say) is not this change's.
       const services = (await this.opts.docker.swarm.stackServices(name)).map((s) =>
@@ -562,7 +565,7 @@ export class DeploymentManager implements DeploymentsService {
       if (rolled)
         return `service '${rolled.name}': the update ${rolled.update!.state === 'paused' ? 'paused' : 'was rolled back'} (${rolled.update!.message ?? 'no message'})${errors(rolled) ? `: ${errors(rolled)}` : ''}`;
       const pending = services.filter((s) => (s.update && s.update.state !== 'completed') || s.replicas.running < s.replicas.desired);
-      if (!pending.length) return null;
+      if (!pending.length && Date.now() >= earliest) return null;
       last = pending
         .map((s) => `'${s.name}' ${s.replicas.running}/${s.replicas.desired}${s.update ? ` (${s.update.state})` : ''}${errors(s) ? `: ${errors(s)}` : ''}`)
         .join(', ');
