@@ -1,6 +1,7 @@
 /** What `GET /deployments/:name` answers: the deployment, its files (secrets redacted), containers, ports and host safety. */
 import type { Static } from '@agent/sdk';
-import type { DeploymentManager, Entry } from './manager.js';
+import type { DeploymentManager } from './manager.js';
+import type { Entry } from './records.js';
 import type { DeploymentDetails } from './schemas.js';
 import { ENV_FILE, readFolderFile } from './files.js';
 import { parseEnv, redactEnv } from './env-file.js';

@@ -7,7 +7,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { isAbsolute, normalize } from 'node:path';
 import { errors, isHttpError, openInside, UNSAFE_FILE } from '@agent/sdk';
 import type { LogSourceSpec } from './files.js';
-import type { Entry } from './manager.js';
+import type { Entry } from './records.js';
 
 export const SOURCE_ID = '^[a-z0-9][a-z0-9_.-]{0,62}$';
 

@@ -25,7 +25,7 @@ import { envProblems, parseEnv, serializeEnv } from './env-file.js';
 import { serviceNames } from './compose-check.js';
 import { deploymentStatus, serviceStates, StateCache } from './state.js';
 import { KeyedLock } from './lock.js';
-import type { DeploymentRecord, DeploymentRecords } from './records.js';
+import type { DeploymentRecord, DeploymentRecords, Entry } from './records.js';
 import { imagesOf, pinOf, type BeginRevision, type LeftService, type RevisionImage, type RevisionRecord, type Revisions } from './revisions.js';
 import { pinContent } from './deploy/pins.js';
 import { fileReplicas, holdingScale, scaleContent } from './deploy/scale.js';
@@ -44,17 +44,6 @@ const SWARM_CONVERGE_MS = 90_000;
 const RETIRED_DIR = '.retired';
 /** Compose projects of the agent itself (shared infrastructure, image builds) are named so. */
 export const RESERVED_PREFIX = 'agent-';
-
-export interface Entry {
-  name: string;
-  dir: string;
-  composeFile: string;
-  record: DeploymentRecord;
-  /** Service names from the compose file (cached; refreshed whenever the file is written or re-read). */
-  services: string[];
-  /** Why the last start failed, until a start or stop succeeds (a deployment that never came up is `failed`). */
-  failure: string | null;
-}
 
 export interface ManagerOptions {
   root: string;

@@ -8,7 +8,8 @@ import { createTwoFilesPatch } from 'diff';
 import type { PlanChange, PlanPreview } from '@agent/sdk';
 import type { CheckedCompose, ContainerSummary } from '@agent/plugin-docker/api';
 import { DEFAULT_COMPOSE } from './files.js';
-import type { CreatePlan, DeploymentManager, Entry, UpdatePlan } from './manager.js';
+import type { CreatePlan, DeploymentManager, UpdatePlan } from './manager.js';
+import type { Entry } from './records.js';
 
 const stable = (v: unknown): string => {
   if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? 'null';

@@ -35,6 +35,18 @@ export interface RecordsDoc {
 
 export const emptyRecords = (): RecordsDoc => ({ deployments: {}, kept: {} });
 
+/** A deployment as the manager holds it: its record, where its files are, and what it knows of them. */
+export interface Entry {
+  name: string;
+  dir: string;
+  composeFile: string;
+  record: DeploymentRecord;
+  /** Service names from the compose file (cached; refreshed whenever the file is written or re-read). */
+  services: string[];
+  /** Why the last start failed, until a start or stop succeeds (a deployment that never came up is `failed`). */
+  failure: string | null;
+}
+
 export class DeploymentRecords {
   constructor(private readonly doc: Document<RecordsDoc>) {}
 

@@ -4,7 +4,8 @@
  * ran). What a rollback to it would change; its plan shows the same.
  */
 import type { PlanChange } from '@agent/sdk';
-import type { DeploymentManager, Entry } from './manager.js';
+import type { DeploymentManager } from './manager.js';
+import type { Entry } from './records.js';
 import { composeDiff } from './plans.js';
 import type { RevisionImage, RevisionRecord } from './revisions.js';
 

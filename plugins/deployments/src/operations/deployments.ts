@@ -8,7 +8,8 @@
  */
 import { join } from 'node:path';
 import { defineOperation, errors, type PlanSnapshot, type Principal } from '@agent/sdk';
-import type { DeploymentManager, Entry } from '../manager.js';
+import type { DeploymentManager } from '../manager.js';
+import type { Entry } from '../records.js';
 import { CreateDeploymentRequest, DeleteDeploymentInput, NameParams, UpdateDeploymentInput } from '../schemas.js';
 import { DEFAULT_COMPOSE, ENV_FILE } from '../files.js';
 import { previewCreate, previewDelete, previewLifecycle, previewUpdate } from '../plans.js';
