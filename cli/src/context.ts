@@ -13,6 +13,7 @@ import {
 import type { CliIO } from './io.js';
 import { formatDocument, loadFormatters, parseOutputFormat, type OutputFormat } from './output.js';
 import { colorWanted, makeStyle, type Style } from './style.js';
+import { UsageError } from './usage-error.js';
 
 export interface GlobalOptions {
   profile?: string;
@@ -26,13 +27,7 @@ export interface GlobalOptions {
   color?: boolean;
 }
 
-/** A problem with how the CLI was called: exit code 2, nothing was sent. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+export { UsageError };
 
 export class CliContext {
   readonly store: ProfileStore;

@@ -5,7 +5,7 @@
  * like `[?(@.status=="running")]` work, code does not run). kubectl's template form is understood as well:
  * `{.data[*].name}`, text around it, `{"\n"}` and `{range .data[*]}…{end}`.
  */
-import { UsageError } from './context.js';
+import { UsageError } from './usage-error.js';
 
 export type OutputFormat = { kind: 'table' } | { kind: 'json' } | { kind: 'yaml' } | { kind: 'jsonpath'; expr: string };
 

@@ -7,8 +7,8 @@
 import { errors, HttpError, isHttpError, type Logger, type Principal } from '@agent/sdk';
 import type { JobView, JobsService } from '@agent/plugin-jobs/api';
 import type { CredentialsService } from '@agent/plugin-credentials/api';
-import type { PullProgress } from './api.js';
-import type { DockerEngine } from './engine.js';
+import type Docker from 'dockerode';
+import type { DockerService, PullProgress } from './api.js';
 import { engineMessage, toHttpError } from './engine-errors.js';
 
 /** Output lines a pull view shows (the newest), and pull jobs listed. */
@@ -33,6 +33,18 @@ export function withTag(ref: string): string {
 
 export type RegistryAuth = Awaited<ReturnType<CredentialsService['registryAuth']>>;
 
+/** What a pull needs of the engine (the docker service's engine, which pulls through `pullImage`). */
+interface PullingEngine {
+  assertAvailable(): void;
+  readonly client: Docker;
+}
+
+/** What pull jobs need of it. */
+interface PullJobsEngine {
+  assertAvailable(): void;
+  readonly images: Pick<DockerService['images'], 'pull'>;
+}
+
 export interface PullOptions {
   signal?: AbortSignal;
   onStart?: (pull: { image: string; authenticated: boolean }) => void;
@@ -45,7 +57,7 @@ export interface PullOptions {
  * (nothing runs on the host for it: no process to leave behind).
  */
 export async function pullImage(
-  engine: DockerEngine,
+  engine: PullingEngine,
   credentials: () => CredentialsService | undefined,
   log: Logger,
   ref: string,
@@ -155,7 +167,7 @@ export class PullJobs {
   private readonly live = new Map<string, PullProgress>();
 
   constructor(
-    private readonly engine: DockerEngine,
+    private readonly engine: PullJobsEngine,
     /** The jobs plugin's service, or the docker plugin's own (see index.ts). */
     private readonly jobs: () => JobsService,
     private readonly log: Logger,
