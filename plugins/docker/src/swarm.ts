@@ -108,6 +108,22 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
     return (await call(`node '${id}'`, () => docker.getNode(id).inspect())) as NodeInfo;
   };
 
+  /** A stack's name checked, on an engine that manages the swarm (its info). */
+  const managedStack = async (stack: string): Promise<SwarmInfo> => {
+    if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
+    return requireManager();
+  };
+  /** The engine's filter for a stack's objects (`docker stack deploy` labels each, over any label of the file). */
+  const stackLabel = (stack: string) => `${STACK_LABEL}=${stack}`;
+  const stackServiceList = (stack: string) =>
+    call('services', () => docker.listServices({ filters: JSON.stringify({ label: [stackLabel(stack)] }) })) as Promise<ServiceInfo[]>;
+  /** One service of a stack: the name filter matches prefixes, so the exact name is found among its answers. */
+  const stackService = async (stack: string, service: string): Promise<ServiceInfo | undefined> => {
+    const name = `${stack}_${service}`;
+    const filters = JSON.stringify({ name: [name], label: [stackLabel(stack)] });
+    return ((await call('services', () => docker.listServices({ filters }))) as ServiceInfo[]).find((s) => s.Spec?.Name === name);
+  };
+
   return {
     info,
     requireManager,
@@ -152,10 +168,8 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
 
     /** The services of a stack with their tasks' state (the newest task per slot). */
     async stackServices(stack: string): Promise<StackService[]> {
-      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
-      await requireManager();
-      const filters = JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] });
-      const services = (await call('services', () => docker.listServices({ filters }))) as ServiceInfo[];
+      await managedStack(stack);
+      const services = await stackServiceList(stack);
       // Tasks by service: the stack label is on services, not on every task.
       const ids = services.map((s) => s.ID ?? '').filter(Boolean);
       const tasks = ids.length ? ((await call('tasks', () => docker.listTasks({ filters: JSON.stringify({ service: ids }) }))) as TaskInfo[]) : [];
@@ -201,13 +215,8 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
      * the stack has no such service.
      */
     async serviceEndpoint(stack: string, service: string): Promise<SwarmServiceEndpoint | null> {
-      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
-      const self = await requireManager();
-      const name = `${stack}_${service}`;
-      // The name filter matches prefixes; the stack label makes sure it is this stack's (`docker stack deploy` sets
-      // it over any label of the file).
-      const filters = JSON.stringify({ name: [name], label: [`${STACK_LABEL}=${stack}`] });
-      const found = ((await call('services', () => docker.listServices({ filters }))) as ServiceInfo[]).find((s) => s.Spec?.Name === name);
+      const self = await managedStack(stack);
+      const found = await stackService(stack, service);
       if (!found?.ID) return null;
       const ports = (found.Endpoint?.Ports ?? [])
         .filter((p) => p.TargetPort && p.PublishedPort)
@@ -234,10 +243,8 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
 
     /** Sets the replicas of one service of a stack (a replicated one); the engine rolls it as its update_config says. */
     async scale(stack: string, service: string, replicas: number): Promise<void> {
-      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
-      await requireManager();
-      const filters = JSON.stringify({ name: [`${stack}_${service}`], label: [`${STACK_LABEL}=${stack}`] });
-      const found = ((await call('services', () => docker.listServices({ filters }))) as ServiceInfo[]).find((s) => s.Spec?.Name === `${stack}_${service}`);
+      await managedStack(stack);
+      const found = await stackService(stack, service);
       if (!found) throw errors.notFound(`deployment '${stack}' has no service '${service}'`);
       const spec = found.Spec ?? {};
       if (!spec.Mode?.Replicated) throw errors.conflict(`service '${service}' is not replicated (global mode): it cannot be scaled`, 'NOT_REPLICATED');
@@ -251,10 +258,8 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
      * says so).
      */
     async restart(stack: string, only?: string[]): Promise<void> {
-      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
-      await requireManager();
-      const filters = JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] });
-      for (const s of (await call('services', () => docker.listServices({ filters }))) as ServiceInfo[]) {
+      await managedStack(stack);
+      for (const s of await stackServiceList(stack)) {
         const spec = s.Spec ?? {};
         if (only && !only.some((service) => spec.Name === `${stack}_${service}`)) continue;
         const template = (spec.TaskTemplate ?? {}) as { ForceUpdate?: number };
@@ -269,9 +274,8 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
      * the background; this waits (bounded) until no service or network of the stack is left.
      */
     async removeStack(stack: string, options: { waitMs?: number } = {}): Promise<void> {
-      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
-      await requireManager();
-      const filters = JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] });
+      await managedStack(stack);
+      const filters = JSON.stringify({ label: [stackLabel(stack)] });
       const until = Date.now() + (options.waitMs ?? 30_000);
       let failure: string | null = null;
       // `stack rm` removes the services first and then the networks; a network whose tasks are still shutting down
@@ -302,10 +306,9 @@ export function swarmApi(docker: Docker, call: Call, dockerHost: string | null) 
      */
     async pruneSecrets(checked: { project: string; model: Readonly<Record<string, unknown>> }): Promise<string[]> {
       const stack = checked.project;
-      if (!STACK.test(stack)) throw errors.badRequest(`invalid stack name '${stack}'`);
-      await requireManager();
+      await managedStack(stack);
       const keep = new Set(envSecretsOf(checked.model).map((s) => s.name));
-      const filters = JSON.stringify({ label: [`${STACK_LABEL}=${stack}`, SECRET_LABEL] });
+      const filters = JSON.stringify({ label: [stackLabel(stack), SECRET_LABEL] });
       const removed: string[] = [];
       for (const secret of (await call('secrets', () => docker.listSecrets({ filters }))) as { ID?: string; Spec?: { Name?: string } }[]) {
         const name = secret.Spec?.Name ?? '';
