@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from './helpers/agent.js';
 import { freePort, waitFor } from './helpers/net.js';
 import { createTenant, type Tenant } from '../plugins/docker/test/tenants.js';
-import { cleanupDocker, runId, uniqueName } from '../plugins/deployments/test/helpers.js';
+import { cleanupStacks, runId, uniqueName } from '../plugins/deployments/test/helpers.js';
 
 /**
  * A web service whose page names its version and its task. SIGKILL stops a task at once (busybox httpd as PID 1
@@ -85,18 +85,6 @@ function load(port: number, host: string, clients = 4) {
       await done;
     },
   };
-}
-
-/** Services of this run's stacks, removed whatever happens. */
-async function cleanupStacks(): Promise<void> {
-  const { stdout } = await execa('docker', ['service', 'ls', '--filter', 'label=agent.test=1', '--format', '{{.ID}} {{.Name}}'], { reject: false });
-  const ids = stdout
-    .split('\n')
-    .filter((l) => l.split(' ')[1]?.startsWith(`t${runId}-`))
-    .map((l) => l.split(' ')[0]!);
-  if (ids.length) await execa('docker', ['service', 'rm', ...ids], { reject: false });
-  await new Promise((r) => setTimeout(r, 1000));
-  await cleanupDocker();
 }
 
 describe('swarm deployments behind the agent’s nginx', () => {

@@ -41,6 +41,21 @@ export async function cleanupDocker(prefix = `t${runId}-`): Promise<void> {
   if (myVols.length) await execa('docker', ['volume', 'rm', '-f', ...myVols], { reject: false });
 }
 
+/**
+ * Removes the services of this run's swarm stacks (labelled agent.test=1 like every test object), then what
+ * `cleanupDocker` removes: whatever a test left behind.
+ */
+export async function cleanupStacks(): Promise<void> {
+  const { stdout } = await execa('docker', ['service', 'ls', '--filter', 'label=agent.test=1', '--format', '{{.ID}} {{.Name}}'], { reject: false });
+  const ids = stdout
+    .split('\n')
+    .filter((l) => l.split(' ')[1]?.startsWith(`t${runId}-`))
+    .map((l) => l.split(' ')[0]!);
+  if (ids.length) await execa('docker', ['service', 'rm', ...ids], { reject: false });
+  await new Promise((r) => setTimeout(r, 1000));
+  await cleanupDocker();
+}
+
 /** A two-service compose file: a web server on a random loopback port and a worker that logs every 200 ms. */
 export const webCompose = (marker = 'v1') => `services:
   web:

@@ -8,19 +8,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { createTenant, type Tenant } from '../../docker/test/tenants.js';
-import { cleanupDocker, runId, uniqueName, until } from './helpers.js';
-
-/** Services of this run's stacks (labelled agent.test=1 like every test object), removed whatever happens. */
-async function cleanupStacks(): Promise<void> {
-  const { stdout } = await execa('docker', ['service', 'ls', '--filter', 'label=agent.test=1', '--format', '{{.ID}} {{.Name}}'], { reject: false });
-  const ids = stdout
-    .split('\n')
-    .filter((l) => l.split(' ')[1]?.startsWith(`t${runId}-`))
-    .map((l) => l.split(' ')[0]!);
-  if (ids.length) await execa('docker', ['service', 'rm', ...ids], { reject: false });
-  await new Promise((r) => setTimeout(r, 1000));
-  await cleanupDocker();
-}
+import { cleanupStacks, runId, uniqueName, until } from './helpers.js';
 
 const stackFile = (replicas = 2, extra = '') => `services:
   web:
