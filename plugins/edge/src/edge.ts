@@ -204,8 +204,7 @@ export class Edge {
       const result = await change(drafts);
       if (options.skip?.(result)) return { result, applied: { changed: [], removed: [], reloaded: false } };
       const { files, secret } = await this.render(drafts);
-      const applied = await this.applier.apply(files, { force: options.force, owned: this.ownedDirs(), secret });
-      await this.fixPermissions(applied.changed.filter((f) => secret.has(f)));
+      const applied = await this.applier.apply(files, { force: options.force, owned: this.ownedDirs(), secret, protect: (path) => this.protect(path) });
       if (applied.reloaded) await this.awaitGeneration(generationOf(files));
       // The folders of contributors no longer loaded are empty now (their files were removed with the others).
       const gone = this.doc.data.contributors.filter((n) => !this.contributorNames().includes(n));
@@ -285,18 +284,12 @@ export class Edge {
    * Secret files (password hashes) are read by nginx workers: for the host's nginx owned by root and the workers'
    * group, 0640; the own instance's workers run as the agent's user, so only it reads them (0600).
    */
-  private async fixPermissions(files: string[]): Promise<void> {
-    if (files.length === 0) return;
-    if (this.own) {
-      for (const f of files) await chmod(this.file(f), 0o600);
-      return;
-    }
+  private async protect(path: string): Promise<void> {
+    if (this.own) return chmod(path, 0o600);
     if (this.workerGid === undefined) this.workerGid = groupId(this.config.proxy.worker_group);
-    for (const f of files) {
-      // Without the group, the file has to be world-readable for the workers (it holds hashes only).
-      if (this.workerGid === null) await chmod(this.file(f), 0o644);
-      else await chown(this.file(f), process.getuid?.() ?? 0, this.workerGid).catch(() => chmod(this.file(f), 0o644));
-    }
+    // Without the group, the file has to be world-readable for the workers (it holds hashes only).
+    if (this.workerGid === null) return chmod(path, 0o644);
+    await chown(path, process.getuid?.() ?? 0, this.workerGid).catch(() => chmod(path, 0o644));
   }
 }
 

@@ -150,9 +150,14 @@ export class NginxApplier {
 
   /**
    * Writes `desired`, tests, reloads; restores the previous files when the test or the reload fails. Files of the
-   * `owned` folders that `desired` lacks are removed; `secret` files are written 0640 (see Edge.fixPermissions).
+   * `owned` folders that `desired` lacks are removed; `secret` files are written 0640 and handed to `protect` before
+   * they take their place: nginx opens some of them per request (htpasswd), so a worker must never find one it cannot
+   * read (it would answer 500).
    */
-  async apply(desired: Map<string, string>, options: { force?: boolean; owned: string[]; secret?: Set<string> }): Promise<ApplyResult> {
+  async apply(
+    desired: Map<string, string>,
+    options: { force?: boolean; owned: string[]; secret?: Set<string>; protect?: (path: string) => Promise<void> },
+  ): Promise<ApplyResult> {
     const current = await this.current(options.owned);
     const { changed, removed } = compare(current, desired);
     if (changed.length === 0 && removed.length === 0 && !options.force) return { changed, removed, reloaded: false };
@@ -160,7 +165,9 @@ export class NginxApplier {
     for (const f of changed) {
       const abs = join(this.configDir, f);
       await mkdir(dirname(abs), { recursive: true, mode: 0o755 });
-      await writeFile(`${abs}.agent-tmp`, desired.get(f)!, { mode: options.secret?.has(f) ? 0o640 : 0o644 });
+      const secret = options.secret?.has(f) ?? false;
+      await writeFile(`${abs}.agent-tmp`, desired.get(f)!, { mode: secret ? 0o640 : 0o644 });
+      if (secret) await options.protect?.(`${abs}.agent-tmp`);
     }
     for (const f of changed) await rename(join(this.configDir, `${f}.agent-tmp`), join(this.configDir, f));
     for (const f of removed) await rm(join(this.configDir, f), { force: true });
