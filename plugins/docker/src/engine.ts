@@ -145,6 +145,7 @@ export class DockerEngine implements DockerService {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.closeEvents();
+    this.guard.close();
   }
 
   /** Where the engine is, for people (`unix:///var/run/docker.sock`, `tcp://host:2375`). */

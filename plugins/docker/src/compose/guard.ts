@@ -17,6 +17,7 @@ import { errors, HttpError, isInside, readTextInside, type Logger } from '@agent
 import { type CheckedCompose, type ComposeCommand, type ComposeFlavour, type ComposeRunResult, type ComposeSource, type HostSafetyViolation } from '../api.js';
 import { copyContext } from './build-context.js';
 import { flavourOf, interpolationEnv, runCompose, type ComposeRunOptions } from './cli.js';
+import { ConfigTimeout, pythonOf, WarmComposeConfig, type ConfigResult } from './warm-config.js';
 import { checkDockerfile } from './dockerfile.js';
 import {
   checkModel,
@@ -238,7 +239,41 @@ export class ComposeGuard {
   private readonly stackSecrets = new Map<string, { project: string; values: Map<string, string> }>();
   private secretKey: Promise<Buffer> | null = null;
 
+  /** The warm parser of the compose command (v1 as a Python script), null when `config` runs compose itself. */
+  private warm: { program: string; parser: WarmComposeConfig | null; failures: number } | null = null;
+
   constructor(private readonly opts: GuardOptions) {}
+
+  /** Ends what the guard keeps running (the warm parser): the agent stops. */
+  close(): void {
+    this.warm?.parser?.close();
+  }
+
+  /**
+   * `config` of `args` in `cwd` with exactly `env`: through the warm parser where there is one (see warm-config.ts),
+   * else compose itself. A parser that fails three times is given up for compose itself.
+   */
+  private async config(command: string[], cwd: string, args: string[], env: Record<string, string>): Promise<ConfigResult> {
+    if (this.warm?.program !== command[0]) {
+      this.warm?.parser?.close();
+      const python = command.length === 1 ? pythonOf(command[0]!) : null;
+      this.warm = { program: command[0]!, parser: python ? new WarmComposeConfig(python, command[0]!, this.opts.log) : null, failures: 0 };
+    }
+    const warm = this.warm;
+    if (warm.parser) {
+      try {
+        return await warm.parser.run(cwd, args, env);
+      } catch (err) {
+        if (err instanceof ConfigTimeout) throw errors.badRequest(`compose_content: ${err.message}`, 'INVALID_COMPOSE', { field: 'compose_content' });
+        this.opts.log.warn('the warm compose parser failed; running compose itself', { error: (err as Error).message });
+        if (++warm.failures >= 3) {
+          warm.parser.close();
+          warm.parser = null;
+        }
+      }
+    }
+    return runCompose(command, this.opts.dockerHost, cwd, args, { env, stdout: true });
+  }
 
   /** The key of the digests in the names of `.env` secrets (random, created once, 0600 in the guard's folder). */
   private stackSecretKey(): Promise<Buffer> {
@@ -283,10 +318,12 @@ export class ComposeGuard {
       const dir = await mkdtemp(join(this.opts.root, '.probe-'));
       try {
         await writeFile(join(dir, 'probe.yml'), 'services:\n  probe:\n    image: probe\n    command: "a $$b"\n');
-        const r = await runCompose(command, this.opts.dockerHost, dir, ['-f', join(dir, 'probe.yml'), '--project-directory', dir, '-p', 'probe', 'config'], {
-          env: interpolationEnv(flavourOf(command), dir),
-          stdout: true,
-        });
+        const r = await this.config(
+          command,
+          dir,
+          ['-f', join(dir, 'probe.yml'), '--project-directory', dir, '-p', 'probe', 'config'],
+          interpolationEnv(flavourOf(command), dir),
+        );
         if (r.exit_code !== 0) throw errors.unavailable(`compose does not work: ${r.output.trim().split('\n').slice(-3).join(' ')}`, 'COMPOSE_UNAVAILABLE');
         return /a \$\$b/.test(r.stdout);
       } finally {
@@ -362,12 +399,11 @@ export class ComposeGuard {
         const at = resolve(standIn, context);
         if (isInside(standIn, at)) await mkdir(at, { recursive: true, mode: 0o700 });
       }
-      const r = await runCompose(
+      const r = await this.config(
         command,
-        this.opts.dockerHost,
         staging,
         ['--env-file', join(staging, 'source.env'), '-f', join(staging, 'source.yml'), '--project-directory', standIn, '-p', source.project, 'config'],
-        { env: interpolationEnv(flavour, join(staging, 'docker-config')), stdout: true },
+        interpolationEnv(flavour, join(staging, 'docker-config')),
       );
       // Paths come back below the stand-in (and, for extended services, below the file's own folder): both are
       // the project folder.
