@@ -1,5 +1,7 @@
-// Helpers shared by the benchmarks: start the real agent in a child process, measure load with autocannon.
+// Helpers shared by the benchmarks: start the real agent in a child process, call its API, measure load with
+// autocannon or with paced requests through nginx.
 import { spawn } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -127,4 +129,91 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/**
+ * Logs in to the agent as the admin (or takes `token`) and returns `api(method, path, body, expect)`: a request to
+ * `/api<path>` with the token, `body` (when given) sent as JSON. It resolves with the parsed answer (null when it is
+ * empty) and throws when the status is not `expect` (any 2xx when left out). Its properties serve the benches that
+ * look at more of the answer:
+ *   - `api.request(method, path, body, expect)` resolves with { status, text, body, ms }: `body` is null when the
+ *     answer is not JSON, `ms` runs from the request to the parsed answer; it throws only when `expect` is given
+ *     and the status differs (the error's `status` says which, unlike a failed connection's);
+ *   - `api.send(method, path, body)` resolves with the fetch Response itself, for an answer read as a stream or
+ *     timed without being parsed;
+ *   - `api.token` is the token, for a websocket or a load generator.
+ */
+export async function agentApi(agent, { token } = {}) {
+  const bearer = token ?? (await agent.token());
+  const send = (method, path, body) =>
+    fetch(`${agent.url}/api${path}`, {
+      method,
+      headers: { authorization: `Bearer ${bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  const request = async (method, path, body, expect) => {
+    const started = process.hrtime.bigint();
+    const res = await send(method, path, body);
+    const text = await res.text();
+    let parsed = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // an answer that is not JSON (a proxy's error page, say): its text tells
+    }
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    const unexpected = expect === '2xx' ? res.status < 200 || res.status >= 300 : expect !== undefined && res.status !== expect;
+    if (unexpected) throw Object.assign(new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`), { status: res.status });
+    return { status: res.status, text, body: parsed, ms };
+  };
+  const api = async (method, path, body, expect = '2xx') => (await request(method, path, body, expect)).body;
+  return Object.assign(api, { request, send, token: bearer });
+}
+
+/**
+ * One GET of `/` through nginx on 127.0.0.1:`port` for `host`, on a fresh connection unless `keepAlive` is an
+ * http.Agent: when it was sent, how long it took, whether it was a 200, and the answer's body. It never rejects
+ * (an error or a timeout of 10 s is a failed request).
+ */
+export const nginxGet = (port, host, keepAlive = false) =>
+  new Promise((resolve) => {
+    const sent = performance.now();
+    const done = (ok, body) => resolve({ sent, ms: performance.now() - sent, ok, body });
+    const req = httpRequest({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: keepAlive }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (body += c));
+      res.on('end', () => done(res.statusCode === 200, body));
+      res.on('error', () => done(false, ''));
+    });
+    req.on('error', () => done(false, ''));
+    req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+
+/**
+ * Sends `rate` GETs a second through nginx (`nginxGet`) on schedule until stopped: an open loop, requests go out
+ * when due whatever the answers do, so a stalled upstream shows as failures and latency rather than as fewer
+ * requests. Returns `stop`, which resolves once the last answer came with every answer in the order of sending.
+ */
+export function pacedLoad({ port, host, rate, keepAlive = false }) {
+  const answers = [];
+  const pending = new Set();
+  const t0 = performance.now();
+  let sent = 0;
+  const timer = setInterval(() => {
+    const due = Math.floor(((performance.now() - t0) / 1000) * rate);
+    for (; sent < due; sent++) {
+      const p = nginxGet(port, host, keepAlive).then((a) => {
+        answers.push(a);
+        pending.delete(p);
+      });
+      pending.add(p);
+    }
+  }, 2);
+  return async () => {
+    clearInterval(timer);
+    await Promise.all(pending);
+    return answers.sort((a, b) => a.sent - b.sent);
+  };
 }

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, fmt, percentile, startAgent } from './_lib.mjs';
+import { ROOT, agentApi, fmt, percentile, startAgent } from './_lib.mjs';
 
 const EVENTS = Number(process.env.AUDIT_BENCH_EVENTS ?? 1_000_000);
 const WRITERS = Number(process.env.AUDIT_BENCH_WRITERS ?? 1000);
@@ -119,7 +119,7 @@ try {
   // ---- 2. filtered pages over HTTP ----
   const agent = await startAgent({ plugins: ['access'], dataDir });
   try {
-    const token = await agent.token();
+    const api = await agentApi(agent);
     const hour = new Date(now - 3600_000).toISOString();
     const day = new Date(now - 86400_000).toISOString();
     const week = new Date(now - 7 * 86400_000).toISOString();
@@ -141,13 +141,7 @@ try {
       { action: 'users.create', offset: '40' },
     ];
     const get = async (query) => {
-      const url = new URL('/api/audit/events', agent.url);
-      for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
-      const t = process.hrtime.bigint();
-      const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
-      const body = await res.json();
-      const ms = Number(process.hrtime.bigint() - t) / 1e6;
-      if (res.status !== 200) throw new Error(`${url}: ${res.status} ${JSON.stringify(body)}`);
+      const { ms, body } = await api.request('GET', `/audit/events?${new URLSearchParams(query)}`, undefined, 200);
       return { ms, total: `${body.meta.total}${body.meta.total_exact ? '' : '+'}` };
     };
     for (const f of filters) await get(f); // warm-up (statement cache, page cache)
@@ -180,11 +174,7 @@ try {
 
     // ---- 3. CSV export ----
     const t = process.hrtime.bigint();
-    const res = await fetch(new URL('/api/audit/export', agent.url), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ format: 'csv', limit: EVENTS }),
-    });
+    const res = await api.send('POST', '/audit/export', { format: 'csv', limit: EVENTS });
     let bytes = 0;
     let lines = 0;
     for await (const chunk of res.body) {
@@ -205,11 +195,10 @@ try {
   for (const [label, entry] of [['this build', undefined], ...(BASE_ENTRY ? [['base', BASE_ENTRY]] : [])]) {
     const a = await startAgent({ plugins: ['access'], ...(entry ? { entry } : {}) });
     try {
-      const token = await a.token();
-      const url = new URL('/api/apikeys/999999', a.url);
+      const api = await agentApi(a);
       const mutate = async () => {
         const t = process.hrtime.bigint();
-        const res = await fetch(url, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+        const res = await api.send('DELETE', '/apikeys/999999');
         await res.arrayBuffer();
         if (res.status !== 404) throw new Error(`${label}: DELETE of an unknown key answered ${res.status}`);
         return Number(process.hrtime.bigint() - t) / 1e6;

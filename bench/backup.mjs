@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { createReadStream, mkdirSync, mkdtempSync, openSync, closeSync, rmSync, statSync, writeSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fmt, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, sleep, startAgent } from './_lib.mjs';
 
 const TOTAL_MB = Number(process.env.BACKUP_BENCH_MB ?? 1024);
 const ROUNDS = Math.max(1, Number(process.env.BACKUP_BENCH_ROUNDS ?? 3));
@@ -73,15 +73,7 @@ async function readAll(dir) {
 const work = mkdtempSync(join(tmpdir(), 'agent-bench-backup-'));
 const agent = await startAgent({ plugins: ['docker', 'deployments', 'backups'], config: { log: { level: 'warn' } } });
 try {
-  const token = await agent.token();
-  const api = async (method, path, body) => {
-    const res = await fetch(`${agent.url}/api${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: res.status, body: await res.json() };
-  };
+  const { request: api } = await agentApi(agent);
   const created = await api('POST', '/deployments', {
     name,
     auto_start: false,

@@ -13,7 +13,7 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, fmt, percentile, scratchEdge, sleep, startAgent } from './_lib.mjs';
+import { ROOT, agentApi, fmt, percentile, scratchEdge, sleep, startAgent } from './_lib.mjs';
 
 const AUDIT = Number(process.env.CONSOLE_BENCH_AUDIT ?? 1_000_000);
 const TRAFFIC = Number(process.env.CONSOLE_BENCH_TRAFFIC ?? 1_000_000);
@@ -102,14 +102,8 @@ try {
       traffic: { follow_interval_ms: 100 },
     },
   });
-  const token = await agent.token();
-  const api = async (path) => {
-    const started = process.hrtime.bigint();
-    const res = await fetch(`${agent.url}/api${path}`, { headers: { authorization: `Bearer ${token}` } });
-    const body = await res.json();
-    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
-    return { body, ms: Number(process.hrtime.bigint() - started) / 1e6 };
-  };
+  const client = await agentApi(agent);
+  const api = (path) => client.request('GET', path, undefined, 200);
 
   // ---- the traffic journal, through the edge plugin's follower ----
   t0 = Date.now();

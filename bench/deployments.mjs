@@ -10,7 +10,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { fmt, percentile, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, percentile, sleep, startAgent } from './_lib.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const LIST_SIZE = 200;
@@ -53,17 +53,7 @@ function cleanupDocker() {
 
 console.log(`# deployments benchmark (node ${process.version}, compose: ${composeCmd.join(' ')})`);
 const agent = await startAgent({ plugins: ['docker', 'deployments'] });
-const token = await agent.token();
-const api = async (method, path, body) => {
-  const res = await fetch(`${agent.url}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json().catch(() => null);
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-};
+const api = await agentApi(agent);
 
 try {
   // (a) create + start vs raw compose, alternating to share the machine's noise.
@@ -120,7 +110,7 @@ try {
     // Timed: request to the last byte of the answer (parsing it is the client's business).
     const raw = async (path) => {
       const t = process.hrtime.bigint();
-      const res = await fetch(`${agent.url}/api${path}`, { headers: { authorization: `Bearer ${token}` } });
+      const res = await api.send('GET', path);
       const body = await res.arrayBuffer();
       if (res.status !== 200 || body.byteLength === 0) throw new Error(`${path}: ${res.status}`);
       return ms(t);
@@ -192,7 +182,7 @@ try {
     const stream = (query, onLine) =>
       new Promise((resolve, reject) => {
         const ws = new WebSocket(`${agent.url.replace('http', 'ws')}/api/deployments/${ticker}/logs/stream?${query}`);
-        ws.on('open', () => ws.send(token));
+        ws.on('open', () => ws.send(api.token));
         ws.on('error', reject);
         ws.on('message', (data) => {
           const m = JSON.parse(String(data));

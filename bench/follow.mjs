@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { AGENT_ENTRY } from '../scripts/lib.mjs';
-import { fmt, percentile, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, percentile, sleep, startAgent } from './_lib.mjs';
 
 const FOLLOWERS = Number(process.env.BENCH_FOLLOWERS ?? 200);
 const OTHERS = Number(process.env.BENCH_OTHERS ?? 50);
@@ -143,13 +143,7 @@ try {
   // The deployments are created once, through the first agent; the others discover them in the shared folder.
   {
     const agent = await startAgent({ plugins: ['docker', 'deployments'], config, entry: builds[0].entry });
-    const token = await agent.token();
-    const api = async (method, path, body) => {
-      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-      const res = await fetch(`${agent.url}/api${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
-      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-      return res.json();
-    };
+    const api = await agentApi(agent);
     if (want('a')) await api('POST', '/deployments', { name: tick, auto_start: true, compose_content: service(TICKS) });
     if (want('b')) {
       const line = 'x'.repeat(100);

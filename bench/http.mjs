@@ -11,7 +11,7 @@ import { cpus } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { NODE_FLAGS, ROOT, fmt, scratchEdge, sleep, startAgent } from './_lib.mjs';
+import { NODE_FLAGS, ROOT, agentApi, fmt, scratchEdge, sleep, startAgent } from './_lib.mjs';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = 32;
@@ -81,8 +81,8 @@ pin(agent.pid, 0);
 await sleep(5000);
 const idleRss = agent.rssMb();
 const idleTree = agent.treeRssMb();
-const token = await agent.token();
-const answer = await (await fetch(`${agent.url}/api/auth/validate`, { headers: { authorization: `Bearer ${token}` } })).text();
+const { request, token } = await agentApi(agent);
+const answer = (await request('GET', '/auth/validate')).text;
 const koa = await bareKoa(answer);
 pin(koa.pid, 0);
 // The same JSON from an object koa serializes on each request, as a koa app usually answers (the agent serializes
@@ -115,21 +115,12 @@ const RUN = `bh${process.pid.toString(36)}`;
 let steady = null;
 {
   const seed = await startAgent({ config: scratchEdge(scratch) });
-  const seedToken = await seed.token();
-  const call = (a, t, method, path, body) =>
-    fetch(`${a.url}/api${path}`, {
-      method,
-      headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
-      body: body && JSON.stringify(body),
-    }).then(async (r) => ({ status: r.status, text: await r.text() }));
+  const seedApi = await agentApi(seed);
   const names = Array.from({ length: DEPLOYMENTS }, (_, i) => `${RUN}-${i}`);
   const compose =
     'services:\n  web:\n    image: agent-test/busybox:latest\n    command: ["httpd", "-f", "-p", "8080", "-h", "/tmp"]\n    stop_signal: SIGKILL\n    labels:\n      agent.test: "1"\n';
   try {
-    for (const name of names) {
-      const r = await call(seed, seedToken, 'POST', '/deployments', { name, compose_content: compose, auto_start: true });
-      if (r.status !== 201) throw new Error(`deployment ${name}: ${r.status} ${r.text}`);
-    }
+    for (const name of names) await seedApi('POST', '/deployments', { name, compose_content: compose, auto_start: true }, 201);
     // Restart on the same data: the figure is "5 minutes after start", with the deployments already running.
     await seed.stop({ keepData: true });
     const idle = await startAgent({ dataDir: seed.dataDir, config: scratchEdge(scratch) });
@@ -137,8 +128,8 @@ let steady = null;
     console.log(`waiting ${IDLE_SECONDS} s with ${DEPLOYMENTS} running deployments before measuring memory…`);
     await sleep(IDLE_SECONDS * 1000);
     steady = idle.treeRssMb();
-    const t = await idle.token();
-    for (const name of names) await call(idle, t, 'DELETE', `/deployments/${name}?remove_files=true`);
+    const { request: idleRequest } = await agentApi(idle);
+    for (const name of names) await idleRequest('DELETE', `/deployments/${name}?remove_files=true`);
     await idle.stop();
   } finally {
     // Leave no containers behind even when the run failed half-way.

@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { NODE_FLAGS, ROOT, fmt, startAgent } from './_lib.mjs';
+import { NODE_FLAGS, ROOT, agentApi, fmt, startAgent } from './_lib.mjs';
 
 const work = mkdtempSync(join(tmpdir(), 'bench-libraries-'));
 const CONTAINERS = Number(process.env.BENCH_CONTAINERS ?? 50);
@@ -39,9 +39,9 @@ console.log('> the live description of an agent with every plugin');
 const agent = await startAgent();
 let docPath;
 try {
-  const res = await fetch(`${agent.url}/api/openapi.json`, { headers: { authorization: `Bearer ${await agent.token()}` } });
+  const { request } = await agentApi(agent);
   docPath = join(work, 'openapi.json');
-  writeFileSync(docPath, await res.text());
+  writeFileSync(docPath, (await request('GET', '/openapi.json')).text);
 } finally {
   await agent.stop();
 }

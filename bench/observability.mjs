@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ROOT, fmt, percentile, sleep, startAgent } from './_lib.mjs';
+import { ROOT, agentApi, fmt, percentile, sleep, startAgent } from './_lib.mjs';
 
 const run = promisify(execFile);
 const { SeriesStore } = await import(join(ROOT, 'plugins/observability/dist/app/series-store.js'));
@@ -25,21 +25,17 @@ const cpuMs = (pid) => {
   return ((Number(f[11]) + Number(f[12])) * 1000) / TICK;
 };
 
-async function appPid(agent, token) {
+async function appPid(api) {
   for (let i = 0; i < 100; i++) {
-    const res = await fetch(`${agent.url}/api/plugins/observability`, { headers: { authorization: `Bearer ${token}` } });
-    const app = (await res.json()).data?.app;
+    const app = (await api.request('GET', '/plugins/observability')).body.data?.app;
     if (app?.status === 'running' && app.pid) return app.pid;
     await sleep(200);
   }
   throw new Error('the observability app did not start');
 }
 
-async function get(agent, token, path) {
-  const res = await fetch(`${agent.url}/api/plugin/observability${path}`, { headers: { authorization: `Bearer ${token}` } });
-  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
+/** A GET of the observability app's own API, through the agent. */
+const get = (api, path) => api('GET', `/plugin/observability${path}`, undefined, 200);
 
 async function dockerdPid() {
   try {
@@ -86,11 +82,11 @@ async function collectorCpu() {
       config: { observability: { sample_interval: 5, container_labels: { 'agent.bench': tag }, health: { enabled: false } } },
     });
     try {
-      const token = await agent.token();
-      const pid = await appPid(agent, token);
+      const api = await agentApi(agent);
+      const pid = await appPid(api);
       // Wait until every container has a full reading (two rounds), then measure whole rounds.
       for (let i = 0; i < 60; i++) {
-        const latest = (await get(agent, token, '/metrics/latest')).data.flatMap((g) => g.containers);
+        const latest = (await get(api, '/metrics/latest')).data.flatMap((g) => g.containers);
         if (latest.length === CONTAINERS && latest.every((c) => c.metrics['container.cpu.usage'] !== undefined)) break;
         await sleep(1000);
       }
@@ -172,17 +168,17 @@ async function timeseriesLatency() {
     config: { observability: { container_labels: { 'agent.bench.none': tag }, health: { enabled: false } } },
   });
   try {
-    const token = await agent.token();
-    const pid = await appPid(agent, token);
+    const api = await agentApi(agent);
+    const pid = await appPid(api);
     const path = '/metrics/timeseries?deployment=shop&since=24h';
-    const first = await get(agent, token, path);
+    const first = await get(api, path);
     const points = first.data.series.reduce((n, s) => n + s.values.filter((v) => v !== null).length, 0);
-    for (let i = 0; i < 20; i++) await get(agent, token, path);
+    for (let i = 0; i < 20; i++) await get(api, path);
     const times = [];
     const [app0, core0, self0] = [cpuMs(pid), cpuMs(agent.pid), process.cpuUsage()];
     for (let i = 0; i < QUERIES; i++) {
       const t = process.hrtime.bigint();
-      await get(agent, token, path);
+      await get(api, path);
       times.push(Number(process.hrtime.bigint() - t) / 1e6);
     }
     const self = process.cpuUsage(self0);
@@ -197,7 +193,7 @@ async function timeseriesLatency() {
     const small = [];
     for (let i = 0; i < QUERIES; i++) {
       const t = process.hrtime.bigint();
-      await get(agent, token, '/alerts/rules');
+      await get(api, '/alerts/rules');
       small.push(Number(process.hrtime.bigint() - t) / 1e6);
     }
     small.sort((a, b) => a - b);

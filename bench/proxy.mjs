@@ -6,7 +6,7 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fmt, percentile, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, percentile, sleep, startAgent } from './_lib.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const NGINX = '/usr/sbin/nginx';
@@ -74,15 +74,7 @@ const agent = await startAgent({
     },
   },
 });
-const token = await agent.token();
-const api = async (method, path, body) => {
-  const res = await fetch(`${agent.url}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body && JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json().catch(() => null) };
-};
+const { request: api } = await agentApi(agent);
 const name = `benchproxy${Math.random().toString(16).slice(2, 8)}`;
 try {
   const created = await api('POST', '/deployments', {

@@ -16,11 +16,11 @@
 // old nginx worker closing its idle connection at the reload may fail on the client side). The application is the
 // node image of test/helpers/node-web.mjs (built locally, no registry), with a healthcheck every second (so "new
 // version serving" includes up to 1 s of healthcheck interval); the drain timeout is 5 s.
-import { request, Agent } from 'node:http';
+import { Agent } from 'node:http';
 import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { fmt, percentile, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, nginxGet, pacedLoad, percentile, sleep, startAgent } from './_lib.mjs';
 import { nodeWebCompose, nodeWebImage } from '../test/helpers/node-web.mjs';
 
 const RATE = Number(process.env.BENCH_RATE ?? 500);
@@ -41,73 +41,22 @@ const freePort = () =>
     });
   });
 
-/** One GET through nginx: when it was sent, how long it took, whether it was a 200, which version answered. */
-const hit = (port) =>
-  new Promise((resolve) => {
-    const sent = performance.now();
-    const done = (ok, body) => resolve({ sent, ms: performance.now() - sent, ok, body });
-    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host: HOST }, agent: keepAlive }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (body += c));
-      res.on('end', () => done(res.statusCode === 200, body));
-      res.on('error', () => done(false, ''));
-    });
-    req.on('error', () => done(false, ''));
-    req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
-    req.end();
-  });
-
-/** Sends RATE requests a second on schedule until stopped; resolves with every answer once the last one came. */
-function load(port) {
-  const answers = [];
-  const pending = new Set();
-  const t0 = performance.now();
-  let sent = 0;
-  const timer = setInterval(() => {
-    const due = Math.floor(((performance.now() - t0) / 1000) * RATE);
-    for (; sent < due; sent++) {
-      const p = hit(port).then((a) => {
-        answers.push(a);
-        pending.delete(p);
-      });
-      pending.add(p);
-    }
-  }, 2);
-  return async () => {
-    clearInterval(timer);
-    await Promise.all(pending);
-    return answers.sort((a, b) => a.sent - b.sent);
-  };
-}
-
-async function api(agent, token, method, path, body) {
-  const res = await fetch(`${agent.url}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json().catch(() => null);
-  if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-async function waitJob(agent, token, jobId) {
+async function waitJob(api, jobId) {
   for (;;) {
-    const job = (await api(agent, token, 'GET', `/jobs/${jobId}`)).data;
+    const job = (await api('GET', `/jobs/${jobId}`)).data;
     if (!['pending', 'running'].includes(job.status)) return job;
     await sleep(50);
   }
 }
 
-async function round(agent, token, port, strategy, n) {
+async function round(api, port, strategy, n) {
   const version = `${strategy}-${n}-${id}`;
   await nodeWebImage(TAG, version);
-  const stop = load(port);
+  const stop = pacedLoad({ port, host: HOST, rate: RATE, keepAlive });
   await sleep(2000);
   const requested = performance.now();
-  const started = (await api(agent, token, 'POST', `/deployments/${NAME}/redeploy`, { strategy })).data;
-  const job = await waitJob(agent, token, started.job_id);
+  const started = (await api('POST', `/deployments/${NAME}/redeploy`, { strategy })).data;
+  const job = await waitJob(api, started.job_id);
   const ended = performance.now();
   if (job.status !== 'succeeded') throw new Error(`${strategy} job ${job.status}: ${job.error}`);
   await sleep(2000);
@@ -146,13 +95,13 @@ const agent = await startAgent({
   plugins: ['docker', 'deployments', 'jobs', 'edge', 'system'],
   config: { proxy: { http_port: httpPort, https_port: await freePort(), listen_address: '127.0.0.1' } },
 });
-const token = await agent.token();
+const api = await agentApi(agent);
 try {
   await nodeWebImage(TAG, `first-${id}`);
-  await api(agent, token, 'PUT', '/settings', { deployments: { redeploy_drain_timeout: 5 } });
-  await api(agent, token, 'POST', '/deployments', { name: NAME, compose_content: nodeWebCompose(TAG), auto_start: true });
-  await api(agent, token, 'POST', `/deployments/${NAME}/domains`, { service: 'web', domain: HOST, container_port: 80 });
-  for (let i = 0; i < 200 && !(await hit(httpPort)).ok; i++) await sleep(100);
+  await api('PUT', '/settings', { deployments: { redeploy_drain_timeout: 5 } });
+  await api('POST', '/deployments', { name: NAME, compose_content: nodeWebCompose(TAG), auto_start: true });
+  await api('POST', `/deployments/${NAME}/domains`, { service: 'web', domain: HOST, container_port: 80 });
+  for (let i = 0; i < 200 && !(await nginxGet(httpPort, HOST, keepAlive)).ok; i++) await sleep(100);
 
   console.log(
     `redeploy through the agent's nginx at ${RATE} req/s, ${ROUNDS} round(s) per strategy, load average ${loadavg()
@@ -163,7 +112,7 @@ try {
   for (const strategy of STRATEGIES) {
     results[strategy] = [];
     for (let n = 0; n < ROUNDS; n++) {
-      const r = await round(agent, token, httpPort, strategy, n);
+      const r = await round(api, httpPort, strategy, n);
       results[strategy].push(r);
       console.log(
         `  ${strategy} #${n + 1}: ${r.requests} requests, ${r.failed} failed, downtime ${fmt(r.downtimeMs, 0)} ms, p99 ${fmt(r.p99Before)} → ${fmt(r.p99During)} ms, new version after ${fmt(r.toNewMs, 0)} ms (job ${fmt(r.jobMs, 0)} ms)${r.fallbacks.length ? `, fallbacks ${JSON.stringify(r.fallbacks)}` : ''}`,
@@ -180,7 +129,7 @@ try {
   }
   console.log('goals (issue 27): start-first 0 failed, p99 added < 100 ms, new version after container start + health check + < 1 s');
 } finally {
-  await api(agent, token, 'DELETE', `/deployments/${NAME}?remove_files=true`).catch(() => undefined);
+  await api('DELETE', `/deployments/${NAME}?remove_files=true`).catch(() => undefined);
   await agent.stop();
   execFileSync('docker', ['rmi', '-f', TAG], { stdio: 'ignore' });
 }

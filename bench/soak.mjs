@@ -9,7 +9,7 @@ import { cpus } from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { fmt, percentile, scratchEdge, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, percentile, scratchEdge, sleep, startAgent } from './_lib.mjs';
 
 const SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 600);
 const CLIENTS = Number(process.env.BENCH_SOAK_CLIENTS ?? 100);
@@ -17,14 +17,7 @@ const SETTLE = Math.min(Math.max(60, SECONDS / 5), SECONDS / 2);
 
 const scratch = mkdtempSync(join(tmpdir(), 'bench-soak-'));
 const agent = await startAgent({ config: scratchEdge(scratch) });
-const token = await agent.token();
-const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-const call = async (method, path, body) => {
-  const res = await fetch(`${agent.url}/api${path}`, { method, headers, body: body && JSON.stringify(body) });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 200)}`);
-  return text ? JSON.parse(text) : null;
-};
+const call = await agentApi(agent);
 
 let stop = false;
 let requests = 0;

@@ -15,7 +15,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import argon2 from 'argon2';
-import { ADMIN_PASSWORD, fmt, percentile, startAgent } from './_lib.mjs';
+import { ADMIN_PASSWORD, agentApi, fmt, percentile, startAgent } from './_lib.mjs';
 import { AGENT_ENTRY } from '../scripts/lib.mjs';
 
 const SIZES = (process.env.STATE_BENCH_SIZES ?? '100,1000,10000').split(',').map(Number);
@@ -101,17 +101,6 @@ async function load(ops, request, pid, clients = CLIENT_COUNTS[0]) {
   return { p50: percentile(times, 50), p99: percentile(times, 99), rate: ops / seconds, cpu: pid ? (cpuMs(pid) - cpuBefore) / ops : NaN };
 }
 
-async function call(url, token, method, path, body, expected) {
-  const res = await fetch(`${url}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
-  return text ? JSON.parse(text) : null;
-}
-
 const rows = [];
 for (const records of SIZES) {
   for (const [target, entry] of targets) {
@@ -121,11 +110,11 @@ for (const records of SIZES) {
     writeFileSync(join(dataDir, 'core', 'identity.json'), seedFile(records), { mode: 0o600 });
     const agent = await startAgent({ plugins: ['access'], dataDir, entry });
     try {
-      const token = await agent.token();
-      const seen = await call(agent.url, token, 'GET', '/apikeys', undefined, 200);
+      const call = await agentApi(agent);
+      const seen = await call('GET', '/apikeys', undefined, 200);
       if (seen.data.length !== records / 2) throw new Error(`${target}: ${seen.data.length} keys instead of ${records / 2}`);
       // Warm-up: connections opened, code paths compiled, before anything is measured.
-      await load(CLIENT_COUNTS[0] * 5, () => call(agent.url, token, 'GET', '/apikeys/1', undefined, 200));
+      await load(CLIENT_COUNTS[0] * 5, () => call('GET', '/apikeys/1', undefined, 200));
       for (const clients of CLIENT_COUNTS) {
         const run = (ops, request) => load(ops, request, agent.pid, clients);
         const row = (op, r) => {
@@ -139,24 +128,24 @@ for (const records of SIZES) {
         row(
           'key create',
           await run(KEY_OPS, async (i) => {
-            keyIds.push((await call(agent.url, token, 'POST', '/apikeys', { name: `bench-${clients}-${i}`, role: 'viewer' }, 201)).data.id);
+            keyIds.push((await call('POST', '/apikeys', { name: `bench-${clients}-${i}`, role: 'viewer' }, 201)).data.id);
           }),
         );
-        row('key delete', await run(keyIds.length, (i) => call(agent.url, token, 'DELETE', `/apikeys/${keyIds[i]}`, undefined, 200)));
+        row('key delete', await run(keyIds.length, (i) => call('DELETE', `/apikeys/${keyIds[i]}`, undefined, 200)));
 
         const userIds = [];
         row(
           'user create',
           await run(USER_OPS, async (i) => {
             const body = { username: `bench${clients}x${i}`, email: `bench${clients}x${i}@example.com`, password: 'Str0ng-Pass-word!', role: 'viewer' };
-            userIds.push((await call(agent.url, token, 'POST', '/users', body, 201)).data.id);
+            userIds.push((await call('POST', '/users', body, 201)).data.id);
           }),
         );
-        row('user delete', await run(userIds.length, (i) => call(agent.url, token, 'DELETE', `/users/${userIds[i]}`, undefined, 200)));
+        row('user delete', await run(userIds.length, (i) => call('DELETE', `/users/${userIds[i]}`, undefined, 200)));
 
         // A seeded key: authenticated from memory, whatever the number of records.
-        const key = `agk_seed${records / 2 - 1}`;
-        row('auth (API key)', await run(AUTH_OPS, () => call(agent.url, key, 'GET', '/auth/validate', undefined, 200)));
+        const asKey = await agentApi(agent, { token: `agk_seed${records / 2 - 1}` });
+        row('auth (API key)', await run(AUTH_OPS, () => asKey('GET', '/auth/validate', undefined, 200)));
       }
     } finally {
       await agent.stop();

@@ -14,10 +14,9 @@
 //   npm run bench -- swarm                 # builds, then 3 rounds at 500 req/s
 //   BENCH_ROUNDS=5 BENCH_RATE=500 BENCH_REPLICAS=2 node bench/swarm.mjs
 import { execFileSync, spawnSync } from 'node:child_process';
-import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
-import { fmt, percentile, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, nginxGet, pacedLoad, percentile, sleep, startAgent } from './_lib.mjs';
 import { nodeWebBase } from '../test/helpers/node-web.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -128,42 +127,6 @@ async function removeRaw(stack) {
   }
 }
 
-/** One GET through nginx: whether it was a 200. */
-const hit = (port, host) =>
-  new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode === 200));
-      res.on('error', () => resolve(false));
-    });
-    req.on('error', () => resolve(false));
-    req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
-    req.end();
-  });
-
-/** RATE requests a second on schedule until stopped; resolves with the count of requests and of failures. */
-function load(port, host) {
-  const pending = new Set();
-  let sent = 0;
-  let failed = 0;
-  const t0 = performance.now();
-  const timer = setInterval(() => {
-    const due = Math.floor(((performance.now() - t0) / 1000) * RATE);
-    for (; sent < due; sent++) {
-      const p = hit(port, host).then((ok) => {
-        if (!ok) failed++;
-        pending.delete(p);
-      });
-      pending.add(p);
-    }
-  }, 2);
-  return async () => {
-    clearInterval(timer);
-    await Promise.all(pending);
-    return { sent, failed };
-  };
-}
-
 console.log(
   `# swarm benchmark (node ${process.version}, ${ROUNDS} rounds, ${RATE} req/s, ${REPLICAS} replica(s) of the routed service, load average ${loadavg()
     .map((l) => fmt(l, 2))
@@ -175,17 +138,7 @@ const agent = await startAgent({
   plugins: ['docker', 'deployments', 'edge'],
   config: { proxy: { http_port: httpPort, https_port: await freePort(), listen_address: '127.0.0.1' } },
 });
-const token = await agent.token();
-const api = async (method, path, body) => {
-  const res = await fetch(`${agent.url}/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json().catch(() => null);
-  if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-};
+const api = await agentApi(agent);
 
 const times = { agentCreate: [], rawCreate: [], agentUpdate: [], rawUpdate: [] };
 const traffic = [];
@@ -201,14 +154,15 @@ try {
     times.agentCreate.push(ms(t));
     if (created.data.start_error || created.data.status !== 'running') throw new Error(`deployment ${name}: ${JSON.stringify(created.data)}`);
     await api('POST', `/deployments/${name}/domains`, { service: 'web', domain: host, container_port: 80 });
-    for (let n = 0; n < 100 && !(await hit(httpPort, host)); n++) await sleep(100);
-    const stop = load(httpPort, host);
+    for (let n = 0; n < 100 && !(await nginxGet(httpPort, host)).ok; n++) await sleep(100);
+    const stop = pacedLoad({ port: httpPort, host, rate: RATE });
     await sleep(1000);
     t = process.hrtime.bigint();
     await api('PUT', `/deployments/${name}`, { compose_content: stackFile(`v2-${i}`) });
     times.agentUpdate.push(ms(t));
     await sleep(1000);
-    const r = await stop();
+    const answers = await stop();
+    const r = { sent: answers.length, failed: answers.filter((a) => !a.ok).length };
     traffic.push(r);
     await api('DELETE', `/deployments/${name}?remove_files=true`);
 

@@ -9,7 +9,7 @@
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fmt, percentile, scratchEdge, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, percentile, scratchEdge, sleep, startAgent } from './_lib.mjs';
 
 const LINES = Number(process.env.BENCH_TRAFFIC_LINES ?? 1_000_000);
 const REQUESTS = Number(process.env.BENCH_TRAFFIC_REQUESTS ?? 300);
@@ -55,26 +55,18 @@ const agent = await startAgent({
     traffic: { follow_interval_ms: 100 },
   },
 });
-const token = await agent.token();
 /** User + system CPU time of a process (ms), from /proc. */
 const cpuMs = (pid) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 };
-const api = async (path, attempt = 0) => {
-  const t0 = process.hrtime.bigint();
-  let res;
-  try {
-    res = await fetch(`${agent.url}/api${path}`, { headers: { authorization: `Bearer ${token}` } });
-  } catch (err) {
+const client = await agentApi(agent);
+const api = (path) =>
+  client.request('GET', path, undefined, 200).catch((err) => {
     // A pooled keep-alive connection closed by the server while idle: retry once on a fresh one.
-    if (attempt === 0) return api(path, 1);
-    throw err;
-  }
-  const body = await res.json();
-  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
-  return { body, ms: Number(process.hrtime.bigint() - t0) / 1e6 };
-};
+    if (err.status) throw err;
+    return client.request('GET', path, undefined, 200);
+  });
 
 try {
   // Prepare the lines first so that the measurement is the agent's work, not the generator's.
