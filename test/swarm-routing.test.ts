@@ -10,32 +10,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from './helpers/agent.js';
 import { freePort, waitFor } from './helpers/net.js';
 import { createTenant, type Tenant } from '../plugins/docker/test/tenants.js';
-import { cleanupStacks, runId, uniqueName } from '../plugins/deployments/test/helpers.js';
+import { busyboxStack, cleanupStacks, runId, uniqueName } from '../plugins/deployments/test/helpers.js';
 
 /**
  * A web service whose page names its version and its task. SIGKILL stops a task at once (busybox httpd as PID 1
  * ignores SIGTERM and would serve on through the grace period): the hardest case for a rolling update.
  */
-const stackFile = (marker: string, replicas: number, health = '') => `services:
-  web:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "mkdir -p /www && echo \\"$$MARKER $$HOSTNAME\\" > /www/index.html && exec httpd -f -p 80 -h /www"]
-    environment:
-      MARKER: ${marker}
-    stop_signal: SIGKILL
-${health}    labels:
-      agent.test: "1"
-    deploy:
-      replicas: ${replicas}
-      labels:
-        agent.test: "1"
-`;
-const failingHealth = `    healthcheck:
-      test: ["CMD", "false"]
-      interval: 1s
-      timeout: 1s
-      retries: 1
-`;
+const stackFile = (marker: string, replicas: number, healthcheck?: string[]) =>
+  busyboxStack({
+    web: {
+      command: ['sh', '-c', 'mkdir -p /www && echo "$$MARKER $$HOSTNAME" > /www/index.html && exec httpd -f -p 80 -h /www'],
+      environment: { MARKER: marker },
+      stopSignal: 'SIGKILL',
+      healthcheck,
+      replicas,
+    },
+  });
+const failingHealth = ['CMD', 'false'];
 
 interface Answer {
   status: number;

@@ -74,6 +74,49 @@ export const webCompose = (marker = 'v1') => `services:
       agent.test: "1"
 `;
 
+/** One service of `busyboxStack`. */
+export interface StackService {
+  /** agent-test/busybox:latest unless given. */
+  image?: string;
+  /** busybox httpd serving /www on port 80 in the foreground unless given. */
+  command?: string[];
+  environment?: Record<string, string>;
+  stopSignal?: string;
+  /** The health check's test, run every second: one failure makes the task unhealthy, so a bad update fails fast. */
+  healthcheck?: string[] | undefined;
+  /** Secrets the service mounts (the file declares them in `busyboxStack`'s `tail`). */
+  secrets?: string[];
+  /** deploy.replicas, 1 unless given. */
+  replicas?: number;
+  /** deploy.placement.constraints. */
+  placement?: string[] | undefined;
+}
+
+/**
+ * The compose text of a swarm stack of busybox services, each labelled agent.test=1 on its containers and on its
+ * service (what cleanupStacks and cleanupDocker look for). `tail` is appended as it is: more keys of the last
+ * service (indented by 4) or top-level sections (networks, secrets).
+ */
+export function busyboxStack(services: Record<string, StackService>, tail = ''): string {
+  const list = (items: string[]) => `[${items.map((i) => JSON.stringify(i)).join(', ')}]`;
+  const blocks = Object.entries(services).map(([name, s]) => {
+    const lines = [
+      `  ${name}:`,
+      `    image: ${s.image ?? 'agent-test/busybox:latest'}`,
+      `    command: ${list(s.command ?? ['sh', '-c', 'exec httpd -f -v -p 80 -h /www'])}`,
+    ];
+    if (s.environment) lines.push('    environment:', ...Object.entries(s.environment).map(([k, v]) => `      ${k}: ${v}`));
+    if (s.stopSignal) lines.push(`    stop_signal: ${s.stopSignal}`);
+    if (s.healthcheck) lines.push('    healthcheck:', `      test: ${list(s.healthcheck)}`, '      interval: 1s', '      timeout: 1s', '      retries: 1');
+    if (s.secrets) lines.push('    secrets:', ...s.secrets.map((x) => `      - ${x}`));
+    lines.push('    labels:', '      agent.test: "1"', '    deploy:', `      replicas: ${s.replicas ?? 1}`);
+    if (s.placement) lines.push('      placement:', `        constraints: ${list(s.placement)}`);
+    lines.push('      labels:', '        agent.test: "1"');
+    return `${lines.join('\n')}\n`;
+  });
+  return `services:\n${blocks.join('')}${tail}`;
+}
+
 /** Opens a log stream, sends the token, and collects messages (`lines()`: the log lines among them). */
 export function openStream(agent: TestAgent, path: string, query: Record<string, string> = {}, token = agent.token) {
   const url = new URL(`/api${path}`, agent.url.replace('http', 'ws'));

@@ -11,7 +11,7 @@
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
-import { cleanupStacks, runId, uniqueName, until } from './helpers.js';
+import { busyboxStack, cleanupStacks, runId, uniqueName, until } from './helpers.js';
 import { startTwoNodes, tasksOn, type TwoNodes } from './swarm-nodes.js';
 
 /** Images of this run: built from agent-test/busybox, each serving its own version (no registry is reachable). */
@@ -72,35 +72,8 @@ describe('swarm deployments through the revisions', () => {
 
   it('rolls the whole stack back to the last good revision when Swarm rolled one service back, and says so', async () => {
     const name = uniqueName('swwr');
-    const file = (web: string, api: string, check: string) => `services:
-  web:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
-    environment:
-      MARKER: ${web}
-    labels:
-      agent.test: "1"
-    deploy:
-      replicas: 1
-      labels:
-        agent.test: "1"
-  api:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
-    environment:
-      MARKER: ${api}
-    healthcheck:
-      test: ["CMD", "${check}"]
-      interval: 1s
-      timeout: 1s
-      retries: 1
-    labels:
-      agent.test: "1"
-    deploy:
-      replicas: 1
-      labels:
-        agent.test: "1"
-`;
+    const file = (web: string, api: string, check: string) =>
+      busyboxStack({ web: { environment: { MARKER: web } }, api: { environment: { MARKER: api }, healthcheck: ['CMD', check] } });
     const created = await agent.api('POST', '/deployments', { body: { name, compose_content: file('v1', 'v1', 'true'), runtime: 'swarm', auto_start: true } });
     expect(created.status, created.text).toBe(201);
     expect(created.body.data).toMatchObject({ start_error: null, status: 'running', revision: 1 });
@@ -134,34 +107,13 @@ describe('swarm deployments through the revisions', () => {
     const quick = await startAgent({ plugins: ['access', 'docker', 'deployments', 'jobs'], config: { deployments: { swarm_converge_timeout: 20 } } });
     try {
       const name = uniqueName('swnc');
-      const file = (marker: string, placement: string) => `services:
-  web:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
-    environment:
-      MARKER: ${marker}
-    labels:
-      agent.test: "1"
-    deploy:
-      replicas: 1
-      labels:
-        agent.test: "1"
-  api:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
-    labels:
-      agent.test: "1"
-    deploy:
-      replicas: 1
-${placement}      labels:
-        agent.test: "1"
-`;
-      const created = await quick.api('POST', '/deployments', { body: { name, compose_content: file('v1', ''), runtime: 'swarm', auto_start: true } });
+      const file = (marker: string, placement?: string[]) => busyboxStack({ web: { environment: { MARKER: marker } }, api: { placement } });
+      const created = await quick.api('POST', '/deployments', { body: { name, compose_content: file('v1'), runtime: 'swarm', auto_start: true } });
       expect(created.status, created.text).toBe(201);
       expect(created.body.data).toMatchObject({ start_error: null, status: 'running' });
 
       // api's new task has no node to run on: its update never ends (the old task keeps serving, start-first).
-      const nowhere = '      placement:\n        constraints: ["node.labels.agent-test-nowhere == 1"]\n';
+      const nowhere = ['node.labels.agent-test-nowhere == 1'];
       const updated = await quick.api('PUT', `/deployments/${name}`, { body: { compose_content: file('v2', nowhere) } });
       expect(updated.status, updated.text).toBe(502);
       expect(updated.body).toMatchObject({ code: 'COMPOSE_FAILED', rolled_back_to: 1, rollback_revision: 3 });
@@ -171,7 +123,7 @@ ${placement}      labels:
       const constraints = (await execa('docker', ['service', 'inspect', `${name}_api`, '--format', '{{json .Spec.TaskTemplate.Placement}}'])).stdout;
       expect(constraints).not.toContain('agent-test-nowhere');
       const details = await quick.api('GET', `/deployments/${name}`);
-      expect(details.body.data).toMatchObject({ status: 'running', compose_content: file('v1', '') });
+      expect(details.body.data).toMatchObject({ status: 'running', compose_content: file('v1') });
       expect((await quick.api('DELETE', `/deployments/${name}`, { query: { remove_files: true } })).status).toBe(200);
     } finally {
       await quick.stop();
@@ -180,17 +132,7 @@ ${placement}      labels:
 
   it('redeploys and rolls back through jobs: Swarm replaces the tasks, pinned to the image the revision ran', async () => {
     const name = uniqueName('swrj');
-    const file = (tag: string) => `services:
-  web:
-    image: ${REPO}:${tag}
-    command: ["httpd", "-f", "-p", "80", "-h", "/www"]
-    labels:
-      agent.test: "1"
-    deploy:
-      replicas: 2
-      labels:
-        agent.test: "1"
-`;
+    const file = (tag: string) => busyboxStack({ web: { image: `${REPO}:${tag}`, command: ['httpd', '-f', '-p', '80', '-h', '/www'], replicas: 2 } });
     const runs = async (image: string) => {
       const found = await until(
         () => taskImages(name, 'web'),
@@ -259,22 +201,7 @@ ${placement}      labels:
       built.push(stdout.trim());
       return stdout.trim();
     };
-    const file = `services:
-  web:
-    image: ${tag}
-    command: ["httpd", "-f", "-p", "80", "-h", "/www"]
-    healthcheck:
-      test: ["CMD", "test", "-f", "/www/ok"]
-      interval: 1s
-      timeout: 1s
-      retries: 1
-    labels:
-      agent.test: "1"
-    deploy:
-      replicas: 1
-      labels:
-        agent.test: "1"
-`;
+    const file = busyboxStack({ web: { image: tag, command: ['httpd', '-f', '-p', '80', '-h', '/www'], healthcheck: ['CMD', 'test', '-f', '/www/ok'] } });
     const good = await image('good', true);
     const created = await agent.api('POST', '/deployments', { body: { name, compose_content: file, runtime: 'swarm', auto_start: true } });
     expect(created.status, created.text).toBe(201);
@@ -316,22 +243,7 @@ ${placement}      labels:
     const name = uniqueName('swsec');
     const first = `first-${runId}-Zq9`;
     const second = `second-${runId}-Xw4`;
-    const file = `services:
-  web:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
-    secrets:
-      - api_key
-    labels:
-      agent.test: "1"
-    deploy:
-      replicas: 1
-      labels:
-        agent.test: "1"
-secrets:
-  api_key:
-    x-agent-env: API_KEY
-`;
+    const file = busyboxStack({ web: { secrets: ['api_key'] } }, 'secrets:\n  api_key:\n    x-agent-env: API_KEY\n');
     const secrets = async () =>
       (await execa('docker', ['secret', 'ls', '--filter', `label=com.docker.stack.namespace=${name}`, '--format', '{{.Name}}'])).stdout
         .split('\n')
@@ -406,19 +318,8 @@ secrets:
 
   it('keeps the scale set through the API across deploys of the same file, until the file says other replicas', async () => {
     const name = uniqueName('swsc');
-    const file = (replicas: number) => `services:
-  web:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
-    environment:
-      MODE: \${MODE}
-    labels:
-      agent.test: "1"
-    deploy:
-      replicas: ${replicas}
-      labels:
-        agent.test: "1"
-`;
+    // MODE comes from the .env: an update of the .env alone deploys the same file.
+    const file = (replicas: number) => busyboxStack({ web: { environment: { MODE: '${MODE}' }, replicas } });
     const replicas = async () =>
       Number((await execa('docker', ['service', 'inspect', `${name}_web`, '--format', '{{.Spec.Mode.Replicated.Replicas}}'])).stdout.trim());
     const env = (mode: string) => [{ key: 'MODE', value: mode }];
@@ -504,20 +405,10 @@ describe('a swarm of two nodes (a manager and a worker, each a dockerd in its ow
     const labelled = await agent.api('PATCH', `/cluster/nodes/${workerId}`, { body: { labels: { zone: 'b' } } });
     expect(labelled.status, labelled.text).toBe(200);
 
-    const file = (placement: string) => `services:
-  web:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
-    labels:
-      agent.test: "1"
-    deploy:
-      replicas: 2
-${placement}      labels:
-        agent.test: "1"
-`;
+    const file = (placement?: string[]) => busyboxStack({ web: { replicas: 2, placement } });
     const placed = uniqueName('swpl');
     const created = await agent.api('POST', '/deployments', {
-      body: { name: placed, compose_content: file('      placement:\n        constraints: ["node.labels.zone == b"]\n'), runtime: 'swarm', auto_start: true },
+      body: { name: placed, compose_content: file(['node.labels.zone == b']), runtime: 'swarm', auto_start: true },
     });
     expect(created.status, created.text).toBe(201);
     expect(created.body.data).toMatchObject({ start_error: null, status: 'running' });
@@ -526,7 +417,7 @@ ${placement}      labels:
 
     // Spread over both nodes, then the worker drained: its task runs on the manager, the deployment stays running.
     const spread = uniqueName('swdr');
-    const second = await agent.api('POST', '/deployments', { body: { name: spread, compose_content: file(''), runtime: 'swarm', auto_start: true } });
+    const second = await agent.api('POST', '/deployments', { body: { name: spread, compose_content: file(), runtime: 'swarm', auto_start: true } });
     expect(second.status, second.text).toBe(201);
     expect([await tasksOn(worker, spread), await tasksOn(manager, spread)]).toEqual([1, 1]);
     const drained = await agent.api('PATCH', `/cluster/nodes/${workerId}`, { body: { availability: 'drain' } });

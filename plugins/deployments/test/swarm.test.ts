@@ -8,19 +8,9 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type TestAgent } from '../../../test/helpers/agent.js';
 import { createTenant, type Tenant } from '../../docker/test/tenants.js';
-import { cleanupStacks, runId, uniqueName, until } from './helpers.js';
+import { busyboxStack, cleanupStacks, runId, uniqueName, until } from './helpers.js';
 
-const stackFile = (replicas = 2, extra = '') => `services:
-  web:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
-    labels:
-      agent.test: "1"
-    deploy:
-      replicas: ${replicas}
-      labels:
-        agent.test: "1"
-${extra}`;
+const stackFile = (replicas = 2, extra = '') => busyboxStack({ web: { replicas } }, extra);
 
 const services = async (stack: string) => {
   const { stdout } = await execa('docker', ['service', 'ls', '--filter', `label=com.docker.stack.namespace=${stack}`, '--format', '{{.Name}} {{.Replicas}}']);
@@ -144,24 +134,7 @@ describe('swarm deployments against the real engine', () => {
 
   it('rolls an update that fails its health check back, with the old task serving throughout, and says so', async () => {
     const rolled = uniqueName('swr');
-    const file = (marker: string, check: string) => `services:
-  web:
-    image: agent-test/busybox:latest
-    command: ["sh", "-c", "exec httpd -f -v -p 80 -h /www"]
-    environment:
-      MARKER: ${marker}
-    healthcheck:
-      test: ["CMD", "${check}"]
-      interval: 1s
-      timeout: 1s
-      retries: 1
-    labels:
-      agent.test: "1"
-    deploy:
-      replicas: 1
-      labels:
-        agent.test: "1"
-`;
+    const file = (marker: string, check: string) => busyboxStack({ web: { environment: { MARKER: marker }, healthcheck: ['CMD', check] } });
     const envOf = async () =>
       (await execa('docker', ['service', 'inspect', `${rolled}_web`, '--format', '{{json .Spec.TaskTemplate.ContainerSpec.Env}}'])).stdout.trim();
     const created = await agent.api('POST', '/deployments', {
