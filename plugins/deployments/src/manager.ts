@@ -533,7 +533,8 @@ export class DeploymentManager implements DeploymentsService {
   /**
    * Waits until every service of a stack runs its desired replicas with no update in progress; answers why not
    * (a rollback, a paused update, tasks failing) after `swarmConvergeMs`, or null once converged. Looks every
-   * 250 ms; a stack that had services before is not taken as converged until a second after the deploy: the engine
+   * 100 ms for the first 10 s (a new stack's replicas start within a few seconds: the answer comes as soon as they
+   * run), every 250 ms after that; a stack that had services before is not taken as converged until a second after the deploy: the engine
    * starts the update of a changed spec within that (new services are pending from the start).
    */
   private async swarmSettled(name: string, before: Map<string, string | null>, signal?: AbortSignal): Promise<string | null> {
@@ -543,7 +544,7 @@ export class DeploymentManager implements DeploymentsService {
     const earliest = started + (before.size ? 1000 : 0);
     let last = '';
     for (;;) {
-      await new Promise((r) => setTimeout(r, 250));
+      await new Promise((r) => setTimeout(r, Date.now() - started < 10_000 ? 100 : 250));
       if (signal?.aborted) return 'cancelled while the stack converged';
       // An update that started before this deploy (a rollback of an earlier change, say) is not this change's.
       const services = (await this.opts.docker.swarm.stackServices(name)).map((s) =>
