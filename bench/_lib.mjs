@@ -1,6 +1,7 @@
 // Helpers shared by the benchmarks: start the real agent in a child process, call its API, measure load with
 // autocannon or with paced requests through nginx.
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -125,6 +126,22 @@ export const scratchEdge = (dir, proxy = {}) => ({
 
 export const fmt = (n, digits = 1) => Number(n).toFixed(digits);
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The middle value of `xs` (the upper one of an even count), as every bench reports its rounds. */
+export const median = (xs) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
+
+/** A TCP port free on 127.0.0.1 right now (for an nginx of the bench's own). */
+export const freePort = () =>
+  new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
+  });
 
 export function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;

@@ -10,7 +10,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { agentApi, fmt, percentile, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, median, percentile, sleep, startAgent } from './_lib.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const LIST_SIZE = 200;
@@ -41,7 +41,6 @@ const composeCmd = (() => {
 })();
 const runCompose = (project, dir, args) =>
   execFileSync(composeCmd[0], [...composeCmd.slice(1), '--project-name', project, ...args], { cwd: dir, stdio: 'ignore' });
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const ms = (start) => Number(process.hrtime.bigint() - start) / 1e6;
 
 function cleanupDocker() {

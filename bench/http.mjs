@@ -11,7 +11,7 @@ import { cpus } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { NODE_FLAGS, ROOT, agentApi, fmt, scratchEdge, sleep, startAgent } from './_lib.mjs';
+import { NODE_FLAGS, ROOT, agentApi, fmt, median, scratchEdge, sleep, startAgent } from './_lib.mjs';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = 32;
@@ -153,7 +153,6 @@ let steady = null;
   }
 }
 
-const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const mean = (xs) => xs.reduce((x, y) => x + y, 0) / xs.length;
 const agentRun = { rps: mean(rounds.map((r) => r.a.rps)), p99: median(rounds.map((r) => r.a.p99)), usPerRequest: mean(rounds.map((r) => r.a.usPerRequest)) };
 const koaRun = { rps: mean(rounds.map((r) => r.k.rps)), p99: median(rounds.map((r) => r.k.p99)), usPerRequest: mean(rounds.map((r) => r.k.usPerRequest)) };

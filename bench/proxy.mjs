@@ -3,20 +3,12 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agentApi, fmt, percentile, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, freePort, percentile, sleep, startAgent } from './_lib.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const NGINX = '/usr/sbin/nginx';
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => resolve(p));
-    });
-  });
 const hit = (port, host) =>
   new Promise((resolve) => {
     const req = request({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: false }, (res) => {

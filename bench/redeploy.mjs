@@ -17,10 +17,9 @@
 // node image of test/helpers/node-web.mjs (built locally, no registry), with a healthcheck every second (so "new
 // version serving" includes up to 1 s of healthcheck interval); the drain timeout is 5 s.
 import { Agent } from 'node:http';
-import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { agentApi, fmt, nginxGet, pacedLoad, percentile, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, freePort, median, nginxGet, pacedLoad, percentile, sleep, startAgent } from './_lib.mjs';
 import { nodeWebCompose, nodeWebImage } from '../test/helpers/node-web.mjs';
 
 const RATE = Number(process.env.BENCH_RATE ?? 500);
@@ -32,14 +31,6 @@ const TAG = `agent-test/bench-redeploy-${id}:app`;
 const NAME = `bench${id}-redeploy`;
 const HOST = `${NAME}.bench.test`;
 const keepAlive = process.env.BENCH_KEEPALIVE === '1' ? new Agent({ keepAlive: true, maxSockets: 256 }) : false;
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => resolve(p));
-    });
-  });
 
 async function waitJob(api, jobId) {
   for (;;) {
@@ -83,12 +74,6 @@ async function round(api, port, strategy, n) {
     fallbacks: started.fallbacks ?? [],
   };
 }
-
-const median = (xs) =>
-  percentile(
-    [...xs].sort((a, b) => a - b),
-    50,
-  );
 
 const httpPort = await freePort();
 const agent = await startAgent({

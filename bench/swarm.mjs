@@ -14,9 +14,8 @@
 //   npm run bench -- swarm                 # builds, then 3 rounds at 500 req/s
 //   BENCH_ROUNDS=5 BENCH_RATE=500 BENCH_REPLICAS=2 node bench/swarm.mjs
 import { execFileSync, spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
-import { agentApi, fmt, nginxGet, pacedLoad, percentile, sleep, startAgent } from './_lib.mjs';
+import { agentApi, fmt, freePort, median, nginxGet, pacedLoad, sleep, startAgent } from './_lib.mjs';
 import { nodeWebBase } from '../test/helpers/node-web.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -69,18 +68,6 @@ ${['b', 'c']
   .join('')}`;
 
 const ms = (start) => Number(process.hrtime.bigint() - start) / 1e6;
-const median = (xs) =>
-  percentile(
-    [...xs].sort((a, b) => a - b),
-    50,
-  );
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => resolve(p));
-    });
-  });
 const docker = (args, input) => execFileSync('docker', args, { encoding: 'utf8', input, stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
 
 /** The services of a stack: replicas running/desired and the state of their update. */
