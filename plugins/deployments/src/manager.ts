@@ -534,8 +534,8 @@ export class DeploymentManager implements DeploymentsService {
    * Waits until every service of a stack runs its desired replicas with no update in progress; answers why not
    * (a rollback, a paused update, tasks failing) after `swarmConvergeMs`, or null once converged. Looks every
    * 100 ms for the first 10 s (a new stack's replicas start within a few seconds: the answer comes as soon as they
-   * run), every 250 ms after that; a stack that had services before is not taken as converged until a second after the deploy: the engine
-   * starts the update of a changed spec within that (new services are pending from the start).
+   * run), every 250 ms after that. A stack that had services before is not taken as converged until a second after
+   * the deploy: the engine starts the update of a changed spec within that (new services are pending from the start).
    */
   private async swarmSettled(name: string, before: Map<string, string | null>, signal?: AbortSignal): Promise<string | null> {
     const limit = this.opts.swarmConvergeMs ?? SWARM_CONVERGE_MS;

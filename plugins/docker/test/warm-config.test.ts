@@ -3,7 +3,7 @@
  * cannot start says why (the guard then runs compose itself). Its answers are compared with compose's own over the
  * guard's whole corpus in host-safety.test.ts.
  */
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -20,19 +20,20 @@ const processesNamed = async (marker: string) => {
   return r.stdout.split('\n').filter(Boolean).length;
 };
 
-describe('warm compose parser', async () => {
-  const command = await detectCompose('docker-compose');
-  const python = command ? pythonOf(command[0]!) : null;
-
-  it.skipIf(!python)('answers concurrent calls each with its own folder and environment, and ends when closed', async () => {
+describe('warm compose parser', () => {
+  it('answers concurrent calls each with its own folder and environment, and ends when closed', async () => {
+    // The test environment's compose is Debian's docker-compose (v1), a Python console script.
+    const command = await detectCompose('docker-compose');
+    const python = command ? pythonOf(command[0]!) : null;
+    if (!command || !python) throw new Error('this test needs compose v1 installed as a Python console script (Debian docker-compose)');
     // A name of this test's own for the program, so its processes can be counted.
     const marker = join(dir, `docker-compose-${process.pid}`);
-    symlinkSync(command![0]!, marker);
-    const warm = new WarmComposeConfig(python!, marker, log);
+    symlinkSync(command[0]!, marker);
+    const warm = new WarmComposeConfig(python, marker, log);
     const results = await Promise.all(
       [1, 2, 3, 4].map(async (i) => {
         const project = join(dir, `p${i}`);
-        await execa('mkdir', ['-p', project]);
+        mkdirSync(project, { recursive: true });
         writeFileSync(join(project, 'c.yml'), `services:\n  s${i}:\n    image: busybox\n    command: "echo \${WHO}"\n`);
         return warm.run(project, ['-f', 'c.yml', '-p', `p${i}`, 'config'], { LANG: 'C.UTF-8', WHO: `caller-${i}` });
       }),
@@ -47,6 +48,16 @@ describe('warm compose parser', async () => {
     const refused = await warm.run(dir, ['-f', 'bad.yml', 'config'], { LANG: 'C.UTF-8' });
     expect(refused.exit_code).not.toBe(0);
     expect(refused.output).toMatch(/no_such_key/);
+    expect(await processesNamed(marker)).toBe(1);
+    // Killed from outside: a call that meets the dead parser is refused as ended (the guard then runs compose
+    // itself), or, once its end was seen, answered by a new parser; the parser after it is a new one.
+    await execa('pkill', ['-KILL', '-f', marker]);
+    const afterKill = await warm.run(dir, ['-f', 'bad.yml', 'config'], { LANG: 'C.UTF-8' }).then(
+      (r) => (r.output.includes('no_such_key') ? 'answered' : `answered wrongly: ${r.output}`),
+      (err: Error) => (/ended/.test(err.message) ? 'refused' : `failed otherwise: ${err.message}`),
+    );
+    expect(['answered', 'refused']).toContain(afterKill);
+    expect((await warm.run(join(dir, 'p1'), ['-f', 'c.yml', '-p', 'p1', 'config'], { LANG: 'C.UTF-8', WHO: 'again' })).stdout).toContain('echo again');
     expect(await processesNamed(marker)).toBe(1);
     warm.close();
     for (let i = 0; i < 50 && (await processesNamed(marker)) > 0; i++) await new Promise((r) => setTimeout(r, 20));

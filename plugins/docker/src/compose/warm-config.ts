@@ -118,8 +118,9 @@ interface Pending {
 
 /** How long a parser is kept without calls: it holds ≈50 MB, a burst of deploys (CI) comes within minutes. */
 const IDLE_MS = 5 * 60_000;
-/** A `config` call reads a few files: one that takes this long is stuck (an env file that is a FIFO, say). */
+/** A `config` call reads a few files in ≈30 ms: one that takes this long is stuck and would not finish cold either. */
 const CALL_TIMEOUT_MS = 60_000;
+/** Importing compose takes ≈0.4 s; one that takes this long will not start. */
 const READY_TIMEOUT_MS = 15_000;
 
 /** A call that did not finish: compose is stuck on the input (no cold run would finish either). */
@@ -128,7 +129,8 @@ export class ConfigTimeout extends Error {}
 export class WarmComposeConfig {
   private child: ResultPromise | null = null;
   private ready: Promise<void> | null = null;
-  private readonly waiting: Pending[] = [];
+  /** The call the parser is answering (calls go one at a time, see `run`). */
+  private pending: Pending | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private idle: NodeJS.Timeout | null = null;
   private closed = false;
@@ -157,7 +159,7 @@ export class WarmComposeConfig {
     if (this.idle) clearTimeout(this.idle);
     await this.start();
     const child = this.child!;
-    const answer = new Promise<Answer>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    const answer = new Promise<Answer>((resolve, reject) => (this.pending = { resolve, reject }));
     child.stdin!.write(`${JSON.stringify({ cwd, args, env })}\n`);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -206,7 +208,7 @@ export class WarmComposeConfig {
       const fail = (err: Error) => {
         clearTimeout(timer);
         if (!started) reject(err);
-        for (const w of this.waiting.splice(0)) w.reject(err);
+        this.settle()?.reject(err);
         if (this.child === child) this.end();
       };
       createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -221,7 +223,7 @@ export class WarmComposeConfig {
           clearTimeout(timer);
           return resolve();
         }
-        this.waiting.shift()?.resolve({ code: message.code ?? 1, stdout: message.stdout ?? '', stderr: message.stderr ?? '' });
+        this.settle()?.resolve({ code: message.code ?? 1, stdout: message.stdout ?? '', stderr: message.stderr ?? '' });
       });
       void child.then((r) => {
         if (this.closed) return;
@@ -236,6 +238,13 @@ export class WarmComposeConfig {
     return this.ready;
   }
 
+  /** The pending call, taken: it is answered once. */
+  private settle(): Pending | null {
+    const pending = this.pending;
+    this.pending = null;
+    return pending;
+  }
+
   private end(): void {
     if (this.idle) clearTimeout(this.idle);
     this.idle = null;
@@ -243,7 +252,7 @@ export class WarmComposeConfig {
     this.child = null;
     this.ready = null;
     if (!child?.pid) return;
-    for (const w of this.waiting.splice(0)) w.reject(new Error('the compose parser ended'));
+    this.settle()?.reject(new Error('the compose parser ended'));
     try {
       process.kill(-child.pid, 'SIGKILL');
     } catch {
