@@ -1,7 +1,8 @@
 // HTTP benchmark: requests/s of an authenticated light GET on the agent (all built-in plugins enabled) against a
-// bare app of the same stack (koa, @koa/router, koa-body) answering the same JSON on the same machine, in one run; cold start to ready; idle RSS; and the total memory of the
-// agent with every child process (the observability app) idle, BENCH_IDLE_SECONDS (300) after start with 5
-// running deployments.
+// bare app of the same stack (koa, @koa/router, koa-body) answering the same JSON on the same machine, in one run
+// (and, for scale, a koa app doing the least this answer takes: bench/koa-baseline.mjs); cold start to ready; idle
+// RSS; and the total memory of the agent with every child process (the observability app) idle, BENCH_IDLE_SECONDS
+// (300) after start with 5 running deployments.
 //
 // On a 2-core machine the load generator competes with the server for CPU, so the server under test is pinned to
 // core 0 and autocannon to core 1 (taskset), and the agent's own CPU time per request is reported next to the
@@ -39,8 +40,11 @@ async function load(pid, url, headers) {
   return { rps: r.requests.average, p99: r.latency.p99, usPerRequest: ((cpuMs(pid) - before) * 1000) / r.requests.total };
 }
 
-async function bareKoa(body, mode = 'text') {
-  const child = spawn(process.execPath, [...NODE_FLAGS, join(ROOT, 'bench/koa-baseline.mjs'), body, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function bareKoa(body, mode = 'text', env = {}) {
+  const child = spawn(process.execPath, [...NODE_FLAGS, join(ROOT, 'bench/koa-baseline.mjs'), body, mode], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
   const url = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(String(d).trim())));
   return {
     url,
@@ -89,6 +93,10 @@ pin(koa.pid, 0);
 // its answer on each request too): shown next to the main baseline, which sends the answer's text as it is.
 const koaObject = await bareKoa(answer, 'object');
 pin(koaObject.pid, 0);
+// The least a koa app must do to give this answer (token looked up, answer built and serialized per request): how
+// much of the gap is the job itself rather than the agent's way of doing it.
+const koaJob = await bareKoa(answer, 'job', { BENCH_TOKEN: token });
+pin(koaJob.pid, 0);
 // Rounds alternate agent and koa (both up, one loaded at a time), so a drift of the machine's speed during the
 // run weighs on both sides; the ratio is the median of the rounds' ratios.
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -97,15 +105,27 @@ for (let i = 0; i < ROUNDS; i++) {
   const a = await load(agent.pid, `${agent.url}/api/auth/validate`, { authorization: `Bearer ${token}` });
   const k = await load(koa.pid, koa.url, {});
   const o = await load(koaObject.pid, koaObject.url, {});
-  rounds.push({ a, k, o, ratio: a.rps / k.rps, cpuRatio: k.usPerRequest / a.usPerRequest, objectCpuRatio: o.usPerRequest / a.usPerRequest });
+  const j = await load(koaJob.pid, koaJob.url, { authorization: `Bearer ${token}` });
+  rounds.push({
+    a,
+    k,
+    o,
+    j,
+    ratio: a.rps / k.rps,
+    cpuRatio: k.usPerRequest / a.usPerRequest,
+    objectCpuRatio: o.usPerRequest / a.usPerRequest,
+    jobCpuRatio: j.usPerRequest / a.usPerRequest,
+    jobOfKoa: k.usPerRequest / j.usPerRequest,
+  });
   console.log(
-    `round ${i + 1}: agent ${fmt(a.rps, 0)} req/s ${fmt(a.usPerRequest)} µs, koa ${fmt(k.rps, 0)} req/s ${fmt(k.usPerRequest)} µs, koa from an object ${fmt(o.usPerRequest)} µs`,
+    `round ${i + 1}: agent ${fmt(a.rps, 0)} req/s ${fmt(a.usPerRequest)} µs, koa ${fmt(k.rps, 0)} req/s ${fmt(k.usPerRequest)} µs, koa from an object ${fmt(o.usPerRequest)} µs, koa doing the job ${fmt(j.usPerRequest)} µs`,
   );
 }
 const loadedRss = agent.rssMb();
 await agent.stop();
 await koa.stop();
 await koaObject.stop();
+await koaJob.stop();
 
 // Memory as a host sees it: the agent and every process it started, idle, some minutes after a start with
 // deployments running (their containers belong to the engine, not to the agent).
@@ -160,6 +180,9 @@ const ratio = median(rounds.map((r) => r.ratio));
 const cpuRatio = median(rounds.map((r) => r.cpuRatio));
 const objectRun = { rps: mean(rounds.map((r) => r.o.rps)), usPerRequest: mean(rounds.map((r) => r.o.usPerRequest)) };
 const objectCpuRatio = median(rounds.map((r) => r.objectCpuRatio));
+const jobRun = { rps: mean(rounds.map((r) => r.j.rps)), usPerRequest: mean(rounds.map((r) => r.j.usPerRequest)) };
+const jobCpuRatio = median(rounds.map((r) => r.jobCpuRatio));
+const jobOfKoa = median(rounds.map((r) => r.jobOfKoa));
 const ok = (good) => (good ? 'OK' : 'BELOW GOAL');
 console.log(`agent GET /api/auth/validate (JWT): ${fmt(agentRun.rps, 0)} req/s, p99 ${agentRun.p99} ms, ${fmt(agentRun.usPerRequest)} µs CPU/request`);
 console.log(`koa + @koa/router + koa-body, same JSON: ${fmt(koaRun.rps, 0)} req/s, p99 ${koaRun.p99} ms, ${fmt(koaRun.usPerRequest)} µs CPU/request`);
@@ -168,6 +191,9 @@ console.log(
 );
 console.log(
   `koa serializing the same JSON from an object: ${fmt(objectRun.rps, 0)} req/s, ${fmt(objectRun.usPerRequest)} µs CPU/request; ratio agent/it ${fmt(objectCpuRatio, 2)} in CPU per request`,
+);
+console.log(
+  `koa doing the job (token looked up, answer built and serialized per request): ${fmt(jobRun.rps, 0)} req/s, ${fmt(jobRun.usPerRequest)} µs CPU/request; ratio of it to the baseline ${fmt(jobOfKoa, 2)}, ratio agent/it ${fmt(jobCpuRatio, 2)} in CPU per request`,
 );
 console.log(
   `cold start to ready (all plugins): first start ${fmt(firstMs, 0)} ms, restart median ${fmt(restarts[2], 0)} ms (goal < 1500 ms) ${ok(restarts[2] < 1500)}`,

@@ -382,19 +382,23 @@ export function createHttpApp(deps: HttpDeps): Koa {
   // Uploads (routes declaring `multipart`) go below the data folder, never to a /tmp shared with others.
   const uploads = config.data_dir ? uploadsFolder(config.data_dir) : '';
 
-  // One router per plugin: its own middleware (`ctx.use`) runs for its routes only.
+  // Each plugin's routes on @koa/router routers of its own, one per first segment of their paths: a router tests
+  // every pattern it holds (and reads the host) on each request it sees, so a request meets only the routes that
+  // share its first segment. A plugin's own middleware (`ctx.use`) runs for its routes only.
   const routers: Router[] = [];
-  const byPlugin = new Map<string, RegisteredRoute[]>();
+  const groups = new Map<string, { plugin: string; segment: string | null; routes: RegisteredRoute[] }>();
   for (const route of registry.routes) {
-    const list = byPlugin.get(route.plugin) ?? [];
-    list.push(route);
-    byPlugin.set(route.plugin, list);
+    const segment = firstSegment(route.path === '/' ? '/api' : `/api${route.path}`);
+    const key = `${route.plugin}\0${segment ?? '\0'}`;
+    const group = groups.get(key) ?? { plugin: route.plugin, segment, routes: [] };
+    group.routes.push(route);
+    groups.set(key, group);
   }
-  // Which routers may answer a path, by its first segment after `/api/`: a request runs only the routers that
-  // have a route there (each router a request passes through tests its every route's pattern).
-  const bySegment = new Map<string, Middleware[]>();
+  // Which routers may answer a path, by its first segment after `/api/` (routes whose first segment is a parameter
+  // may answer any path).
+  const bySegment = new Map<string, { routed: Middleware; shared: Middleware }[]>();
   const anySegment: Middleware[] = [];
-  for (const [plugin, routes] of byPlugin) {
+  for (const { plugin, segment, routes } of groups.values()) {
     const router = new Router({ prefix: '/api', sensitive: false, strict: false });
     const own = registry.middleware.get(plugin) ?? [];
     for (const route of routes) {
@@ -411,13 +415,16 @@ export function createHttpApp(deps: HttpDeps): Koa {
     // Where several plugins have routes under one segment (`/api/deployments/…`), a router whose patterns cannot
     // match the path is passed over with one test of all its patterns at once.
     const any = new RegExp(router.stack.map((layer) => `(?:${layer.regexp.source})`).join('|'), 'i');
-    const dispatch: Middleware = (ctx, next) => (any.test(ctx.path) ? routed(ctx, next) : next());
-    const segments = new Set(routes.map((r) => firstSegment(r.path === '/' ? '/api' : `/api${r.path}`)));
-    if (segments.has(null)) anySegment.push(dispatch);
-    else for (const segment of segments) bySegment.set(segment!, [...(bySegment.get(segment!) ?? []), dispatch]);
+    const shared: Middleware = (ctx, next) => (any.test(ctx.path) ? routed(ctx, next) : next());
+    if (segment === null) anySegment.push(shared);
+    else bySegment.set(segment, [...(bySegment.get(segment) ?? []), { routed, shared }]);
   }
   const chains = new Map<string, Middleware>();
-  for (const [segment, list] of bySegment) chains.set(segment, chain([...list, ...anySegment]));
+  for (const [segment, list] of bySegment) {
+    // A segment served by one router alone (most are) goes to it directly: it passes on a path it cannot match.
+    const sole = list.length === 1 && !anySegment.length;
+    chains.set(segment, sole ? list[0]!.routed : chain([...list.map((r) => r.shared), ...anySegment]));
+  }
   const otherwise = chain(anySegment);
   // The plugin proxy, the routers of the path's first segment, or the site: the one that may answer a path.
   app.use((ctx, next) => {
