@@ -81,6 +81,10 @@ export interface StackService {
   /** busybox httpd serving /www on port 80 in the foreground unless given. */
   command?: string[];
   environment?: Record<string, string>;
+  /**
+   * SIGKILL unless given: busybox httpd as PID 1 ignores SIGTERM, so each task Swarm replaces, rolls back or moves
+   * would wait out the 10 s grace period first.
+   */
   stopSignal?: string;
   /** The health check's test, run every second: one failure makes the task unhealthy, so a bad update fails fast. */
   healthcheck?: string[] | undefined;
@@ -106,7 +110,7 @@ export function busyboxStack(services: Record<string, StackService>, tail = ''):
       `    command: ${list(s.command ?? ['sh', '-c', 'exec httpd -f -v -p 80 -h /www'])}`,
     ];
     if (s.environment) lines.push('    environment:', ...Object.entries(s.environment).map(([k, v]) => `      ${k}: ${v}`));
-    if (s.stopSignal) lines.push(`    stop_signal: ${s.stopSignal}`);
+    lines.push(`    stop_signal: ${s.stopSignal ?? 'SIGKILL'}`);
     if (s.healthcheck) lines.push('    healthcheck:', `      test: ${list(s.healthcheck)}`, '      interval: 1s', '      timeout: 1s', '      retries: 1');
     if (s.secrets) lines.push('    secrets:', ...s.secrets.map((x) => `      - ${x}`));
     lines.push('    labels:', '      agent.test: "1"', '    deploy:', `      replicas: ${s.replicas ?? 1}`);
