@@ -1,6 +1,6 @@
 // Helpers shared by the benchmarks: start the real agent in a child process, call its API, measure load with
 // autocannon or with paced requests through nginx.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -233,4 +233,16 @@ export function pacedLoad({ port, host, rate, keepAlive = false }) {
     await Promise.all(pending);
     return answers.sort((a, b) => a.sent - b.sent);
   };
+}
+
+/** Removes every container of compose project `name` (a run that failed half-way leaves none behind). */
+export function removeProjectContainers(name) {
+  try {
+    const ids = execFileSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
+    if (ids.length) execFileSync('docker', ['rm', '-f', ...ids], { stdio: 'ignore' });
+  } catch {
+    // no engine to ask: nothing to remove
+  }
 }

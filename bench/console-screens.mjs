@@ -5,12 +5,12 @@
 //   from the last byte of the answer to that paint. The list is one real deployment's entry 1,000 times over,
 //   served by the browser's own interception (creating 1,000 deployments would measure the engine, not the console).
 // Goals (README, console figures): first screen < 1 s; the list < 500 ms from the answer.
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { ADMIN_PASSWORD, agentApi, fmt, median, percentile, scratchEdge, startAgent } from './_lib.mjs';
+import { serveManyDeployments, timeListPaint } from '../test/helpers/console-list.mjs';
+import { ADMIN_PASSWORD, agentApi, fmt, median, percentile, removeProjectContainers, scratchEdge, startAgent } from './_lib.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';
 const RUNS = Number(process.env.CONSOLE_SCREENS_RUNS ?? 20);
@@ -32,7 +32,6 @@ try {
   console.log(`# console screens (${RUNS} runs each, Chromium headless, load average ${loadavg()[0].toFixed(2)})`);
   await api('POST', '/deployments', { name, compose_content: compose }, 201);
   const real = (await api('GET', '/deployments')).data.find((d) => d.name === name);
-  const many = JSON.stringify({ data: Array.from({ length: 1000 }, (_, i) => ({ ...real, name: `d${String(i).padStart(4, '0')}` })) });
 
   for (let i = 0; i < RUNS; i++) {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -51,27 +50,9 @@ try {
   await page.locator('#password').fill(ADMIN_PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.locator('h2').first().waitFor();
-  await page.route('**/api/deployments', (route) => route.fulfill({ status: 200, contentType: 'application/json', body: many }));
+  await serveManyDeployments(page, real);
   for (let i = 0; i < RUNS; i++) {
-    await page.goto(new URL('/plans', agent.url).href);
-    await page.locator('h1:text("Plans")').waitFor();
-    const { total, render } = await page.evaluate(async () => {
-      performance.clearResourceTimings();
-      const started = performance.now();
-      document.querySelector('a[href="/"]').click();
-      await new Promise((resolve) => {
-        const check = () =>
-          document.querySelectorAll('tbody tr').length >= 100 && document.querySelector('h2')?.textContent === 'Deployments (1000)'
-            ? resolve()
-            : requestAnimationFrame(check);
-        check();
-      });
-      // Until the browser painted it.
-      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-      const done = performance.now();
-      const answer = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/api/deployments'));
-      return { total: done - started, render: done - answer.responseEnd };
-    });
+    const { total, render } = await timeListPaint(page, agent.url);
     listTotal.push(total);
     listRender.push(render);
   }
@@ -80,23 +61,7 @@ try {
   await browser.close();
   await api.request('DELETE', `/deployments/${name}?remove_files=true`).catch(() => undefined);
   await agent.stop();
-  try {
-    execFileSync(
-      'docker',
-      [
-        'rm',
-        '-f',
-        ...execFileSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' })
-          .split('\n')
-          .filter(Boolean),
-      ],
-      {
-        stdio: 'ignore',
-      },
-    );
-  } catch {
-    // nothing left
-  }
+  removeProjectContainers(name);
 }
 
 const ok = (good) => (good ? 'OK' : 'BELOW GOAL');

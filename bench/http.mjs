@@ -12,7 +12,7 @@ import { cpus } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { NODE_FLAGS, ROOT, agentApi, fmt, median, scratchEdge, sleep, startAgent } from './_lib.mjs';
+import { NODE_FLAGS, ROOT, agentApi, fmt, median, removeProjectContainers, scratchEdge, sleep, startAgent } from './_lib.mjs';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = 32;
@@ -153,23 +153,7 @@ let steady = null;
     await idle.stop();
   } finally {
     // Leave no containers behind even when the run failed half-way.
-    for (const name of names) {
-      try {
-        execFileSync(
-          'docker',
-          [
-            'rm',
-            '-f',
-            ...execFileSync('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${name}`], { encoding: 'utf8' })
-              .split('\n')
-              .filter(Boolean),
-          ],
-          { stdio: 'ignore' },
-        );
-      } catch {
-        // nothing left
-      }
-    }
+    for (const name of names) removeProjectContainers(name);
   }
 }
 

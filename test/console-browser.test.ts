@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { REPO_ROOT, scratchProxy, startAgent, type TestAgent } from './helpers/agent.js';
 import { cleanupDocker, runId, until } from '../plugins/deployments/test/helpers.js';
+import { serveManyDeployments, timeListPaint } from './helpers/console-list.mjs';
 
 /**
  * The page's globals, for the functions given to page.evaluate (they run in the browser): the tests are compiled
@@ -453,27 +454,8 @@ describe('web console in Chromium', () => {
     // The list as the agent answers it, 1,000 times over (creating 1,000 real deployments would take minutes):
     // this measures the console's rendering; the API's own cost is measured by the benchmarks.
     const real = (await agent.api('GET', '/deployments')).body.data[0];
-    const many = Array.from({ length: 1000 }, (_, i) => ({ ...real, name: `d${String(i).padStart(4, '0')}` }));
-    await page.route('**/api/deployments', (route) => route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ data: many }) }));
-    await page.goto(new URL('/plans', agent.url).href);
-    await page.locator('h1:text("Plans")').waitFor();
-    const { total, render } = await page.evaluate(async () => {
-      performance.clearResourceTimings();
-      const started = performance.now();
-      document.querySelector('a[href="/"]')!.click();
-      await new Promise<void>((resolve) => {
-        const check = () =>
-          document.querySelectorAll('tbody tr').length >= 100 && document.querySelector('h2')?.textContent === 'Deployments (1000)'
-            ? resolve()
-            : requestAnimationFrame(check);
-        check();
-      });
-      // Until the browser painted it.
-      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-      const done = performance.now();
-      const answer = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/api/deployments')) as unknown as { responseEnd: number };
-      return { total: done - started, render: done - answer.responseEnd };
-    });
+    await serveManyDeployments(page, real);
+    const { total, render } = await timeListPaint(page, agent.url);
     // From the click to the painted list, and from the last byte of the answer (which the test's interception
     // delays) to the painted list.
     figures.list_1000_total_ms = Math.round(total);
